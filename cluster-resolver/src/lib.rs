@@ -1,0 +1,3 @@
+//! # cluster-resolver — find the cluster from the environment
+//!
+//! Depends on `cluster-spec`. Work in progress: the Slurm `hostlist` grammar lands first.

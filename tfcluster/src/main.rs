@@ -1,0 +1,2 @@
+//! tfcluster command-line tool.
+fn main() {}

@@ -1,0 +1,46 @@
+//! Developer tasks for the tfcluster workspace, run as `cargo xtask <task>`.
+//!
+//! `codegen [--check]` regenerates (or checks) `cluster-proto/src/generated/`; `test` runs every
+//! check CI runs. Each task lives in its own module; this file only dispatches.
+
+mod codegen;
+mod test;
+mod tf_venv;
+mod workspace;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <task>
+
+tasks:
+  codegen [--check]  regenerate cluster-proto/src/generated/ from cluster-proto/proto/ with protox;
+                     --check fails if the committed files differ from what would be generated
+  test               everything CI runs: fmt --check, clippy -D warnings, codegen --check, and
+                     cargo test --workspace --all-features (installs the TensorFlow 2.21 venv the
+                     differential tests need under target/tf-venv when it is missing)
+  tf-venv            create target/tf-venv with tensorflow-cpu 2.21.0 if missing; print its python
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = match args.as_slice() {
+        ["codegen"] => codegen::run(false),
+        ["codegen", "--check"] => codegen::run(true),
+        ["test"] => test::run(),
+        ["tf-venv"] => tf_venv::ensure().map(|python| println!("{}", python.display())),
+        ["help" | "--help" | "-h"] => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(format!("unknown task {args:?}\n\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
