@@ -4,6 +4,7 @@
 //! check CI runs. Each task lives in its own module; this file only dispatches.
 
 mod codegen;
+mod slurm;
 mod test;
 mod tf_venv;
 mod workspace;
@@ -19,6 +20,9 @@ tasks:
   test               everything CI runs: fmt --check, clippy -D warnings, codegen --check, and
                      cargo test --workspace --all-features (installs the TensorFlow 2.21 venv the
                      differential tests need under target/tf-venv when it is missing)
+  slurm [--env]      start a local 3-node Slurm cluster (installing slurm-wlm and munge with
+                     apt-get if missing), check srun's task placement on it, stop it;
+                     --env also prints every rank's SLURM* variables
   tf-venv            create target/tf-venv with tensorflow-cpu 2.21.0 if missing; print its python
 ";
 
@@ -29,6 +33,8 @@ fn main() -> ExitCode {
         ["codegen"] => codegen::run(false),
         ["codegen", "--check"] => codegen::run(true),
         ["test"] => test::run(),
+        ["slurm"] => slurm::run(false),
+        ["slurm", "--env"] => slurm::run(true),
         ["tf-venv"] => tf_venv::ensure().map(|python| println!("{}", python.display())),
         ["help" | "--help" | "-h"] => {
             print!("{USAGE}");

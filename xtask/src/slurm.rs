@@ -1,0 +1,89 @@
+//! `cargo xtask slurm`: a real three-node Slurm 22.05 cluster on this one machine, for tests
+//! that need srun's own view of a job.
+//!
+//! [`ensure_installed`] installs Debian's `slurm-wlm` and `munge` when missing (`cargo xtask
+//! test` calls it: the client tools are a test oracle). [`Cluster::start`] runs munged,
+//! slurmctld and `slurmd -N node1..node3` as children of this process with their files under
+//! `target/slurm/run`; [`Cluster::srun`] runs a program on it and returns each rank's output;
+//! stopping or dropping the cluster stops every daemon. The task itself starts a cluster, runs
+//! the placement [`Scenario`]s, prints timings and stops it.
+
+mod cluster;
+mod config;
+mod daemon;
+mod deadline;
+mod install;
+mod leftovers;
+mod munge;
+mod placement;
+mod srun;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub(crate) use cluster::Cluster;
+pub(crate) use install::ensure_installed;
+pub(crate) use placement::Scenario;
+
+use crate::workspace;
+
+/// Everything the local cluster writes: apt logs, and `run/` with config, state and daemon logs.
+fn state_dir() -> PathBuf {
+    workspace::root().join("target/slurm")
+}
+
+/// The `cargo xtask slurm` task; with `show_env`, also prints every rank's `SLURM*` variables.
+pub(crate) fn run(show_env: bool) -> Result<(), String> {
+    // Before the clock starts: the timings are about Slurm, not apt.
+    ensure_installed()?;
+    let started = Instant::now();
+    let cluster = Cluster::start()?;
+    eprintln!("xtask: slurm cluster up in {:.2?}", started.elapsed());
+    let scenarios = placement::shell_scenarios();
+    for scenario in &scenarios {
+        run_scenario(&cluster, scenario)?;
+    }
+    if show_env {
+        for scenario in &scenarios {
+            let ranks = cluster.srun(scenario.srun_args, &placement::PRINT_SLURM_ENV)?;
+            for rank in ranks {
+                println!(
+                    "== {} rank {} ==\n{}",
+                    scenario.name,
+                    rank.rank,
+                    rank.stdout.trim_end()
+                );
+            }
+        }
+    }
+    let stopping = Instant::now();
+    cluster.stop()?;
+    eprintln!("xtask: slurm cluster stopped in {:.2?}", stopping.elapsed());
+    eprintln!(
+        "xtask: slurm: all checks passed in {:.2?}",
+        started.elapsed()
+    );
+    Ok(())
+}
+
+/// Runs one scenario on `cluster` and checks it, printing its timing.
+pub(crate) fn run_scenario(cluster: &Cluster, scenario: &Scenario<'_>) -> Result<(), String> {
+    let started = Instant::now();
+    let ranks = cluster.srun(scenario.srun_args, scenario.program)?;
+    let elapsed = started.elapsed();
+    (scenario.check)(&ranks).map_err(|e| {
+        format!(
+            "srun {} {} ({}): wrong output:\n{e}",
+            scenario.srun_args.join(" "),
+            scenario.program.join(" "),
+            scenario.name
+        )
+    })?;
+    eprintln!(
+        "xtask: slurm: {} ({} ranks, srun {}) passed in {elapsed:.2?}",
+        scenario.name,
+        ranks.len(),
+        scenario.srun_args.join(" ")
+    );
+    Ok(())
+}

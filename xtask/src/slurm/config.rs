@@ -1,0 +1,147 @@
+//! Where the local cluster keeps its files, and the `slurm.conf` that describes it.
+//!
+//! Everything Slurm writes lives under `target/slurm/run/`, wiped at each start, so a run never
+//! sees jobs or node states from an earlier one. MUNGE's socket lives in `/run/munge` instead:
+//! munged runs as user `munge`, which may not be able to reach a checkout under `/root`.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The nodes, each a `slurmd -N <name>` listening on its own port (DESIGN.md's 6821-6823).
+pub(crate) const NODES: [(&str, u16); 3] = [("node1", 6821), ("node2", 6822), ("node3", 6823)];
+
+/// slurmctld's port, Slurm's default, written out so the port check below can name it.
+pub(crate) const CONTROLLER_PORT: u16 = 6817;
+
+/// CPUs per node: with 3 nodes that is 6 slots, room for `srun -N3 -n5`.
+const CPUS: u32 = 2;
+
+/// MUNGE's runtime directory, owned by user `munge`, as the Debian package sets it up.
+pub(crate) const MUNGE_DIR: &str = "/run/munge";
+
+/// The key every MUNGE daemon of the cluster shares (one machine, so one key).
+pub(crate) const MUNGE_KEY: &str = "/etc/munge/munge.key";
+
+/// The paths of one local cluster.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    /// `target/slurm/run`: wiped and recreated at each start.
+    pub(crate) run: PathBuf,
+}
+
+impl Layout {
+    /// The layout under `state_dir` (the workspace's `target/slurm`).
+    pub(crate) fn new(state_dir: &Path) -> Self {
+        Layout {
+            run: state_dir.join("run"),
+        }
+    }
+
+    /// The `slurm.conf` every daemon and client reads (through `-f` and `SLURM_CONF`).
+    pub(crate) fn slurm_conf(&self) -> PathBuf {
+        self.run.join("slurm.conf")
+    }
+
+    /// slurmctld's StateSaveLocation.
+    fn controller_state(&self) -> PathBuf {
+        self.run.join("slurmctld")
+    }
+
+    /// The parent of each node's SlurmdSpoolDir (`<this>/<node>`).
+    fn spool(&self) -> PathBuf {
+        self.run.join("spool")
+    }
+
+    /// Where each daemon's stderr goes: `<name>.log`.
+    pub(crate) fn log(&self, daemon: &str) -> PathBuf {
+        self.run.join("log").join(format!("{daemon}.log"))
+    }
+
+    /// Scratch files of client commands (sinfo, srun, munge), one stem per call.
+    pub(crate) fn scratch(&self, stem: &str) -> PathBuf {
+        self.run.join("cmd").join(stem)
+    }
+
+    /// munged's socket: our own name, so a system munged on the default socket does not clash.
+    pub(crate) fn munge_socket(&self) -> PathBuf {
+        Path::new(MUNGE_DIR).join("tfcluster.socket")
+    }
+
+    /// Creates the directories and writes `slurm.conf` for a controller named `hostname`.
+    pub(crate) fn write(&self, hostname: &str) -> Result<(), String> {
+        let mut dirs = vec![
+            self.controller_state(),
+            self.run.join("log"),
+            self.run.join("cmd"),
+        ];
+        dirs.extend(NODES.iter().map(|(node, _)| self.spool().join(node)));
+        for dir in dirs {
+            fs::create_dir_all(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let path = self.slurm_conf();
+        fs::write(&path, self.render(hostname))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
+    /// The text of `slurm.conf`: DESIGN.md's configuration, with every path under [`Layout::run`].
+    fn render(&self, hostname: &str) -> String {
+        let run = self.run.display();
+        let mut conf = format!(
+            "\
+# Written by `cargo xtask slurm`; rewritten at every start.
+ClusterName=tfcluster
+# The address in parentheses spares clients a lookup of the host name.
+SlurmctldHost={hostname}(127.0.0.1)
+SlurmctldPort={CONTROLLER_PORT}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={socket}
+StateSaveLocation={state}
+SlurmdSpoolDir={spool}/%n
+SlurmctldPidFile={run}/slurmctld.pid
+SlurmdPidFile={run}/slurmd-%n.pid
+SwitchType=switch/none
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+# Slurm checks that a mailer exists; no job here asks for mail.
+MailProg=/bin/true
+# Nodes report the CPUs configured here, not the machine's, so a smaller machine does not drain them.
+SlurmdParameters=config_overrides
+",
+            socket = self.munge_socket().display(),
+            state = self.controller_state().display(),
+            spool = self.spool().display(),
+        );
+        for (node, port) in NODES {
+            let _ = writeln!(
+                conf,
+                "NodeName={node} NodeHostname={hostname} NodeAddr=127.0.0.1 CPUs={CPUS} Port={port} State=UNKNOWN"
+            );
+        }
+        conf.push_str("PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n");
+        conf
+    }
+}
+
+/// This machine's short host name, as Slurm compares it with SlurmctldHost and NodeHostname.
+pub(crate) fn hostname() -> Result<String, String> {
+    let full = fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_err(|e| format!("cannot read the host name from /proc/sys/kernel/hostname: {e}"))?;
+    let short = full.trim().split('.').next().unwrap_or_default();
+    if short.is_empty() {
+        Err("the host name is empty".to_owned())
+    } else {
+        Ok(short.to_owned())
+    }
+}

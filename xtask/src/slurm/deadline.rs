@@ -1,0 +1,169 @@
+//! Running a command, or waiting for a condition, with a deadline: nothing the Slurm task
+//! does may hang.
+//!
+//! Output goes to files rather than pipes: a command that leaves a grandchild behind (a package
+//! script starting a service, a daemon forked by a tool) keeps a pipe open forever, a file never
+//! blocks the reader.
+
+use std::fs::{self, File};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How often a wait looks again; short enough that timings stay honest.
+const POLL: Duration = Duration::from_millis(50);
+
+/// What a command printed, and how it ended.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    /// The exit status.
+    pub(crate) status: ExitStatus,
+    /// Everything written to standard output.
+    pub(crate) stdout: String,
+    /// Everything written to standard error.
+    pub(crate) stderr: String,
+}
+
+impl Finished {
+    /// `Ok(self)` when the command exited 0, else an error naming it with its stderr and stdout.
+    pub(crate) fn success(self, shown: &str) -> Result<Self, String> {
+        if self.status.success() {
+            Ok(self)
+        } else {
+            Err(format!(
+                "{shown} failed ({}):\n{}{}",
+                self.status,
+                tail(&self.stderr, 40),
+                tail(&self.stdout, 20)
+            ))
+        }
+    }
+}
+
+/// Runs `command` with no stdin, its stdout and stderr captured through files named
+/// `<scratch>.out` and `<scratch>.err`, killing it when it outlives `timeout`.
+pub(crate) fn run(
+    command: &mut Command,
+    scratch: &Path,
+    timeout: Duration,
+) -> Result<Finished, String> {
+    let shown = show(command);
+    let out_path = scratch.with_extension("out");
+    let err_path = scratch.with_extension("err");
+    if let Some(dir) = scratch.parent() {
+        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let create = |path: &Path| {
+        File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
+    };
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(create(&out_path)?)
+        .stderr(create(&err_path)?)
+        .spawn()
+        .map_err(|e| format!("could not start {shown}: {e}"))?;
+    let waited = wait(&mut child, timeout);
+    let read =
+        |path: &Path| String::from_utf8_lossy(&fs::read(path).unwrap_or_default()).into_owned();
+    let (stdout, stderr) = (read(&out_path), read(&err_path));
+    match waited {
+        Some(status) => Ok(Finished {
+            status,
+            stdout,
+            stderr,
+        }),
+        None => {
+            stop(&mut child, Duration::from_secs(5));
+            Err(format!(
+                "{shown} did not finish within {timeout:?} and was killed:\n{}{}",
+                tail(&stderr, 40),
+                tail(&stdout, 20)
+            ))
+        }
+    }
+}
+
+/// Waits up to `timeout` for `child` to exit; `None` when it is still running.
+pub(crate) fn wait(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            // An error here means the child is gone in a way we cannot observe: treat as exited.
+            Err(_) => return child.wait().ok(),
+            Ok(None) if Instant::now() >= deadline => return None,
+            Ok(None) => thread::sleep(POLL),
+        }
+    }
+}
+
+/// Asks `child` to stop with SIGTERM, gives it `grace` to exit, then kills it; always reaps it.
+pub(crate) fn stop(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
+    if let Ok(Some(status)) = child.try_wait() {
+        return Some(status);
+    }
+    signal(child.id(), "TERM");
+    if let Some(status) = wait(child, grace) {
+        return Some(status);
+    }
+    let _ = child.kill();
+    // SIGKILL cannot be ignored; the bound only guards against an unkillable (D state) process.
+    wait(child, Duration::from_secs(10))
+}
+
+/// Sends `signal` (a name such as `TERM`) to `pid` with kill(1): std has no signal API and the
+/// workspace forbids unsafe code. Failure (the process is already gone) is not an error.
+pub(crate) fn signal(pid: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Polls `check` until it returns `Ok`, or gives up at `timeout` with the last error.
+pub(crate) fn until<T>(
+    timeout: Duration,
+    interval: Duration,
+    mut check: impl FnMut() -> Result<T, String>,
+) -> Result<T, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match check() {
+            Ok(value) => return Ok(value),
+            Err(last) if Instant::now() >= deadline => {
+                return Err(format!("still not ready after {timeout:?}: {last}"));
+            }
+            Err(_) => thread::sleep(interval),
+        }
+    }
+}
+
+/// The last `lines` lines of `text`, indented, with a note when lines were left off.
+pub(crate) fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    let start = all.len().saturating_sub(lines);
+    let mut shown = String::new();
+    if start > 0 {
+        shown.push_str(&format!("    ... ({start} earlier lines)\n"));
+    }
+    for line in &all[start..] {
+        shown.push_str("    ");
+        shown.push_str(line);
+        shown.push('\n');
+    }
+    shown
+}
+
+/// `command` as a person would type it, for messages.
+pub(crate) fn show(command: &Command) -> String {
+    let mut shown = command.get_program().to_string_lossy().into_owned();
+    for arg in command.get_args() {
+        shown.push(' ');
+        shown.push_str(&arg.to_string_lossy());
+    }
+    shown
+}

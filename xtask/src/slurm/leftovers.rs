@@ -1,0 +1,133 @@
+//! Stopping daemons an earlier run left behind (killed before it could stop them), found by
+//! the [`MARKER`] in their environment, so a re-run starts from a clean machine.
+//!
+//! Only marked processes are touched: a Slurm or MUNGE someone else runs on this machine is
+//! reported when it is in the way, never killed.
+
+use std::fs;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::daemon::MARKER;
+use super::deadline;
+
+/// The names of the daemons the cluster runs, to report unmarked ones that may be in the way.
+const DAEMONS: [&str; 4] = ["slurmctld", "slurmd", "slurmstepd", "munged"];
+
+/// A process found in `/proc`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Process {
+    /// Its pid.
+    pub(crate) pid: u32,
+    /// Its command line, arguments joined by spaces.
+    pub(crate) command: String,
+}
+
+/// Stops every marked process (SIGTERM, then SIGKILL after 10 s) and waits until all are gone.
+pub(crate) fn stop_marked() -> Result<(), String> {
+    let found = marked();
+    if found.is_empty() {
+        return Ok(());
+    }
+    for process in &found {
+        eprintln!(
+            "xtask: stopping leftover daemon of an earlier run: pid {} {}",
+            process.pid, process.command
+        );
+        deadline::signal(process.pid, "TERM");
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && found.iter().any(|p| alive(p.pid)) {
+        thread::sleep(Duration::from_millis(100));
+    }
+    for process in found.iter().filter(|p| alive(p.pid)) {
+        deadline::signal(process.pid, "KILL");
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && found.iter().any(|p| alive(p.pid)) {
+        thread::sleep(Duration::from_millis(100));
+    }
+    let survivors: Vec<String> = found
+        .iter()
+        .filter(|p| alive(p.pid))
+        .map(|p| format!("pid {} {}", p.pid, p.command))
+        .collect();
+    if survivors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "leftover daemons survived SIGKILL: {}",
+            survivors.join("; ")
+        ))
+    }
+}
+
+/// Running Slurm or MUNGE daemons that we did not start (no marker): the likely holders of a
+/// port or socket we need.
+pub(crate) fn unmarked_daemons() -> Vec<Process> {
+    processes()
+        .filter(|(process, environ)| {
+            !has_marker(environ)
+                && DAEMONS
+                    .iter()
+                    .any(|name| comm(process.pid).as_deref() == Some(*name))
+        })
+        .map(|(process, _)| process)
+        .collect()
+}
+
+/// Every live process carrying [`MARKER`], except this one.
+fn marked() -> Vec<Process> {
+    processes()
+        .filter(|(_, environ)| has_marker(environ))
+        .map(|(process, _)| process)
+        .collect()
+}
+
+/// Every live process other than this one, with its raw environment.
+fn processes() -> impl Iterator<Item = (Process, Vec<u8>)> {
+    let me = std::process::id();
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(move |&pid| pid != me && alive(pid))
+        .filter_map(|pid| {
+            // Kernel threads and processes that exited meanwhile have no readable environment.
+            let environ = fs::read(format!("/proc/{pid}/environ")).ok()?;
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let command = String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .trim()
+                .to_owned();
+            Some((Process { pid, command }, environ))
+        })
+}
+
+fn has_marker(environ: &[u8]) -> bool {
+    let prefix = format!("{MARKER}=");
+    environ
+        .split(|&b| b == 0)
+        .any(|var| var.starts_with(prefix.as_bytes()))
+}
+
+/// The process's short name (`/proc/PID/comm`).
+fn comm(pid: u32) -> Option<String> {
+    fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
+/// Whether `pid` is a live process: it exists and is not a zombie (a zombie has exited; only its
+/// parent's wait is missing, and for an orphan init does that).
+fn alive(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name, which may itself hold spaces.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
