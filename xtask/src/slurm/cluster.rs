@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use super::config::{self, CONTROLLER_PORT, Layout, NODES};
-use super::daemon::Daemon;
+use super::daemon::{Daemon, MARKER};
 use super::{deadline, install, leftovers, munge};
 
 /// How long the three nodes get to register and turn idle. Seen: about 2 s.
@@ -35,7 +35,7 @@ impl Cluster {
     /// relevant daemon logs.
     pub(crate) fn start() -> Result<Cluster, String> {
         install::ensure_installed()?;
-        leftovers::stop_marked()?;
+        leftovers::kill_marked(None)?;
         check_ports_free()?;
         let layout = Layout::new(&super::state_dir());
         if layout.run.exists() {
@@ -76,7 +76,10 @@ impl Cluster {
                 command.env_remove(name);
             }
         }
-        command.env("SLURM_CONF", self.layout.slurm_conf());
+        // Marked too: an srun orphaned by a killed run is stopped with the daemons by the next.
+        command
+            .env("SLURM_CONF", self.layout.slurm_conf())
+            .env(MARKER, &self.layout.run);
         Ok(command)
     }
 
@@ -153,6 +156,10 @@ impl Cluster {
                 failures.push(e);
             }
         }
+        // A slurmstepd whose slurmd is gone can linger, retrying to report its step.
+        if let Err(e) = leftovers::kill_marked(Some(&self.layout.run)) {
+            failures.push(e);
+        }
         if failures.is_empty() {
             Ok(())
         } else {
@@ -163,6 +170,10 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        // Empty after `stop` (nothing left to do) or when `start` failed before any daemon.
+        if self.daemons.is_empty() {
+            return;
+        }
         if let Err(e) = self.shutdown() {
             eprintln!("xtask: stopping the slurm cluster: {e}");
         }

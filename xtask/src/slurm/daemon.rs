@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use super::deadline;
 
-/// The environment variable every daemon we start carries; its value is the run directory.
-/// It survives exec and is inherited by slurmstepd, so [`super::leftovers`] finds exactly our
-/// processes, whichever checkout started them, and nothing else.
+/// The environment variable every process the cluster starts carries (daemons, and srun, whose
+/// ranks inherit it); its value is the run directory. It survives exec and is inherited by
+/// slurmstepd, so [`super::leftovers`] finds exactly our processes, whichever checkout started
+/// them, and nothing else.
 pub(crate) const MARKER: &str = "TFCLUSTER_XTASK_SLURM";
 
 /// How long a daemon gets to exit after SIGTERM before SIGKILL (slurmctld saves its state).

@@ -1,10 +1,12 @@
-//! Stopping daemons an earlier run left behind (killed before it could stop them), found by
-//! the [`MARKER`] in their environment, so a re-run starts from a clean machine.
+//! Killing what an earlier run left behind (killed before it could stop its daemons), and what
+//! outlives a stopped cluster (slurmstepd, ranks), found by the [`MARKER`] in their
+//! environment, so a re-run starts from a clean machine.
 //!
 //! Only marked processes are touched: a Slurm or MUNGE someone else runs on this machine is
 //! reported when it is in the way, never killed.
 
 use std::fs;
+use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,29 +25,25 @@ pub(crate) struct Process {
     pub(crate) command: String,
 }
 
-/// Stops every marked process (SIGTERM, then SIGKILL after 10 s) and waits until all are gone.
-pub(crate) fn stop_marked() -> Result<(), String> {
-    let found = marked();
+/// Kills every marked process, or with `run`, those of that run only, and waits until all
+/// are gone. SIGKILL at once: their state is wiped anyway, and slurmstepd ignores SIGTERM.
+pub(crate) fn kill_marked(run: Option<&Path>) -> Result<(), String> {
+    let found = marked(run);
     if found.is_empty() {
         return Ok(());
     }
     for process in &found {
-        eprintln!(
-            "xtask: stopping leftover daemon of an earlier run: pid {} {}",
-            process.pid, process.command
-        );
-        deadline::signal(process.pid, "TERM");
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline && found.iter().any(|p| alive(p.pid)) {
-        thread::sleep(Duration::from_millis(100));
-    }
-    for process in found.iter().filter(|p| alive(p.pid)) {
+        if run.is_none() {
+            eprintln!(
+                "xtask: killing a leftover of an earlier run: pid {} {}",
+                process.pid, process.command
+            );
+        }
         deadline::signal(process.pid, "KILL");
     }
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline && found.iter().any(|p| alive(p.pid)) {
-        thread::sleep(Duration::from_millis(100));
+        thread::sleep(Duration::from_millis(20));
     }
     let survivors: Vec<String> = found
         .iter()
@@ -56,7 +54,7 @@ pub(crate) fn stop_marked() -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "leftover daemons survived SIGKILL: {}",
+            "processes of the local slurm cluster survived SIGKILL: {}",
             survivors.join("; ")
         ))
     }
@@ -76,10 +74,16 @@ pub(crate) fn unmarked_daemons() -> Vec<Process> {
         .collect()
 }
 
-/// Every live process carrying [`MARKER`], except this one.
-fn marked() -> Vec<Process> {
+/// Every live process carrying [`MARKER`] (with the value `run`, if given), except this one.
+fn marked(run: Option<&Path>) -> Vec<Process> {
+    let wanted = run.map(|run| format!("{MARKER}={}", run.display()).into_bytes());
     processes()
-        .filter(|(_, environ)| has_marker(environ))
+        .filter(|(_, environ)| match &wanted {
+            Some(wanted) => environ
+                .split(|&b| b == 0)
+                .any(|var| var == wanted.as_slice()),
+            None => has_marker(environ),
+        })
         .map(|(process, _)| process)
         .collect()
 }
