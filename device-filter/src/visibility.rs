@@ -89,6 +89,9 @@ pub struct VisibilityIndex<'a> {
     jobless: Vec<usize>,
     /// Devices on `/job:J/replica:0/task:T`, by `(J, T)`.
     by_task: HashMap<(&'a str, u32), Vec<usize>>,
+    /// For each job named by a filter that sets nothing else (`/job:ps`): every device such a
+    /// filter is compatible with (the job's devices and the jobless ones).
+    whole_jobs: HashMap<&'a str, Bitset>,
 }
 
 impl<'a> VisibilityIndex<'a> {
@@ -107,21 +110,52 @@ impl<'a> VisibilityIndex<'a> {
                 None => jobless.push(i),
             }
         }
+        let mut whole_jobs = HashMap::new();
+        for (_, _, task_filters) in filters.iter() {
+            for filter in task_filters {
+                let Some(job) = job_only(filter.device_name()) else {
+                    continue;
+                };
+                whole_jobs.entry(job).or_insert_with(|| {
+                    let mut set = Bitset::new(devices.len());
+                    let own = by_job.get(job).map_or(&[][..], Vec::as_slice);
+                    own.iter().chain(&jobless).for_each(|&i| set.insert(i));
+                    set
+                });
+            }
+        }
         Self {
             filters,
             devices,
             by_job,
             jobless,
             by_task,
+            whole_jobs,
         }
     }
 
     /// The positions (in the indexed slice) of the devices task `task` of job `job` may see,
     /// ascending.
     pub fn visible_indices(&self, job: &str, task: u32) -> Vec<usize> {
+        match self.visible_set(job, task) {
+            Some(set) => set.iter().collect(),
+            None => (0..self.devices.len()).collect(),
+        }
+    }
+
+    /// The devices task `task` of job `job` may see, in the order of the indexed slice.
+    pub fn visible_devices(&self, job: &str, task: u32) -> Vec<&'a DeviceName> {
+        match self.visible_set(job, task) {
+            Some(set) => set.iter().map(|i| &self.devices[i]).collect(),
+            None => self.devices.iter().collect(),
+        }
+    }
+
+    /// The visible positions of a task with filters; `None` when it has none (sees all).
+    fn visible_set(&self, job: &str, task: u32) -> Option<Bitset> {
         let filters = self.filters.filters(job, task);
         if filters.is_empty() {
-            return (0..self.devices.len()).collect();
+            return None;
         }
         let mut seen = Bitset::new(self.devices.len());
         if let Some(own) = self.by_task.get(&(job, task)) {
@@ -130,19 +164,15 @@ impl<'a> VisibilityIndex<'a> {
         for filter in filters {
             self.mark_compatible(filter.device_name(), &mut seen);
         }
-        seen.into_sorted()
-    }
-
-    /// The devices task `task` of job `job` may see, in the order of the indexed slice.
-    pub fn visible_devices(&self, job: &str, task: u32) -> Vec<&'a DeviceName> {
-        self.visible_indices(job, task)
-            .into_iter()
-            .map(|i| &self.devices[i])
-            .collect()
+        Some(seen)
     }
 
     /// Marks every device `filter` is compatible with.
     fn mark_compatible(&self, filter: &DeviceName, seen: &mut Bitset) {
+        if let Some(set) = job_only(filter).and_then(|job| self.whole_jobs.get(job)) {
+            seen.union_with(set);
+            return;
+        }
         let Some(job) = filter.job() else {
             for (i, device) in self.devices.iter().enumerate() {
                 if filter.is_compatible_with(device) {
@@ -151,16 +181,8 @@ impl<'a> VisibilityIndex<'a> {
             }
             return;
         };
-        let only_job = filter.replica.is_none()
-            && filter.task.is_none()
-            && filter.device_type.is_none()
-            && filter.id.is_none();
-        for &i in self.by_job.get(job).map_or(&[][..], Vec::as_slice) {
-            if only_job || filter.is_compatible_with(&self.devices[i]) {
-                seen.insert(i);
-            }
-        }
-        for &i in &self.jobless {
+        let candidates = self.by_job.get(job).map_or(&[][..], Vec::as_slice);
+        for &i in candidates.iter().chain(&self.jobless) {
             if filter.is_compatible_with(&self.devices[i]) {
                 seen.insert(i);
             }
@@ -168,7 +190,17 @@ impl<'a> VisibilityIndex<'a> {
     }
 }
 
+/// The job of a filter that sets nothing but a job (`/job:ps`).
+fn job_only(filter: &DeviceName) -> Option<&str> {
+    let only_job = filter.replica.is_none()
+        && filter.task.is_none()
+        && filter.device_type.is_none()
+        && filter.id.is_none();
+    filter.job().filter(|_| only_job)
+}
+
 /// A fixed-size set of device positions.
+#[derive(Debug, Clone)]
 struct Bitset {
     words: Vec<u64>,
 }
@@ -186,19 +218,53 @@ impl Bitset {
         }
     }
 
-    fn into_sorted(self) -> Vec<usize> {
-        let count = self.words.iter().map(|w| w.count_ones() as usize).sum();
-        let mut out = Vec::with_capacity(count);
-        for (w, &word) in self.words.iter().enumerate() {
-            let mut bits = word;
-            while bits != 0 {
-                out.push(w * 64 + bits.trailing_zeros() as usize);
-                bits &= bits - 1;
-            }
+    fn union_with(&mut self, other: &Bitset) {
+        for (word, &more) in self.words.iter_mut().zip(&other.words) {
+            *word |= more;
         }
-        out
+    }
+
+    /// The positions in the set, ascending.
+    fn iter(&self) -> Ones<'_> {
+        Ones {
+            len: self.words.iter().map(|w| w.count_ones() as usize).sum(),
+            words: &self.words,
+            next_word: 0,
+            bits: 0,
+        }
     }
 }
+
+/// The positions in a [`Bitset`], ascending; its length is known, so collecting allocates once.
+struct Ones<'s> {
+    len: usize,
+    words: &'s [u64],
+    /// The word after the one `bits` came from.
+    next_word: usize,
+    /// The bits of the current word not yet returned.
+    bits: u64,
+}
+
+impl Iterator for Ones<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        while self.bits == 0 {
+            self.bits = *self.words.get(self.next_word)?;
+            self.next_word += 1;
+        }
+        let i = (self.next_word - 1) * 64 + self.bits.trailing_zeros() as usize;
+        self.bits &= self.bits - 1;
+        self.len = self.len.saturating_sub(1);
+        Some(i)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.len, Some(self.len))
+    }
+}
+
+impl ExactSizeIterator for Ones<'_> {}
 
 #[cfg(test)]
 mod tests {
@@ -250,6 +316,7 @@ mod tests {
             b.insert(i);
         }
         b.insert(500);
-        assert_eq!(b.into_sorted(), [0, 3, 64, 129]);
+        assert_eq!(b.iter().len(), 4);
+        assert_eq!(b.iter().collect::<Vec<_>>(), [0, 3, 64, 129]);
     }
 }
