@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::config::{self, CONTROLLER_PORT, Layout, NODES};
 use super::daemon::{Daemon, MARKER};
+use super::deadline::NotReady;
 use super::{deadline, install, leftovers, munge};
 
 /// How long the three nodes get to register and turn idle. Seen: about 2 s.
@@ -135,7 +136,7 @@ impl Cluster {
             if done.status.success() && idle {
                 Ok(())
             } else {
-                Err(format!("sinfo says: {last}"))
+                Err(NotReady::Yet(format!("sinfo says: {last}")))
             }
         });
         waited.map_err(|e| self.failure(format!("the nodes did not all turn idle: {e}")))
@@ -196,7 +197,7 @@ fn check_ports_free() -> Result<(), String> {
         .map(|p| format!("\n    pid {} {}", p.pid, p.command))
         .collect();
     Err(format!(
-        "port(s) {} needed by the local slurm cluster are in use{}",
+        "port(s) {} needed by the local slurm cluster are in use (`ss -ltnp` shows by whom){}",
         taken.join(", "),
         if others.is_empty() {
             String::new()

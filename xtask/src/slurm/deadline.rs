@@ -124,20 +124,37 @@ pub(crate) fn signal(pid: u32, signal: &str) {
         .status();
 }
 
-/// Polls `check` until it returns `Ok`, or gives up at `timeout` with the last error.
+/// Why a poll of [`until`] did not succeed.
+#[derive(Debug)]
+pub(crate) enum NotReady {
+    /// Not yet: poll again (the message is shown if the deadline passes).
+    Yet(String),
+    /// Never will be (a daemon died, a tool is missing): stop waiting.
+    Failed(String),
+}
+
+/// `?` on a `Result<_, String>` inside a poll means the wait failed for good.
+impl From<String> for NotReady {
+    fn from(message: String) -> Self {
+        NotReady::Failed(message)
+    }
+}
+
+/// Polls `check` every `interval` until it returns `Ok`, fails, or `timeout` passes.
 pub(crate) fn until<T>(
     timeout: Duration,
     interval: Duration,
-    mut check: impl FnMut() -> Result<T, String>,
+    mut check: impl FnMut() -> Result<T, NotReady>,
 ) -> Result<T, String> {
     let deadline = Instant::now() + timeout;
     loop {
         match check() {
             Ok(value) => return Ok(value),
-            Err(last) if Instant::now() >= deadline => {
+            Err(NotReady::Failed(message)) => return Err(message),
+            Err(NotReady::Yet(last)) if Instant::now() >= deadline => {
                 return Err(format!("still not ready after {timeout:?}: {last}"));
             }
-            Err(_) => thread::sleep(interval),
+            Err(NotReady::Yet(_)) => thread::sleep(interval),
         }
     }
 }
@@ -147,6 +164,9 @@ pub(crate) fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     let start = all.len().saturating_sub(lines);
     let mut shown = String::new();
+    if all.is_empty() {
+        shown.push_str("    (empty)\n");
+    }
     if start > 0 {
         shown.push_str(&format!("    ... ({start} earlier lines)\n"));
     }

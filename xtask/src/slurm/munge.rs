@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::config::{Layout, MUNGE_DIR, MUNGE_KEY};
 use super::daemon::Daemon;
+use super::deadline::NotReady;
 use super::{deadline, install};
 
 /// How long munged gets to answer on its socket.
@@ -54,6 +55,7 @@ pub(crate) fn start(layout: &Layout) -> Result<Daemon, String> {
             Duration::from_secs(10),
         )?
         .success(&shown)
+        .map_err(NotReady::Yet)
     });
     match ready {
         Ok(_) => Ok(daemon),
