@@ -15,6 +15,14 @@ pub struct DeviceFilter {
 }
 
 impl DeviceFilter {
+    /// A filter from text and the name it parses to; the caller vouches that they agree.
+    pub(crate) fn new_unchecked(text: String, name: DeviceName) -> Self {
+        Self {
+            text: text.into(),
+            name,
+        }
+    }
+
     /// The filter as it was given (and as it goes into the proto), e.g. `/job:ps`.
     pub fn as_str(&self) -> &str {
         &self.text

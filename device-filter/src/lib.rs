@@ -110,6 +110,7 @@ mod error;
 mod filters;
 mod grammar;
 mod predicates;
+mod presets;
 mod visibility;
 
 pub use device_name::DeviceName;
