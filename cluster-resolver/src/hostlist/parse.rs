@@ -1,0 +1,482 @@
+//! The hostlist grammar: text to [`HostList`], with the size limits checked up front.
+//!
+//! ```text
+//! hostlist := SEP* ( pattern ( SEP+ pattern )* )? SEP*     SEP := ',' | ' ' | '\t' | '\n'
+//! pattern  := ( LITERAL | '[' group ']' )+                 LITERAL := any char but SEP, '[', ']'
+//! group    := range ( ',' range )*
+//! range    := DIGITS ( '-' DIGITS )?                       lo <= hi < 2^64
+//! ```
+
+use super::digits::padded_len_sum;
+use super::host_list::{Group, HostList, NumRange, Pattern, Span};
+use super::{MAX_BYTES, MAX_HOSTS};
+use crate::Error;
+
+/// Slurm's separators between names (its `"\t, \n"`); `\r` and the like are part of a name there.
+fn is_separator(b: u8) -> bool {
+    matches!(b, b',' | b' ' | b'\t' | b'\n')
+}
+
+pub(super) fn parse(input: &str) -> Result<HostList, Error> {
+    let mut p = Parser {
+        input,
+        bytes: input.as_bytes(),
+        i: 0,
+    };
+    let mut patterns = Vec::new();
+    let mut hosts: usize = 0;
+    let mut bytes: u128 = 0;
+    loop {
+        while p.i < p.bytes.len() && is_separator(p.bytes[p.i]) {
+            p.i += 1;
+        }
+        if p.i == p.bytes.len() {
+            break;
+        }
+        let at = p.i;
+        let mut pattern = p.pattern()?;
+        pattern.start = hosts;
+        hosts += pattern.len;
+        if hosts > MAX_HOSTS {
+            return Err(Error::HostlistTooManyHosts {
+                input: input.to_owned(),
+                pos: at,
+                max: MAX_HOSTS,
+            });
+        }
+        bytes += pattern_bytes(&pattern);
+        if bytes > MAX_BYTES as u128 {
+            return Err(Error::HostlistTooLarge {
+                input: input.to_owned(),
+                pos: at,
+                max: MAX_BYTES,
+            });
+        }
+        patterns.push(pattern);
+    }
+    Ok(HostList {
+        source: input.into(),
+        patterns,
+        len: hosts,
+    })
+}
+
+/// Total bytes of the names a pattern expands to.
+fn pattern_bytes(pattern: &Pattern) -> u128 {
+    let len = pattern.len as u128;
+    let span_len = |s: &Span| (s.end - s.start) as u128;
+    let literal: u128 = span_len(&pattern.head)
+        + pattern
+            .tail
+            .iter()
+            .map(|(_, lit)| span_len(lit))
+            .sum::<u128>();
+    let digits: u128 = pattern
+        .tail
+        .iter()
+        .map(|(group, _)| {
+            // Each value of the group appears len / group.len times.
+            let per_value = len / group.len as u128;
+            let sum: u128 = group
+                .ranges
+                .iter()
+                .map(|r| padded_len_sum(r.lo, r.hi, r.width))
+                .sum();
+            per_value * sum
+        })
+        .sum();
+    len * literal + digits
+}
+
+struct Parser<'a> {
+    input: &'a str,
+    bytes: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    /// One pattern starting at a non-separator byte; stops at a separator or the end.
+    fn pattern(&mut self) -> Result<Pattern, Error> {
+        let pattern_start = self.i;
+        let mut lit_start = self.i;
+        let mut head = None;
+        let mut tail: Vec<(Group, Span)> = Vec::new();
+        let mut pending: Option<Group> = None;
+        let mut len: usize = 1;
+        loop {
+            let b = self.bytes.get(self.i).copied();
+            match b {
+                Some(b'[') | Some(b']') | None => {}
+                Some(b) if is_separator(b) => {}
+                Some(_) => {
+                    self.i += 1;
+                    continue;
+                }
+            }
+            let lit = Span {
+                start: lit_start,
+                end: self.i,
+            };
+            match pending.take() {
+                None => head = Some(lit),
+                Some(group) => tail.push((group, lit)),
+            }
+            match b {
+                Some(b'[') => {
+                    let group = self.group()?;
+                    // Checked per group so that the product cannot overflow.
+                    len = len.saturating_mul(group.len);
+                    if len > MAX_HOSTS {
+                        return Err(Error::HostlistTooManyHosts {
+                            input: self.input.to_owned(),
+                            pos: pattern_start,
+                            max: MAX_HOSTS,
+                        });
+                    }
+                    pending = Some(group);
+                    lit_start = self.i;
+                }
+                Some(b']') => {
+                    return Err(Error::HostlistUnmatchedBracket {
+                        input: self.input.to_owned(),
+                        pos: self.i,
+                    });
+                }
+                _ => break,
+            }
+        }
+        Ok(Pattern {
+            // `head` is set on the first pass through the loop.
+            head: head.unwrap_or(Span {
+                start: pattern_start,
+                end: pattern_start,
+            }),
+            tail,
+            start: 0,
+            len,
+        })
+    }
+
+    /// A bracket group; `self.i` is at its `[`, and is left after its `]`.
+    fn group(&mut self) -> Result<Group, Error> {
+        let open = self.i;
+        self.i += 1;
+        let mut ranges = Vec::new();
+        let mut len: u128 = 0;
+        loop {
+            // A range: lo, then optionally '-' hi.
+            let lo_at = self.i;
+            match self.peek(open)? {
+                b',' | b']' => {
+                    return Err(Error::HostlistEmptyRange {
+                        input: self.input.to_owned(),
+                        pos: self.i,
+                    });
+                }
+                _ => {}
+            }
+            let (lo, width) = self.number(open)?;
+            let mut hi = lo;
+            let mut expected = "',', '-' or ']'";
+            if self.peek(open)? == b'-' {
+                self.i += 1;
+                (hi, _) = self.number(open)?;
+                expected = "',' or ']'";
+                if hi < lo {
+                    return Err(Error::HostlistDescendingRange {
+                        input: self.input.to_owned(),
+                        pos: lo_at,
+                        range: self.input[lo_at..self.i].to_owned(),
+                    });
+                }
+            }
+            ranges.push(NumRange {
+                lo,
+                hi,
+                width,
+                // `len` stays within MAX_HOSTS here (checked below), so it fits in usize.
+                before: len as usize,
+            });
+            len += u128::from(hi - lo) + 1;
+            if len > MAX_HOSTS as u128 {
+                return Err(Error::HostlistTooManyHosts {
+                    input: self.input.to_owned(),
+                    pos: open,
+                    max: MAX_HOSTS,
+                });
+            }
+            match self.peek(open)? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Ok(Group {
+                        ranges,
+                        len: len as usize,
+                    });
+                }
+                _ => return Err(self.unexpected(expected, open)),
+            }
+        }
+    }
+
+    /// A run of ASCII digits: its value and its length (the zero-padding width).
+    fn number(&mut self, open: usize) -> Result<(u64, usize), Error> {
+        let start = self.i;
+        if !self.peek(open)?.is_ascii_digit() {
+            return Err(self.unexpected("a digit", open));
+        }
+        let mut value: u64 = 0;
+        let mut overflow = false;
+        while let Some(&b) = self.bytes.get(self.i) {
+            if !b.is_ascii_digit() {
+                break;
+            }
+            match value
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(u64::from(b - b'0')))
+            {
+                Some(v) => value = v,
+                None => overflow = true,
+            }
+            self.i += 1;
+        }
+        if overflow {
+            return Err(Error::HostlistNumberOverflow {
+                input: self.input.to_owned(),
+                pos: start,
+            });
+        }
+        Ok((value, self.i - start))
+    }
+
+    /// The byte at the cursor inside the group opened at `open`; the end of input there means
+    /// the group was never closed.
+    fn peek(&self, open: usize) -> Result<u8, Error> {
+        self.bytes
+            .get(self.i)
+            .copied()
+            .ok_or_else(|| Error::HostlistUnclosedBracket {
+                input: self.input.to_owned(),
+                pos: open,
+            })
+    }
+
+    /// The error for the character at the cursor, which the grammar does not allow there.
+    fn unexpected(&self, expected: &'static str, open: usize) -> Error {
+        let input = self.input.to_owned();
+        let pos = self.i;
+        // Inside a group the cursor only moves over ASCII, so it sits on a char boundary.
+        match self.input[pos..].chars().next() {
+            Some('[') => Error::HostlistNestedBracket { input, pos },
+            Some(found) => Error::HostlistUnexpectedChar {
+                input,
+                pos,
+                expected,
+                found,
+            },
+            None => Error::HostlistUnclosedBracket { input, pos: open },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::expand;
+    use super::*;
+
+    fn ok(s: &str) -> Vec<String> {
+        expand(s).unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    }
+
+    fn err(s: &str) -> String {
+        match expand(s) {
+            Ok(v) => panic!("{s:?} should fail, got {v:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn plain_names_and_separators() {
+        assert_eq!(ok("node"), ["node"]);
+        assert_eq!(ok("alpha,beta,gamma"), ["alpha", "beta", "gamma"]);
+        assert_eq!(ok(""), Vec::<String>::new());
+        assert_eq!(ok(" ,\t,\n "), Vec::<String>::new());
+        assert_eq!(ok(",n1,,n2,"), ["n1", "n2"]);
+        assert_eq!(ok("a b\tc\nd"), ["a", "b", "c", "d"]);
+        assert_eq!(ok("n[1-2]\n"), ["n1", "n2"]);
+        // Slurm does not split on these; neither do we.
+        assert_eq!(ok("a\rb;c"), ["a\rb;c"]);
+        assert_eq!(ok("ünï-cödé1"), ["ünï-cödé1"]);
+        // Digits in a plain name are text, however large.
+        assert_eq!(ok("n18446744073709551616"), ["n18446744073709551616"]);
+    }
+
+    #[test]
+    fn ranges_and_lists_in_brackets() {
+        assert_eq!(ok("node[1-3]"), ["node1", "node2", "node3"]);
+        assert_eq!(ok("n[1]"), ["n1"]);
+        assert_eq!(ok("n[3-3]"), ["n3"]);
+        assert_eq!(ok("gpu[01,07]"), ["gpu01", "gpu07"]);
+        assert_eq!(
+            ok("node[1-3],gpu[01,07]"),
+            ["node1", "node2", "node3", "gpu01", "gpu07"]
+        );
+        assert_eq!(ok("o[3-4,6,7-9]"), ["o3", "o4", "o6", "o7", "o8", "o9"]);
+        assert_eq!(ok("[1-3]"), ["1", "2", "3"]);
+        assert_eq!(ok("n[3,1,2]"), ["n3", "n1", "n2"], "written order");
+    }
+
+    #[test]
+    fn padding_follows_the_low_endpoint() {
+        assert_eq!(ok("n[009-011]"), ["n009", "n010", "n011"]);
+        assert_eq!(ok("b04-[09-10]"), ["b04-09", "b04-10"]);
+        assert_eq!(ok("host-[001-002]"), ["host-001", "host-002"]);
+        assert_eq!(ok("nodes[006,011]"), ["nodes006", "nodes011"]);
+        // Mixed widths: Slurm pads to the width of `lo` as written and ignores `hi`'s.
+        assert_eq!(ok("n[9-011]"), ["n9", "n10", "n11"]);
+        assert_eq!(ok("n[011-12]"), ["n011", "n012"]);
+        assert_eq!(ok("n[09-011]"), ["n09", "n10", "n11"]);
+        assert_eq!(ok("n[01-3,1-02]"), ["n01", "n02", "n03", "n1", "n2"]);
+        assert_eq!(ok("n[00]"), ["n00"]);
+        assert_eq!(ok("n[0000000000000000000000001]"), ["n0000000000000000000000001"]);
+    }
+
+    #[test]
+    fn duplicates_are_kept() {
+        assert_eq!(ok("n[1-2],n1,n[1-2]"), ["n1", "n2", "n1", "n1", "n2"]);
+        assert_eq!(ok("n[1,1,2]"), ["n1", "n1", "n2"]);
+    }
+
+    #[test]
+    fn several_groups_multiply_in_slurm_order() {
+        assert_eq!(ok("a[1-2]b[3-4]"), ["a1b3", "a1b4", "a2b3", "a2b4"]);
+        assert_eq!(ok("n[1-2][3-4]"), ["n13", "n14", "n23", "n24"]);
+        assert_eq!(
+            ok("n[1-3]-x[1-2]"),
+            ["n1-x1", "n1-x2", "n2-x1", "n2-x2", "n3-x1", "n3-x2"]
+        );
+        // Three or more groups: the last varies fastest, then the first, second, ….
+        assert_eq!(
+            ok("a[1-3]b[1-2]c[1]"),
+            ["a1b1c1", "a2b1c1", "a3b1c1", "a1b2c1", "a2b2c1", "a3b2c1"]
+        );
+        let four = ok("n[1-2]b[3-4]c[5-6]d[7-8]");
+        assert_eq!(&four[..5], ["n1b3c5d7", "n1b3c5d8", "n2b3c5d7", "n2b3c5d8", "n1b4c5d7"]);
+        assert_eq!(four[8], "n1b3c6d7");
+        assert_eq!(four.len(), 16);
+    }
+
+    #[test]
+    fn suffixes_after_brackets() {
+        assert_eq!(ok("n[1-2]x"), ["n1x", "n2x"]);
+        assert_eq!(ok("gpu[1-2].ib"), ["gpu1.ib", "gpu2.ib"]);
+        assert_eq!(ok("a[1-2]b[3]c"), ["a1b3c", "a2b3c"]);
+    }
+
+    #[test]
+    fn large_numbers() {
+        let max = u64::MAX;
+        assert_eq!(ok(&format!("n[{max}]")), [format!("n{max}")]);
+        assert_eq!(ok("n[4294967295-4294967296]"), ["n4294967295", "n4294967296"]);
+    }
+
+    #[test]
+    fn bracket_errors() {
+        assert_eq!(err("n[1-"), "invalid hostlist \"n[1-\": unclosed '[' at byte 1");
+        assert_eq!(err("a,n[1-2"), "invalid hostlist \"a,n[1-2\": unclosed '[' at byte 3");
+        assert_eq!(err("n["), "invalid hostlist \"n[\": unclosed '[' at byte 1");
+        assert_eq!(err("n[1,"), "invalid hostlist \"n[1,\": unclosed '[' at byte 1");
+        assert_eq!(err("n1]"), "invalid hostlist \"n1]\": unmatched ']' at byte 2");
+        assert_eq!(err("a]b"), "invalid hostlist \"a]b\": unmatched ']' at byte 1");
+        assert_eq!(err("n[1]]"), "invalid hostlist \"n[1]]\": unmatched ']' at byte 4");
+        assert_eq!(err("n[[1]]"), "invalid hostlist \"n[[1]]\": nested '[' at byte 2");
+        assert_eq!(err("n[1,[2]]"), "invalid hostlist \"n[1,[2]]\": nested '[' at byte 4");
+        assert_eq!(err("n[1[2]]"), "invalid hostlist \"n[1[2]]\": nested '[' at byte 3");
+    }
+
+    #[test]
+    fn range_errors() {
+        assert_eq!(err("n[]"), "invalid hostlist \"n[]\": empty range at byte 2");
+        assert_eq!(err("n[1,]"), "invalid hostlist \"n[1,]\": empty range at byte 4");
+        assert_eq!(err("n[,1]"), "invalid hostlist \"n[,1]\": empty range at byte 2");
+        assert_eq!(err("n[1,,2]"), "invalid hostlist \"n[1,,2]\": empty range at byte 4");
+        assert_eq!(
+            err("n[a-b]"),
+            "invalid hostlist \"n[a-b]\": expected a digit at byte 2, found 'a'"
+        );
+        assert_eq!(
+            err("n[1-b]"),
+            "invalid hostlist \"n[1-b]\": expected a digit at byte 4, found 'b'"
+        );
+        assert_eq!(
+            err("n[-1]"),
+            "invalid hostlist \"n[-1]\": expected a digit at byte 2, found '-'"
+        );
+        assert_eq!(
+            err("n[1-]"),
+            "invalid hostlist \"n[1-]\": expected a digit at byte 4, found ']'"
+        );
+        assert_eq!(
+            err("n[1-2-3]"),
+            "invalid hostlist \"n[1-2-3]\": expected ',' or ']' at byte 5, found '-'"
+        );
+        assert_eq!(
+            err("n[1x]"),
+            "invalid hostlist \"n[1x]\": expected ',', '-' or ']' at byte 3, found 'x'"
+        );
+        assert_eq!(
+            err("n[ 1-2]"),
+            "invalid hostlist \"n[ 1-2]\": expected a digit at byte 2, found ' '"
+        );
+        assert_eq!(
+            err("n[+1]"),
+            "invalid hostlist \"n[+1]\": expected a digit at byte 2, found '+'"
+        );
+        assert_eq!(
+            err("n[1 ]"),
+            "invalid hostlist \"n[1 ]\": expected ',', '-' or ']' at byte 3, found ' '"
+        );
+        assert_eq!(
+            err("n[é]"),
+            "invalid hostlist \"n[é]\": expected a digit at byte 2, found 'é'"
+        );
+        assert_eq!(
+            err("n[5-3]"),
+            "invalid hostlist \"n[5-3]\": descending range '5-3' at byte 2"
+        );
+        assert_eq!(
+            err("x,n[1,011-9]"),
+            "invalid hostlist \"x,n[1,011-9]\": descending range '011-9' at byte 6"
+        );
+        assert_eq!(
+            err("n[18446744073709551616]"),
+            "invalid hostlist \"n[18446744073709551616]\": number at byte 2 does not fit in 64 bits"
+        );
+        assert_eq!(
+            err("n[1-99999999999999999999]"),
+            "invalid hostlist \"n[1-99999999999999999999]\": number at byte 4 does not fit in 64 bits"
+        );
+    }
+
+    #[test]
+    fn absurd_expansions_are_refused_before_allocating() {
+        assert_eq!(
+            err("n[0-99999999999]"),
+            "invalid hostlist \"n[0-99999999999]\": expands to more than 4194304 hosts (limit passed at byte 1)"
+        );
+        assert!(err(&format!("n[0-{}]", u64::MAX)).contains("more than 4194304 hosts"));
+        // Each group is small, the product is not.
+        assert!(err("a[0-9999]b[0-9999]").contains("more than 4194304 hosts"));
+        assert!(err("a[0-99]b[0-99]c[0-99]d[0-99]e[0-99]f[0-99]g[0-99]h[0-99]i[0-99]j[0-99]")
+            .contains("more than 4194304 hosts"));
+        // Many patterns add up.
+        let e = err("a[0-3000000],b[0-3000000]");
+        assert!(e.contains("passed at byte 13"), "{e}");
+        // Few hosts, long names.
+        let long = format!("{}[1-1000000]", "x".repeat(300));
+        assert!(err(&long).contains("bytes of host names"));
+        // At the limit is fine, and counted without expanding.
+        let at_limit = HostList::parse(&format!("n[1-{MAX_HOSTS}]")).unwrap();
+        assert_eq!(at_limit.len(), MAX_HOSTS);
+    }
+}
