@@ -15,6 +15,7 @@ mod deadline;
 mod install;
 mod leftovers;
 mod munge;
+mod oracle;
 mod placement;
 mod srun;
 
@@ -23,6 +24,7 @@ use std::time::Instant;
 
 pub(crate) use cluster::Cluster;
 pub(crate) use install::ensure_installed;
+pub(crate) use oracle::oracle_conf;
 pub(crate) use placement::Scenario;
 
 use crate::workspace;
@@ -36,6 +38,7 @@ fn state_dir() -> PathBuf {
 pub(crate) fn run(show_env: bool) -> Result<(), String> {
     // Before the clock starts: the timings are about Slurm, not apt.
     ensure_installed()?;
+    check_oracle()?;
     let started = Instant::now();
     let cluster = Cluster::start()?;
     eprintln!("xtask: slurm cluster up in {:.2?}", started.elapsed());
@@ -86,4 +89,18 @@ pub(crate) fn run_scenario(cluster: &Cluster, scenario: &Scenario<'_>) -> Result
         scenario.srun_args.join(" ")
     );
     Ok(())
+}
+
+/// Checks that `scontrol show hostnames` works without a cluster, as the tests use it.
+fn check_oracle() -> Result<(), String> {
+    let list = "node[1-3],gpu[08-10]";
+    let expanded = oracle::show_hostnames(&oracle_conf()?, list)?;
+    let expected = ["node1", "node2", "node3", "gpu08", "gpu09", "gpu10"];
+    if expanded == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "scontrol show hostnames {list} gave {expanded:?}, not {expected:?}"
+        ))
+    }
 }

@@ -30,7 +30,7 @@ pub(crate) struct Cluster {
 }
 
 impl Cluster {
-    /// Installs Slurm if needed, stops leftovers of an earlier run, writes a fresh configuration
+    /// Installs Slurm if needed, kills leftovers of an earlier run, writes a fresh configuration
     /// and state under `target/slurm/run`, starts every daemon, and waits until all three nodes
     /// are idle. On failure everything started is stopped again and the error carries the
     /// relevant daemon logs.
@@ -117,15 +117,13 @@ impl Cluster {
     /// Polls sinfo until node1..node3 are all idle; fails at once when a daemon exits.
     fn wait_idle(&mut self) -> Result<(), String> {
         let mut last = String::new();
-        let mut call = 0;
         let waited = deadline::until(IDLE_TIMEOUT, Duration::from_millis(200), || {
             for daemon in &mut self.daemons {
                 daemon.check_running()?;
             }
             let mut sinfo = self.client("sinfo")?;
             sinfo.args(["--noheader", "--Node", "--format=%N %t"]);
-            call += 1;
-            let scratch = self.layout.scratch(&format!("sinfo-{call}"));
+            let scratch = self.layout.scratch("sinfo");
             let done = deadline::run(&mut sinfo, &scratch, Duration::from_secs(10))?;
             last = format!("{}{}", done.stdout, done.stderr).trim().to_owned();
             let idle = NODES.iter().all(|(node, _)| {
@@ -144,8 +142,8 @@ impl Cluster {
 
     fn shutdown(&mut self) -> Result<(), String> {
         let mut failures = Vec::new();
-        // slurmd's first, together, so none reports its controller gone; munged last, as Slurm
-        // needs it to say goodbye.
+        // slurmd's first and all at once (it is quicker), then slurmctld, which they report
+        // to as they go; munged last, as every Slurm message is authenticated through it.
         let slurmds: Vec<usize> = (0..self.daemons.len())
             .filter(|&i| self.daemons[i].name.starts_with("slurmd"))
             .collect();

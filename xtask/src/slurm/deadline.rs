@@ -32,10 +32,9 @@ impl Finished {
             Ok(self)
         } else {
             Err(format!(
-                "{shown} failed ({}):\n{}{}",
+                "{shown} failed ({}):\n{}",
                 self.status,
-                tail(&self.stderr, 40),
-                tail(&self.stdout, 20)
+                streams(&self.stdout, &self.stderr)
             ))
         }
     }
@@ -76,9 +75,8 @@ pub(crate) fn run(
         None => {
             stop(&mut child, Duration::from_secs(5));
             Err(format!(
-                "{shown} did not finish within {timeout:?} and was killed:\n{}{}",
-                tail(&stderr, 40),
-                tail(&stdout, 20)
+                "{shown} did not finish within {timeout:?} and was killed:\n{}",
+                streams(&stdout, &stderr)
             ))
         }
     }
@@ -176,6 +174,16 @@ pub(crate) fn tail(text: &str, lines: usize) -> String {
         shown.push('\n');
     }
     shown
+}
+
+/// The tails of a command's stderr and stdout, whichever are not empty, for an error message.
+pub(crate) fn streams(stdout: &str, stderr: &str) -> String {
+    match (stdout.trim().is_empty(), stderr.trim().is_empty()) {
+        (true, true) => "    (no output)\n".to_owned(),
+        (true, false) => tail(stderr, 40),
+        (false, true) => tail(stdout, 40),
+        (false, false) => format!("{}  stdout:\n{}", tail(stderr, 40), tail(stdout, 20)),
+    }
 }
 
 /// `command` as a person would type it, for messages.

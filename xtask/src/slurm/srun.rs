@@ -48,7 +48,7 @@ impl Cluster {
             Ok(done) => Err(format!(
                 "{shown} failed ({}):\n{}{}",
                 done.status,
-                deadline::tail(&format!("{}{}", done.stderr, done.stdout), 40),
+                deadline::streams(&done.stdout, &done.stderr),
                 rank_errors(ranks(false).unwrap_or_default())
             )),
             Err(e) => Err(format!(
