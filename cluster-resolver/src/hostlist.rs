@@ -24,7 +24,7 @@
 //! # Grammar and meaning
 //!
 //! ```text
-//! hostlist := SEP* ( pattern ( SEP+ pattern )* )? SEP*     SEP := ',' | ' ' | '\t' | '\n'
+//! hostlist := SEP* ( pattern ( SEP+ pattern )* )? SEP*     SEP := ',' | ASCII whitespace
 //! pattern  := ( LITERAL | '[' group ']' )+                 LITERAL := any char but SEP, '[', ']'
 //! group    := range ( ',' range )*                         (',' inside brackets does not separate)
 //! range    := DIGITS ( '-' DIGITS )?                       lo <= hi < 2^64, ASCII digits only

@@ -193,10 +193,7 @@ mod tests {
         let top = format!("n[{}-{}]", u64::MAX - 1, u64::MAX);
         assert_eq!(
             walk(&top),
-            [
-                format!("n{}", u64::MAX - 1),
-                format!("n{}", u64::MAX)
-            ]
+            [format!("n{}", u64::MAX - 1), format!("n{}", u64::MAX)]
         );
     }
 

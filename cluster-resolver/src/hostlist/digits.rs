@@ -89,7 +89,13 @@ mod tests {
 
     #[test]
     fn padded_len_sum_matches_iteration() {
-        for (lo, hi, w) in [(0, 0, 0), (0, 1234, 0), (7, 13, 2), (95, 105, 3), (1, 1000, 4)] {
+        for (lo, hi, w) in [
+            (0, 0, 0),
+            (0, 1234, 0),
+            (7, 13, 2),
+            (95, 105, 3),
+            (1, 1000, 4),
+        ] {
             let want: u128 = (lo..=hi).map(|v| padded_len(v, w) as u128).sum();
             assert_eq!(padded_len_sum(lo, hi, w), want, "{lo}-{hi} w{w}");
         }

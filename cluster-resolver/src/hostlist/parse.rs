@@ -1,7 +1,7 @@
 //! The hostlist grammar: text to [`HostList`], with the size limits checked up front.
 //!
 //! ```text
-//! hostlist := SEP* ( pattern ( SEP+ pattern )* )? SEP*     SEP := ',' | ' ' | '\t' | '\n'
+//! hostlist := SEP* ( pattern ( SEP+ pattern )* )? SEP*     SEP := ',' | ASCII whitespace
 //! pattern  := ( LITERAL | '[' group ']' )+                 LITERAL := any char but SEP, '[', ']'
 //! group    := range ( ',' range )*
 //! range    := DIGITS ( '-' DIGITS )?                       lo <= hi < 2^64
@@ -12,9 +12,11 @@ use super::host_list::{Group, HostList, NumRange, Pattern, Span};
 use super::{MAX_BYTES, MAX_HOSTS};
 use crate::Error;
 
-/// Slurm's separators between names (its `"\t, \n"`); `\r` and the like are part of a name there.
+/// Separators between names: `,` and ASCII whitespace. Slurm 22.05 separates on `,`, space and
+/// tab only, so a newline or CR becomes part of a name there (`"n1\n"` is a host `n1\n`); no
+/// host name contains whitespace, so here it always separates.
 fn is_separator(b: u8) -> bool {
-    matches!(b, b',' | b' ' | b'\t' | b'\n')
+    b == b',' || b.is_ascii_whitespace()
 }
 
 pub(super) fn parse(input: &str) -> Result<HostList, Error> {
@@ -304,8 +306,8 @@ mod tests {
         assert_eq!(ok(",n1,,n2,"), ["n1", "n2"]);
         assert_eq!(ok("a b\tc\nd"), ["a", "b", "c", "d"]);
         assert_eq!(ok("n[1-2]\n"), ["n1", "n2"]);
-        // Slurm does not split on these; neither do we.
-        assert_eq!(ok("a\rb;c"), ["a\rb;c"]);
+        assert_eq!(ok("a\r\nb\x0cc"), ["a", "b", "c"]);
+        assert_eq!(ok("a;b:c"), ["a;b:c"]);
         assert_eq!(ok("ünï-cödé1"), ["ünï-cödé1"]);
         // Digits in a plain name are text, however large.
         assert_eq!(ok("n18446744073709551616"), ["n18446744073709551616"]);
@@ -338,7 +340,10 @@ mod tests {
         assert_eq!(ok("n[09-011]"), ["n09", "n10", "n11"]);
         assert_eq!(ok("n[01-3,1-02]"), ["n01", "n02", "n03", "n1", "n2"]);
         assert_eq!(ok("n[00]"), ["n00"]);
-        assert_eq!(ok("n[0000000000000000000000001]"), ["n0000000000000000000000001"]);
+        assert_eq!(
+            ok("n[0000000000000000000000001]"),
+            ["n0000000000000000000000001"]
+        );
     }
 
     #[test]
@@ -361,7 +366,10 @@ mod tests {
             ["a1b1c1", "a2b1c1", "a3b1c1", "a1b2c1", "a2b2c1", "a3b2c1"]
         );
         let four = ok("n[1-2]b[3-4]c[5-6]d[7-8]");
-        assert_eq!(&four[..5], ["n1b3c5d7", "n1b3c5d8", "n2b3c5d7", "n2b3c5d8", "n1b4c5d7"]);
+        assert_eq!(
+            &four[..5],
+            ["n1b3c5d7", "n1b3c5d8", "n2b3c5d7", "n2b3c5d8", "n1b4c5d7"]
+        );
         assert_eq!(four[8], "n1b3c6d7");
         assert_eq!(four.len(), 16);
     }
@@ -377,29 +385,71 @@ mod tests {
     fn large_numbers() {
         let max = u64::MAX;
         assert_eq!(ok(&format!("n[{max}]")), [format!("n{max}")]);
-        assert_eq!(ok("n[4294967295-4294967296]"), ["n4294967295", "n4294967296"]);
+        assert_eq!(
+            ok("n[4294967295-4294967296]"),
+            ["n4294967295", "n4294967296"]
+        );
     }
 
     #[test]
     fn bracket_errors() {
-        assert_eq!(err("n[1-"), "invalid hostlist \"n[1-\": unclosed '[' at byte 1");
-        assert_eq!(err("a,n[1-2"), "invalid hostlist \"a,n[1-2\": unclosed '[' at byte 3");
+        assert_eq!(
+            err("n[1-"),
+            "invalid hostlist \"n[1-\": unclosed '[' at byte 1"
+        );
+        assert_eq!(
+            err("a,n[1-2"),
+            "invalid hostlist \"a,n[1-2\": unclosed '[' at byte 3"
+        );
         assert_eq!(err("n["), "invalid hostlist \"n[\": unclosed '[' at byte 1");
-        assert_eq!(err("n[1,"), "invalid hostlist \"n[1,\": unclosed '[' at byte 1");
-        assert_eq!(err("n1]"), "invalid hostlist \"n1]\": unmatched ']' at byte 2");
-        assert_eq!(err("a]b"), "invalid hostlist \"a]b\": unmatched ']' at byte 1");
-        assert_eq!(err("n[1]]"), "invalid hostlist \"n[1]]\": unmatched ']' at byte 4");
-        assert_eq!(err("n[[1]]"), "invalid hostlist \"n[[1]]\": nested '[' at byte 2");
-        assert_eq!(err("n[1,[2]]"), "invalid hostlist \"n[1,[2]]\": nested '[' at byte 4");
-        assert_eq!(err("n[1[2]]"), "invalid hostlist \"n[1[2]]\": nested '[' at byte 3");
+        assert_eq!(
+            err("n[1,"),
+            "invalid hostlist \"n[1,\": unclosed '[' at byte 1"
+        );
+        assert_eq!(
+            err("n1]"),
+            "invalid hostlist \"n1]\": unmatched ']' at byte 2"
+        );
+        assert_eq!(
+            err("a]b"),
+            "invalid hostlist \"a]b\": unmatched ']' at byte 1"
+        );
+        assert_eq!(
+            err("n[1]]"),
+            "invalid hostlist \"n[1]]\": unmatched ']' at byte 4"
+        );
+        assert_eq!(
+            err("n[[1]]"),
+            "invalid hostlist \"n[[1]]\": nested '[' at byte 2"
+        );
+        assert_eq!(
+            err("n[1,[2]]"),
+            "invalid hostlist \"n[1,[2]]\": nested '[' at byte 4"
+        );
+        assert_eq!(
+            err("n[1[2]]"),
+            "invalid hostlist \"n[1[2]]\": nested '[' at byte 3"
+        );
     }
 
     #[test]
     fn range_errors() {
-        assert_eq!(err("n[]"), "invalid hostlist \"n[]\": empty range at byte 2");
-        assert_eq!(err("n[1,]"), "invalid hostlist \"n[1,]\": empty range at byte 4");
-        assert_eq!(err("n[,1]"), "invalid hostlist \"n[,1]\": empty range at byte 2");
-        assert_eq!(err("n[1,,2]"), "invalid hostlist \"n[1,,2]\": empty range at byte 4");
+        assert_eq!(
+            err("n[]"),
+            "invalid hostlist \"n[]\": empty range at byte 2"
+        );
+        assert_eq!(
+            err("n[1,]"),
+            "invalid hostlist \"n[1,]\": empty range at byte 4"
+        );
+        assert_eq!(
+            err("n[,1]"),
+            "invalid hostlist \"n[,1]\": empty range at byte 2"
+        );
+        assert_eq!(
+            err("n[1,,2]"),
+            "invalid hostlist \"n[1,,2]\": empty range at byte 4"
+        );
         assert_eq!(
             err("n[a-b]"),
             "invalid hostlist \"n[a-b]\": expected a digit at byte 2, found 'a'"
@@ -467,8 +517,10 @@ mod tests {
         assert!(err(&format!("n[0-{}]", u64::MAX)).contains("more than 4194304 hosts"));
         // Each group is small, the product is not.
         assert!(err("a[0-9999]b[0-9999]").contains("more than 4194304 hosts"));
-        assert!(err("a[0-99]b[0-99]c[0-99]d[0-99]e[0-99]f[0-99]g[0-99]h[0-99]i[0-99]j[0-99]")
-            .contains("more than 4194304 hosts"));
+        assert!(
+            err("a[0-99]b[0-99]c[0-99]d[0-99]e[0-99]f[0-99]g[0-99]h[0-99]i[0-99]j[0-99]")
+                .contains("more than 4194304 hosts")
+        );
         // Many patterns add up.
         let e = err("a[0-3000000],b[0-3000000]");
         assert!(e.contains("passed at byte 13"), "{e}");

@@ -204,7 +204,9 @@ mod tests {
             "invalid tasks-per-node list \"1,2(x4294967295)\": expands to more than 4194304 nodes (limit passed at byte 2)"
         );
         assert_eq!(
-            expand_tasks_per_node(&format!("1(x{MAX_HOSTS})")).unwrap().len(),
+            expand_tasks_per_node(&format!("1(x{MAX_HOSTS})"))
+                .unwrap()
+                .len(),
             MAX_HOSTS
         );
     }
