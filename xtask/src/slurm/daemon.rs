@@ -29,7 +29,8 @@ pub(crate) struct Daemon {
 }
 
 impl Daemon {
-    /// Starts `command` with no stdin and stdout and stderr appended to `log`, marked with
+    /// Starts `command` with no stdin, stdout and stderr both written to `log` (truncated first),
+    /// marked with
     /// [`MARKER`]`=run`.
     pub(crate) fn spawn(
         name: &str,

@@ -4,7 +4,7 @@
 use std::env;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::deadline;
 
@@ -44,6 +44,7 @@ pub(crate) fn ensure_installed() -> Result<(), String> {
         missing.join(", "),
         PACKAGES.join(" ")
     );
+    let started = Instant::now();
     let scratch = super::state_dir();
     let apt = |args: &[&str]| {
         let mut command = Command::new("apt-get");
@@ -66,6 +67,11 @@ pub(crate) fn ensure_installed() -> Result<(), String> {
         .filter(|name| program(name).is_none())
         .collect();
     if still.is_empty() {
+        eprintln!(
+            "xtask: installed {} in {:.1?}",
+            PACKAGES.join(" "),
+            started.elapsed()
+        );
         Ok(())
     } else {
         Err(format!(
