@@ -29,9 +29,8 @@ pub(crate) struct Daemon {
 }
 
 impl Daemon {
-    /// Starts `command` with no stdin, stdout and stderr both written to `log` (truncated first),
-    /// marked with
-    /// [`MARKER`]`=run`.
+    /// Starts `command` with no stdin, its stdout and stderr in `log` (emptied first), and
+    /// [`MARKER`]`=run` in its environment.
     pub(crate) fn spawn(
         name: &str,
         mut command: Command,
