@@ -1,0 +1,84 @@
+//! Running TensorFlow 2.21's Python as a test oracle.
+//!
+//! Python is `$TFCLUSTER_PYTHON`, else `<workspace>/target/tf-venv/bin/python`. Each test runs
+//! it once with a batch of cases: the script reads JSON on stdin and writes one JSON document
+//! as its last line of stdout. When python or TensorFlow cannot run, the test fails with a
+//! message that says what to do; it never skips.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// The python to run, and where it came from (for messages).
+fn python() -> (PathBuf, &'static str) {
+    match std::env::var_os("TFCLUSTER_PYTHON") {
+        Some(path) if !path.is_empty() => (PathBuf::from(path), "$TFCLUSTER_PYTHON"),
+        _ => {
+            let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            (
+                workspace.join("target/tf-venv/bin/python"),
+                "the default <workspace>/target/tf-venv/bin/python",
+            )
+        }
+    }
+}
+
+/// Runs `script` under TensorFlow's python with `input` as JSON on stdin and returns the JSON
+/// of the last line it prints. Panics with a clear message when it cannot.
+pub(crate) fn run(script: &str, input: &serde_json::Value) -> serde_json::Value {
+    let (python, origin) = python();
+    let mut child = Command::new(&python)
+        .arg("-c")
+        .arg(script)
+        .env("TF_CPP_MIN_LOG_LEVEL", "3")
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run TensorFlow's python {} ({origin}): {e}. These tests need TensorFlow \
+                 2.21: create the venv (python3 -m venv target/tf-venv && target/tf-venv/bin/pip \
+                 install tensorflow-cpu==2.21.0) or set TFCLUSTER_PYTHON to a python that has it.",
+                python.display()
+            )
+        });
+    let stdin = child.stdin.take();
+    if let Some(mut stdin) = stdin {
+        stdin
+            .write_all(input.to_string().as_bytes())
+            .expect("write the cases to python's stdin");
+    }
+    let output = child.wait_with_output().expect("wait for python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "TensorFlow's python {} ({origin}) failed ({}). Does it have TensorFlow 2.21 \
+         (pip install tensorflow-cpu==2.21.0)?\nstderr:\n{stderr}\nstdout:\n{stdout}",
+        python.display(),
+        output.status
+    );
+    let last = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    serde_json::from_str(last).unwrap_or_else(|e| {
+        panic!("python printed no JSON result ({e}).\nstdout:\n{stdout}\nstderr:\n{stderr}")
+    })
+}
+
+/// Python preamble: imports TensorFlow quietly, checks its version, reads the cases.
+pub(crate) const PRELUDE: &str = r#"
+import json, os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import tensorflow as tf
+if not tf.__version__.startswith("2.21."):
+    sys.exit("expected TensorFlow 2.21, found " + tf.__version__)
+cases = json.load(sys.stdin)
+"#;
