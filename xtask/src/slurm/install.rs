@@ -60,6 +60,13 @@ pub(crate) fn ensure_installed() -> Result<(), String> {
         )?
         .success(&shown)
     };
+    // Finishes an install an earlier, killed run left half done; apt refuses to start otherwise.
+    let mut configure = Command::new("dpkg");
+    configure
+        .args(["--configure", "-a"])
+        .env("DEBIAN_FRONTEND", "noninteractive");
+    let shown = deadline::show(&configure);
+    deadline::run(&mut configure, &scratch.join("dpkg-configure"), APT_TIMEOUT)?.success(&shown)?;
     apt(&["update"])?;
     apt(&[&["install", "--no-install-recommends"][..], &PACKAGES[..]].concat())?;
     let still: Vec<&str> = PROGRAMS
