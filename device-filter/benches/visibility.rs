@@ -1,5 +1,6 @@
 //! Every task's visible devices for parameter-server filters over 1,024 tasks with 8 devices
-//! each (8,192 devices), with the job index and with the direct per-task rule.
+//! each (8,192 devices), with the job index and with the direct per-task rule; and parsing
+//! those 8,192 device names.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -75,5 +76,22 @@ fn all_tasks(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, all_tasks);
+fn parse_names(c: &mut Criterion) {
+    let (_, devices, _) = cluster(1007, 16);
+    let texts: Vec<String> = devices.iter().map(ToString::to_string).collect();
+    let mut group = c.benchmark_group("parse");
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(2));
+    group.bench_function("8192_full_names", |b| {
+        b.iter(|| {
+            texts
+                .iter()
+                .map(|t| black_box(t.parse::<DeviceName>().expect("valid")))
+                .count()
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, all_tasks, parse_names);
 criterion_main!(benches);

@@ -70,6 +70,16 @@
 //! # Ok::<(), device_filter::Error>(())
 //! ```
 //!
+//! ## Performance
+//!
+//! [`VisibilityIndex`] groups the devices by job and task once; a filter that names only a job
+//! takes that job's devices as a precomputed bit set, other filters are compared only with the
+//! devices of the job they name. For 1,024 tasks with 8 devices each and the parameter-server
+//! filters, computing every task's visible list (index construction included) takes about
+//! 2 ms with 16 parameter servers and about 7 ms with 512 (4.2 million visible pairs), against
+//! about 100 ms for the direct per-task rule (`benches/visibility.rs`, one core; see the
+//! workspace notes for measured figures). Parsing a full device name takes about 100 ns.
+//!
 //! ## Differences from TensorFlow
 //!
 //! - **Validation when filters are set.** TensorFlow's Python `set_device_filters` stores
