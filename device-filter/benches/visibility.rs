@@ -84,10 +84,9 @@ fn parse_names(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(2));
     group.bench_function("8192_full_names", |b| {
         b.iter(|| {
-            texts
-                .iter()
-                .map(|t| black_box(t.parse::<DeviceName>().expect("valid")))
-                .count()
+            for text in &texts {
+                black_box(text.parse::<DeviceName>().expect("valid"));
+            }
         });
     });
     group.finish();
