@@ -3,6 +3,7 @@
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::fmt;
 
 use crate::filters::DeviceFilter;
 use crate::{ClusterDeviceFilters, DeviceName};
@@ -79,7 +80,7 @@ impl ClusterDeviceFilters {
 /// A filter that names a job is only compared with that job's devices (and with devices that
 /// name no job); a filter that names nothing but a job takes that job's devices without
 /// comparing them at all. Results are in the order of the device slice.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct VisibilityIndex<'a> {
     filters: &'a ClusterDeviceFilters,
     devices: &'a [DeviceName],
@@ -187,6 +188,17 @@ impl<'a> VisibilityIndex<'a> {
                 seen.insert(i);
             }
         }
+    }
+}
+
+impl fmt::Debug for VisibilityIndex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VisibilityIndex")
+            .field("devices", &self.devices.len())
+            .field("jobs", &self.by_job.len())
+            .field("tasks", &self.by_task.len())
+            .field("jobless_devices", &self.jobless.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -302,6 +314,10 @@ mod tests {
             let direct = f.visible_devices(job, task, &devices);
             assert_eq!(index.visible_devices(job, task), direct, "{job}:{task}");
         }
+        assert_eq!(
+            format!("{index:?}"),
+            "VisibilityIndex { devices: 7, jobs: 3, tasks: 4, jobless_devices: 1, .. }"
+        );
         assert_eq!(
             index.visible_indices("worker", 0),
             [0, 3, 5],
