@@ -3,11 +3,17 @@
 //! Python is `$TFCLUSTER_PYTHON`, else `<workspace>/target/tf-venv/bin/python`. Each test runs
 //! it once with a batch of cases: the script reads JSON on stdin and writes one JSON document
 //! as its last line of stdout. When python or TensorFlow cannot run, the test fails with a
-//! message that says what to do; it never skips.
+//! message that says what to do; it never skips. A run that takes longer than five minutes is
+//! killed and fails the test.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long one python run may take (TensorFlow's import alone takes seconds on a loaded
+/// machine).
+const TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The python to run, and where it came from (for messages).
 fn python() -> (PathBuf, &'static str) {
@@ -47,13 +53,54 @@ pub(crate) fn run(script: &str, input: &serde_json::Value) -> serde_json::Value 
                 python.display()
             )
         });
-    let stdin = child.stdin.take();
-    if let Some(mut stdin) = stdin {
+    if let Some(mut stdin) = child.stdin.take() {
         stdin
             .write_all(input.to_string().as_bytes())
             .expect("write the cases to python's stdin");
     }
-    let output = child.wait_with_output().expect("wait for python");
+    // Read both pipes on their own threads so that a chatty python cannot block, and give up
+    // after TIMEOUT rather than hang the test run.
+    let pipe = |reader: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut reader) = reader {
+                let _ = reader.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = pipe(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = pipe(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for python") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "TensorFlow's python {} ({origin}) did not finish within {TIMEOUT:?}",
+                python.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
