@@ -18,12 +18,18 @@ pub struct Cursor<'a> {
     list: &'a HostList,
     /// Index of the pattern after the one in `buf` (0 before the first call).
     next_pattern: usize,
-    /// Position in each group of the current pattern.
+    /// Position in each group of the current pattern; the fastest group's value is kept in
+    /// `value` instead while the fast path runs.
     state: Vec<GroupPos>,
     /// The current name.
     buf: String,
-    /// Byte span in `buf` of the last (fastest) group's digits.
+    /// Fast path: the fastest group's current value and the end of its current range
+    /// (both 0 for a pattern without groups, so the fast path is never taken there).
+    value: u64,
+    hi: u64,
+    /// Byte span in `buf` of the fastest group's digits, and the literal text after them.
     digits: (usize, usize),
+    suffix: &'a str,
     remaining: usize,
 }
 
@@ -34,7 +40,10 @@ impl<'a> Cursor<'a> {
             next_pattern: 0,
             state: Vec::new(),
             buf: String::new(),
+            value: 0,
+            hi: 0,
             digits: (0, 0),
+            suffix: "",
             remaining: list.len,
         }
     }
@@ -44,10 +53,16 @@ impl<'a> Cursor<'a> {
         if self.remaining == 0 {
             return None;
         }
-        if self.next_pattern == 0 || !self.step() {
+        self.remaining -= 1;
+        if self.value < self.hi {
+            // The common case: next number of the same range.
+            self.value += 1;
+            if !self.increment_digits() {
+                self.render();
+            }
+        } else if self.next_pattern == 0 || !self.step() {
             self.load_next_pattern();
         }
-        self.remaining -= 1;
         Some(&self.buf)
     }
 
@@ -59,38 +74,38 @@ impl<'a> Cursor<'a> {
     /// Starts the next pattern at its first host. Only called while hosts remain, so the
     /// pattern exists (patterns are never empty).
     fn load_next_pattern(&mut self) {
-        let pattern = &self.list.patterns[self.next_pattern];
+        let list = self.list;
+        let pattern = &list.patterns[self.next_pattern];
         self.next_pattern += 1;
         self.state.clear();
         self.state
             .extend(pattern.tail.iter().map(|(group, _)| group.first()));
+        if let Some(&(_, v)) = self.state.last() {
+            self.value = v;
+        }
         self.render();
     }
 
-    /// Moves to the next host of the current pattern; `false` when the pattern is exhausted.
+    /// At the end of the fastest group's range: moves to its next range, or wraps it and
+    /// carries into the others in Slurm's order (first, second, …, last but one). `false` when
+    /// the pattern is exhausted.
     fn step(&mut self) -> bool {
-        let pattern = &self.list.patterns[self.next_pattern - 1];
-        let n = pattern.tail.len();
-        if n == 0 {
+        let list = self.list;
+        let pattern = &list.patterns[self.next_pattern - 1];
+        let Some(((fastest, _), others)) = pattern.tail.split_last() else {
             return false;
-        }
-        let fastest = &pattern.tail[n - 1].0;
-        let (r, v) = self.state[n - 1];
-        if v < fastest.ranges[r].hi {
-            self.state[n - 1].1 = v + 1;
-            if !self.increment_digits() {
-                self.render();
-            }
-            return true;
-        }
-        // The fastest group moves to its next range, or wraps and carries into the others in
-        // Slurm's order (first, second, …, last but one).
-        let moved = fastest.advance(&mut self.state[n - 1])
-            || pattern.tail[..n - 1]
+        };
+        let Some((fast_pos, other_pos)) = self.state.split_last_mut() else {
+            return false;
+        };
+        fast_pos.1 = self.value;
+        let moved = fastest.advance(fast_pos)
+            || others
                 .iter()
-                .zip(&mut self.state)
+                .zip(other_pos)
                 .any(|((group, _), pos)| group.advance(pos));
         if moved {
+            self.value = fast_pos.1;
             self.render();
         }
         moved
@@ -101,41 +116,53 @@ impl<'a> Cursor<'a> {
     fn increment_digits(&mut self) -> bool {
         let (start, end) = self.digits;
         let bytes = self.buf.as_bytes();
-        let Some(last_non_nine) = (start..end).rev().find(|&j| bytes[j] != b'9') else {
-            return false;
-        };
-        let bumped = char::from(bytes[last_non_nine] + 1);
-        let nines = end - 1 - last_non_nine;
         // `String` offers no safe in-place byte write; truncating and re-pushing the changed
         // tail (usually one digit and an empty suffix) is as cheap.
-        self.buf.truncate(last_non_nine);
-        self.buf.push(bumped);
-        for _ in 0..nines {
-            self.buf.push('0');
+        let last = bytes[end - 1];
+        if last != b'9' {
+            self.buf.truncate(end - 1);
+            self.buf.push(char::from(last + 1));
+        } else {
+            let Some(last_non_nine) = (start..end).rev().find(|&j| bytes[j] != b'9') else {
+                return false;
+            };
+            let bumped = char::from(bytes[last_non_nine] + 1);
+            self.buf.truncate(last_non_nine);
+            self.buf.push(bumped);
+            for _ in last_non_nine + 1..end {
+                self.buf.push('0');
+            }
         }
-        let pattern = &self.list.patterns[self.next_pattern - 1];
-        if let Some((_, suffix)) = pattern.tail.last() {
-            self.buf
-                .push_str(&self.list.source[suffix.start..suffix.end]);
-        }
+        self.buf.push_str(self.suffix);
         true
     }
 
-    /// Writes the current name from scratch.
+    /// Writes the current name from scratch (with the fastest group at `self.value`), and sets
+    /// up the fast path for its range.
     fn render(&mut self) {
-        let source = &self.list.source;
-        let pattern = &self.list.patterns[self.next_pattern - 1];
+        let list = self.list;
+        let source: &'a str = &list.source;
+        let pattern = &list.patterns[self.next_pattern - 1];
         self.buf.clear();
         self.buf
             .push_str(&source[pattern.head.start..pattern.head.end]);
         let last = pattern.tail.len().wrapping_sub(1);
         for (k, ((group, lit), &pos)) in pattern.tail.iter().zip(&self.state).enumerate() {
-            let start = self.buf.len();
-            group.push_value(&mut self.buf, pos);
+            let text = &source[lit.start..lit.end];
             if k == last {
+                let start = self.buf.len();
+                group.push_value(&mut self.buf, (pos.0, self.value));
                 self.digits = (start, self.buf.len());
+                self.hi = group.ranges[pos.0].hi;
+                self.suffix = text;
+            } else {
+                group.push_value(&mut self.buf, pos);
             }
-            self.buf.push_str(&source[lit.start..lit.end]);
+            self.buf.push_str(text);
+        }
+        if pattern.tail.is_empty() {
+            self.value = 0;
+            self.hi = 0;
         }
     }
 }
@@ -187,6 +214,9 @@ mod tests {
     #[test]
     fn carries_across_digit_lengths_and_padding() {
         assert_eq!(walk("n[8-11]"), ["n8", "n9", "n10", "n11"]);
+        assert_eq!(walk("n[98-100]"), ["n98", "n99", "n100"]);
+        assert_eq!(walk("n[0-1]"), ["n0", "n1"]);
+        assert_eq!(walk("n[1-2]y,n[5]"), ["n1y", "n2y", "n5"]);
         assert_eq!(walk("n[098-101]x"), ["n098x", "n099x", "n100x", "n101x"]);
         assert_eq!(walk("n[99-100]-ib"), ["n99-ib", "n100-ib"]);
         assert_eq!(walk("n[0009-0010]"), ["n0009", "n0010"]);
