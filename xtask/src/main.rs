@@ -17,9 +17,10 @@ usage: cargo xtask <task>
 tasks:
   codegen [--check]  regenerate cluster-proto/src/generated/ from cluster-proto/proto/ with protox;
                      --check fails if the committed files differ from what would be generated
-  test               everything CI runs: fmt --check, clippy -D warnings, codegen --check, and
-                     cargo test --workspace --all-features (installs the TensorFlow 2.21 venv the
-                     differential tests need under target/tf-venv when it is missing)
+  test               everything CI runs: installs what the tests need when missing (the
+                     TensorFlow 2.21 venv under target/tf-venv, Debian's slurm-wlm and munge),
+                     then fmt --check, clippy -D warnings, codegen --check,
+                     cargo test --workspace --all-features, and the real Slurm check (slurm)
   slurm [--env]      start a local 3-node Slurm cluster (installing slurm-wlm and munge with
                      apt-get if missing), check srun's task placement on it, stop it;
                      --env also prints every rank's SLURM* variables

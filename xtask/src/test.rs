@@ -1,11 +1,15 @@
 //! `cargo xtask test`: every check CI runs, in order, stopping at the first failure.
+//!
+//! It installs what the tests need first (the TensorFlow 2.21 venv, Debian's Slurm), so a fresh
+//! machine runs the same suite as a developer's.
 
 use std::process::Command;
 
-use crate::{codegen, tf_venv, workspace};
+use crate::{codegen, slurm, tf_venv, workspace};
 
 pub(crate) fn run() -> Result<(), String> {
     let python = tf_venv::ensure()?;
+    slurm::ensure_installed()?;
     workspace::run(Command::new("cargo").args(["fmt", "--all", "--check"]))?;
     workspace::run(Command::new("cargo").args([
         "clippy",
@@ -21,5 +25,7 @@ pub(crate) fn run() -> Result<(), String> {
         Command::new("cargo")
             .args(["test", "--workspace", "--all-features"])
             .env("TFCLUSTER_PYTHON", &python),
-    )
+    )?;
+    // The real Slurm cluster last: it needs the daemons, which the unit tests do not.
+    slurm::run(false)
 }
