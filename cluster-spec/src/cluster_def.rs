@@ -39,33 +39,44 @@ impl ClusterSpec {
 
     /// Appends the encoding of [`as_cluster_def`](Self::as_cluster_def) to `out`.
     pub fn encode_cluster_def_to(&self, out: &mut Vec<u8>) {
-        // Lengths first (one pass over 12-byte task records), so the output is sized once.
+        // Lengths first (one pass over 12-byte task records), then every byte written into a
+        // slice of the final size through a local cursor: no capacity checks per byte.
         let bodies: Vec<usize> = self.jobs_by_name().map(|j| self.job_body_len(j)).collect();
-        out.reserve(bodies.iter().map(|&b| 1 + varint_len(b as u64) + b).sum());
+        let total = bodies
+            .iter()
+            .map(|&b| 1 + varint_len(b as u64) + b)
+            .sum::<usize>();
+        let start = out.len();
+        out.resize(start + total, 0);
+        let mut w = Writer {
+            buf: &mut out[start..],
+            at: 0,
+        };
+        let text = self.text.as_bytes();
         for (job, body) in self.jobs_by_name().zip(bodies) {
             // ClusterDef.job = 1, length-delimited; JobDef.name = 1 (never empty).
             let name = self.job_name(job).as_bytes();
-            out.push(0x0a);
-            put_varint(out, body as u64);
-            out.push(0x0a);
-            put_varint(out, name.len() as u64);
-            out.extend_from_slice(name);
-            let text = self.text.as_bytes();
+            w.byte(0x0a);
+            w.varint(body as u64);
+            w.byte(0x0a);
+            w.varint(name.len() as u64);
+            w.bytes(name);
             for task in &job.tasks {
                 let address = &text[task.address.start as usize..task.address.end as usize];
                 // JobDef.tasks = 2: a map entry {key = 1, value = 2}. proto3 omits key 0, as
                 // prost does (TensorFlow's C++ encoder writes it; both decode the same).
-                out.push(0x12);
-                put_varint(out, entry_len(task.index, address.len()) as u64);
+                w.byte(0x12);
+                w.varint(entry_len(task.index, address.len()) as u64);
                 if task.index != 0 {
-                    out.push(0x08);
-                    put_varint(out, u64::from(task.index));
+                    w.byte(0x08);
+                    w.varint(u64::from(task.index));
                 }
-                out.push(0x12);
-                put_varint(out, address.len() as u64);
-                out.extend_from_slice(address);
+                w.byte(0x12);
+                w.varint(address.len() as u64);
+                w.bytes(address);
             }
         }
+        debug_assert_eq!(w.at, total);
     }
 
     fn job_body_len(&self, job: &Job) -> usize {
@@ -91,6 +102,7 @@ impl ClusterSpec {
     }
 }
 
+#[inline]
 fn entry_len(index: u32, address: usize) -> usize {
     let key = if index == 0 {
         0
@@ -100,18 +112,43 @@ fn entry_len(index: u32, address: usize) -> usize {
     key + 1 + varint_len(address as u64) + address
 }
 
+#[inline]
 fn varint_len(v: u64) -> usize {
+    // Addresses and entries are almost always shorter than 128 bytes.
+    if v < 0x80 {
+        return 1;
+    }
     // One byte per started group of 7 bits; `| 1` makes zero take one byte.
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
-#[inline]
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
+/// A cursor over an output slice sized in advance.
+struct Writer<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl Writer<'_> {
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.buf[self.at] = b;
+        self.at += 1;
     }
-    out.push(v as u8);
+
+    #[inline]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.byte((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+
+    #[inline]
+    fn bytes(&mut self, b: &[u8]) {
+        self.buf[self.at..self.at + b.len()].copy_from_slice(b);
+        self.at += b.len();
+    }
 }
 
 /// Jobs in proto order (TensorFlow keeps that order for a spec built from a `ClusterDef`).
@@ -168,9 +205,13 @@ mod tests {
             (u64::MAX, 10),
         ] {
             assert_eq!(varint_len(v), len, "{v}");
-            let mut out = Vec::new();
-            put_varint(&mut out, v);
-            assert_eq!(out.len(), len, "{v}");
+            let mut buf = [0u8; 10];
+            let mut w = Writer {
+                buf: &mut buf,
+                at: 0,
+            };
+            w.varint(v);
+            assert_eq!(w.at, len, "{v}");
         }
     }
 }
