@@ -9,6 +9,27 @@ use std::fmt::Write as _;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    // ---- Shared by every resolver ----
+    /// A cluster spec built from the source is invalid, or a lookup in it failed.
+    #[error(transparent)]
+    Spec(#[from] cluster_spec::Error),
+    /// A required environment variable is not set.
+    #[error("environment variable {name} is not set")]
+    MissingVariable {
+        /// The variable.
+        name: String,
+    },
+    /// An environment variable holds a value the resolver cannot use.
+    #[error("environment variable {name}={value:?} is invalid: {reason}")]
+    InvalidVariable {
+        /// The variable.
+        name: String,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     // ---- Slurm hostlists (`hostlist::expand`, `hostlist::HostList::parse`) ----
     /// A `[` in a hostlist has no matching `]`.
     #[error("invalid hostlist {}: unclosed '[' at byte {pos}", quote(.input, *.pos))]
