@@ -1,0 +1,94 @@
+//! The CLI end to end: real processes, checked output and exit codes.
+
+use std::process::{Command, Output};
+
+fn tfcluster(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tfcluster"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const SPEC: &str = r#"{"worker": ["w0:2222", "w1:2222"], "ps": {"1": "p1:2222"}}"#;
+
+#[test]
+fn spec_prints_every_form() {
+    let repr = tfcluster(&["spec", SPEC]);
+    assert!(repr.status.success());
+    assert_eq!(
+        stdout(&repr),
+        "ClusterSpec({'ps': {1: 'p1:2222'}, 'worker': ['w0:2222', 'w1:2222']})\n"
+    );
+    assert_eq!(
+        stdout(&tfcluster(&["spec", "--json", SPEC])),
+        "{\"worker\":[\"w0:2222\",\"w1:2222\"],\"ps\":{\"1\":\"p1:2222\"}}\n"
+    );
+    assert_eq!(
+        stdout(&tfcluster(&["spec", "--tasks", SPEC])),
+        "worker 0 w0:2222\nworker 1 w1:2222\nps 1 p1:2222\n"
+    );
+    let hex = stdout(&tfcluster(&[
+        "spec",
+        "--cluster-def",
+        r#"{"w": ["a:1"], "ps": {"2": "b:2"}}"#,
+    ]));
+    assert_eq!(
+        hex,
+        "0a0d0a027073120708021203623a320a0a0a017712051203613a31\n"
+    );
+}
+
+#[test]
+fn spec_reads_files() {
+    let path = std::env::temp_dir().join(format!("tfcluster-cli-{}.json", std::process::id()));
+    std::fs::write(&path, SPEC).unwrap();
+    let out = tfcluster(&["spec", "--tasks", &format!("@{}", path.display())]);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(stdout(&out).lines().count(), 3);
+}
+
+#[test]
+fn bad_input_exits_1_and_names_the_value() {
+    let out = tfcluster(&["spec", r#"{"worker": ["w0"]}"#]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"invalid address "w0" for task 0 of job 'worker'"#),
+        "{stderr}"
+    );
+    let out = tfcluster(&["hostlist", "expand", "n[1-"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    assert_eq!(tfcluster(&["bogus"]).status.code(), Some(2));
+    assert_eq!(tfcluster(&["spec"]).status.code(), Some(2));
+    assert_eq!(tfcluster(&["spec", "--yaml", SPEC]).status.code(), Some(2));
+}
+
+#[test]
+fn help_explains_every_command() {
+    let help = stdout(&tfcluster(&["--help"]));
+    assert!(help.contains("spec") && help.contains("hostlist"));
+    assert!(stdout(&tfcluster(&["spec", "--help"])).contains("--cluster-def"));
+    assert!(stdout(&tfcluster(&["help", "hostlist"])).contains("tasks-per-node"));
+}
+
+#[test]
+fn hostlist_round_trip() {
+    let out = stdout(&tfcluster(&["hostlist", "expand", "n[009-011],gpu1"]));
+    assert_eq!(out, "n009\nn010\nn011\ngpu1\n");
+    let out = stdout(&tfcluster(&[
+        "hostlist", "compress", "n009", "n010", "n011", "gpu1",
+    ]));
+    assert_eq!(out, "n[009-011],gpu1\n");
+    assert_eq!(
+        stdout(&tfcluster(&["hostlist", "tasks-per-node", "2(x2),1"])),
+        "2 2 1\n"
+    );
+}
