@@ -34,41 +34,31 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     fn cluster(&mut self, assembler: &mut Assembler) -> Result<(), Error> {
         self.ws();
-        if !self.eat(b'{') {
+        if self.peek() != Some(b'{') {
             return Err(self.unexpected("a JSON object mapping job names to tasks"));
         }
-        self.ws();
-        if !self.eat(b'}') {
-            loop {
-                self.ws();
-                let name = self.string("a job name in double quotes")?;
-                self.ws();
-                if !self.eat(b':') {
-                    return Err(self.unexpected("':' after the job name"));
+        self.items(b'}', "',' or '}' after a job", |r| {
+            let name = r.key("a job name in double quotes", "':' after the job name")?;
+            assembler.begin_job(&name)?;
+            match r.peek() {
+                // `[ "h:1", "h:2" ]`: task `i` is the `i`-th address.
+                Some(b'[') => r.items(b']', "',' or ']' after an address", |r| {
+                    r.address(assembler, assembler.next_dense_index())
+                })?,
+                // `{ "0": "h:1", "3": "h:2" }`: keys are decimal task indices.
+                Some(b'{') => r.items(b'}', "',' or '}' after an address", |r| {
+                    let key = r.key("a task index in double quotes", "':' after the task index")?;
+                    r.address(assembler, task_index(&name, &key)?)
+                })?,
+                other => {
+                    return Err(Error::InvalidTasks {
+                        job: name.into_owned(),
+                        found: describe(other),
+                    });
                 }
-                self.ws();
-                assembler.begin_job(&name)?;
-                match self.peek() {
-                    Some(b'[') => self.dense_tasks(assembler)?,
-                    Some(b'{') => self.sparse_tasks(assembler, &name)?,
-                    other => {
-                        return Err(Error::InvalidTasks {
-                            job: name.into_owned(),
-                            found: describe(other),
-                        });
-                    }
-                }
-                assembler.end_job()?;
-                self.ws();
-                if self.eat(b',') {
-                    continue;
-                }
-                if self.eat(b'}') {
-                    break;
-                }
-                return Err(self.unexpected("',' or '}' after a job"));
             }
-        }
+            assembler.end_job()
+        })?;
         self.ws();
         if self.pos < self.src.len() {
             return Err(self.unexpected("the end of the input after the cluster object"));
@@ -76,54 +66,41 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// `[ "h:1", "h:2" ]`: task `i` is the `i`-th address.
-    fn dense_tasks(&mut self, assembler: &mut Assembler) -> Result<(), Error> {
+    /// The items of the array or object opening at `pos`, up to `close`, each read by `item`
+    /// (which starts at the item, whitespace skipped).
+    #[inline]
+    fn items<F>(&mut self, close: u8, after_item: &str, mut item: F) -> Result<(), Error>
+    where
+        F: FnMut(&mut Self) -> Result<(), Error>,
+    {
         self.pos += 1;
         self.ws();
-        if self.eat(b']') {
+        if self.eat(close) {
             return Ok(());
         }
         loop {
             self.ws();
-            let index = assembler.next_dense_index();
-            self.address(assembler, index)?;
+            item(self)?;
             self.ws();
             if self.eat(b',') {
                 continue;
             }
-            if self.eat(b']') {
+            if self.eat(close) {
                 return Ok(());
             }
-            return Err(self.unexpected("',' or ']' after an address"));
+            return Err(self.unexpected(after_item));
         }
     }
 
-    /// `{ "0": "h:1", "3": "h:2" }`: keys are decimal task indices.
-    fn sparse_tasks(&mut self, assembler: &mut Assembler, job: &str) -> Result<(), Error> {
-        self.pos += 1;
+    /// An object key and its `:`, leaving `pos` at the value.
+    fn key(&mut self, what: &str, colon: &str) -> Result<Cow<'a, str>, Error> {
+        let key = self.string(what)?;
         self.ws();
-        if self.eat(b'}') {
-            return Ok(());
+        if !self.eat(b':') {
+            return Err(self.unexpected(colon));
         }
-        loop {
-            self.ws();
-            let key = self.string("a task index in double quotes")?;
-            let index = task_index(job, &key)?;
-            self.ws();
-            if !self.eat(b':') {
-                return Err(self.unexpected("':' after the task index"));
-            }
-            self.ws();
-            self.address(assembler, index)?;
-            self.ws();
-            if self.eat(b',') {
-                continue;
-            }
-            if self.eat(b'}') {
-                return Ok(());
-            }
-            return Err(self.unexpected("',' or '}' after an address"));
-        }
+        self.ws();
+        Ok(key)
     }
 
     /// One address string, validated while its closing quote is found.

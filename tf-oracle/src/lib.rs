@@ -92,3 +92,21 @@ pub fn run(script: &str, input: &str) -> String {
     );
     stdout
 }
+
+/// Lower-case hex of `bytes`, the form the scripts exchange protobuf bytes in.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of a hex string.
+///
+/// # Panics
+///
+/// If `s` is not an even-length string of hex digits (test input only).
+pub fn unhex(s: &str) -> Vec<u8> {
+    assert!(s.len() % 2 == 0, "odd-length hex {s:?}");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or_else(|_| panic!("bad hex {s:?}")))
+        .collect()
+}

@@ -2,18 +2,12 @@
 
 use cluster_proto::{ClusterDef, JobDef, ServerDef};
 use prost::Message;
-
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
+use tf_oracle::unhex;
 
 #[test]
 fn tensorflow_cluster_def_decodes() {
     // TF 2.21: ClusterSpec({"w": ["a:1"], "ps": {2: "b:2"}}).as_cluster_def().SerializeToString()
-    let tf = hex("0a0d0a027073120708021203623a320a0c0a0177120708001203613a31");
+    let tf = unhex("0a0d0a027073120708021203623a320a0c0a0177120708001203613a31");
     let def = ClusterDef::decode(&tf[..]).unwrap();
     let expected = ClusterDef {
         job: vec![
@@ -32,7 +26,7 @@ fn tensorflow_cluster_def_decodes() {
     let ours = def.encode_to_vec();
     assert_eq!(
         ours,
-        hex("0a0d0a027073120708021203623a320a0a0a017712051203613a31")
+        unhex("0a0d0a027073120708021203623a320a0a0a017712051203613a31")
     );
     assert_eq!(ClusterDef::decode(&ours[..]).unwrap(), expected);
 }
@@ -60,7 +54,7 @@ fn maps_encode_deterministically() {
 fn eager_payloads_pass_through_as_bytes() {
     use cluster_proto::eager::EnqueueRequest;
     // A QueueItem{operation: Operation{id: 7, name: "Add"}} as TF would send it.
-    let item = hex("1207080712034164");
+    let item = unhex("1207080712034164");
     let request = EnqueueRequest {
         context_id: 0xdead_beef_0000_0001,
         queue: vec![item.clone()],

@@ -2,6 +2,7 @@
 
 use cluster_proto::{ClusterDef, JobDef};
 use cluster_spec::{ClusterSpec, Error};
+use tf_oracle::unhex;
 
 fn spec(json: &str) -> ClusterSpec {
     ClusterSpec::from_json(json).unwrap_or_else(|e| panic!("{json}: {e}"))
@@ -321,7 +322,7 @@ fn json_syntax_errors_say_where() {
 #[test]
 fn cluster_def_conversion() {
     // TF 2.21: ClusterSpec({"w": ["a:1"], "ps": {2: "b:2"}}).as_cluster_def().SerializeToString()
-    let golden = hex("0a0d0a027073120708021203623a320a0c0a0177120708001203613a31");
+    let golden = unhex("0a0d0a027073120708021203623a320a0c0a0177120708001203613a31");
     let from_tf = ClusterSpec::decode_cluster_def(&golden).unwrap();
     let expected = spec(r#"{"w": ["a:1"], "ps": {"2": "b:2"}}"#);
     assert_eq!(from_tf, expected);
@@ -331,7 +332,7 @@ fn cluster_def_conversion() {
     let ours = expected.encode_cluster_def();
     assert_eq!(
         ours,
-        hex("0a0d0a027073120708021203623a320a0a0a017712051203613a31")
+        unhex("0a0d0a027073120708021203623a320a0a0a017712051203613a31")
     );
     assert_eq!(ClusterSpec::decode_cluster_def(&ours).unwrap(), expected);
 
@@ -407,11 +408,4 @@ fn serde_embeds_in_larger_documents() {
             .contains(r#"invalid address "a" for task 0 of job 'worker'"#),
         "{e}"
     );
-}
-
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
 }

@@ -6,6 +6,7 @@ use cluster_spec::ClusterSpec;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use serde_json::{Value, json};
+use tf_oracle::{hex, unhex};
 
 use super::strategies::cluster;
 
@@ -48,17 +49,6 @@ except ValueError as e:
     out.append(str(e))
 print(json.dumps(out))
 "#;
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
 
 #[test]
 fn random_clusters_match_tensorflow() {
