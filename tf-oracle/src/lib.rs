@@ -104,7 +104,7 @@ pub fn hex(bytes: &[u8]) -> String {
 ///
 /// If `s` is not an even-length string of hex digits (test input only).
 pub fn unhex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd-length hex {s:?}");
+    assert!(s.len().is_multiple_of(2), "odd-length hex {s:?}");
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or_else(|_| panic!("bad hex {s:?}")))
