@@ -1,0 +1,337 @@
+//! Resolving a Slurm step: from the options and the step's variables to the cluster and this
+//! task's place in it ([`SlurmStep`]).
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use cluster_spec::ClusterSpec;
+
+use super::gpus::{self, NodeGpus};
+use super::jobs::Jobs;
+use super::nvidia_smi::NvidiaSmi;
+use super::placement::{self, Distribution, Slot};
+use super::tasks_per_node::TasksPerNode;
+use super::vars;
+use crate::hostlist::{self, MAX_HOSTS};
+use crate::{Env, Error};
+
+/// Most tasks a step may have: [`MAX_HOSTS`], far above any machine, and a bound on the
+/// memory a resolution takes whatever the variables say.
+pub const MAX_TASKS: usize = MAX_HOSTS;
+
+/// The resolver's options, TensorFlow's constructor arguments.
+#[derive(Debug, Clone)]
+pub(super) struct Options {
+    pub(super) jobs: Option<Vec<(String, u32)>>,
+    pub(super) port_base: u16,
+    pub(super) gpus_per_node: Option<u32>,
+    pub(super) gpus_per_task: Option<u32>,
+    pub(super) tasks_per_node: Option<TasksPerNode>,
+    pub(super) auto_set_gpu: bool,
+    pub(super) nvidia_smi: NvidiaSmi,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            jobs: None,
+            port_base: 8888,
+            gpus_per_node: None,
+            gpus_per_task: None,
+            tasks_per_node: None,
+            auto_set_gpu: true,
+            nvidia_smi: NvidiaSmi::default(),
+        }
+    }
+}
+
+/// A resolved Slurm step: the cluster, and where this task (`SLURM_PROCID`) is in it.
+///
+/// Everything [`SlurmClusterResolver`](super::SlurmClusterResolver) answers comes from one of
+/// these, read from the environment in one go, so the answers agree with each other.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlurmStep {
+    spec: ClusterSpec,
+    rank: u32,
+    task_type: String,
+    task_id: u32,
+    node: String,
+    port: u16,
+    distribution: Distribution,
+    gpus_per_node: u32,
+    gpus_per_task: u32,
+    cuda_visible_devices: Option<String>,
+}
+
+impl SlurmStep {
+    /// The cluster: one job per entry of the jobs map, tasks in rank order.
+    pub fn spec(&self) -> &ClusterSpec {
+        &self.spec
+    }
+
+    /// Consumes the step, keeping the cluster.
+    pub fn into_spec(self) -> ClusterSpec {
+        self.spec
+    }
+
+    /// This task's rank, `SLURM_PROCID`.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// This task's job.
+    pub fn task_type(&self) -> &str {
+        &self.task_type
+    }
+
+    /// This task's index in its job.
+    pub fn task_id(&self) -> u32 {
+        self.task_id
+    }
+
+    /// The node this task runs on (Slurm's node name).
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The port this task should listen on: `port_base` plus its index among its node's tasks.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// This task's address in the spec, `node:port`.
+    pub fn address(&self) -> String {
+        format!("{}:{}", self.node, self.port)
+    }
+
+    /// How Slurm laid the ranks out over the nodes.
+    pub fn distribution(&self) -> Distribution {
+        self.distribution
+    }
+
+    /// GPUs of this task's node.
+    pub fn gpus_per_node(&self) -> u32 {
+        self.gpus_per_node
+    }
+
+    /// GPUs of each task (zero for a CPU-only cluster).
+    pub fn gpus_per_task(&self) -> u32 {
+        self.gpus_per_task
+    }
+
+    /// The `CUDA_VISIBLE_DEVICES` value for this task (`None` without `auto_set_gpu`); see
+    /// [`SlurmClusterResolver::cuda_visible_devices`](super::SlurmClusterResolver::cuda_visible_devices).
+    pub fn cuda_visible_devices(&self) -> Option<&str> {
+        self.cuda_visible_devices.as_deref()
+    }
+}
+
+/// The nodes of the step in nodelist order, with their task counts, and what they were read
+/// from (for messages).
+struct Nodes {
+    names: Vec<String>,
+    counts: Vec<u32>,
+    source: String,
+}
+
+/// Reads the nodes and their task counts: from the override, else `SLURM_STEP_NODELIST` and
+/// `SLURM_STEP_TASKS_PER_NODE` (read in that order, as TensorFlow does).
+fn nodes(env: &Env, tasks_per_node: Option<&TasksPerNode>) -> Result<Nodes, Error> {
+    let nodes = match tasks_per_node {
+        Some(TasksPerNode::PerNode(list)) => Nodes {
+            names: list.iter().map(|(h, _)| h.clone()).collect(),
+            counts: list.iter().map(|&(_, n)| n).collect(),
+            source: "tasks_per_node".to_owned(),
+        },
+        Some(&TasksPerNode::Uniform(n)) => {
+            let list = vars::required(env, vars::STEP_NODELIST)?;
+            let names = hostlist::expand(&list)?;
+            Nodes {
+                counts: vec![n; names.len()],
+                names,
+                source: format!("tasks_per_node {n} on {}={list:?}", vars::STEP_NODELIST),
+            }
+        }
+        None => {
+            let list = vars::required(env, vars::STEP_NODELIST)?;
+            let names = hostlist::expand(&list)?;
+            let tpn = vars::required(env, vars::STEP_TASKS_PER_NODE)?;
+            let counts = hostlist::expand_tasks_per_node(&tpn)?;
+            if counts.len() != names.len() {
+                return Err(Error::SlurmNodeCountMismatch {
+                    nodelist: list,
+                    nodes: names.len(),
+                    tasks_per_node: tpn,
+                    counts: counts.len(),
+                });
+            }
+            Nodes {
+                names,
+                counts,
+                source: format!(
+                    "{}={tpn:?} on {}={list:?}",
+                    vars::STEP_TASKS_PER_NODE,
+                    vars::STEP_NODELIST
+                ),
+            }
+        }
+    };
+    let mut seen = HashSet::with_capacity(nodes.names.len());
+    if let Some(twice) = nodes.names.iter().find(|n| !seen.insert(n.as_str())) {
+        return Err(Error::SlurmDuplicateNode {
+            node: twice.clone(),
+            origin: nodes.source.clone(),
+        });
+    }
+    Ok(nodes)
+}
+
+/// Resolves the step from `env`; `nvidia_smi` runs only when neither `gpus_per_node` nor
+/// `CUDA_VISIBLE_DEVICES` says how many GPUs the node has.
+pub(super) fn resolve(
+    options: &Options,
+    env: &Env,
+    count_gpus: impl FnOnce() -> Result<u32, Error>,
+) -> Result<SlurmStep, Error> {
+    // TensorFlow's order: rank, number of tasks (only without a jobs map), nodes, GPUs, then
+    // the consistency checks; so the first missing variable is reported as TF reports it.
+    let rank = vars::required_count(env, vars::PROCID)?;
+    let (jobs, requested_from) = match &options.jobs {
+        Some(jobs) => (Jobs::new(jobs)?, None),
+        None => {
+            let n = vars::required_count(env, vars::STEP_NUM_TASKS)?;
+            (Jobs::all_workers(n), Some(n))
+        }
+    };
+    let nodes = nodes(env, options.tasks_per_node.as_ref())?;
+    let assigned: u64 = nodes.counts.iter().map(|&c| u64::from(c)).sum();
+    if assigned > MAX_TASKS as u64 {
+        return Err(Error::SlurmTooManyTasks {
+            tasks: assigned,
+            origin: nodes.source,
+            max: MAX_TASKS,
+        });
+    }
+    let max_per_node = nodes.counts.iter().copied().max().unwrap_or(0);
+
+    let node_gpus = NodeGpus::find(env, options.gpus_per_node, count_gpus)?;
+    let gpus_per_node = node_gpus.count();
+    let gpus_per_task = options
+        .gpus_per_task
+        .unwrap_or(gpus_per_node.checked_div(max_per_node).unwrap_or(0));
+    gpus::check(gpus_per_node, max_per_node, gpus_per_task)?;
+
+    if jobs.total() != assigned {
+        let requested = match requested_from {
+            Some(n) => format!("{}={n}", vars::STEP_NUM_TASKS),
+            None => format!("jobs {}", jobs.describe()),
+        };
+        return Err(Error::SlurmTaskCountMismatch {
+            requested: jobs.total(),
+            assigned,
+            detail: format!("requested by {requested}; assigned by {}", nodes.source),
+        });
+    }
+    if requested_from.is_none() && options.tasks_per_node.is_none() {
+        // With a jobs map TensorFlow does not read SLURM_STEP_NUM_TASKS; if Slurm set it, it
+        // must still agree with the tasks per node, or the variables are not of one step.
+        if let Some(value) = env.get(vars::STEP_NUM_TASKS) {
+            let n = vars::parse_count(vars::STEP_NUM_TASKS, &value)?;
+            if u64::from(n) != assigned {
+                return Err(Error::SlurmNumTasksMismatch {
+                    num_tasks: n,
+                    assigned,
+                    origin: nodes.source,
+                });
+            }
+        }
+    }
+    // `assigned` fits in u32 from here on: it is at most MAX_TASKS.
+    if u64::from(rank) >= assigned {
+        return Err(Error::SlurmRankOutOfRange {
+            rank,
+            num_tasks: assigned,
+        });
+    }
+
+    let distribution = Distribution::from_variable(env.get(vars::DISTRIBUTION).as_deref())?;
+    if max_per_node > 0 && u32::from(options.port_base) + (max_per_node - 1) > u32::from(u16::MAX) {
+        let busiest = nodes.counts.iter().position(|&c| c == max_per_node).unwrap_or(0);
+        return Err(Error::SlurmPortOverflow {
+            port_base: options.port_base,
+            tasks: max_per_node,
+            node: nodes.names[busiest].clone(),
+        });
+    }
+    let slots = placement::place(&nodes.counts, distribution);
+    let own = slots[rank as usize];
+    let node = &nodes.names[own.node as usize];
+    if let Some(nodename) = env.get(vars::NODENAME) {
+        if &nodename != node {
+            return Err(Error::SlurmWrongNode {
+                rank,
+                computed: node.clone(),
+                nodename,
+                distribution: distribution.as_str(),
+                origin: nodes.source,
+            });
+        }
+    }
+
+    let spec = build_spec(&jobs, &slots, &nodes.names, options.port_base)?;
+    let (task_type, task_id) = jobs
+        .task_of(rank)
+        .map(|(job, id)| (job.to_owned(), id))
+        .ok_or(Error::SlurmRankOutOfRange {
+            rank,
+            num_tasks: assigned,
+        })?;
+    let cuda_visible_devices = options
+        .auto_set_gpu
+        .then(|| node_gpus.of_task(own.local, gpus_per_task).unwrap_or_default());
+    Ok(SlurmStep {
+        spec,
+        rank,
+        task_type,
+        task_id,
+        node: node.clone(),
+        port: port(options.port_base, own),
+        distribution,
+        gpus_per_node,
+        gpus_per_task,
+        cuda_visible_devices,
+    })
+}
+
+/// The port of the task in `slot`; the caller checked it does not pass 65535.
+fn port(port_base: u16, slot: Slot) -> u16 {
+    u16::try_from(u32::from(port_base) + slot.local).unwrap_or(u16::MAX)
+}
+
+/// Each job, in name order, gets its ranks' addresses.
+fn build_spec(
+    jobs: &Jobs,
+    slots: &[Slot],
+    names: &[String],
+    port_base: u16,
+) -> Result<ClusterSpec, Error> {
+    let mut builder = ClusterSpec::builder();
+    // One buffer for every address; each task's is a slice of it.
+    let mut text = String::with_capacity(slots.len() * 16);
+    let mut ends = Vec::with_capacity(slots.len());
+    for &slot in slots {
+        text.push_str(&names[slot.node as usize]);
+        // Writing to a String cannot fail.
+        let _ = write!(text, ":{}", port(port_base, slot));
+        ends.push(text.len());
+    }
+    let address = |rank: usize| {
+        let start = if rank == 0 { 0 } else { ends[rank - 1] };
+        &text[start..ends[rank]]
+    };
+    for (job, first, n) in jobs.with_first_rank() {
+        let ranks = first as usize..first as usize + n as usize;
+        builder = builder.job(job, ranks.map(address));
+    }
+    Ok(builder.build()?)
+}
