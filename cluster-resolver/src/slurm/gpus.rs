@@ -72,7 +72,11 @@ fn ordinals(n: u32) -> Vec<String> {
 }
 
 /// TensorFlow's check: the busiest node must have `per_task` GPUs for each of its tasks.
-pub(super) fn check(gpus_per_node: u32, max_tasks_per_node: u32, per_task: u32) -> Result<(), Error> {
+pub(super) fn check(
+    gpus_per_node: u32,
+    max_tasks_per_node: u32,
+    per_task: u32,
+) -> Result<(), Error> {
     if u64::from(max_tasks_per_node) * u64::from(per_task) > u64::from(gpus_per_node) {
         return Err(Error::SlurmNotEnoughGpus {
             gpus_per_node,
@@ -113,10 +117,16 @@ mod tests {
         let env = Env::from_iter([("CUDA_VISIBLE_DEVICES", "GPU-a,GPU-b,GPU-c")]);
         let gpus = NodeGpus::find(&env, Some(2), no_smi).unwrap();
         assert_eq!(gpus.of_task(0, 2).as_deref(), Some("GPU-a,GPU-b"));
-        let e = NodeGpus::find(&env, Some(4), no_smi).unwrap_err().to_string();
-        assert!(e.contains("gpus_per_node 4") && e.contains("GPU-a,GPU-b,GPU-c"), "{e}");
+        let e = NodeGpus::find(&env, Some(4), no_smi)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("gpus_per_node 4") && e.contains("GPU-a,GPU-b,GPU-c"),
+            "{e}"
+        );
 
-        let gpus = NodeGpus::find(&Env::from_iter::<[(&str, &str); 0]>([]), Some(3), no_smi).unwrap();
+        let gpus =
+            NodeGpus::find(&Env::from_iter::<[(&str, &str); 0]>([]), Some(3), no_smi).unwrap();
         assert_eq!(gpus.of_task(1, 1).as_deref(), Some("1"));
     }
 
@@ -132,6 +142,9 @@ mod tests {
         assert!(check(8, 4, 2).is_ok());
         assert!(check(0, 4, 0).is_ok());
         let e = check(4, 3, 2).unwrap_err().to_string();
-        assert!(e.starts_with("Requested more GPUs per node than available."), "{e}");
+        assert!(
+            e.starts_with("Requested more GPUs per node than available."),
+            "{e}"
+        );
     }
 }

@@ -64,8 +64,18 @@ impl NvidiaSmi {
                 String::from_utf8_lossy(&bytes).into_owned()
             })
         };
-        let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-        let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+        let stdout = drain(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let stderr = drain(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
         let started = Instant::now();
         let status = loop {
             match child.try_wait() {
@@ -130,8 +140,9 @@ mod tests {
     }
 
     fn fxhash(s: &str) -> u64 {
-        s.bytes()
-            .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+        s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        })
     }
 
     #[test]
@@ -151,7 +162,10 @@ mod tests {
 
     #[test]
     fn no_devices_is_zero_gpus() {
-        assert_eq!(smi("echo 'No devices were found'; exit 6", DEFAULT_TIMEOUT).unwrap(), 0);
+        assert_eq!(
+            smi("echo 'No devices were found'; exit 6", DEFAULT_TIMEOUT).unwrap(),
+            0
+        );
     }
 
     #[test]

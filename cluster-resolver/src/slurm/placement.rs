@@ -133,7 +133,10 @@ mod tests {
 
     #[test]
     fn distribution_names() {
-        assert_eq!(Distribution::from_variable(None).unwrap(), Distribution::Block);
+        assert_eq!(
+            Distribution::from_variable(None).unwrap(),
+            Distribution::Block
+        );
         assert_eq!(
             Distribution::from_variable(Some("block")).unwrap(),
             Distribution::Block
@@ -142,7 +145,14 @@ mod tests {
             Distribution::from_variable(Some("cyclic")).unwrap(),
             Distribution::Cyclic
         );
-        for other in ["plane", "arbitrary", "cyclic:block", "block:cyclic", "Cyclic", ""] {
+        for other in [
+            "plane",
+            "arbitrary",
+            "cyclic:block",
+            "block:cyclic",
+            "Cyclic",
+            "",
+        ] {
             let e = Distribution::from_variable(Some(other)).unwrap_err();
             assert!(e.to_string().contains(&format!("{other:?}")), "{e}");
         }

@@ -256,7 +256,11 @@ pub(super) fn resolve(
 
     let distribution = Distribution::from_variable(env.get(vars::DISTRIBUTION).as_deref())?;
     if max_per_node > 0 && u32::from(options.port_base) + (max_per_node - 1) > u32::from(u16::MAX) {
-        let busiest = nodes.counts.iter().position(|&c| c == max_per_node).unwrap_or(0);
+        let busiest = nodes
+            .counts
+            .iter()
+            .position(|&c| c == max_per_node)
+            .unwrap_or(0);
         return Err(Error::SlurmPortOverflow {
             port_base: options.port_base,
             tasks: max_per_node,
@@ -266,16 +270,16 @@ pub(super) fn resolve(
     let slots = placement::place(&nodes.counts, distribution);
     let own = slots[rank as usize];
     let node = &nodes.names[own.node as usize];
-    if let Some(nodename) = env.get(vars::NODENAME) {
-        if &nodename != node {
-            return Err(Error::SlurmWrongNode {
-                rank,
-                computed: node.clone(),
-                nodename,
-                distribution: distribution.as_str(),
-                origin: nodes.source,
-            });
-        }
+    if let Some(nodename) = env.get(vars::NODENAME)
+        && &nodename != node
+    {
+        return Err(Error::SlurmWrongNode {
+            rank,
+            computed: node.clone(),
+            nodename,
+            distribution: distribution.as_str(),
+            origin: nodes.source,
+        });
     }
 
     let spec = build_spec(&jobs, &slots, &nodes.names, options.port_base)?;
@@ -286,9 +290,11 @@ pub(super) fn resolve(
             rank,
             num_tasks: assigned,
         })?;
-    let cuda_visible_devices = options
-        .auto_set_gpu
-        .then(|| node_gpus.of_task(own.local, gpus_per_task).unwrap_or_default());
+    let cuda_visible_devices = options.auto_set_gpu.then(|| {
+        node_gpus
+            .of_task(own.local, gpus_per_task)
+            .unwrap_or_default()
+    });
     Ok(SlurmStep {
         spec,
         rank,

@@ -71,7 +71,9 @@ mod tests {
         for bad in ["", "+1", "-1", " 1", "1 ", "x", "4294967296", "١"] {
             let e = parse_count("SLURM_PROCID", bad).unwrap_err().to_string();
             assert!(
-                e.starts_with(&format!("environment variable SLURM_PROCID={bad:?} is invalid")),
+                e.starts_with(&format!(
+                    "environment variable SLURM_PROCID={bad:?} is invalid"
+                )),
                 "{e}"
             );
         }
