@@ -4,4 +4,5 @@
 // submodules to `tests/cluster_resolver/x/`) without `#[path]` attributes.
 mod cluster_resolver {
     mod hostlist;
+    mod slurm;
 }
