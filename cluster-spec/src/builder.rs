@@ -12,27 +12,47 @@ pub const MAX_TASK_INDEX: u32 = i32::MAX as u32;
 /// Collects jobs and tasks, validating each as it arrives.
 pub(crate) struct Assembler {
     spec: ClusterSpec,
+    /// Address and length of the input `spec.text` starts as a copy of
+    /// ([`Assembler::from_source`]); `(0, 0)` otherwise.
+    source: (usize, usize),
 }
 
 impl Assembler {
     pub(crate) fn new() -> Self {
         Self {
             spec: ClusterSpec::empty(),
+            source: (0, 0),
         }
     }
 
-    /// Starts from a copy of the whole input, so addresses found in it unescaped become spans
-    /// of it ([`Assembler::task_in_source`]) rather than copies, one `memcpy` for all.
+    /// Starts from a copy of the whole input: names and addresses that are slices of `source`
+    /// then become spans of the copy instead of copies of their own, one `memcpy` for all.
     pub(crate) fn from_source(source: &str) -> Result<Self, Error> {
         if source.len() > u32::MAX as usize {
             return Err(Error::TooLarge);
         }
-        let mut assembler = Self::new();
-        assembler.spec.text = source.to_owned();
-        Ok(assembler)
+        Ok(Self {
+            spec: ClusterSpec {
+                text: source.to_owned(),
+                ..ClusterSpec::empty()
+            },
+            source: (source.as_ptr() as usize, source.len()),
+        })
     }
 
+    /// Where `s` lies in the text: its span in the source copy if it is a slice of the source
+    /// (found by address, so no bytes are compared), else a new span at the end.
+    #[inline]
     fn push_text(&mut self, s: &str) -> Result<Span, Error> {
+        let (base, len) = self.source;
+        let offset = (s.as_ptr() as usize).wrapping_sub(base);
+        if offset <= len && s.len() <= len - offset {
+            // from_source checked that the source fits u32 offsets.
+            return Ok(Span {
+                start: offset as u32,
+                end: (offset + s.len()) as u32,
+            });
+        }
         let start = self.spec.text.len();
         let end = start + s.len();
         if end > u32::MAX as usize {
@@ -97,22 +117,11 @@ impl Assembler {
     }
 
     /// Adds a task whose index and address the caller has already checked.
-    fn task_prevalidated(&mut self, index: u32, address: &str) -> Result<(), Error> {
+    #[inline]
+    pub(crate) fn task_prevalidated(&mut self, index: u32, address: &str) -> Result<(), Error> {
         let address = self.push_text(address)?;
         self.current().tasks.push(Task { index, address });
         Ok(())
-    }
-
-    /// Adds a task whose address the caller has checked and found at `start..end` of the
-    /// source given to [`Assembler::from_source`].
-    #[inline]
-    pub(crate) fn task_in_source(&mut self, index: u32, start: usize, end: usize) {
-        // from_source checked that the source fits u32 offsets.
-        let address = Span {
-            start: start as u32,
-            end: end as u32,
-        };
-        self.current().tasks.push(Task { index, address });
     }
 
     /// The error for a bad address of task `index` of the current job.

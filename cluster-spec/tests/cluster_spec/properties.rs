@@ -111,6 +111,33 @@ proptest! {
         }
     }
 
+    /// Escaped strings take the slow path and are copied; unescaped ones are spans of the
+    /// input. Any mix must give the same spec.
+    #[test]
+    fn escapes_anywhere_give_the_same_spec(c in cluster(), seed in any::<u64>()) {
+        let json = c.to_json();
+        let mut escaped = String::with_capacity(json.len() * 2);
+        let mut in_string = false;
+        for (i, ch) in json.chars().enumerate() {
+            let pick = (seed.rotate_left(i as u32 % 64) ^ i as u64) % 7 == 0;
+            match ch {
+                '"' => {
+                    in_string = !in_string;
+                    escaped.push(ch);
+                }
+                _ if in_string && pick && ch.is_ascii_alphanumeric() => {
+                    escaped.push_str(&format!("\\u{:04x}", ch as u32));
+                }
+                _ => escaped.push(ch),
+            }
+        }
+        let plain = ClusterSpec::from_json(&json).unwrap();
+        let from_escaped = ClusterSpec::from_json(&escaped).unwrap();
+        prop_assert_eq!(&from_escaped, &plain);
+        prop_assert_eq!(from_escaped.jobs(), plain.jobs());
+        prop_assert_eq!(from_escaped.to_json(), plain.to_json());
+    }
+
     #[test]
     fn from_json_never_panics(s in "\\PC{0,64}") {
         let _ = ClusterSpec::from_json(&s);
