@@ -119,7 +119,7 @@ proptest! {
         let mut escaped = String::with_capacity(json.len() * 2);
         let mut in_string = false;
         for (i, ch) in json.chars().enumerate() {
-            let pick = (seed.rotate_left(i as u32 % 64) ^ i as u64) % 7 == 0;
+            let pick = (seed.rotate_left(i as u32 % 64) ^ i as u64).is_multiple_of(7);
             match ch {
                 '"' => {
                     in_string = !in_string;
