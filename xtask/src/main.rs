@@ -19,10 +19,11 @@ tasks:
                      --check fails if the committed files differ from what would be generated
   test               everything CI runs: installs what the tests need when missing (the
                      TensorFlow 2.21 venv under target/tf-venv, Debian's slurm-wlm and munge),
-                     then fmt --check, clippy -D warnings, codegen --check,
+                     then fmt --check, clippy -D warnings, codegen --check, doc -D warnings,
                      cargo test --workspace --all-features, and the real Slurm check (slurm)
   slurm [--env]      start a local 3-node Slurm cluster (installing slurm-wlm and munge with
-                     apt-get if missing), check srun's task placement on it, stop it;
+                     apt-get if missing), check srun's task placement on it and that the
+                     Slurm resolver (example slurm_rank) computes it on every rank, stop it;
                      --env also prints every rank's SLURM* variables
   tf-venv            create target/tf-venv with tensorflow-cpu 2.21.0 if missing; print its python
 ";

@@ -21,6 +21,12 @@ pub(crate) fn run() -> Result<(), String> {
         "warnings",
     ]))?;
     codegen::run(true)?;
+    // Broken intra-doc links and bad doc markup fail like any other warning.
+    workspace::run(
+        Command::new("cargo")
+            .args(["doc", "--workspace", "--no-deps", "--all-features"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
     workspace::run(
         Command::new("cargo")
             .args(["test", "--workspace", "--all-features"])
