@@ -5,8 +5,10 @@
 //! test` calls it: the client tools are a test oracle). [`Cluster::start`] runs munged,
 //! slurmctld and `slurmd -N node1..node3` as children of this process with their files under
 //! `target/slurm/run`; [`Cluster::srun`] runs a program on it and returns each rank's output;
-//! stopping or dropping the cluster stops every daemon. The task itself starts a cluster, runs
-//! the placement [`Scenario`]s, prints timings and stops it.
+//! stopping or dropping the cluster stops every daemon. The task itself builds the
+//! `slurm_rank` example of `cluster-resolver`, starts a cluster, runs the shell placement
+//! [`Scenario`]s and the resolver scenarios (every rank runs the example; see [`resolver`]),
+//! prints timings and stops it.
 
 mod cluster;
 mod config;
@@ -17,6 +19,7 @@ mod leftovers;
 mod munge;
 mod oracle;
 mod placement;
+mod resolver;
 mod srun;
 
 use std::path::PathBuf;
@@ -39,6 +42,22 @@ pub(crate) fn run(show_env: bool) -> Result<(), String> {
     // Before the clock starts: the timings are about Slurm, not apt.
     ensure_installed()?;
     check_oracle()?;
+    let building = Instant::now();
+    let example = resolver::build_example()?;
+    let example = example
+        .to_str()
+        .ok_or_else(|| format!("the example's path {} is not UTF-8", example.display()))?
+        .to_owned();
+    eprintln!(
+        "xtask: slurm: built {example} in {:.2?}",
+        building.elapsed()
+    );
+    let plain = [example.as_str()];
+    let with_jobs = [
+        example.as_str(),
+        resolver::JOB_ARGS[0],
+        resolver::JOB_ARGS[1],
+    ];
     let started = Instant::now();
     let cluster = Cluster::start()?;
     eprintln!("xtask: slurm cluster up in {:.2?}", started.elapsed());
@@ -46,6 +65,10 @@ pub(crate) fn run(show_env: bool) -> Result<(), String> {
     for scenario in &scenarios {
         run_scenario(&cluster, scenario)?;
     }
+    for scenario in &resolver::scenarios(&plain, &with_jobs) {
+        run_scenario(&cluster, scenario)?;
+    }
+    resolver::check_refused(&cluster, &plain)?;
     if show_env {
         for scenario in &scenarios {
             let ranks = cluster.srun(scenario.srun_args, &placement::PRINT_SLURM_ENV)?;

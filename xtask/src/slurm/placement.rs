@@ -1,8 +1,9 @@
 //! The self-check `cargo xtask slurm` runs: where srun places five ranks on three nodes, block
 //! and cyclic, as each rank's own Slurm environment tells it.
 //!
-//! A [`Scenario`] is srun's arguments, a program and a check of the ranks' output; the shell
-//! program here stands in until the Rust resolver's example binary can be the program.
+//! A [`Scenario`] is srun's arguments, a program and a check of the ranks' output. The shell
+//! scenarios here record what srun does; the resolver scenarios (`resolver.rs`) run the
+//! Rust resolver's example on the same steps and hold it to these placements.
 
 use super::srun::RankOutput;
 
