@@ -1,0 +1,250 @@
+//! A loopback HTTP/1.1 server for the network resolvers' tests (Kubernetes, GCE, TPU): it binds
+//! 127.0.0.1:0, answers every request from a handler, records the requests for assertions, and
+//! stops (closing kept-alive connections too) when the test says so.
+//!
+//! Just enough HTTP for hyper's client: request line, headers, `Content-Length` bodies,
+//! keep-alive.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::{JoinHandle, JoinSet};
+
+/// A request as the server saw it.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    pub(crate) method: String,
+    /// The path, still percent-encoded as sent.
+    pub(crate) path: String,
+    /// Query parameters, decoded (`+` and `%XX`), in order.
+    pub(crate) query: Vec<(String, String)>,
+    /// Header names lower-cased.
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
+}
+
+impl Request {
+    /// The first value of header `name` (lower-case).
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The first value of query parameter `name`.
+    pub(crate) fn query(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the handler answers.
+#[derive(Debug, Clone)]
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) body: String,
+    /// Wait this long before answering (to trip a client's deadline).
+    pub(crate) delay: Option<Duration>,
+}
+
+impl Response {
+    /// `200 OK` with a JSON body.
+    pub(crate) fn json(body: impl Into<String>) -> Self {
+        Self::status(200, body)
+    }
+
+    /// Any status with a JSON body.
+    pub(crate) fn status(status: u16, body: impl Into<String>) -> Self {
+        Self {
+            status,
+            body: body.into(),
+            delay: None,
+        }
+    }
+
+    /// The same answer, after `delay`.
+    pub(crate) fn delayed(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+}
+
+type Handler = dyn Fn(&Request) -> Response + Send + Sync;
+
+/// A running server; [`stop`](Self::stop) it at the end of the test.
+pub(crate) struct HttpServer {
+    url: String,
+    requests: Arc<Mutex<Vec<Request>>>,
+    shutdown: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// Starts a server on 127.0.0.1 with an OS-chosen port, answering with `handler`.
+    pub(crate) async fn start<F>(handler: F) -> Self
+    where
+        F: Fn(&Request) -> Response + Send + Sync + 'static,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let url = format!("http://{}", listener.local_addr().expect("local address"));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let (shutdown, mut stopped) = oneshot::channel();
+        let log = Arc::clone(&requests);
+        let task = tokio::spawn(async move {
+            let mut connections = JoinSet::new();
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { break };
+                        connections.spawn(serve(stream, Arc::clone(&handler), Arc::clone(&log)));
+                    }
+                }
+            }
+            // Dropping the set aborts connections the client keeps alive.
+            connections.abort_all();
+        });
+        Self {
+            url,
+            requests,
+            shutdown,
+            task,
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Every request so far, in arrival order.
+    pub(crate) fn requests(&self) -> Vec<Request> {
+        self.requests.lock().expect("request log").clone()
+    }
+
+    /// Stops accepting, closes open connections, and waits for the server task.
+    pub(crate) async fn stop(self) {
+        let _ = self.shutdown.send(());
+        let _ = self.task.await;
+    }
+}
+
+/// Answers requests on one connection until the client closes it.
+async fn serve(stream: TcpStream, handler: Arc<Handler>, log: Arc<Mutex<Vec<Request>>>) {
+    let mut stream = BufReader::new(stream);
+    while let Some(request) = read_request(&mut stream).await {
+        log.lock().expect("request log").push(request.clone());
+        let response = handler(&request);
+        if let Some(delay) = response.delay {
+            tokio::time::sleep(delay).await;
+        }
+        let head = format!(
+            "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            response.status,
+            reason(response.status),
+            response.body.len()
+        );
+        let stream = stream.get_mut();
+        if stream.write_all(head.as_bytes()).await.is_err()
+            || stream.write_all(response.body.as_bytes()).await.is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The next request, or `None` at end of stream or on anything unparsable.
+async fn read_request(stream: &mut BufReader<TcpStream>) -> Option<Request> {
+    let mut line = String::new();
+    if stream.read_line(&mut line).await.ok()? == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_owned();
+    let target = parts.next()?.to_owned();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        stream.read_line(&mut line).await.ok()?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':')?;
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+    }
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    stream.read_exact(&mut body).await.ok()?;
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    Some(Request {
+        method,
+        path: path.to_owned(),
+        query: query
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                (decode(k), decode(v))
+            })
+            .collect(),
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a byte.
+fn decode(s: &str) -> String {
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'+', _, _) => out.push(b' '),
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 2;
+            }
+            (b, _, _) => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}
+
+#[test]
+fn form_decoding() {
+    assert_eq!(decode("job-name%3Dworker-pod"), "job-name=worker-pod");
+    assert_eq!(decode("a+b%2Cc%"), "a b,c%");
+}
