@@ -92,7 +92,6 @@ const OMPI_SIZE: &str = "OMPI_COMM_WORLD_SIZE";
 const OMPI_RANK: &str = "OMPI_COMM_WORLD_RANK";
 const OMPI_LOCAL_SIZE: &str = "OMPI_COMM_WORLD_LOCAL_SIZE";
 const OMPI_VARS: [&str; 3] = [OMPI_SIZE, OMPI_RANK, OMPI_LOCAL_SIZE];
-#[cfg_attr(not(feature = "kubernetes"), allow(dead_code))]
 const KUBERNETES_VAR: &str = "KUBERNETES_SERVICE_HOST";
 
 /// The port of Open MPI rank 0 on one node; rank `i` uses `OMPI_PORT_BASE + i`.
@@ -394,6 +393,26 @@ mod tests {
                 .unwrap_or_default();
             assert!(message.contains(says), "{size}/{rank}: {message}");
         }
+    }
+
+    #[cfg(feature = "kubernetes")]
+    #[tokio::test]
+    async fn kubernetes_gives_tensorflows_defaults() {
+        let e = env(&[("KUBERNETES_SERVICE_HOST", "10.0.0.1")]);
+        assert_eq!(detect(&e).unwrap(), ClusterSource::Kubernetes);
+        let r = auto_detect(&e).await.unwrap();
+        assert_eq!((r.task_type(), r.task_id()), (None, None));
+        assert_eq!(r.rpc_layer().as_deref(), Some("grpc"));
+    }
+
+    #[cfg(not(feature = "kubernetes"))]
+    #[test]
+    fn kubernetes_needs_the_feature() {
+        let e = detect(&env(&[("KUBERNETES_SERVICE_HOST", "10.0.0.1")])).unwrap_err();
+        assert!(e.to_string().ends_with(
+            "Kubernetes: KUBERNETES_SERVICE_HOST is set, but cluster-resolver was built without \
+             feature `kubernetes`"
+        ));
     }
 
     #[tokio::test]

@@ -2,6 +2,11 @@
 //! TensorFlow's `TFConfigClusterResolver`; [`TfConfig`], the document itself; and
 //! [`tf_config_for`], which writes one for a task of a spec.
 //!
+//! The variable is read at every call, as TensorFlow's resolver reads it: with
+//! [`Env::process`], a `TF_CONFIG` a launcher rewrites is seen by the next call. Whoever keeps a
+//! spec (a strategy, a connected context) keeps that reading, not the variable
+//! (tensorflow/tensorflow#31154): resolve again to follow a change.
+//!
 //! # Differences from TensorFlow
 //!
 //! - **An empty `TF_CONFIG`** (or only whitespace) is read as an unset one: an empty cluster
