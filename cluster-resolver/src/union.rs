@@ -5,8 +5,10 @@
 //! - **Overrides are `Option`s**: an override of task id `0`, task type `""` or RPC layer `""`
 //!   is used. TensorFlow's properties read `self._task_id or resolvers[0].task_id`, so a
 //!   falsy override (`task_id=0`) silently falls through to the first resolver. The same
-//!   holds for the `rpc_layer` argument of [`master`](ClusterResolver::master): `Some("")`
-//!   means "no RPC layer" where TensorFlow's `rpc_layer or self._rpc_layer` falls through.
+//!   holds for the `rpc_layer` argument of [`master`](ClusterResolver::master) with a task:
+//!   `Some("")` means "no RPC layer" where TensorFlow's `rpc_layer or self._rpc_layer` falls
+//!   through to the override (without a task the argument goes to the first resolver, whose
+//!   own rule applies).
 //! - **Each resolver's `cluster_spec` is called once per merge**; TensorFlow calls each twice
 //!   (one pass to choose list or dict form, one to merge), so a resolver that changes between
 //!   the calls can make it fail (`KeyError` on a job it did not see in the first pass).
