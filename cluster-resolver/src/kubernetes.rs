@@ -94,6 +94,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use tokio::sync::OnceCell;
 
+use crate::error::error_chain;
 use crate::{ClusterResolver, Error, format_master_url};
 use backoff::Backoff;
 use client::ClientSource;
@@ -360,9 +361,14 @@ async fn list_pods(
             operation: operation(),
             timeout,
         }),
+        Ok(Err(kube::Error::Api(status))) => Err(Error::HttpStatus {
+            operation: operation(),
+            status: status.code,
+            message: status.message,
+        }),
         Ok(Err(e)) => Err(Error::Request {
             operation: operation(),
-            source: Box::new(e),
+            source: error_chain(&e).into(),
         }),
         Ok(Ok(list)) => Ok(list.items),
     }
