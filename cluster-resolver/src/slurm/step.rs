@@ -2,7 +2,6 @@
 //! task's place in it ([`SlurmStep`]).
 
 use std::collections::HashSet;
-use std::fmt::Write as _;
 
 use cluster_spec::ClusterSpec;
 
@@ -322,13 +321,26 @@ fn build_spec(
     port_base: u16,
 ) -> Result<ClusterSpec, Error> {
     let mut builder = ClusterSpec::builder();
+    // Each `:port` suffix written once: a node has few tasks, and formatting a number per task
+    // was a fifth of the time on a 10,000-task step.
+    let most_local = slots
+        .iter()
+        .map(|s| s.local)
+        .max()
+        .map_or(0, |m| m as usize + 1);
+    let suffixes: Vec<String> = (0..most_local as u32)
+        .map(|local| format!(":{}", port(port_base, Slot { node: 0, local })))
+        .collect();
     // One buffer for every address; each task's is a slice of it.
-    let mut text = String::with_capacity(slots.len() * 16);
+    let bytes = slots
+        .iter()
+        .map(|s| names[s.node as usize].len() + suffixes[s.local as usize].len())
+        .sum();
+    let mut text = String::with_capacity(bytes);
     let mut ends = Vec::with_capacity(slots.len());
     for &slot in slots {
         text.push_str(&names[slot.node as usize]);
-        // Writing to a String cannot fail.
-        let _ = write!(text, ":{}", port(port_base, slot));
+        text.push_str(&suffixes[slot.local as usize]);
         ends.push(text.len());
     }
     let address = |rank: usize| {
