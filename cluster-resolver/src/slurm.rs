@@ -85,7 +85,8 @@
 //! # Differences from TensorFlow
 //!
 //! Checked against TensorFlow 2.21's resolver by the differential test in
-//! `tests/cluster_resolver/slurm.rs`, which asserts each difference below.
+//! `tests/cluster_resolver/slurm/tensorflow.rs`, which asserts each difference below that
+//! shows in TensorFlow's answers (all but the `nvidia-smi` deadline).
 //!
 //! - **Rank order.** TensorFlow lays the tasks out over the hosts **sorted by name**, as
 //!   strings, and always in blocks: with `SLURM_STEP_NODELIST=n[9-10]` it puts ranks 0 and 1 on
@@ -135,7 +136,8 @@
 //!   without `auto_set_gpu`); with a jobs map, a set `SLURM_STEP_NUM_TASKS` must still agree
 //!   with the tasks per node ([`Error::SlurmNumTasksMismatch`]; TensorFlow does not read it
 //!   then); ports past 65535 are [`Error::SlurmPortOverflow`] (TensorFlow writes `n1:65536`);
-//!   a step of more than [`MAX_TASKS`] tasks is refused before anything is allocated. Numbers
+//!   a step of more than [`MAX_TASKS`] tasks or [`MAX_SPEC_BYTES`] bytes of addresses is
+//!   refused before anything that large is allocated. Numbers
 //!   are plain ASCII digits (Python's `int()` also takes `+5`, ` 5` and `٥`), and the error
 //!   names the variable and its value.
 //! - **`tasks_per_node` as a map** ([`TasksPerNode::PerNode`]) is a list in node order, and
@@ -161,7 +163,7 @@ use cluster_spec::ClusterSpec;
 
 pub use nvidia_smi::DEFAULT_TIMEOUT as DEFAULT_NVIDIA_SMI_TIMEOUT;
 pub use placement::Distribution;
-pub use step::{MAX_TASKS, SlurmStep};
+pub use step::{MAX_SPEC_BYTES, MAX_TASKS, SlurmStep};
 pub use tasks_per_node::TasksPerNode;
 
 use crate::resolver::master_from_spec;

@@ -11,12 +11,16 @@ use super::nvidia_smi::NvidiaSmi;
 use super::placement::{self, Distribution, Slot};
 use super::tasks_per_node::TasksPerNode;
 use super::vars;
-use crate::hostlist::{self, MAX_HOSTS};
+use crate::hostlist::{self, MAX_BYTES, MAX_HOSTS};
 use crate::{Env, Error};
 
 /// Most tasks a step may have: [`MAX_HOSTS`], far above any machine, and a bound on the
 /// memory a resolution takes whatever the variables say.
 pub const MAX_TASKS: usize = MAX_HOSTS;
+
+/// Most bytes the addresses of a step may add up to: [`MAX_BYTES`], 256 MiB. Bounds the
+/// memory of a resolution when node names are long and nodes have many tasks.
+pub const MAX_SPEC_BYTES: usize = MAX_BYTES;
 
 /// The resolver's options, TensorFlow's constructor arguments.
 #[derive(Debug, Clone)]
@@ -281,7 +285,7 @@ pub(super) fn resolve(
         });
     }
 
-    let spec = build_spec(&jobs, &slots, &nodes.names, options.port_base)?;
+    let spec = build_spec(&jobs, &slots, &nodes, options.port_base)?;
     let (task_type, task_id) = jobs
         .task_of(rank)
         .map(|(job, id)| (job.to_owned(), id))
@@ -317,9 +321,10 @@ fn port(port_base: u16, slot: Slot) -> u16 {
 fn build_spec(
     jobs: &Jobs,
     slots: &[Slot],
-    names: &[String],
+    nodes: &Nodes,
     port_base: u16,
 ) -> Result<ClusterSpec, Error> {
+    let names = &nodes.names;
     let mut builder = ClusterSpec::builder();
     // Each `:port` suffix written once: a node has few tasks, and formatting a number per task
     // was a fifth of the time on a 10,000-task step.
@@ -332,11 +337,20 @@ fn build_spec(
         .map(|local| format!(":{}", port(port_base, Slot { node: 0, local })))
         .collect();
     // One buffer for every address; each task's is a slice of it.
-    let bytes = slots
+    let bytes: u64 = slots
         .iter()
-        .map(|s| names[s.node as usize].len() + suffixes[s.local as usize].len())
+        .map(|s| (names[s.node as usize].len() + suffixes[s.local as usize].len()) as u64)
         .sum();
-    let mut text = String::with_capacity(bytes);
+    if bytes > MAX_SPEC_BYTES as u64 {
+        return Err(Error::SlurmSpecTooLarge {
+            tasks: slots.len(),
+            origin: nodes.source.clone(),
+            bytes,
+            max: MAX_SPEC_BYTES,
+        });
+    }
+    // At most MAX_SPEC_BYTES, so it fits in usize.
+    let mut text = String::with_capacity(bytes as usize);
     let mut ends = Vec::with_capacity(slots.len());
     for &slot in slots {
         text.push_str(&names[slot.node as usize]);

@@ -300,7 +300,7 @@ fn options_port_base_jobs_and_tasks_per_node() {
 /// TensorFlow has one.
 #[test]
 fn errors_name_what_is_wrong() {
-    let cases: Vec<(SlurmClusterResolver, &str)> = vec![
+    let mut cases: Vec<(SlurmClusterResolver, &str)> = vec![
         (
             resolver(Env::from_iter::<[(&str, &str); 0]>([]), 0),
             "SLURM_PROCID not found in environment. Not running inside a SLURM step?",
@@ -401,6 +401,11 @@ fn errors_name_what_is_wrong() {
             "invalid address",
         ),
     ];
+    let long = format!("{}[00-63]", "n".repeat(60));
+    cases.push((
+        resolver(step_env(0, &long, "65000(x64)", 64 * 65000, &[]), 0).with_port_base(0),
+        "the 4160000 addresses of SLURM_STEP_TASKS_PER_NODE=\"65000(x64)\"",
+    ));
     for (r, want) in cases {
         let e = r.resolve().unwrap_err().to_string();
         assert!(e.starts_with(want), "got:  {e}\nwant: {want}");

@@ -41,8 +41,11 @@ for line in sys.stdin:
     kwargs = dict(case['kwargs'])
     try:
         r = SlurmClusterResolver(**kwargs)
+        # Before cluster_spec(): TF knows no task yet.
+        before = [r.master(), r.task_type, r.task_id]
         spec = r.cluster_spec()
         out = {
+            'before': before,
             'spec': spec.as_dict(),
             'task_type': r.task_type,
             'task_id': r.task_id,
@@ -196,6 +199,9 @@ impl Case {
 
     /// Our answer, in the shape of TensorFlow's.
     fn ours(&self) -> Outcome {
+        // A fresh resolver answers `master()` at once (TensorFlow's says `''` until its
+        // `cluster_spec()` ran).
+        let fresh = block_on(self.resolver().master(None, None, None));
         let r = self.resolver();
         let step = match r.resolve() {
             Ok(step) => step,
@@ -210,13 +216,17 @@ impl Case {
             return Outcome::Error(format!("{masters:?}"));
         };
         let acc = block_on(r.num_accelerators(None, None)).expect("resolved above");
+        let master = block_on(r.master(None, None, None)).expect("resolved above");
+        if fresh.as_ref().ok() != Some(&master) {
+            return Outcome::Error(format!("a fresh master() gave {fresh:?}, later {master}"));
+        }
         Outcome::Resolved(Answer {
             spec: serde_json::from_str(&step.spec().to_json()).expect("to_json is JSON"),
             task_type: Some(step.task_type().to_owned()),
             task_id: Some(step.task_id()),
             cvd: step.cuda_visible_devices().map(str::to_owned),
             acc,
-            master: block_on(r.master(None, None, None)).expect("resolved above"),
+            master,
             masters,
         })
     }
@@ -290,9 +300,15 @@ struct Answer {
     masters: Vec<String>,
 }
 
-/// TensorFlow's answer line, as an [`Outcome`] (errors as `Type: message`).
-fn tf_outcome(line: &str) -> Outcome {
+/// TensorFlow's answer line, as an [`Outcome`] (errors as `Type: message`), and whether
+/// TensorFlow knew no task before `cluster_spec()` ran (`master() == ''`, no type, no id).
+fn tf_outcome(line: &str) -> (Outcome, bool) {
     let v: Value = serde_json::from_str(line).expect("the script prints JSON");
+    let stateful = v["before"] == json!(["", null, null]);
+    (tf_answer(&v), stateful)
+}
+
+fn tf_answer(v: &Value) -> Outcome {
     if let Some(kind) = v.get("error") {
         return Outcome::Error(format!(
             "{}: {}",
@@ -607,6 +623,8 @@ struct Tally {
     tf_fails: usize,
     we_refuse: usize,
     gpu_differences: usize,
+    /// Resolved cases where TensorFlow's `master()` was `''` before `cluster_spec()`.
+    tf_master_empty_before_cluster_spec: usize,
 }
 
 /// Checks one case; `Ok` carries which tally it adds to.
@@ -718,7 +736,18 @@ fn tensorflow_agrees_up_to_the_documented_differences() {
     let mut tally = Tally::default();
     let mut failures = Vec::new();
     for ((case, expect), line) in cases.iter().zip(&answers) {
-        if let Err(e) = check(case, expect, &tf_outcome(line), &mut tally) {
+        let (tf, stateful) = tf_outcome(line);
+        if matches!(tf, Outcome::Resolved(_)) {
+            if stateful {
+                tally.tf_master_empty_before_cluster_spec += 1;
+            } else {
+                failures.push(format!(
+                    "{}: TF knew its task before cluster_spec(): {line}",
+                    case.name
+                ));
+            }
+        }
+        if let Err(e) = check(case, expect, &tf, &mut tally) {
             failures.push(format!(
                 "{}: {e}\n  case: {}\n  TF:   {line}",
                 case.name,
