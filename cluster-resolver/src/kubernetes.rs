@@ -10,8 +10,9 @@
 //! The client is configured on first use: the pod's service account when running in a pod
 //! (`KUBERNETES_SERVICE_HOST`/`_PORT` and `/var/run/secrets/kubernetes.io/serviceaccount/`),
 //! else the kubeconfig (`$KUBECONFIG` or `~/.kube/config`); or inject one with
-//! [`with_client`](KubernetesClusterResolver::with_client). The service account needs RBAC
-//! permission to `list` `pods` in the namespace.
+//! [`with_client`](KubernetesClusterResolver::with_client). kube reads those variables from the
+//! process environment, so this resolver takes no [`Env`](crate::Env). The service account
+//! needs RBAC permission to `list` `pods` in the namespace.
 //!
 //! ```
 //! use cluster_resolver::ClusterResolver;

@@ -216,11 +216,12 @@ impl TpuClusterResolver {
     async fn location(&self) -> Result<&(String, String), Error> {
         self.location
             .get_or_try_init(|| async {
-                let project = match &self.project {
+                // Empty counts as unset, as TensorFlow's `if project:`.
+                let project = match self.project.as_ref().filter(|p| !p.is_empty()) {
                     Some(p) => p.clone(),
                     None => self.api.metadata_value("project/project-id").await?,
                 };
-                let zone = match &self.zone {
+                let zone = match self.zone.as_ref().filter(|z| !z.is_empty()) {
                     Some(z) => z.clone(),
                     // `projects/123456/zones/us-central1-b`
                     None => {
