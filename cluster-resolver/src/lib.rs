@@ -1,16 +1,122 @@
 //! # cluster-resolver — find the cluster from the environment
 //!
-//! Depends on `cluster-spec`. Work in progress: the [`ClusterResolver`] trait, [`Env`],
-//! [`SimpleClusterResolver`] and the Slurm [`hostlist`] grammar are here; the TF_CONFIG, Slurm,
-//! SageMaker, Union, Kubernetes, GCE and TPU resolvers follow.
+//! A TensorFlow job learns its cluster, and its own place in it, from whatever launched it:
+//! a `TF_CONFIG` variable, a Slurm step, a SageMaker training job, Kubernetes pods, a GCE
+//! instance group or a Cloud TPU. This crate is TensorFlow's `ClusterResolver` family for
+//! Rust: one [`ClusterResolver`] trait, one resolver per source, [`auto_detect`](auto_detect()) to pick the
+//! source a process was started by, and Slurm's [`hostlist`] grammar exactly as Slurm expands
+//! it.
+//!
+//! Depend on it to launch or join a cluster from Rust; it builds on `cluster-spec` (every
+//! resolver returns a validated [`ClusterSpec`](cluster_spec::ClusterSpec)), and
+//! `remote-connect` takes any resolver to connect to the cluster it finds. Resolvers that read
+//! environment variables take an [`Env`]: the process environment, read at each call, or a
+//! fixed map, so tests never touch the process environment.
+//!
+//! | source | resolver | module docs (behaviour, differences from TensorFlow) |
+//! |---|---|---|
+//! | a fixed spec | [`SimpleClusterResolver`] | |
+//! | several resolvers merged | [`UnionClusterResolver`] | [`union`] |
+//! | `TF_CONFIG` | [`TfConfigClusterResolver`], [`tf_config_for`] | [`tf_config`], [`multi_worker`] |
+//! | a Slurm step | [`SlurmClusterResolver`] | [`slurm`], [`hostlist`] |
+//! | Amazon SageMaker | [`SageMakerClusterResolver`] | [`sagemaker`] |
+//! | Kubernetes pods (feature `kubernetes`) | `KubernetesClusterResolver` | `kubernetes` |
+//! | a GCE instance group (feature `gce`) | `GceClusterResolver` | `gce` |
+//! | a Cloud TPU node (feature `gce`) | `TpuClusterResolver` | `tpu` |
+//! | whichever launched this process | [`auto_detect`](auto_detect()) | [`auto_detect`](mod@auto_detect) |
+//!
+//! ## Features
+//!
+//! - `kubernetes`: `KubernetesClusterResolver`, with the kube client (rustls, ring). Like kube,
+//!   it leaves the Kubernetes API version to the final binary, which enables one
+//!   `k8s-openapi` version feature — or enables `k8s-openapi-earliest` here instead.
+//! - `k8s-openapi-earliest`: `kubernetes` with k8s-openapi's oldest supported API version
+//!   (only core/v1 pods are listed, which every version serves alike).
+//! - `gce`: `GceClusterResolver` and `TpuClusterResolver`, over the same hyper + rustls stack
+//!   kube uses.
+//!
+//! Without features the crate pulls no HTTP client, TLS or async runtime.
+//!
+//! ## Example
+//!
+//! ```
+//! use cluster_resolver::{ClusterResolver, Env, TfConfigClusterResolver, multi_worker};
+//!
+//! # async fn run() -> Result<(), cluster_resolver::Error> {
+//! let env = Env::from_iter([(
+//!     "TF_CONFIG",
+//!     r#"{"cluster": {"chief": ["c0:2222"], "worker": ["w0:2222", "w1:2222"]},
+//!         "task": {"type": "worker", "index": 1}, "rpc_layer": "grpc"}"#,
+//! )]);
+//! let resolver = TfConfigClusterResolver::new(env);
+//! let spec = resolver.cluster_spec().await?;
+//! assert_eq!(spec.jobs(), ["chief", "worker"]);
+//! assert_eq!(resolver.task_type().as_deref(), Some("worker"));
+//! assert_eq!(resolver.task_id(), Some(1));
+//! assert_eq!(resolver.master(None, None, None).await?, "grpc://w1:2222");
+//! assert!(!multi_worker::is_chief(&spec, "worker", 1)?);
+//!
+//! // Slurm's hostlists, zero padding kept per range endpoint.
+//! let hosts = cluster_resolver::hostlist::expand("n[009-011],gpu1")?;
+//! assert_eq!(hosts, ["n009", "n010", "n011", "gpu1"]);
+//! # Ok(())
+//! # }
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(run()).unwrap();
+//! ```
+//!
+//! ## Differences from TensorFlow
+//!
+//! Each module lists its own; the ones that matter most:
+//!
+//! - **Slurm ranks are laid out as Slurm placed them** (the step's node order and
+//!   `SLURM_DISTRIBUTION`, checked against `SLURMD_NODENAME`); TensorFlow sorts host names as
+//!   strings (`n10` before `n9`) and assumes block distribution. Zero GPUs is a valid CPU-only
+//!   cluster, and `CUDA_VISIBLE_DEVICES` is returned for the caller to set in a child's
+//!   environment rather than written into this process's (which Rust 2024 makes `unsafe`).
+//! - **Hostlists keep zero padding** per range endpoint, accept every form Slurm does, and
+//!   reject what Slurm silently mangles ([`hostlist`]).
+//! - **Kubernetes** uses the pod IP, lists one namespace, and loads in-cluster config before
+//!   the kubeconfig; TensorFlow uses the host IP, lists all namespaces and only loads the
+//!   kubeconfig.
+//! - **Overrides are `Option`s**, so a task id of 0 overrides (TensorFlow's `or` drops it).
+//! - **Invalid input is an error** naming the variable, value and position, where TensorFlow
+//!   often builds a wrong cluster (a current SageMaker host missing from `SM_HOSTS`, a
+//!   `TF_CONFIG` index of `1.9`, duplicate hosts).
+//! - **Every network call has a deadline** and a partial failure names every failed pod or
+//!   instance.
+//! - `num_accelerators` answers from the source (Slurm, TPU accelerator type, a given count)
+//!   rather than by connecting to the master, which is `remote-connect`'s layer.
 
+pub mod auto_detect;
 mod env;
 mod error;
+#[cfg(feature = "gce")]
+pub mod gce;
 pub mod hostlist;
+#[cfg(feature = "kubernetes")]
+pub mod kubernetes;
+pub mod multi_worker;
 mod resolver;
+pub mod sagemaker;
 mod simple;
+pub mod slurm;
+pub mod tf_config;
+#[cfg(feature = "gce")]
+pub mod tpu;
+pub mod union;
 
+pub use auto_detect::{ClusterSource, OMPI_PORT_BASE, auto_detect, detect};
 pub use env::Env;
 pub use error::Error;
+#[cfg(feature = "gce")]
+pub use gce::GceClusterResolver;
+#[cfg(feature = "kubernetes")]
+pub use kubernetes::KubernetesClusterResolver;
 pub use resolver::{ClusterResolver, format_master_url};
+pub use sagemaker::SageMakerClusterResolver;
 pub use simple::SimpleClusterResolver;
+pub use slurm::{SlurmClusterResolver, SlurmStep, TasksPerNode};
+pub use tf_config::{TfConfig, TfConfigClusterResolver, tf_config_for};
+#[cfg(feature = "gce")]
+pub use tpu::TpuClusterResolver;
+pub use union::UnionClusterResolver;

@@ -125,7 +125,7 @@ impl UnionClusterResolver {
         self.with_boxed(Box::new(resolver))
     }
 
-    /// Adds an already boxed resolver (such as [`auto_detect`](crate::auto_detect)'s) after
+    /// Adds an already boxed resolver (such as [`auto_detect`](crate::auto_detect())'s) after
     /// the others.
     pub fn with_boxed(mut self, resolver: Box<dyn ClusterResolver>) -> Self {
         self.resolvers.push(resolver);
