@@ -118,10 +118,24 @@ impl Assembler {
 
     /// Adds a task whose index and address the caller has already checked.
     #[inline]
-    pub(crate) fn task_prevalidated(&mut self, index: u32, address: &str) -> Result<(), Error> {
+    fn task_prevalidated(&mut self, index: u32, address: &str) -> Result<(), Error> {
         let address = self.push_text(address)?;
         self.current().tasks.push(Task { index, address });
         Ok(())
+    }
+
+    /// Adds a task whose address the caller has checked and found at `start..end` of the
+    /// source given to [`Assembler::from_source`]: the JSON hot path, which knows the offsets
+    /// and so skips [`push_text`](Self::push_text)'s search.
+    #[inline]
+    pub(crate) fn task_in_source(&mut self, index: u32, start: usize, end: usize) {
+        debug_assert!(end <= self.source.1);
+        // from_source checked that the source fits u32 offsets.
+        let address = Span {
+            start: start as u32,
+            end: end as u32,
+        };
+        self.current().tasks.push(Task { index, address });
     }
 
     /// The error for a bad address of task `index` of the current job.

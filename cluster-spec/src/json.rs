@@ -115,7 +115,8 @@ impl<'a> Reader<'a> {
             && rest.get(len) == Some(&b'"')
         {
             self.pos = start + len + 1;
-            return assembler.task_prevalidated(index, &self.text[start..start + len]);
+            assembler.task_in_source(index, start, start + len);
+            return Ok(());
         }
         // Escapes, or an invalid address: decode it fully and let the assembler say why.
         let decoded = self.string("an address string")?;
