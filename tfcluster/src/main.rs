@@ -1,4 +1,5 @@
-//! `tfcluster`: inspect TensorFlow cluster specs and Slurm hostlists from the command line.
+//! `tfcluster`: inspect TensorFlow cluster specs, resolve a process's cluster from its
+//! environment, and expand Slurm hostlists from the command line.
 //!
 //! Each subcommand lives in its own module; this file parses the first word and dispatches.
 //! Exit status: 0 on success, 1 when the input is invalid (the message says which value and
@@ -6,6 +7,7 @@
 
 mod args;
 mod hostlist_cmd;
+mod resolve_cmd;
 mod spec_cmd;
 
 use std::process::ExitCode;
@@ -20,6 +22,7 @@ USAGE:
 
 COMMANDS:
     spec        Validate a cluster spec (TF_CONFIG's \"cluster\" JSON) and print it
+    resolve     Find this process's cluster from its environment (TF_CONFIG, Slurm, ...)
     hostlist    Expand or compress Slurm hostlists, as `scontrol show hostnames` does
     help        Print this help, or a command's: tfcluster help spec
 
@@ -33,6 +36,7 @@ fn main() -> ExitCode {
         None | Some("help" | "--help" | "-h") => match args.get(1).map(String::as_str) {
             Some("spec") => spec_cmd::run(&["--help".into()]),
             Some("hostlist") => hostlist_cmd::run(&["--help".into()]),
+            Some("resolve") => resolve_cmd::run(&["--help".into()]),
             _ => {
                 print!("{HELP}");
                 Ok(())
@@ -44,8 +48,9 @@ fn main() -> ExitCode {
         }
         Some("spec") => spec_cmd::run(&args[1..]),
         Some("hostlist") => hostlist_cmd::run(&args[1..]),
+        Some("resolve") => resolve_cmd::run(&args[1..]),
         Some(other) => Err(Failure::Usage(format!(
-            "unknown command '{other}' (commands: spec, hostlist, help)"
+            "unknown command '{other}' (commands: spec, resolve, hostlist, help)"
         ))),
     };
     match result {

@@ -92,3 +92,77 @@ fn hostlist_round_trip() {
         "2 2 1\n"
     );
 }
+
+/// `resolve` reads the child's environment, set here per command (never this process's).
+fn resolve(vars: &[(&str, &str)], args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tfcluster"))
+        .arg("resolve")
+        .args(args)
+        .env_clear()
+        .envs(vars.iter().copied())
+        .output()
+        .expect("the binary runs")
+}
+
+#[test]
+fn resolve_reads_tf_config() {
+    let tf_config = r#"{"cluster": {"chief": ["c0:2222"], "worker": ["w0:2222", "w1:2222"]},
+                        "task": {"type": "worker", "index": 1}, "rpc_layer": "grpc"}"#;
+    let out = resolve(&[("TF_CONFIG", tf_config)], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout(&out),
+        "source:    TF_CONFIG\n\
+         cluster:   ClusterSpec({'chief': ['c0:2222'], 'worker': ['w0:2222', 'w1:2222']})\n\
+         task:      worker 1\n\
+         rpc_layer: grpc\n\
+         master:    grpc://w1:2222\n"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&resolve(&[("TF_CONFIG", tf_config)], &["--json"]))).unwrap();
+    assert_eq!(json["source"], "TF_CONFIG");
+    assert_eq!(json["task_id"], 1);
+    assert_eq!(json["cluster"]["worker"][1], "w1:2222");
+}
+
+#[test]
+fn resolve_reads_a_slurm_step() {
+    let out = resolve(
+        &[
+            ("SLURM_PROCID", "3"),
+            ("SLURM_STEP_NUM_TASKS", "5"),
+            ("SLURM_STEP_NODELIST", "node[1-3]"),
+            ("SLURM_STEP_TASKS_PER_NODE", "2(x2),1"),
+            ("SLURMD_NODENAME", "node2"),
+            ("CUDA_VISIBLE_DEVICES", ""),
+        ],
+        &["--json"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["source"], "Slurm");
+    assert_eq!(json["task_id"], 3);
+    assert_eq!(json["master"], "grpc://node2:8889");
+}
+
+#[test]
+fn resolve_without_a_cluster_says_what_each_source_lacks() {
+    let out = resolve(&[], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no cluster found: TF_CONFIG: not set; Slurm: SLURM_PROCID"),
+        "{stderr}"
+    );
+    let out = resolve(&[("TF_CONFIG", r#"{"cluster": {"worker": ["w0"]}}"#)], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(r#"invalid address "w0""#));
+}
