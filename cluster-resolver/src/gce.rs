@@ -50,14 +50,14 @@ pub(crate) mod http;
 mod metadata;
 pub(crate) mod url;
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use cluster_spec::ClusterSpec;
 use futures_util::{StreamExt, stream};
 
-use crate::{ClusterResolver, Env, Error, format_master_url};
-use api::GoogleApi;
+use crate::overrides::{Overrides, override_accessors, override_methods};
+use crate::resolver::master_from_spec;
+use crate::{ClusterResolver, Error};
+use api::{GoogleApi, google_api_methods};
 use compute::Group;
 
 /// How many `instances.get` requests run at once.
@@ -65,16 +65,21 @@ const CONCURRENT_GETS: usize = 8;
 
 /// Resolves a cluster from the running instances of a zonal Compute Engine instance group.
 ///
-/// Built with [`new`](Self::new) and `with_*` methods; see the [module docs](self).
+/// Built with [`new`](Self::new) and `with_*` methods; see the [module docs](self). The task
+/// index (TensorFlow's `task_id`) is 0 and the RPC layer `grpc` unless set; the job
+/// ([`with_task_type`](Self::with_task_type)) is fixed once built.
 #[derive(Debug)]
 pub struct GceClusterResolver {
     project: String,
     zone: String,
     instance_group: String,
     port: u16,
+    /// Not an override: the job is fixed once built, as TensorFlow's setter refuses to change
+    /// it, and there is always one.
     task_type: String,
-    task_id: Option<u32>,
-    rpc_layer: Option<String>,
+    /// The task id and RPC layer; there is no source they override, so they start at
+    /// TensorFlow's defaults.
+    overrides: Overrides,
     compute_url: String,
     api: GoogleApi,
 }
@@ -98,8 +103,11 @@ impl GceClusterResolver {
             instance_group: instance_group.into(),
             port,
             task_type: "worker".to_owned(),
-            task_id: Some(0),
-            rpc_layer: Some("grpc".to_owned()),
+            overrides: Overrides {
+                task_id: Some(0),
+                rpc_layer: Some("grpc".to_owned()),
+                ..Overrides::default()
+            },
             compute_url: Self::COMPUTE_URL.to_owned(),
             api: GoogleApi::new(),
         }
@@ -112,59 +120,18 @@ impl GceClusterResolver {
         self
     }
 
-    /// Sets this VM's task index (TensorFlow's `task_id`, default 0).
-    pub fn with_task_id(mut self, task_id: u32) -> Self {
-        self.task_id = Some(task_id);
-        self
-    }
+    override_methods!(task_id, rpc_layer);
 
-    /// Sets the RPC layer (default `grpc`).
-    pub fn with_rpc_layer(mut self, rpc_layer: impl Into<String>) -> Self {
-        self.rpc_layer = Some(rpc_layer.into());
-        self
-    }
-
-    /// Uses `token` as the bearer token instead of asking the metadata server.
-    pub fn with_access_token(mut self, token: impl Into<String>) -> Self {
-        self.api.set_token(token.into());
-        self
-    }
-
-    /// Reaches the metadata server at `base` (e.g. `http://127.0.0.1:8080`) instead of
-    /// `GCE_METADATA_HOST` or `metadata.google.internal`.
-    pub fn with_metadata_url(mut self, base: impl Into<String>) -> Self {
-        self.api.metadata.set_base(base);
-        self
-    }
+    google_api_methods!(
+        "Reads `GCE_METADATA_HOST` / `GCE_METADATA_IP` from `env` instead of the process \
+         environment."
+    );
 
     /// Reaches the Compute API at `base` instead of [`COMPUTE_URL`](Self::COMPUTE_URL)
     /// (a private endpoint, or a test server).
     pub fn with_compute_url(mut self, base: impl Into<String>) -> Self {
         self.compute_url = url::trim_base(&base.into());
         self
-    }
-
-    /// Sets the deadline of each request (30 s by default).
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
-        self.api.set_timeout(timeout);
-        self
-    }
-
-    /// Reads `GCE_METADATA_HOST` / `GCE_METADATA_IP` from `env` instead of the process
-    /// environment.
-    pub fn with_env(mut self, env: Env) -> Self {
-        self.api.env = env;
-        self
-    }
-
-    /// Replaces the task index (TensorFlow's `task_id` setter).
-    pub fn set_task_id(&mut self, task_id: Option<u32>) {
-        self.task_id = task_id;
-    }
-
-    /// Replaces the RPC layer.
-    pub fn set_rpc_layer(&mut self, rpc_layer: Option<String>) {
-        self.rpc_layer = rpc_layer;
     }
 
     fn group(&self) -> Group<'_> {
@@ -219,31 +186,19 @@ impl ClusterResolver for GceClusterResolver {
         rpc_layer: Option<&str>,
     ) -> Result<String, Error> {
         let task_type = task_type.unwrap_or(&self.task_type);
-        let Some(task_id) = task_id.or(self.task_id) else {
+        let Some(task_id) = task_id.or(self.overrides.task_id) else {
             return Ok(String::new());
         };
         let spec = self.cluster_spec().await?;
-        // TensorFlow's `rpc_layer or self._rpc_layer`: an empty layer falls through too.
-        let layer = rpc_layer
-            .filter(|l| !l.is_empty())
-            .or(self.rpc_layer.as_deref());
-        Ok(format_master_url(
-            spec.task_address(task_type, task_id)?,
-            layer,
-        ))
+        let layer = self.overrides.master_rpc_layer(rpc_layer);
+        master_from_spec(&spec, Some(task_type), Some(task_id), layer, "")
     }
 
     fn task_type(&self) -> Option<String> {
         Some(self.task_type.clone())
     }
 
-    fn task_id(&self) -> Option<u32> {
-        self.task_id
-    }
-
-    fn rpc_layer(&self) -> Option<String> {
-        self.rpc_layer.clone()
-    }
+    override_accessors!(task_id, rpc_layer);
 }
 
 /// `ip:port`, an IPv6 address in brackets (GCE's `networkIP` is IPv4 today; `ipv6Address` is a

@@ -96,7 +96,9 @@ use kube::api::{Api, ListParams};
 use tokio::sync::OnceCell;
 
 use crate::error::error_chain;
-use crate::{ClusterResolver, Error, format_master_url};
+use crate::overrides::{Overrides, override_accessors, override_methods};
+use crate::resolver::master_from_spec;
+use crate::{ClusterResolver, Error};
 use backoff::Backoff;
 use client::ClientSource;
 pub use kube;
@@ -105,16 +107,17 @@ use pods::{PodTask, check_running, pod_tasks};
 
 /// Resolves a cluster from the pods that label selectors match in one Kubernetes namespace.
 ///
-/// Built with [`new`](Self::new) and `with_*` methods; see the [module docs](self).
+/// Built with [`new`](Self::new) and `with_*` methods; see the [module docs](self). The task
+/// is only what [`with_task`](Self::with_task) or `set_task` (TensorFlow's setters) say, as
+/// Kubernetes cannot tell; the RPC layer is `grpc` unless set.
 pub struct KubernetesClusterResolver {
     /// Job name → label selectors, in the order given (TensorFlow's dict order).
     jobs: Vec<(String, Vec<String>)>,
     /// Whether `jobs` is still TensorFlow's default mapping, replaced by the first `with_job`.
     default_jobs: bool,
     port: u16,
-    rpc_layer: Option<String>,
-    task_type: Option<String>,
-    task_id: Option<u32>,
+    /// The task (which Kubernetes cannot tell) and the RPC layer (`grpc` unless set).
+    overrides: Overrides,
     namespace: Option<String>,
     address: PodAddress,
     wait_for_running: Option<Duration>,
@@ -141,9 +144,10 @@ impl KubernetesClusterResolver {
             )],
             default_jobs: true,
             port: Self::DEFAULT_PORT,
-            rpc_layer: Some("grpc".to_owned()),
-            task_type: None,
-            task_id: None,
+            overrides: Overrides {
+                rpc_layer: Some("grpc".to_owned()),
+                ..Overrides::default()
+            },
             namespace: None,
             address: PodAddress::default(),
             wait_for_running: None,
@@ -182,18 +186,7 @@ impl KubernetesClusterResolver {
         self
     }
 
-    /// Sets the RPC layer (default `grpc`).
-    pub fn with_rpc_layer(mut self, rpc_layer: impl Into<String>) -> Self {
-        self.rpc_layer = Some(rpc_layer.into());
-        self
-    }
-
-    /// Sets this process's job and task index, which Kubernetes cannot tell.
-    pub fn with_task(mut self, task_type: impl Into<String>, task_id: u32) -> Self {
-        self.task_type = Some(task_type.into());
-        self.task_id = Some(task_id);
-        self
-    }
+    override_methods!(rpc_layer, task);
 
     /// Lists pods in `namespace` instead of the client's default namespace.
     pub fn with_namespace(mut self, namespace: impl Into<String>) -> Self {
@@ -226,17 +219,6 @@ impl KubernetesClusterResolver {
     pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
-    }
-
-    /// Replaces the job and task index (either may be cleared), as TensorFlow's setters.
-    pub fn set_task(&mut self, task_type: Option<String>, task_id: Option<u32>) {
-        self.task_type = task_type;
-        self.task_id = task_id;
-    }
-
-    /// Replaces the RPC layer.
-    pub fn set_rpc_layer(&mut self, rpc_layer: Option<String>) {
-        self.rpc_layer = rpc_layer;
     }
 
     /// The jobs and their label selectors, in order.
@@ -323,9 +305,9 @@ impl fmt::Debug for KubernetesClusterResolver {
         f.debug_struct("KubernetesClusterResolver")
             .field("jobs", &self.jobs)
             .field("port", &self.port)
-            .field("rpc_layer", &self.rpc_layer)
-            .field("task_type", &self.task_type)
-            .field("task_id", &self.task_id)
+            .field("rpc_layer", &self.overrides.rpc_layer)
+            .field("task_type", &self.overrides.task_type)
+            .field("task_id", &self.overrides.task_id)
             .field("namespace", &self.namespace)
             .field("address", &self.address)
             .field("wait_for_running", &self.wait_for_running)
@@ -433,31 +415,15 @@ impl ClusterResolver for KubernetesClusterResolver {
         task_id: Option<u32>,
         rpc_layer: Option<&str>,
     ) -> Result<String, Error> {
-        let task_type = task_type.or(self.task_type.as_deref());
-        let task_id = task_id.or(self.task_id);
+        let task_type = task_type.or(self.overrides.task_type.as_deref());
+        let task_id = task_id.or(self.overrides.task_id);
         let (Some(task_type), Some(task_id)) = (task_type, task_id) else {
             return Ok(String::new());
         };
         let spec = self.cluster_spec().await?;
-        // TensorFlow's `rpc_layer or self.rpc_layer`: an empty layer falls through too.
-        let layer = rpc_layer
-            .filter(|l| !l.is_empty())
-            .or(self.rpc_layer.as_deref());
-        Ok(format_master_url(
-            spec.task_address(task_type, task_id)?,
-            layer,
-        ))
+        let layer = self.overrides.master_rpc_layer(rpc_layer);
+        master_from_spec(&spec, Some(task_type), Some(task_id), layer, "")
     }
 
-    fn task_type(&self) -> Option<String> {
-        self.task_type.clone()
-    }
-
-    fn task_id(&self) -> Option<u32> {
-        self.task_id
-    }
-
-    fn rpc_layer(&self) -> Option<String> {
-        self.rpc_layer.clone()
-    }
+    override_accessors!(task_type, task_id, rpc_layer);
 }

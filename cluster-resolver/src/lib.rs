@@ -96,6 +96,7 @@ pub mod hostlist;
 #[cfg(feature = "kubernetes")]
 pub mod kubernetes;
 pub mod multi_worker;
+mod overrides;
 mod resolver;
 pub mod sagemaker;
 mod simple;

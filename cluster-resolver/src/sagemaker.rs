@@ -23,6 +23,7 @@
 use async_trait::async_trait;
 use cluster_spec::ClusterSpec;
 
+use crate::overrides::{Overrides, override_accessors, override_methods};
 use crate::tf_config::{TfConfig, json_error};
 use crate::{ClusterResolver, Env, Error};
 
@@ -32,6 +33,10 @@ const SM_CURRENT_HOST: &str = "SM_CURRENT_HOST";
 /// Resolves a SageMaker training job: every host of `SM_HOSTS` (sorted) is a task of job
 /// `worker` on one port (2223 by default), and this process is the task of `SM_CURRENT_HOST`
 /// (TensorFlow's `SageMakerClusterResolver`). The variables are read again at every call.
+///
+/// `with_task_type` and `with_task_id` override `worker` and the current host's position
+/// (0 included); SageMaker gives no RPC layer, so there is one only if set with
+/// `with_rpc_layer`.
 ///
 /// ```
 /// use cluster_resolver::{ClusterResolver, Env, SageMakerClusterResolver};
@@ -58,10 +63,7 @@ const SM_CURRENT_HOST: &str = "SM_CURRENT_HOST";
 pub struct SageMakerClusterResolver {
     env: Env,
     port: u16,
-    task_type: Option<String>,
-    task_id: Option<u32>,
-    rpc_layer: Option<String>,
-    environment: Option<String>,
+    overrides: Overrides,
 }
 
 impl SageMakerClusterResolver {
@@ -73,10 +75,7 @@ impl SageMakerClusterResolver {
         Self {
             env,
             port: Self::DEFAULT_PORT,
-            task_type: None,
-            task_id: None,
-            rpc_layer: None,
-            environment: None,
+            overrides: Overrides::default(),
         }
     }
 
@@ -86,44 +85,7 @@ impl SageMakerClusterResolver {
         self
     }
 
-    /// Overrides the task type (`worker`).
-    pub fn with_task_type(mut self, task_type: impl Into<String>) -> Self {
-        self.task_type = Some(task_type.into());
-        self
-    }
-
-    /// Overrides the task id (the current host's position; 0 included).
-    pub fn with_task_id(mut self, task_id: u32) -> Self {
-        self.task_id = Some(task_id);
-        self
-    }
-
-    /// Sets the RPC layer (SageMaker gives none).
-    pub fn with_rpc_layer(mut self, rpc_layer: impl Into<String>) -> Self {
-        self.rpc_layer = Some(rpc_layer.into());
-        self
-    }
-
-    /// Sets what [`environment`](ClusterResolver::environment) returns.
-    pub fn with_environment(mut self, environment: impl Into<String>) -> Self {
-        self.environment = Some(environment.into());
-        self
-    }
-
-    /// Replaces the task type override.
-    pub fn set_task_type(&mut self, task_type: Option<String>) {
-        self.task_type = task_type;
-    }
-
-    /// Replaces the task id override.
-    pub fn set_task_id(&mut self, task_id: Option<u32>) {
-        self.task_id = task_id;
-    }
-
-    /// Replaces the RPC layer.
-    pub fn set_rpc_layer(&mut self, rpc_layer: Option<String>) {
-        self.rpc_layer = rpc_layer;
-    }
+    override_methods!(task_type, task_id, rpc_layer, environment);
 
     /// The port every host's task listens on.
     pub fn port(&self) -> u16 {
@@ -180,11 +142,8 @@ impl SageMakerClusterResolver {
             })?;
         // Positions are below the spec's task limit, which the build just checked.
         let index = position as u32;
-        let mut config = TfConfig::new(cluster).with_task("worker", index);
-        config.task_type = self.task_type.clone().or(config.task_type);
-        config.task_id = self.task_id.or(config.task_id);
-        config.rpc_layer = self.rpc_layer.clone();
-        Ok(config)
+        let config = TfConfig::new(cluster).with_task("worker", index);
+        Ok(self.overrides.apply(config))
     }
 }
 
@@ -204,22 +163,16 @@ impl ClusterResolver for SageMakerClusterResolver {
     }
 
     fn task_type(&self) -> Option<String> {
-        self.task_type
-            .clone()
-            .or_else(|| self.tf_config().ok()?.task_type)
+        self.overrides
+            .task_type_or(|| self.tf_config().ok()?.task_type)
     }
 
     fn task_id(&self) -> Option<u32> {
-        self.task_id.or_else(|| self.tf_config().ok()?.task_id)
+        self.overrides.task_id_or(|| self.tf_config().ok()?.task_id)
     }
 
-    fn rpc_layer(&self) -> Option<String> {
-        self.rpc_layer.clone()
-    }
-
-    fn environment(&self) -> String {
-        self.environment.clone().unwrap_or_default()
-    }
+    // SageMaker gives no RPC layer or environment: only the overrides set them.
+    override_accessors!(rpc_layer, environment);
 }
 
 #[cfg(test)]

@@ -5,11 +5,15 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use cluster_spec::ClusterSpec;
 
+use crate::overrides::{Overrides, override_accessors, override_methods};
 use crate::resolver::master_from_spec;
 use crate::{ClusterResolver, Error};
 
 /// Resolves to the spec it was given, with optional master, task, environment, accelerator
 /// count and RPC layer.
+///
+/// There is no source behind it: the task and RPC layer are those set (none by default), the
+/// environment the one set (`""` by default).
 ///
 /// ```
 /// use cluster_resolver::{ClusterResolver, SimpleClusterResolver};
@@ -24,11 +28,8 @@ use crate::{ClusterResolver, Error};
 pub struct SimpleClusterResolver {
     spec: ClusterSpec,
     master: String,
-    task_type: Option<String>,
-    task_id: Option<u32>,
-    environment: String,
     num_accelerators: BTreeMap<String, u32>,
-    rpc_layer: Option<String>,
+    overrides: Overrides,
 }
 
 impl SimpleClusterResolver {
@@ -37,11 +38,8 @@ impl SimpleClusterResolver {
         Self {
             spec,
             master: String::new(),
-            task_type: None,
-            task_id: None,
-            environment: String::new(),
             num_accelerators: BTreeMap::new(),
-            rpc_layer: None,
+            overrides: Overrides::default(),
         }
     }
 
@@ -51,18 +49,7 @@ impl SimpleClusterResolver {
         self
     }
 
-    /// Sets this process's job and task index.
-    pub fn with_task(mut self, task_type: impl Into<String>, task_id: u32) -> Self {
-        self.task_type = Some(task_type.into());
-        self.task_id = Some(task_id);
-        self
-    }
-
-    /// Sets the environment string.
-    pub fn with_environment(mut self, environment: impl Into<String>) -> Self {
-        self.environment = environment.into();
-        self
-    }
+    override_methods!(task, rpc_layer, environment);
 
     /// Sets the accelerator counts [`num_accelerators`](ClusterResolver::num_accelerators)
     /// returns (for any task, as TF's).
@@ -73,23 +60,6 @@ impl SimpleClusterResolver {
     {
         self.num_accelerators = counts.into_iter().map(|(k, v)| (k.into(), v)).collect();
         self
-    }
-
-    /// Sets the RPC layer, e.g. `"grpc"`.
-    pub fn with_rpc_layer(mut self, rpc_layer: impl Into<String>) -> Self {
-        self.rpc_layer = Some(rpc_layer.into());
-        self
-    }
-
-    /// Replaces the job and task index (either may be cleared).
-    pub fn set_task(&mut self, task_type: Option<String>, task_id: Option<u32>) {
-        self.task_type = task_type;
-        self.task_id = task_id;
-    }
-
-    /// Replaces the RPC layer.
-    pub fn set_rpc_layer(&mut self, rpc_layer: Option<String>) {
-        self.rpc_layer = rpc_layer;
     }
 }
 
@@ -105,25 +75,11 @@ impl ClusterResolver for SimpleClusterResolver {
         task_id: Option<u32>,
         rpc_layer: Option<&str>,
     ) -> Result<String, Error> {
-        let layer = rpc_layer.or(self.rpc_layer.as_deref());
+        let layer = rpc_layer.or(self.overrides.rpc_layer.as_deref());
         master_from_spec(&self.spec, task_type, task_id, layer, &self.master)
     }
 
-    fn task_type(&self) -> Option<String> {
-        self.task_type.clone()
-    }
-
-    fn task_id(&self) -> Option<u32> {
-        self.task_id
-    }
-
-    fn rpc_layer(&self) -> Option<String> {
-        self.rpc_layer.clone()
-    }
-
-    fn environment(&self) -> String {
-        self.environment.clone()
-    }
+    override_accessors!(task_type, task_id, rpc_layer, environment);
 
     async fn num_accelerators(
         &self,

@@ -49,6 +49,7 @@ use cluster_spec::ClusterSpec;
 pub use document::{TfConfig, tf_config_for};
 pub(crate) use document::{WireSkippingCluster, json_error, parse};
 
+use crate::overrides::{Overrides, override_accessors, override_methods};
 use crate::{ClusterResolver, Env, Error};
 use document::TF_CONFIG;
 
@@ -58,7 +59,10 @@ use document::TF_CONFIG;
 /// `TF_CONFIG` holds a JSON document: `cluster` (job → list of addresses, or object of index →
 /// address), `task` (`type` and `index`), and optionally `rpc_layer` and `session_master`.
 /// Unset or empty, it is an empty cluster with no task. The task type, task index and RPC layer
-/// may be overridden, as with TensorFlow's constructor arguments.
+/// may be overridden, as with TensorFlow's constructor arguments: `with_task_type`,
+/// `with_task_id` and `with_rpc_layer` win over `task.type`, `task.index` (0 included) and
+/// `rpc_layer`, and their `set_*` with `None` read the document's again. `with_environment` is
+/// TensorFlow's `environment` argument.
 ///
 /// ```
 /// use cluster_resolver::{ClusterResolver, Env, TfConfigClusterResolver};
@@ -88,10 +92,7 @@ use document::TF_CONFIG;
 #[derive(Debug, Clone)]
 pub struct TfConfigClusterResolver {
     env: Env,
-    task_type: Option<String>,
-    task_id: Option<u32>,
-    rpc_layer: Option<String>,
-    environment: Option<String>,
+    overrides: Overrides,
 }
 
 impl TfConfigClusterResolver {
@@ -99,52 +100,11 @@ impl TfConfigClusterResolver {
     pub fn new(env: Env) -> Self {
         Self {
             env,
-            task_type: None,
-            task_id: None,
-            rpc_layer: None,
-            environment: None,
+            overrides: Overrides::default(),
         }
     }
 
-    /// Overrides `task.type`.
-    pub fn with_task_type(mut self, task_type: impl Into<String>) -> Self {
-        self.task_type = Some(task_type.into());
-        self
-    }
-
-    /// Overrides `task.index` (0 included, unlike a falsy Python override elsewhere in TF).
-    pub fn with_task_id(mut self, task_id: u32) -> Self {
-        self.task_id = Some(task_id);
-        self
-    }
-
-    /// Overrides `rpc_layer`.
-    pub fn with_rpc_layer(mut self, rpc_layer: impl Into<String>) -> Self {
-        self.rpc_layer = Some(rpc_layer.into());
-        self
-    }
-
-    /// Sets what [`environment`](ClusterResolver::environment) returns (TensorFlow's
-    /// `environment` argument).
-    pub fn with_environment(mut self, environment: impl Into<String>) -> Self {
-        self.environment = Some(environment.into());
-        self
-    }
-
-    /// Replaces the task type override (`None`: read `task.type` again).
-    pub fn set_task_type(&mut self, task_type: Option<String>) {
-        self.task_type = task_type;
-    }
-
-    /// Replaces the task index override (`None`: read `task.index` again).
-    pub fn set_task_id(&mut self, task_id: Option<u32>) {
-        self.task_id = task_id;
-    }
-
-    /// Replaces the RPC layer override (`None`: read `rpc_layer` again).
-    pub fn set_rpc_layer(&mut self, rpc_layer: Option<String>) {
-        self.rpc_layer = rpc_layer;
-    }
+    override_methods!(task_type, task_id, rpc_layer, environment);
 
     /// The environment this resolver reads.
     pub fn env(&self) -> &Env {
@@ -162,17 +122,7 @@ impl TfConfigClusterResolver {
     /// assert!(err.to_string().contains(r#"invalid value: string "x", expected `task.index`"#));
     /// ```
     pub fn tf_config(&self) -> Result<TfConfig, Error> {
-        let mut config = TfConfig::from_env(&self.env)?;
-        if let Some(task_type) = &self.task_type {
-            config.task_type = Some(task_type.clone());
-        }
-        if self.task_id.is_some() {
-            config.task_id = self.task_id;
-        }
-        if let Some(rpc_layer) = &self.rpc_layer {
-            config.rpc_layer = Some(rpc_layer.clone());
-        }
-        Ok(config)
+        Ok(self.overrides.apply(TfConfig::from_env(&self.env)?))
     }
 
     /// The document without building its cluster: enough for the task and RPC layer.
@@ -199,24 +149,21 @@ impl ClusterResolver for TfConfigClusterResolver {
     }
 
     fn task_type(&self) -> Option<String> {
-        self.task_type
-            .clone()
-            .or_else(|| self.light()?.task_type().map(str::to_owned))
+        self.overrides
+            .task_type_or(|| self.light()?.task_type().map(str::to_owned))
     }
 
     fn task_id(&self) -> Option<u32> {
-        self.task_id.or_else(|| self.light()?.task_id())
+        self.overrides.task_id_or(|| self.light()?.task_id())
     }
 
     fn rpc_layer(&self) -> Option<String> {
-        self.rpc_layer
-            .clone()
-            .or_else(|| self.light()?.rpc_layer().map(str::to_owned))
+        self.overrides
+            .rpc_layer_or(|| self.light()?.rpc_layer().map(str::to_owned))
     }
 
-    fn environment(&self) -> String {
-        self.environment.clone().unwrap_or_default()
-    }
+    // TF_CONFIG's own `environment` key is not it (as TensorFlow): only the override is.
+    override_accessors!(environment);
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! - a node name (`"my-tpu"`): looked up in the API;
 //! - `"grpc://10.240.1.2:8470"` (comma-separated for several hosts): used as given, no API;
 //! - `"local"`: a TPU attached to this VM, whose cluster is empty and master `""`;
-//! - `""`: `KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS`, else `TPU_NAME`, read from the [`Env`] at each call.
+//! - `""`: `KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS`, else `TPU_NAME`, read from the [`Env`](crate::Env) at each call.
 //!
 //! ```
 //! use cluster_resolver::{ClusterResolver, TpuClusterResolver};
@@ -55,16 +55,15 @@ mod accelerator;
 mod node;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use cluster_spec::ClusterSpec;
 use hyper::Method;
 use tokio::sync::OnceCell;
 
-use crate::gce::api::GoogleApi;
+use crate::gce::api::{GoogleApi, google_api_methods};
 use crate::gce::url::{escape, trim_base};
-use crate::{ClusterResolver, Env, Error, format_master_url};
+use crate::{ClusterResolver, Error, format_master_url};
 use node::Node;
 
 /// The port TensorFlow assumes for a `grpc://` endpoint without one.
@@ -151,35 +150,14 @@ impl TpuClusterResolver {
         self
     }
 
-    /// Uses `token` as the bearer token instead of asking the metadata server.
-    pub fn with_access_token(mut self, token: impl Into<String>) -> Self {
-        self.api.set_token(token.into());
-        self
-    }
-
-    /// Reaches the metadata server at `base` instead of `GCE_METADATA_HOST` or
-    /// `metadata.google.internal`.
-    pub fn with_metadata_url(mut self, base: impl Into<String>) -> Self {
-        self.api.metadata.set_base(base);
-        self
-    }
+    google_api_methods!(
+        "Reads `KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS`, `TPU_NAME` and `GCE_METADATA_HOST` from `env` \
+         instead of the process environment."
+    );
 
     /// Reaches the Cloud TPU API at `base` instead of [`TPU_URL`](Self::TPU_URL).
     pub fn with_tpu_url(mut self, base: impl Into<String>) -> Self {
         self.tpu_url = trim_base(&base.into());
-        self
-    }
-
-    /// Sets the deadline of each request (30 s by default).
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
-        self.api.set_timeout(timeout);
-        self
-    }
-
-    /// Reads `KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS`, `TPU_NAME` and `GCE_METADATA_HOST` from `env`
-    /// instead of the process environment.
-    pub fn with_env(mut self, env: Env) -> Self {
-        self.api.env = env;
         self
     }
 
@@ -358,6 +336,7 @@ impl ClusterResolver for TpuClusterResolver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Env;
 
     #[test]
     fn grpc_endpoints_get_tensorflows_default_port() {

@@ -30,10 +30,14 @@ use std::fmt;
 use async_trait::async_trait;
 use cluster_spec::ClusterSpec;
 
+use crate::overrides::{Overrides, override_methods};
 use crate::{ClusterResolver, Error, format_master_url};
 
 /// Several resolvers as one: their specs merged, the task, RPC layer, environment, master and
 /// accelerators of the first, unless overridden (TensorFlow's `UnionClusterResolver`).
+///
+/// `with_task_type`, `with_task_id` and `with_rpc_layer` override the first resolver's; their
+/// `set_*` with `None` give the first resolver's back. The environment cannot be overridden.
 ///
 /// Merging, job by job, as TensorFlow: if every resolver that has the job gives it as a list
 /// (dense, non-empty), the lists are concatenated in resolver order and re-indexed from 0;
@@ -82,9 +86,8 @@ use crate::{ClusterResolver, Error, format_master_url};
 pub struct UnionClusterResolver {
     /// Never empty: the constructors take at least one.
     resolvers: Vec<Box<dyn ClusterResolver>>,
-    task_type: Option<String>,
-    task_id: Option<u32>,
-    rpc_layer: Option<String>,
+    /// No environment override: the environment is always the first resolver's, as TF's.
+    overrides: Overrides,
 }
 
 impl UnionClusterResolver {
@@ -96,9 +99,7 @@ impl UnionClusterResolver {
     fn from_first(first: Box<dyn ClusterResolver>) -> Self {
         Self {
             resolvers: vec![first],
-            task_type: None,
-            task_id: None,
-            rpc_layer: None,
+            overrides: Overrides::default(),
         }
     }
 
@@ -132,38 +133,7 @@ impl UnionClusterResolver {
         self
     }
 
-    /// Overrides the task type of the first resolver.
-    pub fn with_task_type(mut self, task_type: impl Into<String>) -> Self {
-        self.task_type = Some(task_type.into());
-        self
-    }
-
-    /// Overrides the task id of the first resolver (0 included).
-    pub fn with_task_id(mut self, task_id: u32) -> Self {
-        self.task_id = Some(task_id);
-        self
-    }
-
-    /// Overrides the RPC layer of the first resolver.
-    pub fn with_rpc_layer(mut self, rpc_layer: impl Into<String>) -> Self {
-        self.rpc_layer = Some(rpc_layer.into());
-        self
-    }
-
-    /// Replaces the task type override (`None`: the first resolver's).
-    pub fn set_task_type(&mut self, task_type: Option<String>) {
-        self.task_type = task_type;
-    }
-
-    /// Replaces the task id override (`None`: the first resolver's).
-    pub fn set_task_id(&mut self, task_id: Option<u32>) {
-        self.task_id = task_id;
-    }
-
-    /// Replaces the RPC layer override (`None`: the first resolver's).
-    pub fn set_rpc_layer(&mut self, rpc_layer: Option<String>) {
-        self.rpc_layer = rpc_layer;
-    }
+    override_methods!(task_type, task_id, rpc_layer);
 
     /// The resolvers, in order.
     pub fn resolvers(&self) -> &[Box<dyn ClusterResolver>] {
@@ -180,9 +150,9 @@ impl fmt::Debug for UnionClusterResolver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("UnionClusterResolver")
             .field("resolvers", &self.resolvers.len())
-            .field("task_type", &self.task_type)
-            .field("task_id", &self.task_id)
-            .field("rpc_layer", &self.rpc_layer)
+            .field("task_type", &self.overrides.task_type)
+            .field("task_id", &self.overrides.task_id)
+            .field("rpc_layer", &self.overrides.rpc_layer)
             .finish()
     }
 }
@@ -206,7 +176,7 @@ impl ClusterResolver for UnionClusterResolver {
         match (task_type, task_id) {
             (Some(job), Some(task)) => {
                 let spec = self.cluster_spec().await?;
-                let layer = rpc_layer.or(self.rpc_layer.as_deref());
+                let layer = rpc_layer.or(self.overrides.rpc_layer.as_deref());
                 Ok(format_master_url(spec.task_address(job, task)?, layer))
             }
             _ => self.first().master(None, None, rpc_layer).await,
@@ -214,15 +184,15 @@ impl ClusterResolver for UnionClusterResolver {
     }
 
     fn task_type(&self) -> Option<String> {
-        self.task_type.clone().or_else(|| self.first().task_type())
+        self.overrides.task_type_or(|| self.first().task_type())
     }
 
     fn task_id(&self) -> Option<u32> {
-        self.task_id.or_else(|| self.first().task_id())
+        self.overrides.task_id_or(|| self.first().task_id())
     }
 
     fn rpc_layer(&self) -> Option<String> {
-        self.rpc_layer.clone().or_else(|| self.first().rpc_layer())
+        self.overrides.rpc_layer_or(|| self.first().rpc_layer())
     }
 
     fn environment(&self) -> String {

@@ -1,4 +1,5 @@
-//! Authorized JSON calls to a Google API: the part the GCE and Cloud TPU resolvers share.
+//! Authorized JSON calls to a Google API: the part the GCE and Cloud TPU resolvers share, and
+//! [`google_api_methods!`], the builder methods that configure it, written once for both.
 
 use std::time::Duration;
 
@@ -80,3 +81,37 @@ impl std::fmt::Debug for GoogleApi {
             .finish_non_exhaustive()
     }
 }
+
+/// The builder methods over a resolver's field `api: GoogleApi`, generated into its `impl`
+/// block as inherent methods (so callers import nothing). `$env_doc` says which variables the
+/// resolver reads from the [`Env`] given to `with_env`, which is all that differs.
+macro_rules! google_api_methods {
+    ($env_doc:literal) => {
+        /// Uses `token` as the bearer token instead of asking the metadata server.
+        pub fn with_access_token(mut self, token: impl Into<String>) -> Self {
+            self.api.set_token(token.into());
+            self
+        }
+
+        /// Reaches the metadata server at `base` (e.g. `http://127.0.0.1:8080`) instead of
+        /// `GCE_METADATA_HOST` or `metadata.google.internal`.
+        pub fn with_metadata_url(mut self, base: impl Into<String>) -> Self {
+            self.api.metadata.set_base(base);
+            self
+        }
+
+        /// Sets the deadline of each request (30 s by default).
+        pub fn with_request_timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.api.set_timeout(timeout);
+            self
+        }
+
+        #[doc = $env_doc]
+        pub fn with_env(mut self, env: $crate::Env) -> Self {
+            self.api.env = env;
+            self
+        }
+    };
+}
+
+pub(crate) use google_api_methods;
