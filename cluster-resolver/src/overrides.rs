@@ -68,7 +68,7 @@ impl Overrides {
 /// The override methods, as inherent methods over the resolver's field `overrides:
 /// Overrides`, named by what they override; used inside the resolver's `impl` block:
 ///
-/// ```ignore
+/// ```text
 /// impl TfConfigClusterResolver {
 ///     override_methods!(task_type, task_id, rpc_layer, environment);
 /// }
