@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, HashSet};
 use cluster_resolver::{ClusterResolver, Env, Error, SlurmClusterResolver, TasksPerNode};
 use proptest::prelude::*;
 
+use super::runtime::block_on;
+
 /// The variables of rank `rank` of a step, with `extra` on top (an empty value removes one).
 fn step_env(
     rank: u32,
@@ -35,13 +37,6 @@ fn step_env(
 /// A resolver that never runs nvidia-smi: the node has `gpus` GPUs.
 fn resolver(env: Env, gpus: u32) -> SlurmClusterResolver {
     SlurmClusterResolver::new(env).with_gpus_per_node(gpus)
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a current-thread runtime")
-        .block_on(f)
 }
 
 /// `srun -N3 -n5` as observed on the local Slurm cluster: every rank computes the same spec and
