@@ -1,7 +1,123 @@
-//! # remote-connect — the distributed connect layer (not yet implemented)
+//! # remote-connect — TensorFlow's distributed connect layer, over TensorFlow's own gRPC
 //!
-//! This crate will hold `TaskServer` (the subset of TensorFlow's `WorkerService` and
-//! `EagerService` that `tf.config.experimental_connect_to_cluster` needs) and
-//! `Context::connect_to_cluster`. It is the only crate of the workspace that pulls tokio and
-//! tonic. Until it lands it exports nothing; depend on `cluster-spec`, `device-filter` or
-//! `cluster-resolver` for the layers that exist.
+//! The networked layer of the tfcluster workspace, and the only one that pulls tokio and
+//! tonic. It speaks the gRPC that TensorFlow 2.21 speaks, in both directions:
+//!
+//! - [`TaskServer`]: one task of a cluster, like `tf.distribute.Server` for discovery and
+//!   remote contexts. Real TensorFlow's `tf.config.experimental_connect_to_cluster` connects to
+//!   it and lists its devices; ops placed on it fail at once with `UnimplementedError`.
+//! - [`Context`]: `tf.config.experimental_connect_to_cluster` for Rust. It connects to real
+//!   `tf.distribute.Server`s or to [`TaskServer`]s, discovers every task's devices, gives each
+//!   task only the devices its [`ClusterDeviceFilters`](device_filter::ClusterDeviceFilters)
+//!   let it see, keeps the remote contexts alive, updates or resets them on reconnect, and
+//!   reports tasks that die or restart ([`Context::subscribe`]).
+//! - [`num_accelerators`]: TensorFlow's base `ClusterResolver.num_accelerators`, which asks the
+//!   master task, over any resolver.
+//!
+//! **Who depends on it:** programs that join, inspect or drive a TensorFlow cluster from Rust,
+//! and the `tfcluster` CLI. It builds on `cluster-proto` (the messages and stubs),
+//! `cluster-spec` (the cluster), `device-filter` (names and the visibility rule) and
+//! `cluster-resolver` (any resolver can be a connect target).
+//!
+//! ## Features
+//!
+//! None. It needs a tokio runtime (multi-threaded for real use: every task of a connect is
+//! its own tokio task).
+//!
+//! ## Example
+//!
+//! ```
+//! use cluster_spec::ClusterSpec;
+//! use device_filter::ClusterDeviceFilters;
+//! use remote_connect::{ConnectOptions, Context, TaskId, TaskServer};
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Three tasks on free ports; each could as well be a real `tf.distribute.Server`.
+//! let mut servers = Vec::new();
+//! for job in ["ps", "worker", "worker"] {
+//!     let placeholder = ClusterSpec::from_json(&format!(r#"{{"{job}": ["localhost:0"]}}"#))?;
+//!     let server = TaskServer::builder(placeholder, job, 0)
+//!         .bind("127.0.0.1:0".parse()?)
+//!         .start()
+//!         .await?;
+//!     servers.push(server);
+//! }
+//! let addr = |i: usize| servers[i].local_addr().to_string();
+//! let spec = ClusterSpec::builder()
+//!     .job("ps", [addr(0)])
+//!     .job("worker", [addr(1), addr(2)])
+//!     .build()?;
+//!
+//! // ParameterServerStrategy's filters: workers see the ps, the ps sees the workers.
+//! let filters = ClusterDeviceFilters::parameter_server(&spec);
+//! let ctx = Context::new();
+//! ctx.connect_to_cluster(spec, ConnectOptions::default().cluster_device_filters(filters))
+//!     .await?;
+//!
+//! // This process sees everything; worker 0 was given only the ps and itself.
+//! assert_eq!(ctx.list_logical_devices().len(), 4);
+//! assert_eq!(
+//!     ctx.visible_devices(&TaskId::new("worker", 0))?,
+//!     ["/job:ps/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:0/device:CPU:0"]
+//! );
+//! // ... and on worker 0, worker 1's CPU is an unknown device, as in TensorFlow.
+//! let err = servers[1]
+//!     .lookup_device(ctx.context_id(), "/job:worker/replica:0/task:1/device:CPU:0")
+//!     .unwrap_err();
+//! assert_eq!(err.to_string(), "/job:worker/replica:0/task:1/device:CPU:0 unknown device.");
+//! ctx.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Differences from TensorFlow
+//!
+//! - **Nothing waits forever.** TensorFlow's client waits without limit for a task that is
+//!   down (GetStatus with `wait_for_ready`, no deadline). Here every RPC has
+//!   [`ConnectOptions::rpc_timeout`] and every connect [`ConnectOptions::timeout`]; a connect
+//!   that fails lists every failed task with its address and cause, and closes the contexts it
+//!   had created.
+//! - **A task reporting a bad device name is an error naming the task**; TensorFlow's client
+//!   aborts the whole process (`CHECK` in `NewRemoteDevices`).
+//! - **No port race for the local task.** TensorFlow picks a free port for the added
+//!   `localhost` job and binds it later; here the local server binds port 0 first (on
+//!   `127.0.0.1` unless [`ConnectOptions::local_bind`] says otherwise) and the cluster
+//!   advertises the port it got, as `localhost:<port>`.
+//! - **A failed CreateContext fails the connect.** TensorFlow only logs it and leaves the
+//!   context half made; here the created contexts are closed and the error returned.
+//! - **A wrong master is found before connecting.** With `make_master_device_default`,
+//!   TensorFlow connects and then raises when no task matches the master; here the connect
+//!   is refused first. The default device is reported ([`Context::default_device`]) rather
+//!   than entered as a device scope.
+//! - **Dead and restarted tasks are reported**, through [`Context::subscribe`] and
+//!   [`Context::check_alive`]; TensorFlow's keep-alive ignores every answer.
+//! - **Incarnations are per server**: each [`TaskServer`] draws its devices' incarnations when
+//!   it starts, so a server restarted inside one process is seen as restarted (TensorFlow draws
+//!   them once per process, where one process holds one server).
+//! - **The server checks what clients send**: cluster addresses and job names must be valid
+//!   (TensorFlow's worker accepts more and fails later), and every device name a context is
+//!   given must be a full name.
+//!
+//! Kept as TensorFlow does: device filters are only read on a full connect (an update warns
+//! and ignores new ones), and filters from an earlier connect stay in force for tasks the new
+//! filters do not name; the master's own device list is unfiltered; closing an unknown or
+//! stale context is OK; an unknown context is `ABORTED` with TensorFlow's message; contexts
+//! idle past their `keep_alive_secs` are collected once a second.
+
+mod accelerators;
+mod client;
+pub mod devices;
+mod error;
+mod gpu;
+mod ids;
+mod server;
+mod task_id;
+
+pub use accelerators::num_accelerators;
+pub use client::{
+    ConnectOptions, ConnectTarget, Context, DeviceHandle, LogicalDevice, TaskEvent, TaskHealth,
+};
+pub use devices::LocalDevice;
+pub use error::{Error, Stage, TaskError, TaskFailure};
+pub use server::{ContextInfo, RunningServer, ServerError, TaskServer, TaskServerBuilder};
+pub use task_id::TaskId;

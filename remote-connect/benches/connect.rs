@@ -1,0 +1,2 @@
+//! Placeholder, replaced by the connect bench.
+fn main() {}

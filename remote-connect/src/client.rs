@@ -1,0 +1,25 @@
+//! The client side: [`Context`], TensorFlow's `experimental_connect_to_cluster` for Rust.
+
+mod channel;
+mod close;
+mod cluster;
+mod connection;
+mod context;
+mod discovery;
+mod events;
+mod fan_out;
+mod keep_alive;
+mod local;
+mod master;
+mod options;
+mod requests;
+mod reset;
+mod target;
+mod update;
+
+pub(crate) use channel::{Deadline, TaskChannel};
+pub use context::{Context, DeviceHandle, LogicalDevice};
+pub(crate) use discovery::status_of_address;
+pub use events::{TaskEvent, TaskHealth};
+pub use options::ConnectOptions;
+pub use target::ConnectTarget;

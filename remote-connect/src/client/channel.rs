@@ -1,0 +1,104 @@
+//! One gRPC channel per remote task, and the deadlines every call on it runs under.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster_proto::eager::eager_service_client::EagerServiceClient;
+use cluster_proto::worker_service_client::WorkerServiceClient;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::error::{TaskError, describe};
+use crate::server::MAX_MESSAGE_SIZE;
+
+/// The deadlines of one operation: each RPC gets `rpc`, cut short by the operation's end; and
+/// a cap on RPCs in flight.
+#[derive(Clone, Debug)]
+pub(crate) struct Deadline {
+    rpc: Duration,
+    end: Instant,
+    permits: Arc<Semaphore>,
+}
+
+impl Deadline {
+    pub(crate) fn new(rpc: Duration, overall: Duration, max_in_flight: usize) -> Self {
+        Self {
+            rpc,
+            end: Instant::now() + overall,
+            permits: Arc::new(Semaphore::new(max_in_flight.max(1))),
+        }
+    }
+
+    /// The time the next RPC may take.
+    fn budget(&self) -> Duration {
+        self.rpc
+            .min(self.end.saturating_duration_since(Instant::now()))
+    }
+
+    /// Runs one RPC (`call`, started only once a permit is free) under its deadline.
+    pub(crate) async fn run<T, F>(&self, method: &'static str, call: F) -> Result<T, TaskError>
+    where
+        F: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    {
+        let timeout = self.budget();
+        let work = async {
+            // The semaphore is never closed, so acquiring only waits.
+            let _permit = self.permits.acquire().await;
+            call.await
+        };
+        match tokio::time::timeout(timeout, work).await {
+            Ok(Ok(response)) => Ok(response.into_inner()),
+            Ok(Err(status)) => Err(TaskError::Rpc { method, status }),
+            Err(_) => Err(TaskError::Timeout { method, timeout }),
+        }
+    }
+
+    /// Dials `address` (`host:port`) under the deadline.
+    pub(crate) async fn dial(&self, address: &str) -> Result<TaskChannel, TaskError> {
+        let timeout = self.budget();
+        let endpoint = Endpoint::from_shared(format!("http://{address}"))
+            .map_err(|source| TaskError::Connect {
+                reason: describe(&source),
+                source,
+            })?
+            .tcp_nodelay(true)
+            .connect_timeout(timeout);
+        let connect = async {
+            let _permit = self.permits.acquire().await;
+            endpoint.connect().await
+        };
+        match tokio::time::timeout(timeout, connect).await {
+            Ok(Ok(channel)) => Ok(TaskChannel::new(channel)),
+            Ok(Err(source)) => Err(TaskError::Connect {
+                reason: describe(&source),
+                source,
+            }),
+            Err(_) => Err(TaskError::Timeout {
+                method: "connect",
+                timeout,
+            }),
+        }
+    }
+}
+
+/// The clients of one remote task, over one HTTP/2 connection.
+#[derive(Clone, Debug)]
+pub(crate) struct TaskChannel {
+    pub(crate) worker: WorkerServiceClient<Channel>,
+    pub(crate) eager: EagerServiceClient<Channel>,
+}
+
+impl TaskChannel {
+    fn new(channel: Channel) -> Self {
+        Self {
+            worker: WorkerServiceClient::new(channel.clone())
+                .max_decoding_message_size(MAX_MESSAGE_SIZE)
+                .max_encoding_message_size(MAX_MESSAGE_SIZE),
+            eager: EagerServiceClient::new(channel)
+                .max_decoding_message_size(MAX_MESSAGE_SIZE)
+                .max_encoding_message_size(MAX_MESSAGE_SIZE),
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! Closing remote contexts (`CloseContext`), for `close()`, after a full reconnect, for tasks
+//! an update removed, and to leave nothing behind when a connect fails half way.
+
+use cluster_proto::eager::CloseContextRequest;
+
+use super::fan_out::fan_out;
+use super::{Deadline, TaskChannel};
+use crate::TaskId;
+use crate::error::TaskFailure;
+
+/// `CloseContext(context_id, view_id)` on every task, concurrently; every failure is returned.
+pub(crate) async fn close_contexts(
+    deadline: &Deadline,
+    context_id: u64,
+    view_id: u64,
+    tasks: Vec<(TaskId, String, TaskChannel)>,
+) -> Vec<TaskFailure> {
+    let (_, failures) = fan_out(tasks, |_, _, channel: TaskChannel| {
+        let deadline = deadline.clone();
+        async move {
+            let mut eager = channel.eager;
+            deadline
+                .run(
+                    "CloseContext",
+                    eager.close_context(CloseContextRequest {
+                        context_id,
+                        context_view_id: view_id,
+                    }),
+                )
+                .await
+        }
+    })
+    .await;
+    failures
+}

@@ -1,0 +1,107 @@
+//! A connected context's state: the cluster, the remote tasks with their devices and the lists
+//! each was sent.
+
+use std::collections::BTreeMap;
+
+use cluster_proto::DeviceAttributes;
+use cluster_spec::ClusterSpec;
+use device_filter::{ClusterDeviceFilters, DeviceName};
+
+use super::ConnectOptions;
+use super::discovery::Remote;
+use super::local::Local;
+use super::requests::Blueprint;
+use crate::TaskId;
+
+/// One remote task of a connection.
+#[derive(Clone, Debug)]
+pub(crate) struct Member {
+    pub(crate) address: String,
+    pub(crate) remote: Remote,
+    /// Full names of the devices this task was sent (its view of the cluster).
+    pub(crate) sent: Vec<String>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Connection {
+    pub(crate) context_id: u64,
+    pub(crate) view_id: u64,
+    /// The cluster as given (without an added local job).
+    pub(crate) spec: ClusterSpec,
+    /// The cluster with the local job.
+    pub(crate) full_spec: ClusterSpec,
+    pub(crate) local: Local,
+    pub(crate) blueprint: Blueprint,
+    /// The filters in force (installed at full connects only, as TensorFlow).
+    pub(crate) filters: ClusterDeviceFilters,
+    pub(crate) members: BTreeMap<TaskId, Member>,
+    pub(crate) default_device: Option<String>,
+    pub(crate) options: ConnectOptions,
+}
+
+impl Connection {
+    /// Every device of the cluster: the remote tasks' in task order, then the local task's
+    /// (TensorFlow's `base_request.cluster_device_attributes`).
+    pub(crate) fn base_devices(
+        members: &BTreeMap<TaskId, Member>,
+        local: &Local,
+    ) -> (Vec<DeviceName>, Vec<DeviceAttributes>) {
+        let mut names = Vec::new();
+        let mut attributes = Vec::new();
+        for member in members.values() {
+            for (name, attrs) in &member.remote.devices {
+                names.push(name.clone());
+                attributes.push(attrs.clone());
+            }
+        }
+        for attrs in local.server.device_attributes() {
+            // The local server validated its names when it started.
+            if let Ok(name) = attrs.name.parse() {
+                names.push(name);
+                attributes.push(attrs);
+            }
+        }
+        (names, attributes)
+    }
+}
+
+/// What readers see of a connection, replaced whole after every connect or update.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Snapshot {
+    pub(crate) context_id: u64,
+    pub(crate) view_id: u64,
+    pub(crate) full_spec: Option<ClusterSpec>,
+    pub(crate) local_address: Option<String>,
+    /// The master's view: local devices first, then every remote task's, unfiltered.
+    pub(crate) devices: Vec<(DeviceName, DeviceAttributes)>,
+    pub(crate) remotes: Vec<(TaskId, String, Vec<String>)>,
+    pub(crate) default_device: Option<String>,
+}
+
+impl Snapshot {
+    pub(crate) fn of(connection: &Connection) -> Self {
+        let mut devices: Vec<(DeviceName, DeviceAttributes)> = connection
+            .local
+            .server
+            .device_attributes()
+            .into_iter()
+            .filter_map(|a| a.name.parse().ok().map(|n| (n, a)))
+            .collect();
+        for member in connection.members.values() {
+            devices.extend(member.remote.devices.iter().cloned());
+        }
+        Self {
+            context_id: connection.context_id,
+            view_id: connection.view_id,
+            full_spec: Some(connection.full_spec.clone()),
+            local_address: Some(connection.local.address.clone()),
+            devices,
+            remotes: connection
+                .members
+                .iter()
+                .map(|(task, m)| (task.clone(), m.address.clone(), m.sent.clone()))
+                .collect(),
+            default_device: connection.default_device.clone(),
+        }
+    }
+}

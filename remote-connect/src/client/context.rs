@@ -1,0 +1,486 @@
+//! [`Context`]: a connection to a cluster, as TensorFlow's eager context after
+//! `tf.config.experimental_connect_to_cluster`.
+
+use std::sync::{Arc, RwLock};
+
+use cluster_proto::DeviceAttributes;
+use cluster_resolver::ClusterResolver;
+use cluster_spec::ClusterSpec;
+use device_filter::DeviceName;
+use tokio::sync::{Mutex, broadcast};
+use tokio::task::JoinHandle;
+
+use super::close::close_contexts;
+use super::connection::{Connection, Snapshot};
+use super::events::{HealthBoard, TaskEvent, TaskHealth};
+use super::{
+    ConnectOptions, ConnectTarget, Deadline, cluster, discovery, keep_alive, master, reset, update,
+};
+use crate::TaskId;
+use crate::error::{Error, Stage, TaskFailure};
+
+/// A device as the context lists it (TensorFlow's `LogicalDevice`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogicalDevice {
+    /// The full name, `/job:J/replica:0/task:T/device:TYPE:ID`.
+    pub name: String,
+    /// `CPU`, `GPU`, …
+    pub device_type: String,
+}
+
+/// A device of the connected cluster, valid until the next full reconnect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceHandle {
+    name: String,
+    context_id: u64,
+}
+
+impl DeviceHandle {
+    /// The device's full name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The remote context the handle belongs to.
+    pub fn context_id(&self) -> u64 {
+        self.context_id
+    }
+}
+
+/// A connection to a TensorFlow cluster: `tf.config.experimental_connect_to_cluster` for
+/// Rust. Cheap to clone (clones share the connection).
+///
+/// ```
+/// use cluster_spec::ClusterSpec;
+/// use remote_connect::{ConnectOptions, Context, TaskServer};
+///
+/// # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A worker on a free port (a real `tf.distribute.Server` works the same way).
+/// let placeholder = ClusterSpec::from_json(r#"{"worker": ["localhost:0"]}"#)?;
+/// let worker = TaskServer::builder(placeholder, "worker", 0)
+///     .bind("127.0.0.1:0".parse()?)
+///     .start()
+///     .await?;
+/// let spec = ClusterSpec::builder()
+///     .job("worker", [worker.local_addr().to_string()])
+///     .build()?;
+///
+/// let ctx = Context::new();
+/// ctx.connect_to_cluster(spec, ConnectOptions::default()).await?;
+/// let names: Vec<String> = ctx.list_logical_devices().into_iter().map(|d| d.name).collect();
+/// assert_eq!(names, [
+///     "/job:localhost/replica:0/task:0/device:CPU:0",
+///     "/job:worker/replica:0/task:0/device:CPU:0",
+/// ]);
+/// assert_eq!(worker.contexts().len(), 1);
+/// ctx.close().await?;
+/// assert!(worker.contexts().is_empty());
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Serialises connects, updates and closes.
+    connection: Mutex<Option<Live>>,
+    snapshot: RwLock<Arc<Snapshot>>,
+    health: Arc<HealthBoard>,
+}
+
+#[derive(Debug)]
+struct Live {
+    connection: Connection,
+    keep_alive: Option<JoinHandle<()>>,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Some(handle) = self.keep_alive.take() {
+            handle.abort();
+        }
+    }
+}
+
+impl Context {
+    /// A context connected to nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Connects to a cluster as `tf.config.experimental_connect_to_cluster` does: adds this
+    /// process's job when missing (its server binds first, and the port it got is what the
+    /// cluster advertises), discovers every remote task's devices, and creates a context on
+    /// each with the devices its filters let it see.
+    ///
+    /// Connecting again with the same cluster, job and task updates the context in place
+    /// (handles stay valid); anything else is a full reset (new context, old ones closed,
+    /// older [`DeviceHandle`]s stale). A resolver whose master is `""` or `"local"` makes this
+    /// a no-op.
+    ///
+    /// Returns within `options.timeout`; if any task fails, the error lists every failed task
+    /// with its address and cause, and no context created by this call is left behind.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Tasks`] when tasks fail, [`Error::MasterNotFound`],
+    /// [`Error::LocalTaskMissing`], [`Error::Protocol`], or the resolver's or local server's
+    /// error.
+    pub async fn connect_to_cluster<'a>(
+        &self,
+        target: impl Into<ConnectTarget<'a>>,
+        options: ConnectOptions,
+    ) -> Result<(), Error> {
+        let Some((spec, default_device)) = resolve(target.into(), &options).await? else {
+            return Ok(());
+        };
+        let mut guard = self.inner.connection.lock().await;
+        let local = TaskId::new(options.job_name.clone(), options.task_index);
+        let update = guard.as_ref().is_some_and(|live| {
+            let c = &live.connection;
+            cluster::is_update(&c.full_spec, &c.local.task, &spec, &local)
+        });
+        if update {
+            let live = guard.as_mut().expect("checked above");
+            let result = update::update(&mut live.connection, spec, &options).await;
+            if default_device.is_some() {
+                live.connection.default_device = default_device;
+            }
+            self.install_keep_alive(live);
+            self.publish(Some(&live.connection));
+            return result;
+        }
+        let previous = guard
+            .as_ref()
+            .map(|live| (&live.connection.local, &live.connection.filters));
+        let connection = reset::connect(spec, default_device, options, previous).await?;
+        let old = guard.take();
+        self.inner.health.reset();
+        let mut live = Live {
+            connection,
+            keep_alive: None,
+        };
+        self.install_keep_alive(&mut live);
+        self.publish(Some(&live.connection));
+        *guard = Some(live);
+        // As TensorFlow: the old contexts are closed after the new ones exist.
+        if let Some(old) = old {
+            let _ = close_all(old).await;
+        }
+        Ok(())
+    }
+
+    /// Updates the connected context to `target`'s cluster in place, as TensorFlow's
+    /// `context.update_server_def` (tasks may be added, removed or replaced; the local job and
+    /// task must stay the same). Device handles stay valid.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotConnected`] before a connect, [`Error::LocalTaskMissing`] if the local
+    /// task changed, and [`Error::Tasks`] listing every task that failed.
+    pub async fn update_server_def<'a>(
+        &self,
+        target: impl Into<ConnectTarget<'a>>,
+        options: ConnectOptions,
+    ) -> Result<(), Error> {
+        let Some((spec, _)) = resolve(target.into(), &options).await? else {
+            return Ok(());
+        };
+        let mut guard = self.inner.connection.lock().await;
+        let live = guard.as_mut().ok_or(Error::NotConnected)?;
+        let local = &live.connection.local.task;
+        if local.job != options.job_name || local.task != options.task_index {
+            return Err(Error::LocalTaskMissing {
+                job: options.job_name,
+                task: options.task_index,
+            });
+        }
+        let result = update::update(&mut live.connection, spec, &options).await;
+        self.install_keep_alive(live);
+        self.publish(Some(&live.connection));
+        result
+    }
+
+    /// Every device of the cluster, this process's first: the master's own view, which
+    /// device filters do not narrow (as in TensorFlow).
+    pub fn list_logical_devices(&self) -> Vec<LogicalDevice> {
+        self.snapshot()
+            .devices
+            .iter()
+            .map(|(_, a)| LogicalDevice {
+                name: a.name.clone(),
+                device_type: a.device_type.clone(),
+            })
+            .collect()
+    }
+
+    /// The master's CPU when connected through a resolver with `make_master_device_default`
+    /// (TensorFlow enters that device scope).
+    pub fn default_device(&self) -> Option<String> {
+        self.snapshot().default_device.clone()
+    }
+
+    /// A handle on device `name` (full, or any spelling that parses to a full name:
+    /// `/job:worker/task:0/cpu:0` is `/job:worker/replica:0/task:0/device:CPU:0`… only once
+    /// the replica is given).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownDevice`] when the cluster has no such device, [`Error::NotConnected`].
+    pub fn device(&self, name: &str) -> Result<DeviceHandle, Error> {
+        let snapshot = self.snapshot();
+        if snapshot.context_id == 0 {
+            return Err(Error::NotConnected);
+        }
+        let parsed: DeviceName = name
+            .parse()
+            .map_err(|_| Error::UnknownDevice(name.to_owned()))?;
+        snapshot
+            .devices
+            .iter()
+            .find(|(n, _)| *n == parsed)
+            .map(|(_, a)| DeviceHandle {
+                name: a.name.clone(),
+                context_id: snapshot.context_id,
+            })
+            .ok_or_else(|| Error::UnknownDevice(name.to_owned()))
+    }
+
+    /// The device a handle names, if the handle is from the current context.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::StaleDevice`] for a handle from before a full reconnect;
+    /// [`Error::UnknownDevice`] when an update removed the device's task.
+    pub fn device_attributes(&self, handle: &DeviceHandle) -> Result<DeviceAttributes, Error> {
+        let snapshot = self.snapshot();
+        if snapshot.context_id != handle.context_id {
+            return Err(Error::StaleDevice {
+                name: handle.name.clone(),
+                handle_context: handle.context_id,
+                current_context: snapshot.context_id,
+            });
+        }
+        snapshot
+            .devices
+            .iter()
+            .find(|(_, a)| a.name == handle.name)
+            .map(|(_, a)| a.clone())
+            .ok_or_else(|| Error::UnknownDevice(handle.name.clone()))
+    }
+
+    /// The devices remote task `task` was given (after its filters): all it may use.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownTask`] when `task` is not a remote task of the cluster.
+    pub fn visible_devices(&self, task: &TaskId) -> Result<Vec<String>, Error> {
+        self.snapshot()
+            .remotes
+            .iter()
+            .find(|(t, _, _)| t == task)
+            .map(|(_, _, sent)| sent.clone())
+            .ok_or_else(|| Error::UnknownTask(task.clone()))
+    }
+
+    /// Every remote task with its address, jobs sorted by name and tasks ascending.
+    pub fn remote_tasks(&self) -> Vec<(TaskId, String)> {
+        self.snapshot()
+            .remotes
+            .iter()
+            .map(|(t, a, _)| (t.clone(), a.clone()))
+            .collect()
+    }
+
+    /// The cluster as connected, this process's job included; `None` before a connect.
+    pub fn cluster_spec(&self) -> Option<ClusterSpec> {
+        self.snapshot().full_spec.clone()
+    }
+
+    /// The address the cluster advertises for this process's task.
+    pub fn local_address(&self) -> Option<String> {
+        self.snapshot().local_address.clone()
+    }
+
+    /// The remote context id (0 before a connect).
+    pub fn context_id(&self) -> u64 {
+        self.snapshot().context_id
+    }
+
+    /// The context's view id (0 after a full connect, +1 per update).
+    pub fn context_view_id(&self) -> u64 {
+        self.snapshot().view_id
+    }
+
+    /// Health changes of remote tasks, as keep-alives and [`check_alive`](Self::check_alive)
+    /// find them: a task that stops answering, loses our context or restarts.
+    pub fn subscribe(&self) -> broadcast::Receiver<TaskEvent> {
+        self.inner.health.subscribe()
+    }
+
+    /// Asks task `task` now whether it is alive (TensorFlow's `context.check_alive`, which
+    /// sends `GetStatus`), and whether it still holds our context: a changed device incarnation
+    /// is a restarted task. The answer is also sent to subscribers if it changed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotConnected`], [`Error::UnknownTask`].
+    pub async fn check_alive(&self, task: &TaskId) -> Result<TaskHealth, Error> {
+        let (member, context_id, view_id, rpc_timeout) = {
+            let guard = self.inner.connection.lock().await;
+            let live = guard.as_ref().ok_or(Error::NotConnected)?;
+            let c = &live.connection;
+            let member = c
+                .members
+                .get(task)
+                .cloned()
+                .ok_or_else(|| Error::UnknownTask(task.clone()))?;
+            (member, c.context_id, c.view_id, c.options.rpc_timeout)
+        };
+        let deadline = Deadline::new(rpc_timeout, rpc_timeout * 2, 2);
+        let channel = &member.remote.channel;
+        let health = match discovery::status(&deadline, channel, task).await {
+            Err(error) => keep_alive::health_of(&error),
+            Ok(devices) => {
+                let before: Vec<u64> = member
+                    .remote
+                    .devices
+                    .iter()
+                    .map(|(_, a)| a.incarnation)
+                    .collect();
+                let now: Vec<u64> = devices.iter().map(|(_, a)| a.incarnation).collect();
+                if before != now {
+                    TaskHealth::Restarted
+                } else {
+                    keep_alive::probe(&deadline, channel, context_id, view_id).await
+                }
+            }
+        };
+        self.inner
+            .health
+            .report(task, &member.address, context_id, health.clone());
+        Ok(health)
+    }
+
+    /// Closes every remote context and stops this process's task server. Afterwards the
+    /// context is unconnected and may connect again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Tasks`] listing tasks that could not be told (their contexts expire after
+    /// `keep_alive_secs`).
+    pub async fn close(&self) -> Result<(), Error> {
+        let old = self.inner.connection.lock().await.take();
+        self.publish(None);
+        match old {
+            Some(live) => close_all(live).await,
+            None => Ok(()),
+        }
+    }
+
+    fn snapshot(&self) -> Arc<Snapshot> {
+        self.inner
+            .snapshot
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn publish(&self, connection: Option<&Connection>) {
+        let snapshot = connection.map(Snapshot::of).unwrap_or_default();
+        *self
+            .inner
+            .snapshot
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+    }
+
+    fn install_keep_alive(&self, live: &mut Live) {
+        if let Some(handle) = live.keep_alive.take() {
+            handle.abort();
+        }
+        let c = &live.connection;
+        if let Some(every) = keep_alive::period(c.options.keep_alive_secs) {
+            let tasks = c
+                .members
+                .iter()
+                .map(|(t, m)| (t.clone(), m.address.clone(), m.remote.channel.clone()))
+                .collect();
+            live.keep_alive = Some(keep_alive::spawn(
+                self.inner.health.clone(),
+                c.context_id,
+                c.view_id,
+                tasks,
+                every,
+                c.options.rpc_timeout,
+            ));
+        }
+    }
+}
+
+/// The cluster and default device a target names; `None` for a resolver whose master is
+/// `""` or `"local"` (TensorFlow then does nothing).
+async fn resolve(
+    target: ConnectTarget<'_>,
+    options: &ConnectOptions,
+) -> Result<Option<(ClusterSpec, Option<String>)>, Error> {
+    match target {
+        ConnectTarget::Spec(spec) => Ok(Some((spec, None))),
+        ConnectTarget::Resolver(resolver) => resolve_resolver(resolver, options).await,
+    }
+}
+
+async fn resolve_resolver(
+    resolver: &dyn ClusterResolver,
+    options: &ConnectOptions,
+) -> Result<Option<(ClusterSpec, Option<String>)>, Error> {
+    let master = resolver.master(None, None, None).await?;
+    if master.is_empty() || master == "local" {
+        return Ok(None);
+    }
+    let spec = resolver.cluster_spec().await?;
+    // Checked before connecting, so a wrong master leaves nothing half done (TensorFlow
+    // raises only after connecting).
+    let default_device = if options.make_master_device_default {
+        Some(master::default_device(&master::find(&spec, &master)?))
+    } else {
+        None
+    };
+    Ok(Some((spec, default_device)))
+}
+
+/// Closes a connection's contexts and, when no newer connection shares it, its local server.
+async fn close_all(mut live: Live) -> Result<(), Error> {
+    if let Some(handle) = live.keep_alive.take() {
+        handle.abort();
+    }
+    let c = &live.connection;
+    let tasks: Vec<_> = c
+        .members
+        .iter()
+        .map(|(t, m)| (t.clone(), m.address.clone(), m.remote.channel.clone()))
+        .collect();
+    let total = tasks.len();
+    let rpc = c.options.rpc_timeout;
+    let deadline = Deadline::new(rpc, rpc, c.options.max_in_flight);
+    let failures: Vec<TaskFailure> =
+        close_contexts(&deadline, c.context_id, c.view_id, tasks).await;
+    let server = c.local.server.clone();
+    drop(live);
+    if let Ok(server) = Arc::try_unwrap(server) {
+        let _ = server.shutdown().await;
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Tasks {
+            stage: Stage::Close,
+            total,
+            failures,
+        })
+    }
+}

@@ -1,0 +1,88 @@
+//! Device discovery: `GetStatus` to a task, then its devices named as TensorFlow's
+//! `NewRemoteDevices` names them.
+
+use std::collections::HashSet;
+
+use cluster_proto::{DeviceAttributes, GetStatusRequest};
+use device_filter::DeviceName;
+
+use super::{Deadline, TaskChannel};
+use crate::TaskId;
+use crate::error::TaskError;
+
+/// A remote task whose devices are known.
+#[derive(Clone, Debug)]
+pub(crate) struct Remote {
+    pub(crate) channel: TaskChannel,
+    /// Its devices, renamed to the task, in the order it reported them.
+    pub(crate) devices: Vec<(DeviceName, DeviceAttributes)>,
+}
+
+/// Dials `address` and asks the task at it for its devices.
+pub(crate) async fn discover(
+    deadline: Deadline,
+    task: TaskId,
+    address: String,
+) -> Result<Remote, TaskError> {
+    let channel = deadline.dial(&address).await?;
+    let devices = status(&deadline, &channel, &task).await?;
+    Ok(Remote { channel, devices })
+}
+
+/// `GetStatus` on an open channel, renamed.
+pub(crate) async fn status(
+    deadline: &Deadline,
+    channel: &TaskChannel,
+    task: &TaskId,
+) -> Result<Vec<(DeviceName, DeviceAttributes)>, TaskError> {
+    let mut worker = channel.worker.clone();
+    let response = deadline
+        .run("GetStatus", worker.get_status(GetStatusRequest {}))
+        .await?;
+    rename(task, response.device_attributes)
+}
+
+/// TensorFlow's rule: a reported name is parsed (a name TensorFlow cannot parse is an error
+/// here, where TensorFlow's client aborts), and put under `/job:J/replica:0/task:T` of the
+/// task that was asked, whatever job and task it named. Names must be unique per task.
+pub(crate) fn rename(
+    task: &TaskId,
+    reported: Vec<DeviceAttributes>,
+) -> Result<Vec<(DeviceName, DeviceAttributes)>, TaskError> {
+    let mut seen = HashSet::with_capacity(reported.len());
+    reported
+        .into_iter()
+        .map(|mut attributes| {
+            let parsed: DeviceName = attributes
+                .name
+                .parse()
+                .map_err(|source| TaskError::InvalidDevice { source })?;
+            let (Some(device_type), Some(id)) = (parsed.device_type(), parsed.id()) else {
+                return Err(TaskError::IncompleteDevice {
+                    name: attributes.name,
+                });
+            };
+            let name = DeviceName::full(&task.job, 0, task.task, device_type, id)
+                .map_err(|source| TaskError::InvalidDevice { source })?;
+            let full = name.to_string();
+            if !seen.insert(full.clone()) {
+                return Err(TaskError::DuplicateDevice { name: full });
+            }
+            attributes.name = full;
+            Ok((name, attributes))
+        })
+        .collect()
+}
+
+/// `GetStatus` to `address`, devices as reported (not renamed).
+pub(crate) async fn status_of_address(
+    deadline: &Deadline,
+    address: &str,
+) -> Result<Vec<DeviceAttributes>, TaskError> {
+    let channel = deadline.dial(address).await?;
+    let mut worker = channel.worker;
+    Ok(deadline
+        .run("GetStatus", worker.get_status(GetStatusRequest {}))
+        .await?
+        .device_attributes)
+}

@@ -1,0 +1,85 @@
+//! Keeping remote contexts alive (TensorFlow's `EagerKeepAliveThread`: `KeepAlive` to every
+//! task each `max(1, keep_alive_secs / 2)` seconds), and turning the answers into health.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster_proto::eager::KeepAliveRequest;
+use tokio::task::JoinHandle;
+
+use super::events::{HealthBoard, TaskHealth};
+use super::{Deadline, TaskChannel};
+use crate::TaskId;
+use crate::error::TaskError;
+
+/// `KeepAlive` once; what its answer says of the task.
+pub(crate) async fn probe(
+    deadline: &Deadline,
+    channel: &TaskChannel,
+    context_id: u64,
+    view_id: u64,
+) -> TaskHealth {
+    let mut eager = channel.eager.clone();
+    match deadline
+        .run(
+            "KeepAlive",
+            eager.keep_alive(KeepAliveRequest { context_id }),
+        )
+        .await
+    {
+        Ok(response) if response.context_view_id == view_id => TaskHealth::Alive,
+        Ok(response) => TaskHealth::StaleView {
+            view_id: response.context_view_id,
+        },
+        Err(error) => health_of(&error),
+    }
+}
+
+/// The health an RPC error shows.
+pub(crate) fn health_of(error: &TaskError) -> TaskHealth {
+    match error {
+        TaskError::Rpc { status, .. } if status.code() == tonic::Code::Aborted => {
+            TaskHealth::ContextLost
+        }
+        other => TaskHealth::Unreachable {
+            cause: other.to_string(),
+        },
+    }
+}
+
+/// The keep-alive period for `keep_alive_secs` (TensorFlow: half, at least one second);
+/// `None` for 0 (contexts never expire).
+pub(crate) fn period(keep_alive_secs: u64) -> Option<Duration> {
+    (keep_alive_secs > 0).then(|| Duration::from_secs((keep_alive_secs / 2).max(1)))
+}
+
+/// Sends `KeepAlive` to every task each `every`, reporting health changes to `board`, until
+/// the handle is aborted.
+pub(crate) fn spawn(
+    board: Arc<HealthBoard>,
+    context_id: u64,
+    view_id: u64,
+    tasks: Vec<(TaskId, String, TaskChannel)>,
+    every: Duration,
+    rpc_timeout: Duration,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let deadline = Deadline::new(rpc_timeout, rpc_timeout, tasks.len().max(1));
+            let mut set = tokio::task::JoinSet::new();
+            for (task, address, channel) in &tasks {
+                let (task, address, channel) = (task.clone(), address.clone(), channel.clone());
+                let deadline = deadline.clone();
+                let board = board.clone();
+                set.spawn(async move {
+                    let health = probe(&deadline, &channel, context_id, view_id).await;
+                    board.report(&task, &address, context_id, health);
+                });
+            }
+            while set.join_next().await.is_some() {}
+        }
+    })
+}

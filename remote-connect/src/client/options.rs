@@ -1,0 +1,122 @@
+//! [`ConnectOptions`]: TensorFlow's `connect_to_cluster` arguments, plus the deadlines and
+//! limits TensorFlow lacks.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use device_filter::ClusterDeviceFilters;
+
+/// How [`Context::connect_to_cluster`](crate::Context::connect_to_cluster) connects.
+///
+/// The first five mirror `tf.config.experimental_connect_to_cluster`'s arguments and default
+/// the same way; the rest bound what TensorFlow leaves unbounded (it waits forever for a task
+/// that is down).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ConnectOptions {
+    /// The job of this process in the cluster (TensorFlow: `job_name="localhost"`). Added to
+    /// the cluster with one task when the cluster has no such job.
+    pub job_name: String,
+    /// This process's task index in `job_name` (TensorFlow: `task_index=0`).
+    pub task_index: u32,
+    /// The RPC layer; only `"grpc"` exists (TensorFlow: `protocol=None` → `"grpc"`).
+    pub protocol: String,
+    /// With a resolver as target, make its master's CPU the default device (TensorFlow:
+    /// `make_master_device_default=True`).
+    pub make_master_device_default: bool,
+    /// Which devices each remote task may see (TensorFlow: `cluster_device_filters`); only
+    /// read on a full (re)connect, as in TensorFlow.
+    pub cluster_device_filters: Option<ClusterDeviceFilters>,
+    /// Deadline of each RPC, dial included (TensorFlow: none).
+    pub rpc_timeout: Duration,
+    /// Deadline of the whole connect or update (TensorFlow: none).
+    pub timeout: Duration,
+    /// At most this many RPCs in flight at once across all tasks.
+    pub max_in_flight: usize,
+    /// Seconds a remote context lives without requests; the context sends `KeepAlive` every
+    /// half of it (TensorFlow: 600). 0 = contexts are never collected and no keep-alive runs.
+    pub keep_alive_secs: u64,
+    /// Where this process's own task server listens. Default: `127.0.0.1:0` when the local
+    /// job is added (advertised as `localhost:<port>`, as TensorFlow does), else
+    /// `0.0.0.0:<port of the local task's address>`.
+    pub local_bind: Option<SocketAddr>,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        Self {
+            job_name: "localhost".to_owned(),
+            task_index: 0,
+            protocol: "grpc".to_owned(),
+            make_master_device_default: true,
+            cluster_device_filters: None,
+            rpc_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(30),
+            max_in_flight: 1024,
+            keep_alive_secs: 600,
+            local_bind: None,
+        }
+    }
+}
+
+impl ConnectOptions {
+    /// Sets [`job_name`](Self::job_name).
+    pub fn job_name(mut self, job: impl Into<String>) -> Self {
+        self.job_name = job.into();
+        self
+    }
+
+    /// Sets [`task_index`](Self::task_index).
+    pub fn task_index(mut self, task: u32) -> Self {
+        self.task_index = task;
+        self
+    }
+
+    /// Sets [`protocol`](Self::protocol).
+    pub fn protocol(mut self, protocol: impl Into<String>) -> Self {
+        self.protocol = protocol.into();
+        self
+    }
+
+    /// Sets [`make_master_device_default`](Self::make_master_device_default).
+    pub fn make_master_device_default(mut self, yes: bool) -> Self {
+        self.make_master_device_default = yes;
+        self
+    }
+
+    /// Sets [`cluster_device_filters`](Self::cluster_device_filters).
+    pub fn cluster_device_filters(mut self, filters: ClusterDeviceFilters) -> Self {
+        self.cluster_device_filters = Some(filters);
+        self
+    }
+
+    /// Sets [`rpc_timeout`](Self::rpc_timeout).
+    pub fn rpc_timeout(mut self, timeout: Duration) -> Self {
+        self.rpc_timeout = timeout;
+        self
+    }
+
+    /// Sets [`timeout`](Self::timeout), the deadline of the whole operation.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets [`max_in_flight`](Self::max_in_flight) (at least 1).
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Sets [`keep_alive_secs`](Self::keep_alive_secs).
+    pub fn keep_alive_secs(mut self, secs: u64) -> Self {
+        self.keep_alive_secs = secs;
+        self
+    }
+
+    /// Sets [`local_bind`](Self::local_bind).
+    pub fn local_bind(mut self, addr: SocketAddr) -> Self {
+        self.local_bind = Some(addr);
+        self
+    }
+}

@@ -1,0 +1,136 @@
+//! A full connect (TensorFlow's `set_server_def`, `reset_context=true`): a new context id,
+//! device discovery on every task, then one `CreateContext` per task with the devices its
+//! filters let it see.
+
+use std::collections::BTreeMap;
+
+use cluster_spec::ClusterSpec;
+use device_filter::ClusterDeviceFilters;
+
+use super::close::close_contexts;
+use super::cluster;
+use super::connection::{Connection, Member};
+use super::discovery::discover;
+use super::fan_out::fan_out;
+use super::local::{self, Local};
+use super::requests::Blueprint;
+use super::{ConnectOptions, Deadline};
+use crate::error::{Error, Stage};
+use crate::ids::random_nonzero_u64;
+
+/// Connects to `spec` from scratch. `previous` lends its local server when the local task is
+/// unchanged, and its filters, which stay in force for tasks the new filters do not name (as
+/// in TensorFlow, where filters are only ever added). On any failure every context created so
+/// far is closed and every failed task is listed.
+pub(crate) async fn connect(
+    spec: ClusterSpec,
+    default_device: Option<String>,
+    options: ConnectOptions,
+    previous: Option<(&Local, &ClusterDeviceFilters)>,
+) -> Result<Connection, Error> {
+    if options.protocol != "grpc" {
+        return Err(Error::Protocol(options.protocol));
+    }
+    let deadline = Deadline::new(options.rpc_timeout, options.timeout, options.max_in_flight);
+    let (local, full_spec) = local::start(&spec, &options, previous.map(|p| p.0)).await?;
+    let mut filters = previous.map(|p| p.1.clone()).unwrap_or_default();
+    if let Some(new) = &options.cluster_device_filters {
+        for (job, task, list) in new.iter() {
+            filters.set_device_filters(job, task, list.iter().map(|f| f.as_str()))?;
+        }
+    }
+
+    let tasks: Vec<_> = cluster::remote_tasks(&full_spec, &local.task)
+        .into_iter()
+        .map(|(task, address)| (task, address, ()))
+        .collect();
+    let total = tasks.len();
+    let (found, failures) = fan_out(tasks, |task, address, ()| {
+        discover(deadline.clone(), task, address)
+    })
+    .await;
+    if !failures.is_empty() {
+        return Err(Error::Tasks {
+            stage: Stage::Discovery,
+            total,
+            failures,
+        });
+    }
+    let mut members: BTreeMap<_, _> = found
+        .into_iter()
+        .map(|(task, address, remote)| {
+            let member = Member {
+                address,
+                remote,
+                sent: Vec::new(),
+            };
+            (task, member)
+        })
+        .collect();
+
+    let context_id = random_nonzero_u64();
+    let added = local
+        .added
+        .then_some((local.task.job.as_str(), local.address.as_str()));
+    let blueprint = Blueprint::new(&spec, added, &local.task.job, &filters);
+    let (names, attributes) = Connection::base_devices(&members, &local);
+    let index = filters.index(&names);
+    let mut requests = Vec::with_capacity(members.len());
+    for (task, member) in &mut members {
+        let visible = index.visible_indices(&task.job, task.task);
+        member.sent = visible
+            .iter()
+            .map(|&i| attributes[i].name.clone())
+            .collect();
+        let devices = visible.into_iter().map(|i| attributes[i].clone()).collect();
+        let request = blueprint.create(task, context_id, 0, options.keep_alive_secs, devices);
+        requests.push((
+            task.clone(),
+            member.address.clone(),
+            (member.remote.channel.clone(), request),
+        ));
+    }
+    let (created, failures) = fan_out(requests, |_, _, (channel, request)| {
+        let deadline = deadline.clone();
+        async move {
+            let mut eager = channel.eager;
+            deadline
+                .run("CreateContext", eager.create_context(request))
+                .await
+        }
+    })
+    .await;
+    if !failures.is_empty() {
+        // Leave no half-created cluster behind.
+        let undo = created
+            .into_iter()
+            .filter_map(|(task, address, _)| {
+                let channel = members.get(&task)?.remote.channel.clone();
+                Some((task, address, channel))
+            })
+            .collect();
+        let cleanup = Deadline::new(
+            options.rpc_timeout,
+            options.rpc_timeout,
+            options.max_in_flight,
+        );
+        let _ = close_contexts(&cleanup, context_id, 0, undo).await;
+        return Err(Error::Tasks {
+            stage: Stage::CreateContext,
+            total,
+            failures,
+        });
+    }
+    Ok(Connection {
+        context_id,
+        view_id: 0,
+        spec,
+        full_spec,
+        local,
+        blueprint,
+        filters,
+        members,
+        default_device,
+        options,
+    })
+}

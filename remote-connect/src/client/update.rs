@@ -1,0 +1,245 @@
+//! Updating a connected context in place (TensorFlow's `update_server_def`,
+//! `reset_context=false`): handles stay valid, replaced tasks are found and given the context
+//! again, and every task's view advances by one.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cluster_proto::eager::KeepAliveRequest;
+use cluster_spec::ClusterSpec;
+
+use super::close::close_contexts;
+use super::cluster;
+use super::connection::{Connection, Member};
+use super::discovery::discover;
+use super::fan_out::fan_out;
+use super::requests::Blueprint;
+use super::{ConnectOptions, Deadline};
+use crate::TaskId;
+use crate::error::{Error, Stage};
+
+/// Brings `connection` to `spec` (the local task unchanged) as TensorFlow's
+/// `UpdateContextWithServerDef` does:
+///
+/// 1. `KeepAlive` to every task in both clusters; one that fails or answers another view id
+///    is *replaced* (treated as removed and added again);
+/// 2. `GetStatus` to the added and replaced tasks;
+/// 3. if every discovery succeeded, `CreateContext` at view + 1 on them;
+/// 4. `UpdateContext` at view + 1 on the others: full (server def and devices) when a device
+///    it may see belongs to an added, removed or replaced task, else simplified;
+/// 5. `CloseContext` at the old view on removed and replaced tasks (a replaced task's new
+///    context has a higher view and ignores it).
+///
+/// The view advances even when some steps fail, as in TensorFlow; every failure is reported.
+/// Device filters are not changed by an update (TensorFlow warns and ignores new ones).
+pub(crate) async fn update(
+    connection: &mut Connection,
+    spec: ClusterSpec,
+    options: &ConnectOptions,
+) -> Result<(), Error> {
+    if options
+        .cluster_device_filters
+        .as_ref()
+        .is_some_and(|filters| *filters != connection.filters)
+    {
+        tracing::warn!(
+            "Device filters can only be specified when initializing the cluster. Any \
+             changes in device filters are ignored when updating the server def."
+        );
+    }
+    let deadline = Deadline::new(options.rpc_timeout, options.timeout, options.max_in_flight);
+    let local = connection.local.clone();
+    let full_spec = if local.added {
+        cluster::edit(&spec, None, Some((&local.task.job, &local.address)))?
+    } else {
+        spec.clone()
+    };
+    let wanted: BTreeMap<TaskId, String> = cluster::remote_tasks(&full_spec, &local.task)
+        .into_iter()
+        .collect();
+    let view = connection.view_id;
+    let next_view = view + 1;
+    let context_id = connection.context_id;
+    let mut failures = Vec::new();
+
+    // 1. Which existing tasks still hold our context at our view.
+    let existing: Vec<_> = connection
+        .members
+        .iter()
+        .filter(|(task, m)| wanted.get(*task) == Some(&m.address))
+        .map(|(task, m)| (task.clone(), m.address.clone(), m.remote.channel.clone()))
+        .collect();
+    let (answers, lost) = fan_out(existing, |_, _, channel| {
+        let deadline = deadline.clone();
+        async move {
+            let mut eager = channel.eager;
+            deadline
+                .run(
+                    "KeepAlive",
+                    eager.keep_alive(KeepAliveRequest { context_id }),
+                )
+                .await
+        }
+    })
+    .await;
+    let mut kept: BTreeSet<TaskId> = BTreeSet::new();
+    for (task, _, response) in answers {
+        if response.context_view_id == view {
+            kept.insert(task);
+        }
+    }
+    // Failed KeepAlives are not errors: those tasks count as replaced.
+    drop(lost);
+    let changed: BTreeSet<TaskId> = connection
+        .members
+        .keys()
+        .chain(wanted.keys())
+        .filter(|task| !kept.contains(*task))
+        .cloned()
+        .collect();
+
+    // 2. Discover added and replaced tasks.
+    let to_discover: Vec<_> = wanted
+        .iter()
+        .filter(|(task, _)| !kept.contains(*task))
+        .map(|(task, address)| (task.clone(), address.clone(), ()))
+        .collect();
+    let (found, discovery_failures) = fan_out(to_discover, |task, address, ()| {
+        discover(deadline.clone(), task, address)
+    })
+    .await;
+    let discovery_ok = discovery_failures.is_empty();
+    failures.extend(discovery_failures);
+
+    // Tasks that go away: removed from the cluster, or replaced.
+    let leaving: Vec<_> = connection
+        .members
+        .iter()
+        .filter(|(task, _)| !kept.contains(*task))
+        .map(|(task, m)| (task.clone(), m.address.clone(), m.remote.channel.clone()))
+        .collect();
+    connection.members.retain(|task, _| kept.contains(task));
+    let mut added: Vec<TaskId> = Vec::new();
+    for (task, address, remote) in found {
+        added.push(task.clone());
+        let member = Member {
+            address,
+            remote,
+            sent: Vec::new(),
+        };
+        connection.members.insert(task, member);
+    }
+
+    let blueprint = Blueprint::new(
+        &spec,
+        local
+            .added
+            .then_some((local.task.job.as_str(), local.address.as_str())),
+        &local.task.job,
+        &connection.filters,
+    );
+    let (names, attributes) = Connection::base_devices(&connection.members, &local);
+    let index = connection.filters.index(&names);
+    let device_changed: Vec<bool> = names
+        .iter()
+        .map(|n| {
+            changed
+                .iter()
+                .any(|t| n.job() == Some(t.job.as_str()) && n.task() == Some(t.task))
+        })
+        .collect();
+
+    // 3. New contexts on added and replaced tasks.
+    if discovery_ok {
+        let mut requests = Vec::new();
+        for task in &added {
+            let member = connection.members.get_mut(task).expect("just inserted");
+            let visible = index.visible_indices(&task.job, task.task);
+            member.sent = visible
+                .iter()
+                .map(|&i| attributes[i].name.clone())
+                .collect();
+            let devices = visible.into_iter().map(|i| attributes[i].clone()).collect();
+            let request = blueprint.create(
+                task,
+                context_id,
+                next_view,
+                connection.options.keep_alive_secs,
+                devices,
+            );
+            requests.push((
+                task.clone(),
+                member.address.clone(),
+                (member.remote.channel.clone(), request),
+            ));
+        }
+        let (_, create_failures) = fan_out(requests, |_, _, (channel, request)| {
+            let deadline = deadline.clone();
+            async move {
+                let mut eager = channel.eager;
+                deadline
+                    .run("CreateContext", eager.create_context(request))
+                    .await
+            }
+        })
+        .await;
+        for failure in &create_failures {
+            connection.members.remove(&failure.task);
+        }
+        failures.extend(create_failures);
+    } else {
+        for task in &added {
+            connection.members.remove(task);
+        }
+    }
+
+    // 4. Existing tasks move to the next view.
+    let mut requests = Vec::new();
+    for task in &kept {
+        let Some(member) = connection.members.get_mut(task) else {
+            continue;
+        };
+        let visible = index.visible_indices(&task.job, task.task);
+        let full = visible.iter().any(|&i| device_changed[i]);
+        let devices = full.then(|| {
+            member.sent = visible
+                .iter()
+                .map(|&i| attributes[i].name.clone())
+                .collect();
+            visible.iter().map(|&i| attributes[i].clone()).collect()
+        });
+        let request = blueprint.update(task, context_id, next_view, devices);
+        requests.push((
+            task.clone(),
+            member.address.clone(),
+            (member.remote.channel.clone(), request),
+        ));
+    }
+    let (_, update_failures) = fan_out(requests, |_, _, (channel, request)| {
+        let deadline = deadline.clone();
+        async move {
+            let mut eager = channel.eager;
+            deadline
+                .run("UpdateContext", eager.update_context(request))
+                .await
+        }
+    })
+    .await;
+    failures.extend(update_failures);
+
+    // 5. Close the contexts of tasks that left or were replaced, at the old view.
+    failures.extend(close_contexts(&deadline, context_id, view, leaving).await);
+
+    connection.view_id = next_view;
+    connection.spec = spec;
+    connection.full_spec = full_spec;
+    connection.blueprint = blueprint;
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Tasks {
+            stage: Stage::Update,
+            total: wanted.len(),
+            failures,
+        })
+    }
+}

@@ -1,0 +1,192 @@
+//! Errors of connecting to a cluster and using its devices: [`Error`], and
+//! [`TaskFailure`]/[`TaskError`] for what went wrong with one task.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::TaskId;
+use crate::server::ServerError;
+
+/// What went wrong with one task during a connect, update, close or health check.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskError {
+    /// No connection could be made (refused, unreachable, name not resolved, …).
+    #[error("cannot connect: {reason}")]
+    Connect {
+        /// The transport's reason, with its causes.
+        reason: String,
+        /// The transport error.
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// The task did not answer within the deadline (down, frozen, or overloaded).
+    #[error("{method}: no answer within {timeout:?}")]
+    Timeout {
+        /// The RPC that timed out (`GetStatus`, `CreateContext`, …).
+        method: &'static str,
+        /// The deadline it had.
+        timeout: Duration,
+    },
+    /// The task answered with an error status.
+    #[error("{method} failed: {code:?}: {message}", code = .status.code(), message = .status.message())]
+    Rpc {
+        /// The RPC.
+        method: &'static str,
+        /// The status the task returned.
+        #[source]
+        status: tonic::Status,
+    },
+    /// The task reported a device name TensorFlow cannot parse (a TensorFlow client would
+    /// abort the process on it).
+    #[error("reported an invalid device name: {source}")]
+    InvalidDevice {
+        /// The parser's error, naming the value.
+        #[source]
+        source: device_filter::Error,
+    },
+    /// The task reported a device name without a device type and id.
+    #[error("reported device {name:?}, which names no device type and id")]
+    IncompleteDevice {
+        /// The name as reported.
+        name: String,
+    },
+    /// The task reported one device name twice (TensorFlow's wording).
+    #[error(
+        "Trying to add device {name} to manager but its name conflicts with an existing device."
+    )]
+    DuplicateDevice {
+        /// The repeated name, after renaming to the task.
+        name: String,
+    },
+}
+
+/// One task that failed, with its address and cause.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct TaskFailure {
+    /// The task.
+    pub task: TaskId,
+    /// The address dialled.
+    pub address: String,
+    /// What went wrong.
+    pub error: TaskError,
+}
+
+impl fmt::Display for TaskFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at {}: {}", self.task, self.address, self.error)
+    }
+}
+
+/// The step of connecting that failed, for [`Error::Tasks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stage {
+    /// Device discovery (`GetStatus`).
+    Discovery,
+    /// Creating remote contexts (`CreateContext`).
+    CreateContext,
+    /// Updating remote contexts (`KeepAlive`, `GetStatus`, `CreateContext`, `UpdateContext`).
+    Update,
+    /// Closing remote contexts (`CloseContext`).
+    Close,
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stage::Discovery => "device discovery",
+            Stage::CreateContext => "creating remote contexts",
+            Stage::Update => "updating the cluster",
+            Stage::Close => "closing remote contexts",
+        })
+    }
+}
+
+/// Every failure of `remote-connect`'s client side.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An invalid cluster (from a spec or a resolver).
+    #[error(transparent)]
+    Spec(#[from] cluster_spec::Error),
+    /// The resolver could not produce the cluster or the master.
+    #[error(transparent)]
+    Resolver(#[from] cluster_resolver::Error),
+    /// Invalid device filters or device name.
+    #[error(transparent)]
+    DeviceFilter(#[from] device_filter::Error),
+    /// The local task's server could not start.
+    #[error("the local task's server: {0}")]
+    Server(#[from] ServerError),
+    /// Some tasks failed; every one of them is listed, not only the first.
+    #[error("{stage} failed for {} of {total} tasks:{}", failures.len(), list(failures))]
+    Tasks {
+        /// The step that failed.
+        stage: Stage,
+        /// How many tasks the step involved.
+        total: usize,
+        /// Every task that failed.
+        failures: Vec<TaskFailure>,
+    },
+    /// The local task is not in its job (TensorFlow's wording).
+    #[error("Task {task} was not defined in job \"{job}\"")]
+    LocalTaskMissing {
+        /// The local job.
+        job: String,
+        /// The local task index.
+        task: u32,
+    },
+    /// A protocol other than `grpc`.
+    #[error("protocol {0:?} is not supported: only \"grpc\"")]
+    Protocol(String),
+    /// No task's address matches the resolver's master (TensorFlow's wording).
+    #[error(
+        "`make_master_device_default` is set to True but cannot find master {0} in the cluster"
+    )]
+    MasterNotFound(String),
+    /// No device of that name in the context (TensorFlow's wording).
+    #[error("{0} unknown device.")]
+    UnknownDevice(String),
+    /// A device handle from before a full reconnect, which reset the cluster.
+    #[error(
+        "device {name} belongs to remote context {handle_context:#018x}, which a later \
+         connect_to_cluster replaced with {current_context:#018x}: handles from before a full \
+         reconnect are stale"
+    )]
+    StaleDevice {
+        /// The device's name.
+        name: String,
+        /// The context the handle was made in.
+        handle_context: u64,
+        /// The context now.
+        current_context: u64,
+    },
+    /// The operation needs a connected context.
+    #[error("the context is not connected to a cluster")]
+    NotConnected,
+    /// The task is not a remote task of the connected cluster.
+    #[error("{0} is not a remote task of the connected cluster")]
+    UnknownTask(TaskId),
+}
+
+fn list(failures: &[TaskFailure]) -> String {
+    failures.iter().map(|f| format!("\n  {f}")).collect()
+}
+
+/// The transport error with its causes, e.g. `transport error: tcp connect error: Connection
+/// refused (os error 111)`.
+pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = e.source();
+    }
+    text
+}

@@ -1,0 +1,15 @@
+//! The server side: [`TaskServer`], one task of a cluster that TensorFlow clients (and ours)
+//! connect to, like `tf.distribute.Server` for discovery and remote contexts.
+
+mod builder;
+mod contexts;
+mod eager_service;
+mod error;
+mod identity;
+mod state;
+mod worker_service;
+
+pub(crate) use builder::MAX_MESSAGE_SIZE;
+pub use builder::{RunningServer, TaskServer, TaskServerBuilder};
+pub use contexts::ContextInfo;
+pub use error::ServerError;

@@ -1,0 +1,337 @@
+//! [`TaskServer`]: building, starting and stopping one task's server.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cluster_proto::ServerDef;
+use cluster_proto::eager::eager_service_server::EagerServiceServer;
+use cluster_proto::worker_service_server::WorkerServiceServer;
+use cluster_spec::ClusterSpec;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::service::Routes;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+
+use super::ServerError;
+use super::contexts::{ContextInfo, Contexts};
+use super::eager_service::Eager;
+use super::identity::Identity;
+use super::state::TaskState;
+use super::worker_service::Worker;
+use crate::devices::{self, LocalDevice};
+use crate::ids::random_nonzero_u64;
+
+/// TensorFlow's gRPC message size limit on both sides (`INT32_MAX`); tonic's default is 4 MiB.
+pub(crate) const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
+
+/// How long GPU discovery (`nvidia-smi`) may take when a server starts.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often idle contexts are looked for (TensorFlow's `EagerServiceContextGC`: every second).
+const GC_INTERVAL: Duration = Duration::from_secs(1);
+
+/// One task of a TensorFlow cluster, serving what `tf.config.experimental_connect_to_cluster`
+/// needs of it: `/tensorflow.WorkerService/GetStatus` (device discovery) and the
+/// `/tensorflow.eager.EagerService` context methods (`CreateContext`, `UpdateContext`,
+/// `KeepAlive`, `CloseContext`), with TensorFlow's semantics. Methods that run operations
+/// answer `UNIMPLEMENTED` at once.
+///
+/// ```
+/// use cluster_spec::ClusterSpec;
+/// use remote_connect::TaskServer;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let spec = ClusterSpec::from_json(r#"{"worker": ["localhost:2222"]}"#)?;
+/// let server = TaskServer::builder(spec, "worker", 0)
+///     .bind("127.0.0.1:0".parse()?)   // port 0: the OS picks; local_addr() tells
+///     .start()
+///     .await?;
+/// assert_ne!(server.local_addr().port(), 0);
+/// assert_eq!(server.devices()[0], "/job:worker/replica:0/task:0/device:CPU:0");
+/// server.shutdown().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct TaskServer;
+
+impl TaskServer {
+    /// A server for task `task` of job `job` in `spec`; checked when it starts.
+    pub fn builder(spec: ClusterSpec, job: &str, task: u32) -> TaskServerBuilder {
+        TaskServerBuilder {
+            spec,
+            job: job.to_owned(),
+            task,
+            port: None,
+            devices: None,
+            bind: None,
+            routes: None,
+            gc_interval: GC_INTERVAL,
+        }
+    }
+
+    /// A server for the task a TensorFlow `ServerDef` names (`cluster`, `job_name`,
+    /// `task_index`, and `port` when non-zero, as `tf.distribute.Server` reads them).
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::InvalidServerDef`] for a negative task index, port or replica, and
+    /// [`ServerError::Spec`] for an invalid cluster.
+    pub fn from_server_def(def: &ServerDef) -> Result<TaskServerBuilder, ServerError> {
+        let invalid = |reason: String| ServerError::InvalidServerDef { reason };
+        let task = u32::try_from(def.task_index)
+            .map_err(|_| invalid(format!("task_index {} is negative", def.task_index)))?;
+        let port = u16::try_from(def.port)
+            .map_err(|_| invalid(format!("port {} is not 0..=65535", def.port)))?;
+        if def.protocol != "grpc" && !def.protocol.is_empty() {
+            return Err(invalid(format!(
+                "protocol {:?} is not supported: only \"grpc\"",
+                def.protocol
+            )));
+        }
+        let spec = ClusterSpec::try_from(def.cluster.clone().unwrap_or_default())?;
+        let mut builder = Self::builder(spec, &def.job_name, task);
+        builder.port = (port != 0).then_some(port);
+        Ok(builder)
+    }
+}
+
+/// Configures a [`TaskServer`] before it starts.
+#[derive(Debug)]
+#[must_use = "a builder does nothing until start() is awaited"]
+pub struct TaskServerBuilder {
+    spec: ClusterSpec,
+    job: String,
+    task: u32,
+    port: Option<u16>,
+    devices: Option<Vec<LocalDevice>>,
+    bind: Option<SocketAddr>,
+    routes: Option<Routes>,
+    gc_interval: Duration,
+}
+
+impl TaskServerBuilder {
+    /// Serve exactly these devices instead of discovering the host's (`CPU:0` plus NVIDIA
+    /// GPUs, [`devices::discover`]). Names are checked when the server starts.
+    pub fn devices(mut self, devices: Vec<LocalDevice>) -> Self {
+        self.devices = Some(devices);
+        self
+    }
+
+    /// Listen on `addr` instead of `0.0.0.0:<the port of this task's address>` (what a
+    /// `tf.distribute.Server` binds). Port 0 lets the OS pick a free port, with no race:
+    /// [`RunningServer::local_addr`] tells which.
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.bind = Some(addr);
+        self
+    }
+
+    /// Serve these tonic services on the same port too (`Routes::new(svc).add_service(..)`);
+    /// requests for other services than TensorFlow's go to them.
+    pub fn routes(mut self, routes: Routes) -> Self {
+        self.routes = Some(routes);
+        self
+    }
+
+    /// How often contexts idle past their `keep_alive_secs` are collected (default 1 s, as
+    /// TensorFlow).
+    pub fn gc_interval(mut self, interval: Duration) -> Self {
+        self.gc_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Binds the port and starts serving; returns once the server accepts connections.
+    ///
+    /// # Errors
+    ///
+    /// The job or task is not in the spec, a device name is invalid or repeated, GPU
+    /// discovery failed, or the address cannot be bound.
+    pub async fn start(self) -> Result<RunningServer, ServerError> {
+        let address = self.spec.task_address(&self.job, self.task)?.to_owned();
+        let devices = match self.devices {
+            Some(devices) => devices,
+            None => devices::discover(DISCOVERY_TIMEOUT).await?,
+        };
+        devices::check_unique(&devices)?;
+        for device in &devices {
+            device.name(&self.job, 0, self.task)?;
+        }
+        let addr = match self.bind {
+            Some(addr) => addr,
+            None => {
+                let port = match self.port {
+                    Some(port) => port,
+                    None => port_of(&address),
+                };
+                SocketAddr::from((Ipv4Addr::UNSPECIFIED, port))
+            }
+        };
+        let listener = bind(addr)?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| ServerError::Bind { addr, source })?;
+
+        let incarnations = devices.iter().map(|_| random_nonzero_u64()).collect();
+        let state = Arc::new(TaskState {
+            own: Identity {
+                job: self.job.clone(),
+                replica: 0,
+                task: self.task,
+            },
+            devices,
+            incarnations,
+            contexts: Contexts::default(),
+        });
+        let routes = self
+            .routes
+            .unwrap_or_default()
+            .add_service(
+                WorkerServiceServer::new(Worker(state.clone()))
+                    .max_decoding_message_size(MAX_MESSAGE_SIZE)
+                    .max_encoding_message_size(MAX_MESSAGE_SIZE),
+            )
+            .add_service(
+                EagerServiceServer::new(Eager(state.clone()))
+                    .max_decoding_message_size(MAX_MESSAGE_SIZE)
+                    .max_encoding_message_size(MAX_MESSAGE_SIZE),
+            );
+        // Sockets accepted from our own listener get no TCP_NODELAY from tonic; without it
+        // every small response waits ~40 ms for the peer's delayed ACK.
+        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serve = tokio::spawn(
+            Server::builder()
+                .add_routes(routes)
+                .serve_with_incoming_shutdown(incoming, async {
+                    let _ = stopped.await;
+                }),
+        );
+        let gc = tokio::spawn(collect_idle(Arc::downgrade(&state), self.gc_interval));
+        tracing::debug!(task = %format!("/job:{}/task:{}", self.job, self.task), %local_addr, "TaskServer serving");
+        Ok(RunningServer {
+            local_addr,
+            state,
+            stop: Some(stop),
+            serve: Some(serve),
+            gc,
+        })
+    }
+}
+
+/// The port of a `host:port` address (already validated by the spec).
+fn port_of(address: &str) -> u16 {
+    address
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok())
+        .unwrap_or(0)
+}
+
+fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServerError> {
+    let bind_error = |source| ServerError::Bind { addr, source };
+    let listener = std::net::TcpListener::bind(addr).map_err(bind_error)?;
+    listener.set_nonblocking(true).map_err(bind_error)?;
+    tokio::net::TcpListener::from_std(listener).map_err(bind_error)
+}
+
+/// Drops contexts idle past their keep-alive until the server is gone.
+async fn collect_idle(state: std::sync::Weak<TaskState>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(state) = state.upgrade() else { return };
+        let dropped = state.contexts.collect_idle(Instant::now());
+        if dropped > 0 {
+            tracing::info!(dropped, "collected idle remote contexts");
+        }
+    }
+}
+
+/// A started [`TaskServer`]. Dropping it stops serving without waiting; call
+/// [`shutdown`](Self::shutdown) to wait until in-flight requests finished and the port is free.
+#[derive(Debug)]
+pub struct RunningServer {
+    local_addr: SocketAddr,
+    state: Arc<TaskState>,
+    stop: Option<oneshot::Sender<()>>,
+    serve: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
+    gc: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for TaskState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskState")
+            .field("own", &self.own)
+            .field("devices", &self.devices.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunningServer {
+    /// The address the server listens on (with the port the OS chose for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The full names of the devices this server reports in GetStatus (under the job and task
+    /// it was started as).
+    pub fn devices(&self) -> Vec<String> {
+        self.state
+            .own_attributes()
+            .into_iter()
+            .map(|a| a.name)
+            .collect()
+    }
+
+    /// The devices as TensorFlow's `DeviceAttributes`, as GetStatus sends them.
+    pub fn device_attributes(&self) -> Vec<cluster_proto::DeviceAttributes> {
+        self.state.own_attributes()
+    }
+
+    /// Every live remote context, by id.
+    pub fn contexts(&self) -> Vec<ContextInfo> {
+        self.state.contexts.snapshot()
+    }
+
+    /// The full name of device `name` as context `context_id` knows it. A device the context
+    /// was not given (hidden by the client's device filters, or nonexistent) is
+    /// [`ServerError::UnknownDevice`], as in TensorFlow.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::UnknownContext`] or [`ServerError::UnknownDevice`].
+    pub fn lookup_device(&self, context_id: u64, name: &str) -> Result<String, ServerError> {
+        self.state.contexts.lookup_device(context_id, name)
+    }
+
+    /// Stops accepting connections, lets in-flight requests finish, and returns once the port
+    /// is closed.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::Serve`] if the server had failed.
+    pub async fn shutdown(mut self) -> Result<(), ServerError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.gc.abort();
+        match self.serve.take() {
+            Some(serve) => match serve.await {
+                Ok(result) => result.map_err(ServerError::Serve),
+                // The serving task panicked or was cancelled: nothing is served any more.
+                Err(_) => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.gc.abort();
+    }
+}

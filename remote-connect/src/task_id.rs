@@ -1,0 +1,34 @@
+//! [`TaskId`]: one task of a cluster, named as TensorFlow names its workers.
+
+use std::fmt;
+
+/// One task of a cluster: a job name and a task index. Displays as TensorFlow's worker name,
+/// `/job:J/replica:0/task:T`, the form its errors and logs use.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId {
+    /// The job (`worker`, `ps`, …).
+    pub job: String,
+    /// The task index within the job.
+    pub task: u32,
+}
+
+impl TaskId {
+    /// The task `task` of job `job`.
+    pub fn new(job: impl Into<String>, task: u32) -> Self {
+        Self {
+            job: job.into(),
+            task,
+        }
+    }
+
+    /// The prefix of every device name of this task: `/job:J/replica:0/task:T`.
+    pub fn device_prefix(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "/job:{}/replica:0/task:{}", self.job, self.task)
+    }
+}
