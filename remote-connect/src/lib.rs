@@ -99,8 +99,10 @@
 //!   given must be a full name.
 //!
 //! Kept as TensorFlow does: device filters are only read on a full connect (an update warns
-//! and ignores new ones), and filters from an earlier connect stay in force for tasks the new
-//! filters do not name; the master's own device list is unfiltered; closing an unknown or
+//! and ignores new ones), and a task keeps the first filters it was ever given (TensorFlow's
+//! `SetRemoteDeviceFilters` never replaces a task's filters; checked against TensorFlow's own
+//! client in the interop tests); the master's own device list is unfiltered and names this
+//! process's devices `/device:TYPE:ID`, as TensorFlow's `list_logical_devices` does; closing an unknown or
 //! stale context is OK; an unknown context is `ABORTED` with TensorFlow's message; contexts
 //! idle past their `keep_alive_secs` are collected once a second.
 

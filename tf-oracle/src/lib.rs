@@ -13,6 +13,10 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod process;
+
+pub use process::{Process, STARTUP};
+
 /// How long one Python run may take before the test fails (TensorFlow's import alone takes a
 /// few seconds; a loaded CI machine may need more).
 pub const TIMEOUT: Duration = Duration::from_secs(300);

@@ -72,6 +72,9 @@ pub(crate) struct Snapshot {
     pub(crate) view_id: u64,
     pub(crate) full_spec: Option<ClusterSpec>,
     pub(crate) local_address: Option<String>,
+    pub(crate) local_task: Option<TaskId>,
+    /// How many of `devices` (the first ones) are this process's.
+    pub(crate) local_devices: usize,
     /// The master's view: local devices first, then every remote task's, unfiltered.
     pub(crate) devices: Vec<(DeviceName, DeviceAttributes)>,
     pub(crate) remotes: Vec<(TaskId, String, Vec<String>)>,
@@ -87,6 +90,7 @@ impl Snapshot {
             .into_iter()
             .filter_map(|a| a.name.parse().ok().map(|n| (n, a)))
             .collect();
+        let local_devices = devices.len();
         for member in connection.members.values() {
             devices.extend(member.remote.devices.iter().cloned());
         }
@@ -95,6 +99,8 @@ impl Snapshot {
             view_id: connection.view_id,
             full_spec: Some(connection.full_spec.clone()),
             local_address: Some(connection.local.address.clone()),
+            local_task: Some(connection.local.task.clone()),
+            local_devices,
             devices,
             remotes: connection
                 .members

@@ -71,7 +71,7 @@ impl DeviceHandle {
 /// ctx.connect_to_cluster(spec, ConnectOptions::default()).await?;
 /// let names: Vec<String> = ctx.list_logical_devices().into_iter().map(|d| d.name).collect();
 /// assert_eq!(names, [
-///     "/job:localhost/replica:0/task:0/device:CPU:0",
+///     "/device:CPU:0",
 ///     "/job:worker/replica:0/task:0/device:CPU:0",
 /// ]);
 /// assert_eq!(worker.contexts().len(), 1);
@@ -208,11 +208,22 @@ impl Context {
     /// Every device of the cluster, this process's first: the master's own view, which
     /// device filters do not narrow (as in TensorFlow).
     pub fn list_logical_devices(&self) -> Vec<LogicalDevice> {
-        self.snapshot()
+        let snapshot = self.snapshot();
+        snapshot
             .devices
             .iter()
-            .map(|(_, a)| LogicalDevice {
-                name: a.name.clone(),
+            .enumerate()
+            .map(|(i, (name, a))| LogicalDevice {
+                name: if i < snapshot.local_devices {
+                    // TensorFlow lists its own devices without job, replica and task.
+                    format!(
+                        "/device:{}:{}",
+                        name.device_type().unwrap_or_default(),
+                        name.id().unwrap_or_default()
+                    )
+                } else {
+                    a.name.clone()
+                },
                 device_type: a.device_type.clone(),
             })
             .collect()
@@ -224,9 +235,9 @@ impl Context {
         self.snapshot().default_device.clone()
     }
 
-    /// A handle on device `name` (full, or any spelling that parses to a full name:
-    /// `/job:worker/task:0/cpu:0` is `/job:worker/replica:0/task:0/device:CPU:0`… only once
-    /// the replica is given).
+    /// A handle on device `name`: a full name in any spelling TensorFlow parses
+    /// (`/job:worker/replica:0/task:0/cpu:0`), or `/device:TYPE:ID` for this process's own
+    /// devices, as [`list_logical_devices`](Self::list_logical_devices) names them.
     ///
     /// # Errors
     ///
@@ -236,9 +247,21 @@ impl Context {
         if snapshot.context_id == 0 {
             return Err(Error::NotConnected);
         }
-        let parsed: DeviceName = name
+        let mut parsed: DeviceName = name
             .parse()
             .map_err(|_| Error::UnknownDevice(name.to_owned()))?;
+        if let (None, None, None, Some(local)) = (
+            parsed.job(),
+            parsed.replica(),
+            parsed.task(),
+            &snapshot.local_task,
+        ) {
+            // `/device:CPU:0` is this process's, as in TensorFlow's listing.
+            parsed = parsed
+                .with_job(&local.job)
+                .and_then(|n| n.with_replica(0))
+                .and_then(|n| n.with_task(local.task))?;
+        }
         snapshot
             .devices
             .iter()

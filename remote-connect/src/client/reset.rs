@@ -19,8 +19,8 @@ use crate::error::{Error, Stage};
 use crate::ids::random_nonzero_u64;
 
 /// Connects to `spec` from scratch. `previous` lends its local server when the local task is
-/// unchanged, and its filters, which stay in force for tasks the new filters do not name (as
-/// in TensorFlow, where filters are only ever added). On any failure every context created so
+/// unchanged, and its filters: as in TensorFlow, a task keeps the first filters it was ever
+/// given, and new filters only apply to tasks that had none. On any failure every context created so
 /// far is closed and every failed task is listed.
 pub(crate) async fn connect(
     spec: ClusterSpec,
@@ -36,7 +36,11 @@ pub(crate) async fn connect(
     let mut filters = previous.map(|p| p.1.clone()).unwrap_or_default();
     if let Some(new) = &options.cluster_device_filters {
         for (job, task, list) in new.iter() {
-            filters.set_device_filters(job, task, list.iter().map(|f| f.as_str()))?;
+            // TensorFlow's `SetRemoteDeviceFilters` emplaces: a task's first filters stay for
+            // the life of the client, later ones for it are ignored.
+            if filters.filters(job, task).is_empty() {
+                filters.set_device_filters(job, task, list.iter().map(|f| f.as_str()))?;
+            }
         }
     }
 

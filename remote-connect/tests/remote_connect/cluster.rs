@@ -1,0 +1,163 @@
+//! Shared test support: in-process TaskServers on loopback, raw gRPC clients, free ports.
+
+#![allow(dead_code)]
+
+use std::marker::PhantomData;
+use std::net::SocketAddr;
+
+use cluster_proto::eager::eager_service_client::EagerServiceClient;
+use cluster_proto::worker_service_client::WorkerServiceClient;
+use cluster_spec::ClusterSpec;
+use remote_connect::{LocalDevice, RunningServer, TaskServer};
+use tonic::Status;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::transport::{Channel, Endpoint};
+
+/// A server for `job`, task 0 of a one-task placeholder cluster, on a free loopback port.
+pub(crate) async fn server(job: &str) -> RunningServer {
+    let placeholder = ClusterSpec::builder()
+        .job(job, ["localhost:0"])
+        .build()
+        .unwrap();
+    TaskServer::builder(placeholder, job, 0)
+        .bind("127.0.0.1:0".parse().unwrap())
+        .start()
+        .await
+        .unwrap()
+}
+
+/// Servers for `jobs` (`[("ps", 1), ("worker", 2)]`) and the spec naming them.
+pub(crate) async fn servers(jobs: &[(&str, usize)]) -> (ClusterSpec, Vec<RunningServer>) {
+    let mut builder = ClusterSpec::builder();
+    let mut all = Vec::new();
+    for &(job, n) in jobs {
+        let mut addresses = Vec::new();
+        for _ in 0..n {
+            let s = server(job).await;
+            addresses.push(s.local_addr().to_string());
+            all.push(s);
+        }
+        builder = builder.job(job, addresses);
+    }
+    (builder.build().unwrap(), all)
+}
+
+/// A CPU-only server for `job`, task 0, listening on exactly `addr` (to restart a task on the
+/// port it had).
+pub(crate) async fn server_at(job: &str, addr: SocketAddr) -> RunningServer {
+    let placeholder = ClusterSpec::builder()
+        .job(job, ["localhost:0"])
+        .build()
+        .unwrap();
+    TaskServer::builder(placeholder, job, 0)
+        .devices(vec![LocalDevice::cpu()])
+        .bind(addr)
+        .start()
+        .await
+        .unwrap()
+}
+
+/// Shuts every server down.
+pub(crate) async fn shutdown_all(servers: Vec<RunningServer>) {
+    for s in servers {
+        s.shutdown().await.unwrap();
+    }
+}
+
+/// A loopback address nothing listens on: a port bound, then closed.
+pub(crate) fn dead_addr() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+/// An open channel to `addr` (TCP_NODELAY on our side too).
+pub(crate) async fn channel(addr: SocketAddr) -> Channel {
+    Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .tcp_nodelay(true)
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// The raw EagerService client, with TensorFlow's message size limits.
+pub(crate) async fn eager(addr: SocketAddr) -> EagerServiceClient<Channel> {
+    EagerServiceClient::new(channel(addr).await)
+        .max_decoding_message_size(i32::MAX as usize)
+        .max_encoding_message_size(i32::MAX as usize)
+}
+
+/// The raw WorkerService client.
+pub(crate) async fn worker(addr: SocketAddr) -> WorkerServiceClient<Channel> {
+    WorkerServiceClient::new(channel(addr).await)
+}
+
+/// A prost codec for tonic's generic client and server (`tonic::client::Grpc`,
+/// `tonic::server::Grpc`), to call or serve paths the generated stubs do not have.
+pub(crate) struct ProtoCodec<E, D>(PhantomData<(E, D)>);
+
+impl<E, D> Default for ProtoCodec<E, D> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
+pub(crate) struct ProtoEncoder<E>(PhantomData<E>);
+pub(crate) struct ProtoDecoder<D>(PhantomData<D>);
+
+impl<E, D> Codec for ProtoCodec<E, D>
+where
+    E: prost::Message + Send + 'static,
+    D: prost::Message + Default + Send + 'static,
+{
+    type Encode = E;
+    type Decode = D;
+    type Encoder = ProtoEncoder<E>;
+    type Decoder = ProtoDecoder<D>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        ProtoEncoder(PhantomData)
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        ProtoDecoder(PhantomData)
+    }
+}
+
+impl<E: prost::Message> Encoder for ProtoEncoder<E> {
+    type Item = E;
+    type Error = Status;
+
+    fn encode(&mut self, item: E, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        item.encode(dst)
+            .map_err(|e| Status::internal(e.to_string()))
+    }
+}
+
+impl<D: prost::Message + Default> Decoder for ProtoDecoder<D> {
+    type Item = D;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<D>, Status> {
+        D::decode(src)
+            .map(Some)
+            .map_err(|e| Status::internal(e.to_string()))
+    }
+}
+
+/// Calls `path` (`/pkg.Service/Method`) with an empty request and returns the status.
+pub(crate) async fn call_path(addr: SocketAddr, path: &'static str) -> Result<(), Status> {
+    let mut grpc = tonic::client::Grpc::new(channel(addr).await);
+    grpc.ready()
+        .await
+        .map_err(|e| Status::unknown(e.to_string()))?;
+    let codec =
+        ProtoCodec::<cluster_proto::GetStatusRequest, cluster_proto::GetStatusResponse>::default();
+    grpc.unary(
+        tonic::Request::new(cluster_proto::GetStatusRequest {}),
+        tonic::codegen::http::uri::PathAndQuery::from_static(path),
+        codec,
+    )
+    .await
+    .map(|_| ())
+}
