@@ -4,6 +4,7 @@
 //! check CI runs. Each task lives in its own module; this file only dispatches.
 
 mod codegen;
+mod interop;
 mod slurm;
 mod test;
 mod tf_venv;
@@ -20,7 +21,11 @@ tasks:
   test               everything CI runs: installs what the tests need when missing (the
                      TensorFlow 2.21 venv under target/tf-venv, Debian's slurm-wlm and munge),
                      then fmt --check, clippy -D warnings, codegen --check, doc -D warnings,
-                     cargo test --workspace --all-features, and the real Slurm check (slurm)
+                     cargo test --workspace --all-features, interop, and the real Slurm
+                     check (slurm)
+  interop            remote-connect against real TensorFlow 2.21 on loopback: our Context to
+                     tf.distribute.Servers, TensorFlow's client to our TaskServers (alone and
+                     mixed with a TF worker), and the filtered device lists of both clients
   slurm [--env]      start a local 3-node Slurm cluster (installing slurm-wlm and munge with
                      apt-get if missing), check srun's task placement on it and that the
                      Slurm resolver (example slurm_rank) computes it on every rank, stop it;
@@ -35,6 +40,7 @@ fn main() -> ExitCode {
         ["codegen"] => codegen::run(false),
         ["codegen", "--check"] => codegen::run(true),
         ["test"] => test::run(),
+        ["interop"] => interop::run(),
         ["slurm"] => slurm::run(false),
         ["slurm", "--env"] => slurm::run(true),
         ["tf-venv"] => tf_venv::ensure().map(|python| println!("{}", python.display())),

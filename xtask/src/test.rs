@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::{codegen, slurm, tf_venv, workspace};
+use crate::{codegen, interop, slurm, tf_venv, workspace};
 
 pub(crate) fn run() -> Result<(), String> {
     let python = tf_venv::ensure()?;
@@ -27,11 +27,13 @@ pub(crate) fn run() -> Result<(), String> {
             .args(["doc", "--workspace", "--no-deps", "--all-features"])
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
+    // The interop tests run once, as their own step below.
     workspace::run(
         Command::new("cargo")
-            .args(["test", "--workspace", "--all-features"])
+            .args(["test", "--workspace", "--all-features", "--", "--skip", interop::FILTER])
             .env("TFCLUSTER_PYTHON", &python),
     )?;
+    interop::run()?;
     // The real Slurm cluster last: it needs the daemons, which the unit tests do not.
     slurm::run(false)
 }
