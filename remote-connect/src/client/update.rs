@@ -48,7 +48,10 @@ pub(crate) async fn update(
     }
     let deadline = Deadline::new(options.rpc_timeout, options.timeout, options.max_in_flight);
     let local = connection.local.clone();
-    let full_spec = if local.added {
+    // The job we added is added again, unless the new spec already has it (the cluster as
+    // `Context::cluster_spec` reports it): adding it twice would be a duplicate job.
+    let add_local = local.added && !spec.has_job(&local.task.job);
+    let full_spec = if add_local {
         cluster::edit(&spec, None, Some((&local.task.job, &local.address)))?
     } else {
         spec.clone()
@@ -131,9 +134,7 @@ pub(crate) async fn update(
 
     let blueprint = Blueprint::new(
         &spec,
-        local
-            .added
-            .then_some((local.task.job.as_str(), local.address.as_str())),
+        add_local.then_some((local.task.job.as_str(), local.address.as_str())),
         &local.task.job,
         &connection.filters,
     );
