@@ -366,7 +366,12 @@ impl Context {
         };
         let deadline = Deadline::new(rpc_timeout, rpc_timeout * 2, 2);
         let channel = &member.remote.channel;
-        let health = match discovery::status(&deadline, channel, task).await {
+        let mut status = discovery::status(&deadline, channel, task).await;
+        if status.as_ref().is_err_and(keep_alive::connection_dropped) {
+            // A restarted task closed our connection; the channel redials on the next call.
+            status = discovery::status(&deadline, channel, task).await;
+        }
+        let health = match status {
             Err(error) => keep_alive::health_of(&error),
             Ok(devices) => {
                 let before: Vec<u64> = member

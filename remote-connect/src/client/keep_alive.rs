@@ -19,20 +19,39 @@ pub(crate) async fn probe(
     context_id: u64,
     view_id: u64,
 ) -> TaskHealth {
-    let mut eager = channel.eager.clone();
-    match deadline
-        .run(
-            "KeepAlive",
-            eager.keep_alive(KeepAliveRequest { context_id }),
-        )
-        .await
-    {
+    let call = || {
+        let mut eager = channel.eager.clone();
+        async move {
+            deadline
+                .run(
+                    "KeepAlive",
+                    eager.keep_alive(KeepAliveRequest { context_id }),
+                )
+                .await
+        }
+    };
+    let mut result = call().await;
+    if result.as_ref().is_err_and(connection_dropped) {
+        result = call().await;
+    }
+    match result {
         Ok(response) if response.context_view_id == view_id => TaskHealth::Alive,
         Ok(response) => TaskHealth::StaleView {
             view_id: response.context_view_id,
         },
         Err(error) => health_of(&error),
     }
+}
+
+/// Whether `error` may only mean that the channel's connection had dropped (the task closed
+/// it, e.g. when it restarted): tonic fails the first call on such a channel with `CANCELLED`
+/// or `UNAVAILABLE` and reconnects for the next, so the call is worth repeating once.
+pub(crate) fn connection_dropped(error: &TaskError) -> bool {
+    matches!(
+        error,
+        TaskError::Rpc { status, .. }
+            if matches!(status.code(), tonic::Code::Cancelled | tonic::Code::Unavailable)
+    )
 }
 
 /// The health an RPC error shows.
