@@ -380,6 +380,16 @@ pub enum Error {
         /// The number of devices it lists.
         count: usize,
     },
+    /// `gpus_per_node` or `nvidia-smi` gives a node more than `slurm::MAX_GPUS_PER_NODE` GPUs.
+    #[error("{origin} gives {count} GPUs per node, more than the {max} a node may have")]
+    SlurmTooManyGpus {
+        /// The number of GPUs.
+        count: u32,
+        /// Where it came from: `gpus_per_node` or `nvidia-smi --list-gpus`.
+        origin: String,
+        /// The limit, `slurm::MAX_GPUS_PER_NODE`.
+        max: u32,
+    },
     /// The jobs map (or `SLURM_STEP_NUM_TASKS`) asks for another number of tasks than the
     /// nodes hold (TensorFlow's wording first).
     #[error("Requested {requested} tasks but only {assigned} were assigned. ({detail})")]
