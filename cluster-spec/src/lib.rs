@@ -95,6 +95,7 @@ mod cluster_def;
 mod error;
 mod grammar;
 mod json;
+pub mod quote;
 mod serde_support;
 mod spec;
 

@@ -2,6 +2,7 @@
 //! task's place in it ([`SlurmStep`]).
 
 use cluster_spec::ClusterSpec;
+use cluster_spec::quote::quote;
 
 use super::gpus::{self, NodeGpus};
 use super::jobs::Jobs;
@@ -151,7 +152,11 @@ fn nodes(env: &Env, tasks_per_node: Option<&TasksPerNode>) -> Result<Nodes, Erro
             Nodes {
                 counts: vec![n; names.len()],
                 names,
-                source: format!("tasks_per_node {n} on {}={list:?}", vars::STEP_NODELIST),
+                source: format!(
+                    "tasks_per_node {n} on {}={}",
+                    vars::STEP_NODELIST,
+                    quote(&list, 0)
+                ),
             }
         }
         None => {
@@ -171,9 +176,11 @@ fn nodes(env: &Env, tasks_per_node: Option<&TasksPerNode>) -> Result<Nodes, Erro
                 names,
                 counts,
                 source: format!(
-                    "{}={tpn:?} on {}={list:?}",
+                    "{}={} on {}={}",
                     vars::STEP_TASKS_PER_NODE,
-                    vars::STEP_NODELIST
+                    quote(&tpn, 0),
+                    vars::STEP_NODELIST,
+                    quote(&list, 0)
                 ),
             }
         }

@@ -145,3 +145,34 @@ fn cuda_visible_devices_costs_its_own_text_not_a_string_per_gpu() {
     let step = assert_peak("CUDA_VISIBLE_DEVICES", &visible, 5, || resolver.resolve()).unwrap();
     assert_eq!(step.gpus_per_node(), 2_000_000);
 }
+
+#[test]
+fn messages_quote_a_window_of_long_values() {
+    // Issue 13: SM_HOSTS, SLURM_* values and CUDA_VISIBLE_DEVICES were copied whole.
+    let hosts: Vec<String> = (0..100_000).map(|i| format!("\"algo-{i}\"")).collect();
+    let env = Env::from_iter([
+        ("SM_HOSTS", format!("[{}]", hosts.join(","))),
+        ("SM_CURRENT_HOST", "algo-x".to_owned()),
+    ]);
+    let e = cluster_resolver::SageMakerClusterResolver::new(env)
+        .tf_config()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.len() < 500 && e.contains("not one of the hosts of SM_HOSTS"),
+        "{e}"
+    );
+    let nodelist = "n1,".repeat(100_000) + "n1";
+    let env = Env::from_iter([
+        ("SLURM_PROCID", "0".to_owned()),
+        ("SLURM_STEP_NODELIST", nodelist),
+        ("SLURM_STEP_TASKS_PER_NODE", "1".to_owned()),
+        ("SLURM_STEP_NUM_TASKS", "1".to_owned()),
+    ]);
+    let e = SlurmClusterResolver::new(env)
+        .with_gpus_per_node(0)
+        .resolve()
+        .unwrap_err()
+        .to_string();
+    assert!(e.len() < 600 && e.contains("(300002 bytes)"), "{e}");
+}

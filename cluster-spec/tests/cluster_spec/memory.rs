@@ -92,3 +92,22 @@ fn json_holds_at_most_its_stated_factor() {
         ClusterSpec::from_json(&json)
     });
 }
+
+#[test]
+fn messages_quote_a_window_of_long_values() {
+    // Issue 13: a bad address or job name was copied whole into the message.
+    let address = format!("{}/x:1", "h".repeat(1_000_000));
+    let e = ClusterSpec::builder()
+        .job("w", [address.as_str()])
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(e.len() < 400 && e.contains("(1000004 bytes)"), "{e}");
+    let name = format!("{}-", "w".repeat(1_000_000));
+    let e = ClusterSpec::builder()
+        .job(&name, ["h:1"])
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(e.len() < 400 && e.contains("at byte 1000000"), "{e}");
+}
