@@ -21,6 +21,12 @@ pub enum Error {
         /// The variable.
         name: String,
     },
+    /// An environment variable is set, but its value is not UTF-8.
+    #[error("environment variable {variable} is set but is not valid UTF-8")]
+    NotUnicode {
+        /// The variable.
+        variable: String,
+    },
     /// An environment variable holds a value the resolver cannot use.
     #[error(
         "environment variable {name}={} is invalid: {reason}",

@@ -55,7 +55,7 @@ impl NodeGpus {
             }
             Ok(count)
         };
-        match (env.get(CUDA_VISIBLE_DEVICES), gpus_per_node) {
+        match (env.get(CUDA_VISIBLE_DEVICES)?, gpus_per_node) {
             (Some(visible), requested) => {
                 let listed = entries(&visible).count();
                 // At most u32::MAX entries can be asked for or counted; a longer list would

@@ -243,7 +243,7 @@ pub(super) fn resolve(
     if requested_from.is_none() && options.tasks_per_node.is_none() {
         // With a jobs map TensorFlow does not read SLURM_STEP_NUM_TASKS; if Slurm set it, it
         // must still agree with the tasks per node, or the variables are not of one step.
-        if let Some(value) = env.get(vars::STEP_NUM_TASKS) {
+        if let Some(value) = env.get(vars::STEP_NUM_TASKS)? {
             let n = vars::parse_count(vars::STEP_NUM_TASKS, &value)?;
             if u64::from(n) != assigned {
                 return Err(Error::SlurmNumTasksMismatch {
@@ -262,7 +262,7 @@ pub(super) fn resolve(
         });
     }
 
-    let distribution = Distribution::from_variable(env.get(vars::DISTRIBUTION).as_deref())?;
+    let distribution = Distribution::from_variable(env.get(vars::DISTRIBUTION)?.as_deref())?;
     if max_per_node > 0 && u32::from(options.port_base) + (max_per_node - 1) > u32::from(u16::MAX) {
         let busiest = nodes
             .counts
@@ -278,7 +278,7 @@ pub(super) fn resolve(
     let slots = placement::place(&nodes.counts, distribution);
     let own = slots[rank as usize];
     let node = nodes.names.get(own.node as usize);
-    if let Some(nodename) = env.get(vars::NODENAME)
+    if let Some(nodename) = env.get(vars::NODENAME)?
         && nodename != node
     {
         return Err(Error::SlurmWrongNode {
