@@ -185,9 +185,11 @@ pub async fn auto_detect(env: &Env) -> Result<Box<dyn ClusterResolver>, Error> {
 fn why_not(source: ClusterSource, env: &Env) -> Option<String> {
     match source {
         ClusterSource::TfConfig => match env.get("TF_CONFIG") {
-            None => Some("not set".to_owned()),
-            Some(v) if v.trim().is_empty() => Some("set but empty".to_owned()),
-            Some(_) => None,
+            Ok(None) => Some("not set".to_owned()),
+            Ok(Some(v)) if v.trim().is_empty() => Some("set but empty".to_owned()),
+            // Set but not UTF-8 is complete, so resolving it reports the error rather than
+            // another source being picked.
+            Ok(Some(_)) | Err(_) => None,
         },
         ClusterSource::Slurm => missing(env, &SLURM_VARS).or_else(|| slurm_is_not_the_mpi_job(env)),
         ClusterSource::SageMaker => missing(env, &SAGEMAKER_VARS),
@@ -210,7 +212,8 @@ fn slurm_is_not_the_mpi_job(env: &Env) -> Option<String> {
         ("SLURM_PROCID", OMPI_RANK),
     ];
     pairs.iter().find_map(|&(slurm, ompi)| {
-        let (s, o) = (env.get(slurm)?, env.get(ompi)?);
+        // Unreadable values are the source's own error, reported when it is built.
+        let (s, o) = (env.get(slurm).ok()??, env.get(ompi).ok()??);
         (s.trim() != o.trim()).then(|| {
             format!(
                 "{slurm}={s:?} but {ompi}={o:?}: the processes were started by mpirun, and the \
@@ -222,8 +225,8 @@ fn slurm_is_not_the_mpi_job(env: &Env) -> Option<String> {
 
 /// Open MPI gives no addresses, so only ranks that all run on this node make a cluster.
 fn ompi_spans_nodes(env: &Env) -> Option<String> {
-    let size = env.get(OMPI_SIZE)?;
-    let local = env.get(OMPI_LOCAL_SIZE)?;
+    let size = env.get(OMPI_SIZE).ok()??;
+    let local = env.get(OMPI_LOCAL_SIZE).ok()??;
     // Unparsable values are the source's own error, reported when it is built.
     let (Ok(n), Ok(l)) = (size.trim().parse::<u64>(), local.trim().parse::<u64>()) else {
         return None;

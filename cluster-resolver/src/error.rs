@@ -2,6 +2,8 @@
 
 use std::fmt::Write as _;
 
+use cluster_spec::quote::quote;
+
 /// Everything that can go wrong in this crate.
 ///
 /// Every variant quotes the offending input (shortened around the problem when it is long) and,
@@ -19,8 +21,17 @@ pub enum Error {
         /// The variable.
         name: String,
     },
+    /// An environment variable is set, but its value is not UTF-8.
+    #[error("environment variable {variable} is set but is not valid UTF-8")]
+    NotUnicode {
+        /// The variable.
+        variable: String,
+    },
     /// An environment variable holds a value the resolver cannot use.
-    #[error("environment variable {name}={value:?} is invalid: {reason}")]
+    #[error(
+        "environment variable {name}={} is invalid: {reason}",
+        quote(.value, 0)
+    )]
     InvalidVariable {
         /// The variable.
         name: String,
@@ -317,8 +328,10 @@ pub enum Error {
     },
     /// `SLURM_STEP_NODELIST` and `SLURM_STEP_TASKS_PER_NODE` name different numbers of nodes.
     #[error(
-        "SLURM_STEP_NODELIST={nodelist:?} names {nodes} nodes but \
-         SLURM_STEP_TASKS_PER_NODE={tasks_per_node:?} gives task counts for {counts}"
+        "SLURM_STEP_NODELIST={} names {nodes} nodes but \
+         SLURM_STEP_TASKS_PER_NODE={} gives task counts for {counts}",
+        quote(.nodelist, 0),
+        quote(.tasks_per_node, 0)
     )]
     SlurmNodeCountMismatch {
         /// `SLURM_STEP_NODELIST`.
@@ -370,7 +383,8 @@ pub enum Error {
     /// `gpus_per_node` is more than `CUDA_VISIBLE_DEVICES` makes visible.
     #[error(
         "gpus_per_node {gpus_per_node} is more than the {count} GPUs \
-         CUDA_VISIBLE_DEVICES={visible:?} makes visible"
+         CUDA_VISIBLE_DEVICES={} makes visible",
+        quote(.visible, 0)
     )]
     SlurmGpusNotVisible {
         /// The `gpus_per_node` option.
@@ -379,6 +393,16 @@ pub enum Error {
         visible: String,
         /// The number of devices it lists.
         count: usize,
+    },
+    /// `gpus_per_node` or `nvidia-smi` gives a node more than `slurm::MAX_GPUS_PER_NODE` GPUs.
+    #[error("{origin} gives {count} GPUs per node, more than the {max} a node may have")]
+    SlurmTooManyGpus {
+        /// The number of GPUs.
+        count: u32,
+        /// Where it came from: `gpus_per_node` or `nvidia-smi --list-gpus`.
+        origin: String,
+        /// The limit, `slurm::MAX_GPUS_PER_NODE`.
+        max: u32,
     },
     /// The jobs map (or `SLURM_STEP_NUM_TASKS`) asks for another number of tasks than the
     /// nodes hold (TensorFlow's wording first).
@@ -646,39 +670,6 @@ pub enum Error {
     },
 }
 
-/// Inputs longer than this are shown as a window around the problem, so that a hostlist of
-/// thousands of nodes does not turn one error line into kilobytes.
-const QUOTE_MAX: usize = 160;
-
-/// Quotes `input` for an error message: escaped like a Rust string literal, and for long inputs
-/// cut to a window around byte `pos` with `…` marking what was left out.
-fn quote(input: &str, pos: usize) -> String {
-    if input.len() <= QUOTE_MAX {
-        return format!("{input:?}");
-    }
-    let half = QUOTE_MAX / 2;
-    let mut start = pos.saturating_sub(half).min(input.len());
-    while !input.is_char_boundary(start) {
-        start -= 1;
-    }
-    let mut end = start.saturating_add(QUOTE_MAX).min(input.len());
-    while !input.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut out = String::with_capacity(QUOTE_MAX + 32);
-    out.push('"');
-    if start > 0 {
-        out.push('…');
-    }
-    out.extend(input[start..end].escape_debug());
-    if end < input.len() {
-        out.push('…');
-    }
-    // Writing to a String cannot fail.
-    let _ = write!(out, "\" ({} bytes)", input.len());
-    out
-}
-
 /// `'c'` for a character, `end of input` for none.
 fn describe(found: Option<char>) -> String {
     match found {
@@ -746,30 +737,6 @@ fn pods_not_running(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn short_inputs_are_quoted_whole_and_escaped() {
-        assert_eq!(quote("n[1-", 1), "\"n[1-\"");
-        assert_eq!(quote("a\tb\n", 0), "\"a\\tb\\n\"");
-    }
-
-    #[test]
-    fn long_inputs_are_windowed_around_the_position() {
-        let input = format!("{}[{}", "a".repeat(500), "b".repeat(500));
-        let q = quote(&input, 500);
-        assert!(q.starts_with("\"…a"), "{q}");
-        assert!(q.contains("a[b"), "{q}");
-        assert!(q.ends_with("b…\" (1001 bytes)"), "{q}");
-        assert!(q.len() < QUOTE_MAX + 40);
-    }
-
-    #[test]
-    fn windows_respect_char_boundaries() {
-        let input = "é".repeat(300);
-        for pos in 0..=input.len() + 3 {
-            let _ = quote(&input, pos);
-        }
-    }
 
     #[test]
     fn message_names_input_and_byte() {

@@ -22,6 +22,7 @@
 
 use async_trait::async_trait;
 use cluster_spec::ClusterSpec;
+use cluster_spec::quote::{excerpt, quote};
 
 use crate::overrides::{Overrides, override_accessors, override_methods};
 use crate::tf_config::{TfConfig, json_error};
@@ -119,8 +120,8 @@ impl SageMakerClusterResolver {
                 name: SM_HOSTS.to_owned(),
                 value: hosts_json.clone(),
                 reason: format!(
-                    "host {:?} is listed twice, which would give two tasks one address",
-                    twice[0]
+                    "host {} is listed twice, which would give two tasks one address",
+                    quote(&twice[0], 0)
                 ),
             });
         }
@@ -129,7 +130,10 @@ impl SageMakerClusterResolver {
             .map_err(|_| Error::InvalidVariable {
                 name: SM_CURRENT_HOST.to_owned(),
                 value: current.clone(),
-                reason: format!("it is not one of the hosts of {SM_HOSTS} {hosts_json}"),
+                reason: format!(
+                    "it is not one of the hosts of {SM_HOSTS} {}",
+                    excerpt(&hosts_json, 0)
+                ),
             })?;
         let port = self.port;
         let cluster = ClusterSpec::builder()

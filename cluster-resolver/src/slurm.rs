@@ -137,7 +137,9 @@
 //!   with the tasks per node ([`Error::SlurmNumTasksMismatch`]; TensorFlow does not read it
 //!   then); ports past 65535 are [`Error::SlurmPortOverflow`] (TensorFlow writes `n1:65536`);
 //!   a step of more than [`MAX_TASKS`] tasks or [`MAX_SPEC_BYTES`] bytes of addresses is
-//!   refused before anything that large is allocated. Numbers
+//!   refused before anything that large is allocated, and so is a node of more than
+//!   [`MAX_GPUS_PER_NODE`] GPUs from `gpus_per_node` or `nvidia-smi` (TensorFlow builds one
+//!   string per GPU ordinal, and `2**32` of them exhaust memory). Numbers
 //!   are plain ASCII digits (Python's `int()` also takes `+5`, ` 5` and `٥`), and the error
 //!   names the variable and its value.
 //! - **`tasks_per_node` as a map** ([`TasksPerNode::PerNode`]) is a list in node order, and
@@ -147,6 +149,7 @@
 
 mod gpus;
 mod jobs;
+mod node_names;
 mod nvidia_smi;
 mod placement;
 mod step;
@@ -161,6 +164,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use cluster_spec::ClusterSpec;
 
+pub use gpus::MAX_GPUS_PER_NODE;
 pub use nvidia_smi::DEFAULT_TIMEOUT as DEFAULT_NVIDIA_SMI_TIMEOUT;
 pub use placement::Distribution;
 pub use step::{MAX_SPEC_BYTES, MAX_TASKS, SlurmStep};
@@ -214,7 +218,8 @@ impl SlurmClusterResolver {
     }
 
     /// Sets the number of GPUs of each node, instead of counting `CUDA_VISIBLE_DEVICES` or
-    /// asking `nvidia-smi`. Zero is a CPU-only cluster.
+    /// asking `nvidia-smi`. Zero is a CPU-only cluster; more than [`MAX_GPUS_PER_NODE`] is
+    /// [`Error::SlurmTooManyGpus`] when the step is resolved.
     pub fn with_gpus_per_node(mut self, gpus: u32) -> Self {
         self.options.gpus_per_node = Some(gpus);
         self

@@ -127,7 +127,8 @@ impl TfConfigClusterResolver {
 
     /// The document without building its cluster: enough for the task and RPC layer.
     fn light(&self) -> Option<WireSkippingCluster> {
-        let text = self.env.get(TF_CONFIG)?;
+        // An unreadable TF_CONFIG resolves to nothing; tf_config() reports why.
+        let text = self.env.get(TF_CONFIG).ok()??;
         parse(TF_CONFIG, &text).ok().flatten()
     }
 }

@@ -179,8 +179,8 @@ impl TpuClusterResolver {
         let name = if self.tpu.is_empty() {
             ["KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_NAME"]
                 .iter()
-                .find_map(|v| self.api.env.get(v))
-                .ok_or(Error::TpuNameMissing)?
+                .find_map(|v| self.api.env.get(v).transpose())
+                .ok_or(Error::TpuNameMissing)??
         } else {
             self.tpu.clone()
         };

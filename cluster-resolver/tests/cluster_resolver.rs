@@ -1,5 +1,9 @@
 //! Integration tests of `cluster-resolver`: the crate's one test binary, one module per area.
 
+// Counts each thread's heap, so the `memory` tests can hold every parser to its stated factor.
+#[global_allocator]
+static METER: memory_meter::Meter = memory_meter::Meter;
+
 // The inline module makes `mod x;` resolve to `tests/cluster_resolver/x.rs` (and its
 // submodules to `tests/cluster_resolver/x/`) without `#[path]` attributes.
 mod cluster_resolver {
@@ -11,6 +15,7 @@ mod cluster_resolver {
     mod http_server;
     #[cfg(feature = "kubernetes")]
     mod kubernetes;
+    mod memory;
     mod multi_worker;
     mod runtime;
     mod sagemaker;

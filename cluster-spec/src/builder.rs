@@ -40,6 +40,11 @@ impl Assembler {
         })
     }
 
+    /// Makes room for `bytes` more bytes of names and addresses, so the text is allocated once.
+    pub(crate) fn reserve_text(&mut self, bytes: usize) {
+        self.spec.text.reserve_exact(bytes);
+    }
+
     /// Where `s` lies in the text: its span in the source copy if it is a slice of the source
     /// (found by address, so no bytes are compared), else a new span at the end.
     #[inline]
@@ -120,7 +125,7 @@ impl Assembler {
     #[inline]
     fn task_prevalidated(&mut self, index: u32, address: &str) -> Result<(), Error> {
         let address = self.push_text(address)?;
-        self.current().tasks.push(Task { index, address });
+        self.push_task(Task { index, address });
         Ok(())
     }
 
@@ -135,7 +140,19 @@ impl Assembler {
             start: start as u32,
             end: end as u32,
         };
-        self.current().tasks.push(Task { index, address });
+        self.push_task(Task { index, address });
+    }
+
+    /// Appends a task to the current job. A job's first task gets room for itself alone: most
+    /// jobs of a big cluster have one task (`chief`, or one job per host), and `Vec`'s first
+    /// allocation of four would take 64 bytes of heap for each.
+    #[inline]
+    fn push_task(&mut self, task: Task) {
+        let tasks = &mut self.current().tasks;
+        if tasks.capacity() == 0 {
+            tasks.reserve_exact(1);
+        }
+        tasks.push(task);
     }
 
     /// The error for a bad address of task `index` of the current job.

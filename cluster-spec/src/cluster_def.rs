@@ -1,7 +1,8 @@
 //! Conversion to and from TensorFlow's `ClusterDef` proto, and its wire encoding.
 
+mod decode;
+
 use cluster_proto::{ClusterDef, JobDef};
-use prost::Message;
 
 use crate::Error;
 use crate::builder::{Assembler, MAX_TASK_INDEX};
@@ -94,11 +95,12 @@ impl ClusterSpec {
 
     /// Decodes `ClusterDef` bytes (as TensorFlow's `SerializeToString` writes them) into a spec,
     /// validating it as [`TryFrom<ClusterDef>`](#impl-TryFrom<ClusterDef>-for-ClusterSpec) does.
+    ///
+    /// The bytes are read straight into the spec, job by job, without building the prost
+    /// message first: invalid input fails at its first invalid job, and the decode holds at
+    /// most [`DECODE_MEMORY_FACTOR`](crate::DECODE_MEMORY_FACTOR) bytes per input byte.
     pub fn decode_cluster_def(bytes: &[u8]) -> Result<Self, Error> {
-        let def = ClusterDef::decode(bytes).map_err(|e| Error::Decode {
-            message: e.to_string(),
-        })?;
-        Self::try_from(&def)
+        decode::decode(bytes)
     }
 }
 

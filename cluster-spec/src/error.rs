@@ -2,6 +2,8 @@
 
 use thiserror::Error;
 
+use crate::quote::quote;
+
 /// Everything that can go wrong building, parsing or querying a [`ClusterSpec`](crate::ClusterSpec).
 ///
 /// Every message names the job, the task and the offending value; where TensorFlow has wording
@@ -10,7 +12,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum Error {
     /// A job name does not follow TensorFlow's device-name grammar `[A-Za-z][A-Za-z0-9_]*`.
-    #[error("invalid job name {name:?}: {reason}")]
+    #[error("invalid job name {}: {reason}", quote(.name, 0))]
     InvalidJobName {
         /// The rejected name.
         name: String,
@@ -18,7 +20,10 @@ pub enum Error {
         reason: String,
     },
     /// A task address is not `host:port`.
-    #[error("invalid address {address:?} for task {task} of job '{job}': {reason}")]
+    #[error(
+        "invalid address {} for task {task} of job '{job}': {reason}",
+        quote(.address, 0)
+    )]
     InvalidAddress {
         /// The job of the task.
         job: String,
@@ -30,7 +35,7 @@ pub enum Error {
         reason: String,
     },
     /// A task index is not a decimal number from 0 to 2^31-1 (the proto's `int32`).
-    #[error("invalid task index {index:?} in job '{job}': {reason}")]
+    #[error("invalid task index {} in job '{job}': {reason}", quote(.index, 0))]
     InvalidTaskIndex {
         /// The job of the task.
         job: String,
@@ -46,7 +51,11 @@ pub enum Error {
         job: String,
     },
     /// Two entries of one job name the same task index.
-    #[error("job '{job}' specifies two addresses for task {task}: {first:?} and {second:?}")]
+    #[error(
+        "job '{job}' specifies two addresses for task {task}: {} and {}",
+        quote(.first, 0),
+        quote(.second, 0)
+    )]
     DuplicateTask {
         /// The job.
         job: String,

@@ -95,10 +95,23 @@ mod cluster_def;
 mod error;
 mod grammar;
 mod json;
+pub mod quote;
 mod serde_support;
 mod spec;
 
 pub use builder::{ClusterSpecBuilder, MAX_TASK_INDEX};
+
+/// Most heap bytes [`ClusterSpec::decode_cluster_def`] holds per byte of its input, at any
+/// moment, whatever the input (plus a few hundred bytes): the spec's text is reserved at the
+/// input's size once, and a job's map entries take 12 bytes each while it is read (an entry is
+/// at least 2 bytes of wire).
+pub const DECODE_MEMORY_FACTOR: usize = 8;
+
+/// Most heap bytes [`ClusterSpec::from_json`] holds per byte of its input, at any moment,
+/// whatever the input (plus a few hundred bytes): the spec keeps a copy of the input, 32 bytes
+/// per job (at least 9 bytes of JSON, `"j1":[],`) and 12 per task, in vectors that grow by
+/// doubling. Many tiny jobs are the worst case, at about 7.6.
+pub const JSON_MEMORY_FACTOR: usize = 8;
 pub use error::Error;
 pub use spec::ClusterSpec;
 

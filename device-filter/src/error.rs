@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use cluster_spec::quote::quote;
+
 /// Everything that can go wrong in this crate.
 ///
 /// Messages name the offending job, task and value; parse errors also give the offset (in bytes,
@@ -11,7 +13,10 @@ use std::fmt;
 #[non_exhaustive]
 pub enum Error {
     /// A device name does not follow TensorFlow's C++ `DeviceNameUtils::ParseFullName` grammar.
-    #[error("invalid device name {name:?}: {reason} (offset {position})")]
+    #[error(
+        "invalid device name {}: {reason} (offset {position})",
+        quote(.name, *.position)
+    )]
     InvalidDeviceName {
         /// The text that was parsed.
         name: String,
@@ -22,7 +27,10 @@ pub enum Error {
     },
     /// A device filter given for a task does not parse (TensorFlow's C++ runtime reports
     /// `Invalid filter: <filter>` when it connects; we report it when the filter is set).
-    #[error("Invalid filter: {filter:?} for /job:{job}/task:{task}: {reason} (offset {position})")]
+    #[error(
+        "Invalid filter: {} for /job:{job}/task:{task}: {reason} (offset {position})",
+        quote(.filter, *.position)
+    )]
     InvalidFilter {
         /// The job of the task the filter was given for.
         job: String,
@@ -36,7 +44,7 @@ pub enum Error {
         reason: ParseErrorKind,
     },
     /// A job name is not `[A-Za-z][A-Za-z0-9_]*`.
-    #[error("invalid job name {job:?}: {reason}")]
+    #[error("invalid job name {}: {reason}", quote(.job, 0))]
     InvalidJobName {
         /// The rejected name.
         job: String,
@@ -45,7 +53,7 @@ pub enum Error {
     },
     /// A device type given to a [`DeviceName`](crate::DeviceName) builder is not
     /// `[A-Za-z][A-Za-z0-9_]*`.
-    #[error("invalid device type {device_type:?}: {reason}")]
+    #[error("invalid device type {}: {reason}", quote(.device_type, 0))]
     InvalidDeviceType {
         /// The rejected type.
         device_type: String,
@@ -154,11 +162,16 @@ impl fmt::Display for ParseErrorKind {
             Self::TrailingSlash => f.write_str("trailing '/' after the last component"),
             Self::UnknownComponent(text) => write!(
                 f,
-                "unknown component {text:?}: expected /job:, /replica:, /task:, /device:, \
-                 /cpu:, /CPU:, /gpu: or /GPU:"
+                "unknown component {}: expected /job:, /replica:, /task:, /device:, \
+                 /cpu:, /CPU:, /gpu: or /GPU:",
+                quote(text, 0)
             ),
             Self::UnexpectedText(text) => {
-                write!(f, "unexpected {text:?} after a component (missing '/'?)")
+                write!(
+                    f,
+                    "unexpected {} after a component (missing '/'?)",
+                    quote(text, 0)
+                )
             }
             Self::NameStart { what, found } => {
                 write!(

@@ -46,7 +46,8 @@ impl Metadata {
         }
         let host = ["GCE_METADATA_HOST", "GCE_METADATA_IP"]
             .iter()
-            .find_map(|name| env.get(name).filter(|v| !v.is_empty()))
+            // A host that is not UTF-8 cannot be in a URL; the default is used instead.
+            .find_map(|name| env.get(name).ok().flatten().filter(|v| !v.is_empty()))
             .unwrap_or_else(|| METADATA_HOST.to_owned());
         format!("http://{host}")
     }

@@ -78,8 +78,11 @@ impl<'a> Cursor<'a> {
         let pattern = &list.patterns[self.next_pattern];
         self.next_pattern += 1;
         self.state.clear();
-        self.state
-            .extend(pattern.tail.iter().map(|(group, _)| group.first()));
+        self.state.extend(
+            list.groups_of(pattern)
+                .iter()
+                .map(|group| list.ranges_of(group).first()),
+        );
         if let Some(&(_, v)) = self.state.last() {
             self.value = v;
         }
@@ -92,18 +95,18 @@ impl<'a> Cursor<'a> {
     fn step(&mut self) -> bool {
         let list = self.list;
         let pattern = &list.patterns[self.next_pattern - 1];
-        let Some(((fastest, _), others)) = pattern.tail.split_last() else {
+        let Some((fastest, others)) = list.groups_of(pattern).split_last() else {
             return false;
         };
         let Some((fast_pos, other_pos)) = self.state.split_last_mut() else {
             return false;
         };
         fast_pos.1 = self.value;
-        let moved = fastest.advance(fast_pos)
+        let moved = list.ranges_of(fastest).advance(fast_pos)
             || others
                 .iter()
                 .zip(other_pos)
-                .any(|((group, _), pos)| group.advance(pos));
+                .any(|(group, pos)| list.ranges_of(group).advance(pos));
         if moved {
             self.value = fast_pos.1;
             self.render();
@@ -146,21 +149,23 @@ impl<'a> Cursor<'a> {
         self.buf.clear();
         self.buf
             .push_str(&source[pattern.head.start..pattern.head.end]);
-        let last = pattern.tail.len().wrapping_sub(1);
-        for (k, ((group, lit), &pos)) in pattern.tail.iter().zip(&self.state).enumerate() {
-            let text = &source[lit.start..lit.end];
+        let groups = list.groups_of(pattern);
+        let last = groups.len().wrapping_sub(1);
+        for (k, (group, &pos)) in groups.iter().zip(&self.state).enumerate() {
+            let text = &source[group.lit.start..group.lit.end];
+            let ranges = list.ranges_of(group);
             if k == last {
                 let start = self.buf.len();
-                group.push_value(&mut self.buf, (pos.0, self.value));
+                ranges.push_value(&mut self.buf, (pos.0, self.value));
                 self.digits = (start, self.buf.len());
-                self.hi = group.ranges[pos.0].hi;
+                self.hi = ranges.hi(pos);
                 self.suffix = text;
             } else {
-                group.push_value(&mut self.buf, pos);
+                ranges.push_value(&mut self.buf, pos);
             }
             self.buf.push_str(text);
         }
-        if pattern.tail.is_empty() {
+        if groups.is_empty() {
             self.value = 0;
             self.hi = 0;
         }

@@ -13,6 +13,10 @@ use crate::Error;
 /// limits ([`MAX_HOSTS`](super::MAX_HOSTS), [`MAX_BYTES`](super::MAX_BYTES)) as
 /// [`expand`](super::expand), so every `HostList` can also be expanded.
 ///
+/// Patterns, bracket groups and ranges are each kept in one array sized before parsing, so a
+/// parsed list takes at most [`PARSE_MEMORY_FACTOR`](super::PARSE_MEMORY_FACTOR)
+/// bytes per byte of text, whatever the text (`n[1][1][1]…` or `[1],[1],…` included).
+///
 /// ```
 /// use cluster_resolver::hostlist::HostList;
 ///
@@ -35,6 +39,10 @@ pub struct HostList {
     /// The hostlist as given; literal text of the patterns points into it.
     pub(super) source: Box<str>,
     pub(super) patterns: Vec<Pattern>,
+    /// The bracket groups of every pattern, pattern after pattern.
+    pub(super) groups: Vec<Group>,
+    /// The ranges of every group, group after group.
+    pub(super) ranges: Vec<NumRange>,
     pub(super) len: usize,
 }
 
@@ -45,23 +53,29 @@ pub(super) struct Span {
     pub(super) end: usize,
 }
 
-/// One separator-delimited name pattern: `head`, then for each bracket group the group and the
-/// literal text after it.
-#[derive(Clone, Debug)]
+/// One separator-delimited name pattern: `head`, then bracket groups, each followed by literal
+/// text. Indices are `u32`: there are fewer groups than bytes of names (each group adds a digit
+/// to at least one name), and those are at most [`MAX_BYTES`](super::MAX_BYTES).
+#[derive(Clone, Copy, Debug)]
 pub(super) struct Pattern {
     pub(super) head: Span,
-    pub(super) tail: Vec<(Group, Span)>,
-    /// Index of this pattern's first host in the whole list.
-    pub(super) start: usize,
-    /// Number of hosts (product of the group lengths).
-    pub(super) len: usize,
+    /// This pattern's groups: `HostList::groups[first_group..end_group]`.
+    pub(super) first_group: u32,
+    pub(super) end_group: u32,
+    /// Index of this pattern's first host in the whole list (at most `MAX_HOSTS`).
+    pub(super) start: u32,
+    /// Number of hosts (product of the group lengths, at most `MAX_HOSTS`).
+    pub(super) len: u32,
 }
 
-/// The contents of one `[...]`: ranges in written order.
-#[derive(Clone, Debug)]
+/// One `[...]` and the literal text after it.
+#[derive(Clone, Copy, Debug)]
 pub(super) struct Group {
-    pub(super) ranges: Vec<NumRange>,
-    pub(super) len: usize,
+    /// This group's ranges: `HostList::ranges[first_range..end_range]`, never empty.
+    pub(super) first_range: u32,
+    pub(super) end_range: u32,
+    /// The literal text after the `]`.
+    pub(super) lit: Span,
 }
 
 /// One element of a group, `lo` or `lo-hi`, inclusive.
@@ -70,34 +84,52 @@ pub(super) struct NumRange {
     pub(super) lo: u64,
     pub(super) hi: u64,
     /// Minimum digits: the length of `lo` as written, as Slurm does (`n[9-011]` is n9,n10,n11).
-    pub(super) width: usize,
-    /// Hosts in the group's earlier ranges, to find the range of the i-th host by bisection.
-    pub(super) before: usize,
+    /// At most `MAX_BYTES` (a wider number could not fit in the names).
+    pub(super) width: u32,
+    /// Hosts in the group's earlier ranges (below `MAX_HOSTS`), to find the range of the i-th
+    /// host by bisection.
+    pub(super) before: u32,
 }
 
 /// A position inside a group: index of the range and the current value in it.
 pub(super) type GroupPos = (usize, u64);
 
-impl Group {
-    /// The group's first position.
-    pub(super) fn first(&self) -> GroupPos {
-        (0, self.ranges[0].lo)
+/// A group's ranges, borrowed from its [`HostList`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ranges<'a>(pub(super) &'a [NumRange]);
+
+impl Ranges<'_> {
+    /// The number of values in the group.
+    pub(super) fn len(&self) -> usize {
+        self.0
+            .last()
+            .map_or(0, |r| r.before as usize + (r.hi - r.lo) as usize + 1)
     }
 
-    /// The position of the `i`-th value, `i < self.len`.
+    /// The group's first position.
+    pub(super) fn first(&self) -> GroupPos {
+        (0, self.0[0].lo)
+    }
+
+    /// The end of the range at `pos`.
+    pub(super) fn hi(&self, pos: GroupPos) -> u64 {
+        self.0[pos.0].hi
+    }
+
+    /// The position of the `i`-th value, `i < self.len()`.
     fn nth(&self, i: usize) -> GroupPos {
-        let r = self.ranges.partition_point(|r| r.before <= i) - 1;
-        (r, self.ranges[r].lo + (i - self.ranges[r].before) as u64)
+        let r = self.0.partition_point(|r| r.before as usize <= i) - 1;
+        (r, self.0[r].lo + (i - self.0[r].before as usize) as u64)
     }
 
     /// Moves to the next value; at the end wraps to the first and returns `false`.
     pub(super) fn advance(&self, pos: &mut GroupPos) -> bool {
         let (r, v) = *pos;
-        if v < self.ranges[r].hi {
+        if v < self.0[r].hi {
             pos.1 = v + 1;
             true
-        } else if r + 1 < self.ranges.len() {
-            *pos = (r + 1, self.ranges[r + 1].lo);
+        } else if r + 1 < self.0.len() {
+            *pos = (r + 1, self.0[r + 1].lo);
             true
         } else {
             *pos = self.first();
@@ -107,32 +139,50 @@ impl Group {
 
     /// Appends the value at `pos`, zero padded to its range's width.
     pub(super) fn push_value(&self, out: &mut String, pos: GroupPos) {
-        push_padded(out, pos.1, self.ranges[pos.0].width);
+        push_padded(out, pos.1, self.0[pos.0].width as usize);
     }
 }
 
-impl Pattern {
-    /// Appends the `i`-th host of this pattern, `i < self.len`.
+impl HostList {
+    /// The groups of `pattern`.
+    pub(super) fn groups_of(&self, pattern: &Pattern) -> &[Group] {
+        &self.groups[pattern.first_group as usize..pattern.end_group as usize]
+    }
+
+    /// The ranges of `group`.
+    pub(super) fn ranges_of(&self, group: &Group) -> Ranges<'_> {
+        Ranges(&self.ranges[group.first_range as usize..group.end_range as usize])
+    }
+
+    /// The text of `span`.
+    pub(super) fn text(&self, span: Span) -> &str {
+        &self.source[span.start..span.end]
+    }
+
+    /// Appends the `i`-th host of `pattern`, `i < pattern.len`.
     ///
     /// Slurm's order: the last group varies fastest, then the first, second, … group, so the
     /// last-but-one group is the slowest (lexicographic for one or two groups).
-    fn push_host(&self, source: &str, i: usize, out: &mut String) {
-        out.push_str(&source[self.head.start..self.head.end]);
-        let Some(((fastest, _), rest)) = self.tail.split_last() else {
+    fn push_host(&self, pattern: &Pattern, i: usize, out: &mut String) {
+        out.push_str(self.text(pattern.head));
+        let groups = self.groups_of(pattern);
+        let Some((fastest, rest)) = groups.split_last() else {
             return;
         };
+        let fastest_len = self.ranges_of(fastest).len();
         // Stride of group k (k < last) is len(last) * len(0) * … * len(k-1).
-        let mut stride = fastest.len;
-        for (k, (group, lit)) in self.tail.iter().enumerate() {
+        let mut stride = fastest_len;
+        for (k, group) in groups.iter().enumerate() {
+            let ranges = self.ranges_of(group);
             let index = if k == rest.len() {
-                i % fastest.len
+                i % fastest_len
             } else {
-                let index = (i / stride) % group.len;
-                stride *= group.len;
+                let index = (i / stride) % ranges.len();
+                stride *= ranges.len();
                 index
             };
-            group.push_value(out, group.nth(index));
-            out.push_str(&source[lit.start..lit.end]);
+            ranges.push_value(out, ranges.nth(index));
+            out.push_str(self.text(group.lit));
         }
     }
 }
@@ -161,10 +211,10 @@ impl HostList {
         if i >= self.len {
             return None;
         }
-        let p = self.patterns.partition_point(|p| p.start <= i) - 1;
+        let p = self.patterns.partition_point(|p| p.start as usize <= i) - 1;
         let pattern = &self.patterns[p];
         let mut out = String::new();
-        pattern.push_host(&self.source, i - pattern.start, &mut out);
+        self.push_host(pattern, i - pattern.start as usize, &mut out);
         Some(out)
     }
 

@@ -8,7 +8,7 @@
 //! ```
 
 use super::digits::padded_len_sum;
-use super::host_list::{Group, HostList, NumRange, Pattern, Span};
+use super::host_list::{Group, HostList, NumRange, Pattern, Ranges, Span};
 use super::{MAX_BYTES, MAX_HOSTS};
 use crate::Error;
 
@@ -20,12 +20,16 @@ fn is_separator(b: u8) -> bool {
 }
 
 pub(super) fn parse(input: &str) -> Result<HostList, Error> {
+    let capacity = Capacity::of(input.as_bytes());
     let mut p = Parser {
         input,
         bytes: input.as_bytes(),
         i: 0,
+        pattern_start: 0,
+        groups: Vec::with_capacity(capacity.groups),
+        ranges: Vec::with_capacity(capacity.ranges),
     };
-    let mut patterns = Vec::new();
+    let mut patterns = Vec::with_capacity(capacity.patterns);
     let mut hosts: usize = 0;
     let mut bytes: u128 = 0;
     loop {
@@ -36,9 +40,8 @@ pub(super) fn parse(input: &str) -> Result<HostList, Error> {
             break;
         }
         let at = p.i;
-        let mut pattern = p.pattern()?;
-        pattern.start = hosts;
-        hosts += pattern.len;
+        let (mut pattern, pattern_bytes) = p.pattern()?;
+        hosts += pattern.len as usize;
         if hosts > MAX_HOSTS {
             return Err(Error::HostlistTooManyHosts {
                 input: input.to_owned(),
@@ -46,64 +49,107 @@ pub(super) fn parse(input: &str) -> Result<HostList, Error> {
                 max: MAX_HOSTS,
             });
         }
-        bytes += pattern_bytes(&pattern);
+        // `hosts` is at most MAX_HOSTS, far below u32::MAX.
+        pattern.start = (hosts - pattern.len as usize) as u32;
+        bytes += pattern_bytes;
         if bytes > MAX_BYTES as u128 {
-            return Err(Error::HostlistTooLarge {
-                input: input.to_owned(),
-                pos: at,
-                max: MAX_BYTES,
-            });
+            return Err(p.too_large(at));
         }
         patterns.push(pattern);
     }
     Ok(HostList {
         source: input.into(),
         patterns,
+        groups: p.groups,
+        ranges: p.ranges,
         len: hosts,
     })
 }
 
-/// Total bytes of the names a pattern expands to.
-fn pattern_bytes(pattern: &Pattern) -> u128 {
-    let len = pattern.len as u128;
-    let span_len = |s: &Span| (s.end - s.start) as u128;
-    let literal: u128 = span_len(&pattern.head)
-        + pattern
-            .tail
-            .iter()
-            .map(|(_, lit)| span_len(lit))
-            .sum::<u128>();
-    let digits: u128 = pattern
-        .tail
+/// How many patterns, groups and ranges a hostlist can hold at most, counted in one pass over
+/// the bytes so that each array is allocated once at its final size: growing by doubling would
+/// hold up to three times the array while it is copied.
+///
+/// Exact for a valid hostlist. Only a `[` or `,` followed by a digit starts a range, and only
+/// outside a group does `[` start a group, so even for invalid text a group takes at least
+/// three bytes (`[1]`), a range two (`,1`) and a pattern two (`a,`); this bounds
+/// [`PARSE_MEMORY_FACTOR`](super::PARSE_MEMORY_FACTOR).
+struct Capacity {
+    patterns: usize,
+    groups: usize,
+    ranges: usize,
+}
+
+impl Capacity {
+    fn of(bytes: &[u8]) -> Self {
+        let mut c = Capacity {
+            patterns: 0,
+            groups: 0,
+            ranges: 0,
+        };
+        let mut in_group = false;
+        let mut in_pattern = false;
+        for (i, &b) in bytes.iter().enumerate() {
+            let digit_next = bytes.get(i + 1).is_some_and(u8::is_ascii_digit);
+            match b {
+                b'[' if !in_group => {
+                    c.groups += usize::from(digit_next);
+                    c.ranges += usize::from(digit_next);
+                    in_group = true;
+                }
+                b',' if in_group => c.ranges += usize::from(digit_next),
+                b']' => in_group = false,
+                _ => {}
+            }
+            let separator = !in_group && is_separator(b);
+            c.patterns += usize::from(!separator && !in_pattern);
+            in_pattern = !separator;
+        }
+        c
+    }
+}
+
+/// Total bytes of the names a pattern expands to, given its literal bytes and groups.
+fn pattern_bytes(len: usize, literal: usize, groups: &[Group], ranges: &[NumRange]) -> u128 {
+    let len = len as u128;
+    let digits: u128 = groups
         .iter()
-        .map(|(group, _)| {
+        .map(|group| {
+            let group_ranges =
+                Ranges(&ranges[group.first_range as usize..group.end_range as usize]);
             // Each value of the group appears len / group.len times.
-            let per_value = len / group.len as u128;
-            let sum: u128 = group
-                .ranges
+            let per_value = len / group_ranges.len() as u128;
+            let sum: u128 = group_ranges
+                .0
                 .iter()
-                .map(|r| padded_len_sum(r.lo, r.hi, r.width))
+                .map(|r| padded_len_sum(r.lo, r.hi, r.width as usize))
                 .sum();
             per_value * sum
         })
         .sum();
-    len * literal + digits
+    len * literal as u128 + digits
 }
 
 struct Parser<'a> {
     input: &'a str,
     bytes: &'a [u8],
     i: usize,
+    /// Where the pattern being read starts, for errors about its size.
+    pattern_start: usize,
+    groups: Vec<Group>,
+    ranges: Vec<NumRange>,
 }
 
 impl Parser<'_> {
-    /// One pattern starting at a non-separator byte; stops at a separator or the end.
-    fn pattern(&mut self) -> Result<Pattern, Error> {
+    /// One pattern starting at a non-separator byte; stops at a separator or the end. Returns
+    /// the pattern (its `start` not yet set) and the bytes of the names it expands to.
+    fn pattern(&mut self) -> Result<(Pattern, u128), Error> {
         let pattern_start = self.i;
+        self.pattern_start = pattern_start;
+        let first_group = self.groups.len();
         let mut lit_start = self.i;
         let mut head = None;
-        let mut tail: Vec<(Group, Span)> = Vec::new();
-        let mut pending: Option<Group> = None;
+        let mut literal = 0;
         let mut len: usize = 1;
         loop {
             let b = self.bytes.get(self.i).copied();
@@ -119,15 +165,17 @@ impl Parser<'_> {
                 start: lit_start,
                 end: self.i,
             };
-            match pending.take() {
-                None => head = Some(lit),
-                Some(group) => tail.push((group, lit)),
+            literal += lit.end - lit.start;
+            match self.groups[first_group..].last_mut() {
+                None if head.is_none() => head = Some(lit),
+                Some(group) => group.lit = lit,
+                None => {}
             }
             match b {
                 Some(b'[') => {
-                    let group = self.group()?;
+                    let group_len = self.group()?;
                     // Checked per group so that the product cannot overflow.
-                    len = len.saturating_mul(group.len);
+                    len = len.saturating_mul(group_len);
                     if len > MAX_HOSTS {
                         return Err(Error::HostlistTooManyHosts {
                             input: self.input.to_owned(),
@@ -135,7 +183,6 @@ impl Parser<'_> {
                             max: MAX_HOSTS,
                         });
                     }
-                    pending = Some(group);
                     lit_start = self.i;
                 }
                 Some(b']') => {
@@ -147,23 +194,34 @@ impl Parser<'_> {
                 _ => break,
             }
         }
-        Ok(Pattern {
+        let bytes = pattern_bytes(len, literal, &self.groups[first_group..], &self.ranges);
+        let pattern = Pattern {
             // `head` is set on the first pass through the loop.
             head: head.unwrap_or(Span {
                 start: pattern_start,
                 end: pattern_start,
             }),
-            tail,
+            // Fewer than MAX_BYTES groups exist (checked in `group`).
+            first_group: first_group as u32,
+            end_group: self.groups.len() as u32,
             start: 0,
-            len,
-        })
+            // At most MAX_HOSTS (checked above).
+            len: len as u32,
+        };
+        Ok((pattern, bytes))
     }
 
-    /// A bracket group; `self.i` is at its `[`, and is left after its `]`.
-    fn group(&mut self) -> Result<Group, Error> {
+    /// A bracket group; `self.i` is at its `[`, and is left after its `]`. Pushes the group
+    /// (with an empty literal, which the caller sets) and its ranges; returns its length.
+    fn group(&mut self) -> Result<usize, Error> {
         let open = self.i;
         self.i += 1;
-        let mut ranges = Vec::new();
+        // Every range and every group puts at least one digit into at least one name, so more
+        // than MAX_BYTES of them cannot fit; checked here, this keeps their indices in u32.
+        if self.ranges.len() >= MAX_BYTES || self.groups.len() >= MAX_BYTES {
+            return Err(self.too_large(self.pattern_start));
+        }
+        let first_range = self.ranges.len();
         let mut len: u128 = 0;
         loop {
             // A range: lo, then optionally '-' hi.
@@ -192,12 +250,16 @@ impl Parser<'_> {
                     });
                 }
             }
-            ranges.push(NumRange {
+            if width > MAX_BYTES || self.ranges.len() >= MAX_BYTES {
+                // A name holding this number, or one digit per range so far, is too long.
+                return Err(self.too_large(self.pattern_start));
+            }
+            self.ranges.push(NumRange {
                 lo,
                 hi,
-                width,
-                // `len` stays within MAX_HOSTS here (checked below), so it fits in usize.
-                before: len as usize,
+                width: width as u32,
+                // `len` stays within MAX_HOSTS here (checked below), so it fits in u32.
+                before: len as u32,
             });
             len += u128::from(hi - lo) + 1;
             if len > MAX_HOSTS as u128 {
@@ -211,13 +273,27 @@ impl Parser<'_> {
                 b',' => self.i += 1,
                 b']' => {
                     self.i += 1;
-                    return Ok(Group {
-                        ranges,
-                        len: len as usize,
+                    self.groups.push(Group {
+                        first_range: first_range as u32,
+                        end_range: self.ranges.len() as u32,
+                        lit: Span {
+                            start: self.i,
+                            end: self.i,
+                        },
                     });
+                    return Ok(len as usize);
                 }
                 _ => return Err(self.unexpected(expected, open)),
             }
+        }
+    }
+
+    /// The error for names adding up to more than MAX_BYTES, passed at byte `pos`.
+    fn too_large(&self, pos: usize) -> Error {
+        Error::HostlistTooLarge {
+            input: self.input.to_owned(),
+            pos,
+            max: MAX_BYTES,
         }
     }
 

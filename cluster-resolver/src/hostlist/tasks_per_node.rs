@@ -17,9 +17,24 @@ use crate::Error;
 /// assert!(expand_tasks_per_node("2(x3").is_err());
 /// # Ok::<(), cluster_resolver::Error>(())
 /// ```
+///
+/// Memory: the result, allocated once at its final size (4 bytes per node), after the whole
+/// list has been checked; nothing else grows with the input.
 pub fn expand_tasks_per_node(s: &str) -> Result<Vec<u32>, Error> {
+    // Two walks: the first checks the list and counts the nodes, the second fills a vector of
+    // exactly that size (growing one would hold up to three times the result while copying).
+    let mut nodes = 0;
+    runs(s, |_, repeat| nodes += repeat)?;
+    let mut out = Vec::with_capacity(nodes);
+    runs(s, |count, repeat| out.resize(out.len() + repeat, count))?;
+    Ok(out)
+}
+
+/// Calls `run(count, repeat)` for each element of the list, in order, after checking it and
+/// the node limit.
+fn runs(s: &str, mut run: impl FnMut(u32, usize)) -> Result<(), Error> {
     let mut p = Parser { input: s, i: 0 };
-    let mut out = Vec::new();
+    let mut nodes: usize = 0;
     loop {
         let at = p.i;
         let count = p.number()?;
@@ -33,16 +48,17 @@ pub fn expand_tasks_per_node(s: &str) -> Result<Vec<u32>, Error> {
         }
         // u32 to usize is lossless on every platform this crate builds for (16-bit is not one).
         let repeat = repeat as usize;
-        if repeat > MAX_HOSTS - out.len() {
+        if repeat > MAX_HOSTS - nodes {
             return Err(Error::TasksPerNodeTooMany {
                 input: s.to_owned(),
                 pos: at,
                 max: MAX_HOSTS,
             });
         }
-        out.resize(out.len() + repeat, count);
+        nodes += repeat;
+        run(count, repeat);
         match p.peek() {
-            None => return Ok(out),
+            None => return Ok(()),
             Some(b',') => p.i += 1,
             Some(_) => {
                 let expected = if has_repeat {

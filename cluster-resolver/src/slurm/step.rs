@@ -1,17 +1,17 @@
 //! Resolving a Slurm step: from the options and the step's variables to the cluster and this
 //! task's place in it ([`SlurmStep`]).
 
-use std::collections::HashSet;
-
 use cluster_spec::ClusterSpec;
+use cluster_spec::quote::quote;
 
 use super::gpus::{self, NodeGpus};
 use super::jobs::Jobs;
+use super::node_names::NodeNames;
 use super::nvidia_smi::NvidiaSmi;
 use super::placement::{self, Distribution, Slot};
 use super::tasks_per_node::TasksPerNode;
 use super::vars;
-use crate::hostlist::{self, MAX_BYTES, MAX_HOSTS};
+use crate::hostlist::{self, HostList, MAX_BYTES, MAX_HOSTS};
 use crate::{Env, Error};
 
 /// Most tasks a step may have: [`MAX_HOSTS`], far above any machine, and a bound on the
@@ -132,7 +132,7 @@ impl SlurmStep {
 /// The nodes of the step in nodelist order, with their task counts, and what they were read
 /// from (for messages).
 struct Nodes {
-    names: Vec<String>,
+    names: NodeNames,
     counts: Vec<u32>,
     source: String,
 }
@@ -142,22 +142,26 @@ struct Nodes {
 fn nodes(env: &Env, tasks_per_node: Option<&TasksPerNode>) -> Result<Nodes, Error> {
     let nodes = match tasks_per_node {
         Some(TasksPerNode::PerNode(list)) => Nodes {
-            names: list.iter().map(|(h, _)| h.clone()).collect(),
+            names: NodeNames::from_names(list.iter().map(|(h, _)| h.as_str())),
             counts: list.iter().map(|&(_, n)| n).collect(),
             source: "tasks_per_node".to_owned(),
         },
         Some(&TasksPerNode::Uniform(n)) => {
             let list = vars::required(env, vars::STEP_NODELIST)?;
-            let names = hostlist::expand(&list)?;
+            let names = NodeNames::from_hostlist(&HostList::parse(&list)?);
             Nodes {
                 counts: vec![n; names.len()],
                 names,
-                source: format!("tasks_per_node {n} on {}={list:?}", vars::STEP_NODELIST),
+                source: format!(
+                    "tasks_per_node {n} on {}={}",
+                    vars::STEP_NODELIST,
+                    quote(&list, 0)
+                ),
             }
         }
         None => {
             let list = vars::required(env, vars::STEP_NODELIST)?;
-            let names = hostlist::expand(&list)?;
+            let names = NodeNames::from_hostlist(&HostList::parse(&list)?);
             let tpn = vars::required(env, vars::STEP_TASKS_PER_NODE)?;
             let counts = hostlist::expand_tasks_per_node(&tpn)?;
             if counts.len() != names.len() {
@@ -172,17 +176,18 @@ fn nodes(env: &Env, tasks_per_node: Option<&TasksPerNode>) -> Result<Nodes, Erro
                 names,
                 counts,
                 source: format!(
-                    "{}={tpn:?} on {}={list:?}",
+                    "{}={} on {}={}",
                     vars::STEP_TASKS_PER_NODE,
-                    vars::STEP_NODELIST
+                    quote(&tpn, 0),
+                    vars::STEP_NODELIST,
+                    quote(&list, 0)
                 ),
             }
         }
     };
-    let mut seen = HashSet::with_capacity(nodes.names.len());
-    if let Some(twice) = nodes.names.iter().find(|n| !seen.insert(n.as_str())) {
+    if let Some(twice) = nodes.names.first_duplicate() {
         return Err(Error::SlurmDuplicateNode {
-            node: twice.clone(),
+            node: twice.to_owned(),
             origin: nodes.source.clone(),
         });
     }
@@ -238,7 +243,7 @@ pub(super) fn resolve(
     if requested_from.is_none() && options.tasks_per_node.is_none() {
         // With a jobs map TensorFlow does not read SLURM_STEP_NUM_TASKS; if Slurm set it, it
         // must still agree with the tasks per node, or the variables are not of one step.
-        if let Some(value) = env.get(vars::STEP_NUM_TASKS) {
+        if let Some(value) = env.get(vars::STEP_NUM_TASKS)? {
             let n = vars::parse_count(vars::STEP_NUM_TASKS, &value)?;
             if u64::from(n) != assigned {
                 return Err(Error::SlurmNumTasksMismatch {
@@ -257,7 +262,7 @@ pub(super) fn resolve(
         });
     }
 
-    let distribution = Distribution::from_variable(env.get(vars::DISTRIBUTION).as_deref())?;
+    let distribution = Distribution::from_variable(env.get(vars::DISTRIBUTION)?.as_deref())?;
     if max_per_node > 0 && u32::from(options.port_base) + (max_per_node - 1) > u32::from(u16::MAX) {
         let busiest = nodes
             .counts
@@ -267,18 +272,18 @@ pub(super) fn resolve(
         return Err(Error::SlurmPortOverflow {
             port_base: options.port_base,
             tasks: max_per_node,
-            node: nodes.names[busiest].clone(),
+            node: nodes.names.get(busiest).to_owned(),
         });
     }
     let slots = placement::place(&nodes.counts, distribution);
     let own = slots[rank as usize];
-    let node = &nodes.names[own.node as usize];
-    if let Some(nodename) = env.get(vars::NODENAME)
-        && &nodename != node
+    let node = nodes.names.get(own.node as usize);
+    if let Some(nodename) = env.get(vars::NODENAME)?
+        && nodename != node
     {
         return Err(Error::SlurmWrongNode {
             rank,
-            computed: node.clone(),
+            computed: node.to_owned(),
             nodename,
             distribution: distribution.as_str(),
             origin: nodes.source,
@@ -303,7 +308,7 @@ pub(super) fn resolve(
         rank,
         task_type,
         task_id,
-        node: node.clone(),
+        node: node.to_owned(),
         port: port(options.port_base, own),
         distribution,
         gpus_per_node,
@@ -339,7 +344,7 @@ fn build_spec(
     // One buffer for every address; each task's is a slice of it.
     let bytes: u64 = slots
         .iter()
-        .map(|s| (names[s.node as usize].len() + suffixes[s.local as usize].len()) as u64)
+        .map(|s| (names.get(s.node as usize).len() + suffixes[s.local as usize].len()) as u64)
         .sum();
     if bytes > MAX_SPEC_BYTES as u64 {
         return Err(Error::SlurmSpecTooLarge {
@@ -353,7 +358,7 @@ fn build_spec(
     let mut text = String::with_capacity(bytes as usize);
     let mut ends = Vec::with_capacity(slots.len());
     for &slot in slots {
-        text.push_str(&names[slot.node as usize]);
+        text.push_str(names.get(slot.node as usize));
         text.push_str(&suffixes[slot.local as usize]);
         ends.push(text.len());
     }

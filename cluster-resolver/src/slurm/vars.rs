@@ -20,7 +20,7 @@ pub(super) const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
 /// The value of a variable Slurm sets in every step; missing, it is
 /// [`Error::SlurmVariableMissing`] (TensorFlow's "Not running inside a SLURM step?").
 pub(super) fn required(env: &Env, name: &'static str) -> Result<String, Error> {
-    env.get(name)
+    env.get(name)?
         .ok_or(Error::SlurmVariableMissing { name: name.into() })
 }
 

@@ -105,7 +105,7 @@ impl TfConfig {
 
     /// Reads `TF_CONFIG` from `env`; unset or empty is the empty document.
     pub fn from_env(env: &Env) -> Result<Self, Error> {
-        env.get(TF_CONFIG)
+        env.get(TF_CONFIG)?
             .map_or_else(|| Ok(Self::default()), |json| Self::from_json(&json))
     }
 

@@ -155,3 +155,32 @@ fn a_broken_source_is_reported_not_skipped() {
         "{e}"
     );
 }
+
+/// Issue 13: a TF_CONFIG that is not UTF-8 counted as unset, so SageMaker was resolved instead
+/// (exit 0). Set but unreadable is a complete, invalid source: an error naming the variable.
+#[cfg(unix)]
+#[test]
+fn a_tf_config_that_is_not_utf8_is_an_error_not_absence() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
+    let vars: Vec<(&str, OsString)> = vec![
+        (
+            "TF_CONFIG",
+            OsString::from_vec(b"{\"cluster\": \xff}".to_vec()),
+        ),
+        ("SM_HOSTS", r#"["algo-1"]"#.into()),
+        ("SM_CURRENT_HOST", "algo-1".into()),
+    ];
+    let env = Env::from_iter(vars);
+    assert_eq!(detect(&env).unwrap(), ClusterSource::TfConfig);
+    let e = block_on(auto_detect(&env)).err().expect("an error");
+    assert!(
+        matches!(&e, cluster_resolver::Error::NotUnicode { variable } if variable == "TF_CONFIG"),
+        "{e}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "environment variable TF_CONFIG is set but is not valid UTF-8"
+    );
+}

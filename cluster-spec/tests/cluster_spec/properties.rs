@@ -163,4 +163,21 @@ proptest! {
     fn decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..128)) {
         let _ = ClusterSpec::decode_cluster_def(&bytes);
     }
+
+    /// The hand-written decoder accepts exactly what prost + `TryFrom` accepts, with the same
+    /// spec: valid encodings with a byte changed or the input cut, so most of them are close
+    /// to valid (repeated fields, unknown fields, bad lengths, bad UTF-8).
+    #[test]
+    fn decode_agrees_with_prost(c in cluster(), cut in any::<usize>(), byte in any::<u8>()) {
+        let mut bytes = ClusterSpec::from_json(&c.to_json()).unwrap().encode_cluster_def();
+        if !bytes.is_empty() {
+            let at = cut % bytes.len();
+            if byte % 4 == 0 { bytes.truncate(at); } else { bytes[at] = byte; }
+        }
+        let ours = ClusterSpec::decode_cluster_def(&bytes).ok();
+        let prost = ClusterDef::decode(bytes.as_slice())
+            .ok()
+            .and_then(|def| ClusterSpec::try_from(def).ok());
+        prop_assert_eq!(ours, prost);
+    }
 }

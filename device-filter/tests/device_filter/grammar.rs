@@ -229,3 +229,14 @@ fn rejection_messages_read_well() {
         );
     }
 }
+
+/// Issue 13: a 100 MB device name gave a 209 MB message (the name, then the rest of it again).
+#[test]
+fn messages_quote_a_window_of_long_names() {
+    let name = format!("/job:w/{}", "x".repeat(1_000_000));
+    let e = name
+        .parse::<device_filter::DeviceName>()
+        .unwrap_err()
+        .to_string();
+    assert!(e.len() < 600 && e.contains("(1000007 bytes)"), "{e}");
+}
