@@ -46,7 +46,7 @@ pub enum TaskError {
         source: device_filter::Error,
     },
     /// The task reported a device name without a device type and id.
-    #[error("reported device {name:?}, which names no device type and id")]
+    #[error("reported device {}, which names no device type and id", cluster_spec::quote::quote(.name, 0))]
     IncompleteDevice {
         /// The name as reported.
         name: String,
@@ -139,7 +139,7 @@ pub enum Error {
         task: u32,
     },
     /// A protocol other than `grpc`.
-    #[error("protocol {0:?} is not supported: only \"grpc\"")]
+    #[error("protocol {} is not supported: only \"grpc\"", cluster_spec::quote::quote(.0, 0))]
     Protocol(String),
     /// No task's address matches the resolver's master (TensorFlow's wording).
     #[error(

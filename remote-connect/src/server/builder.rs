@@ -86,8 +86,8 @@ impl TaskServer {
             .map_err(|_| invalid(format!("port {} is not 0..=65535", def.port)))?;
         if def.protocol != "grpc" && !def.protocol.is_empty() {
             return Err(invalid(format!(
-                "protocol {:?} is not supported: only \"grpc\"",
-                def.protocol
+                "protocol {} is not supported: only \"grpc\"",
+                cluster_spec::quote::quote(&def.protocol, 0)
             )));
         }
         let spec = ClusterSpec::try_from(def.cluster.clone().unwrap_or_default())?;

@@ -1,7 +1,7 @@
 //! The remote contexts a server holds, with TensorFlow's `EagerServiceImpl` rules for creating,
 //! updating, touching, closing and collecting them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -50,15 +50,23 @@ pub(crate) struct Install {
 
 impl Install {
     fn devices(self) -> (Vec<String>, Vec<DeviceName>) {
+        // The client's list includes this task's own devices; keep each name once. A set, not
+        // a scan of the names kept so far: a context of a large cluster is given thousands.
+        let keep: Vec<bool> = {
+            let mut seen: HashSet<&DeviceName> = self.own.iter().map(|(name, _)| name).collect();
+            self.cluster
+                .iter()
+                .map(|(name, _)| seen.insert(name))
+                .collect()
+        };
         let mut names = Vec::with_capacity(self.own.len() + self.cluster.len());
         let mut strings = Vec::with_capacity(names.capacity());
         for (name, attributes) in self.own {
             strings.push(attributes.name);
             names.push(name);
         }
-        for (name, string) in self.cluster {
-            // The client's list includes this task's own devices; keep each name once.
-            if !names.contains(&name) {
+        for ((name, string), keep) in self.cluster.into_iter().zip(keep) {
+            if keep {
                 strings.push(string);
                 names.push(name);
             }

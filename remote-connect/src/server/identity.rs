@@ -72,8 +72,8 @@ pub(crate) fn parse_cluster_devices(
                 Ok(name)
             } else {
                 Err(Status::invalid_argument(format!(
-                    "cluster_device_attributes: {:?} is not a full device name (/job:J/replica:R/task:T/device:TYPE:ID)",
-                    d.name
+                    "cluster_device_attributes: {} is not a full device name (/job:J/replica:R/task:T/device:TYPE:ID)",
+                    cluster_spec::quote::quote(&d.name, 0)
                 )))
             }
         })
