@@ -502,8 +502,17 @@ async fn lookup_device_knows_only_the_devices_the_context_was_given() {
     request.cluster_device_attributes = vec![
         device("/job:ps/replica:0/task:0/device:CPU:0"),
         device("/job:worker/replica:0/task:0/device:CPU:0"),
+        device("/job:ps/replica:0/task:0/device:CPU:0"),
     ];
     client.create_context(request).await.unwrap();
+    // Its own devices first; every name once.
+    assert_eq!(
+        s.contexts()[0].devices,
+        [
+            "/job:worker/replica:0/task:0/device:CPU:0",
+            "/job:ps/replica:0/task:0/device:CPU:0"
+        ]
+    );
     assert_eq!(
         s.lookup_device(21, "/job:ps/replica:0/task:0/device:CPU:0")
             .unwrap(),
