@@ -1,2 +1,197 @@
-//! Placeholder, replaced by the connect bench.
-fn main() {}
+//! `Context::connect_to_cluster` against 16, 64, 256 and 1,024 in-process `TaskServer`s on
+//! loopback: device discovery (one dial and `GetStatus` per task), then one `CreateContext`
+//! per task. Only the connect is timed; the `close()` after each one is not.
+//!
+//! - `no_filters`: every task is sent every device of the cluster (n + 1 of them), so the
+//!   bytes sent grow as n²;
+//! - `ps_filters`: ParameterServerStrategy's filters with 1/8 of the tasks `ps`, the rest
+//!   `worker`: a worker is sent the ps and itself, a ps the workers and itself;
+//! - `bare_tonic_floor`: what the transport alone costs for the discovery half: a fresh tonic
+//!   channel and one `GetStatus` to every task, concurrently, nothing else.
+//!
+//! Client and servers share one tokio runtime of 2 worker threads (the machine's cores), so
+//! the numbers include the servers' work.
+
+// criterion's macros generate undocumented public items.
+#![allow(missing_docs)]
+
+use std::time::{Duration, Instant};
+
+use cluster_proto::GetStatusRequest;
+use cluster_proto::worker_service_client::WorkerServiceClient;
+use cluster_spec::ClusterSpec;
+use criterion::{
+    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
+use device_filter::ClusterDeviceFilters;
+use remote_connect::{ConnectOptions, Context, LocalDevice, RunningServer, TaskServer};
+use tokio::runtime::Runtime;
+use tonic::transport::Endpoint;
+
+const SIZES: [usize; 4] = [16, 64, 256, 1024];
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// `n` CPU-only servers on free loopback ports.
+async fn start(n: usize) -> Vec<RunningServer> {
+    let placeholder = ClusterSpec::builder()
+        .job("worker", ["localhost:0"])
+        .build()
+        .expect("a placeholder spec");
+    let mut servers = Vec::with_capacity(n);
+    for _ in 0..n {
+        let server = TaskServer::builder(placeholder.clone(), "worker", 0)
+            .devices(vec![LocalDevice::cpu()])
+            .bind("127.0.0.1:0".parse().expect("an address"))
+            .start()
+            .await
+            .expect("a TaskServer starts");
+        servers.push(server);
+    }
+    servers
+}
+
+/// The first `n` servers as a cluster of `n / 8` ps tasks and `n - n / 8` workers.
+fn spec(servers: &[RunningServer], n: usize) -> ClusterSpec {
+    let addresses: Vec<String> = servers[..n]
+        .iter()
+        .map(|s| s.local_addr().to_string())
+        .collect();
+    let (ps, workers) = addresses.split_at(n / 8);
+    ClusterSpec::builder()
+        .job("ps", ps.iter().cloned())
+        .job("worker", workers.iter().cloned())
+        .build()
+        .expect("a valid spec")
+}
+
+fn options(filters: Option<ClusterDeviceFilters>) -> ConnectOptions {
+    let options = ConnectOptions::default()
+        .rpc_timeout(Duration::from_secs(60))
+        .timeout(Duration::from_secs(120));
+    match filters {
+        Some(filters) => options.cluster_device_filters(filters),
+        None => options,
+    }
+}
+
+/// Connects `iters` times, timing only the connects.
+async fn connect_many(spec: &ClusterSpec, options: &ConnectOptions, iters: u64) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let ctx = Context::new();
+        let start = Instant::now();
+        ctx.connect_to_cluster(spec.clone(), options.clone())
+            .await
+            .expect("the connect succeeds");
+        total += start.elapsed();
+        ctx.close().await.expect("the close succeeds");
+    }
+    total
+}
+
+/// A fresh channel and one GetStatus to every server, concurrently, `iters` times.
+async fn bare_many(servers: &[RunningServer], n: usize, iters: u64) -> Duration {
+    let endpoints: Vec<Endpoint> = servers[..n]
+        .iter()
+        .map(|s| {
+            Endpoint::from_shared(format!("http://{}", s.local_addr()))
+                .expect("an endpoint")
+                .tcp_nodelay(true)
+        })
+        .collect();
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let start = Instant::now();
+        let mut set = tokio::task::JoinSet::new();
+        for endpoint in &endpoints {
+            let endpoint = endpoint.clone();
+            set.spawn(async move {
+                let channel = endpoint.connect().await.expect("a connection");
+                WorkerServiceClient::new(channel)
+                    .get_status(GetStatusRequest {})
+                    .await
+                    .expect("GetStatus answers")
+                    .into_inner()
+                    .device_attributes
+                    .len()
+            });
+        }
+        while let Some(devices) = set.join_next().await {
+            assert_eq!(devices.expect("the task finished"), 1);
+        }
+        total += start.elapsed();
+    }
+    total
+}
+
+fn connect(c: &mut Criterion) {
+    // Each task is a listener, a client socket and an accepted socket: ~3,100 descriptors at
+    // 1,024 tasks, past the usual soft limit of 1,024.
+    let limit = rlimit::increase_nofile_limit(u64::MAX).expect("the open-file limit rises");
+    assert!(
+        limit >= 4096,
+        "open-file limit {limit} is too low for 1,024 tasks"
+    );
+    let rt = runtime();
+    let servers = rt.block_on(start(SIZES[SIZES.len() - 1]));
+
+    // Check once per size that the connect does what is measured.
+    for n in SIZES {
+        let spec = spec(&servers, n);
+        let filters = ClusterDeviceFilters::parameter_server(&spec);
+        rt.block_on(async {
+            let ctx = Context::new();
+            ctx.connect_to_cluster(spec.clone(), options(Some(filters)))
+                .await
+                .expect("the connect succeeds");
+            assert_eq!(ctx.list_logical_devices().len(), n + 1);
+            let id = ctx.context_id();
+            assert!(servers[..n].iter().all(|s| s.contexts()[0].id == id));
+            // A worker is sent the n/8 ps and itself.
+            assert_eq!(servers[n - 1].contexts()[0].devices.len(), n / 8 + 1);
+            ctx.close().await.expect("the close succeeds");
+            assert!(servers[..n].iter().all(|s| s.contexts().is_empty()));
+        });
+    }
+
+    let mut g = c.benchmark_group("connect");
+    g.sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for n in SIZES {
+        let spec = spec(&servers, n);
+        let filters = ClusterDeviceFilters::parameter_server(&spec);
+        g.throughput(Throughput::Elements(n as u64));
+        let plain = options(None);
+        g.bench_with_input(BenchmarkId::new("no_filters", n), &n, |b, _| {
+            b.to_async(&rt)
+                .iter_custom(|iters| connect_many(&spec, &plain, iters));
+        });
+        let filtered = options(Some(filters));
+        g.bench_with_input(BenchmarkId::new("ps_filters", n), &n, |b, _| {
+            b.to_async(&rt)
+                .iter_custom(|iters| connect_many(&spec, &filtered, iters));
+        });
+        g.bench_with_input(BenchmarkId::new("bare_tonic_floor", n), &n, |b, &n| {
+            b.to_async(&rt)
+                .iter_custom(|iters| bare_many(&servers, n, iters));
+        });
+    }
+    g.finish();
+    rt.block_on(async {
+        for server in servers {
+            server.shutdown().await.expect("the server stops");
+        }
+    });
+}
+
+criterion_group!(benches, connect);
+criterion_main!(benches);
