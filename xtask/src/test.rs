@@ -30,7 +30,14 @@ pub(crate) fn run() -> Result<(), String> {
     // The interop tests run once, as their own step below.
     workspace::run(
         Command::new("cargo")
-            .args(["test", "--workspace", "--all-features", "--", "--skip", interop::FILTER])
+            .args([
+                "test",
+                "--workspace",
+                "--all-features",
+                "--",
+                "--skip",
+                interop::FILTER,
+            ])
             .env("TFCLUSTER_PYTHON", &python),
     )?;
     interop::run()?;
