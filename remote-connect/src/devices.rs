@@ -13,7 +13,7 @@ pub const CPU_MEMORY_LIMIT: i64 = 256 << 20;
 /// One device of this process, before it is named for a task.
 ///
 /// A [`TaskServer`](crate::TaskServer) serves `CPU:0` always, plus the NVIDIA GPUs the host
-/// shows ([`discover`](crate::devices::discover)); set your own list with
+/// shows ([`discover`]); set your own list with
 /// [`TaskServerBuilder::devices`](crate::TaskServerBuilder::devices).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LocalDevice {
