@@ -5,6 +5,7 @@ mod close;
 mod cluster;
 mod connection;
 mod context;
+mod create_request;
 mod discovery;
 mod events;
 mod fan_out;
@@ -16,6 +17,7 @@ mod requests;
 mod reset;
 mod target;
 mod update;
+mod visible;
 
 pub(crate) use channel::{Deadline, TaskChannel};
 pub use context::{Context, DeviceHandle, LogicalDevice};

@@ -107,9 +107,9 @@
 //! - **Incarnations are per server**: each [`TaskServer`] draws its devices' incarnations when
 //!   it starts, so a server restarted inside one process is seen as restarted (TensorFlow draws
 //!   them once per process, where one process holds one server).
-//! - **The server checks what clients send**: cluster addresses and job names must be valid
-//!   (TensorFlow's worker accepts more and fails later), and every device name a context is
-//!   given must be a full name.
+//! - **The server checks the cluster clients send**: its addresses and job names must be
+//!   valid (TensorFlow's worker accepts more and fails later). The device names a context is
+//!   given are kept as sent and parsed only when looked up.
 //!
 //! Kept as TensorFlow does: device filters are only read on a full connect (an update warns
 //! and ignores new ones), and a task keeps the first filters it was ever given (TensorFlow's

@@ -86,6 +86,8 @@ impl Deadline {
 /// The clients of one remote task, over one HTTP/2 connection.
 #[derive(Clone, Debug)]
 pub(crate) struct TaskChannel {
+    /// The connection itself, for requests sent pre-encoded.
+    pub(crate) channel: Channel,
     pub(crate) worker: WorkerServiceClient<Channel>,
     pub(crate) eager: EagerServiceClient<Channel>,
 }
@@ -93,6 +95,7 @@ pub(crate) struct TaskChannel {
 impl TaskChannel {
     fn new(channel: Channel) -> Self {
         Self {
+            channel: channel.clone(),
             worker: WorkerServiceClient::new(channel.clone())
                 .max_decoding_message_size(MAX_MESSAGE_SIZE)
                 .max_encoding_message_size(MAX_MESSAGE_SIZE),

@@ -11,6 +11,7 @@ use super::ConnectOptions;
 use super::discovery::Remote;
 use super::local::Local;
 use super::requests::Blueprint;
+use super::visible::Sent;
 use crate::TaskId;
 
 /// One remote task of a connection.
@@ -18,8 +19,8 @@ use crate::TaskId;
 pub(crate) struct Member {
     pub(crate) address: String,
     pub(crate) remote: Remote,
-    /// Full names of the devices this task was sent (its view of the cluster).
-    pub(crate) sent: Vec<String>,
+    /// The devices this task was sent (its view of the cluster).
+    pub(crate) sent: Sent,
 }
 
 #[derive(Debug)]
@@ -77,7 +78,7 @@ pub(crate) struct Snapshot {
     pub(crate) local_devices: usize,
     /// The master's view: local devices first, then every remote task's, unfiltered.
     pub(crate) devices: Vec<(DeviceName, DeviceAttributes)>,
-    pub(crate) remotes: Vec<(TaskId, String, Vec<String>)>,
+    pub(crate) remotes: Vec<(TaskId, String, Sent)>,
     pub(crate) default_device: Option<String>,
 }
 

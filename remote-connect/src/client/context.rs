@@ -306,7 +306,7 @@ impl Context {
             .remotes
             .iter()
             .find(|(t, _, _)| t == task)
-            .map(|(_, _, sent)| sent.clone())
+            .map(|(_, _, sent)| sent.to_vec())
             .ok_or_else(|| Error::UnknownTask(task.clone()))
     }
 

@@ -2,7 +2,7 @@
 //! (`CreateRemoteContexts`, `UpdateRemoteContexts` in `context_distributed_manager.cc`).
 
 use cluster_proto::config_proto::Experimental;
-use cluster_proto::eager::{CreateContextRequest, UpdateContextRequest};
+use cluster_proto::eager::UpdateContextRequest;
 use cluster_proto::{ClusterDef, ConfigProto, DeviceAttributes, ServerDef};
 use cluster_spec::ClusterSpec;
 use device_filter::ClusterDeviceFilters;
@@ -57,7 +57,7 @@ impl Blueprint {
     }
 
     /// The client's `ServerDef` with the job and task of the receiving task.
-    fn server_def(&self, task: &TaskId) -> ServerDef {
+    pub(crate) fn server_def(&self, task: &TaskId) -> ServerDef {
         ServerDef {
             cluster: Some(self.cluster.clone()),
             job_name: task.job.clone(),
@@ -70,6 +70,9 @@ impl Blueprint {
         }
     }
 
+    /// The request as a prost message: the reference that the requests assembled by
+    /// `create_request` are tested against.
+    #[cfg(test)]
     pub(crate) fn create(
         &self,
         task: &TaskId,
@@ -77,8 +80,8 @@ impl Blueprint {
         context_view_id: u64,
         keep_alive_secs: u64,
         devices: Vec<DeviceAttributes>,
-    ) -> CreateContextRequest {
-        CreateContextRequest {
+    ) -> cluster_proto::eager::CreateContextRequest {
+        cluster_proto::eager::CreateContextRequest {
             server_def: Some(self.server_def(task)),
             r#async: false,
             keep_alive_secs: i64::try_from(keep_alive_secs).unwrap_or(i64::MAX),

@@ -3,6 +3,7 @@
 //! filters let it see.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use cluster_spec::ClusterSpec;
 use device_filter::ClusterDeviceFilters;
@@ -10,10 +11,12 @@ use device_filter::ClusterDeviceFilters;
 use super::close::close_contexts;
 use super::cluster;
 use super::connection::{Connection, Member};
+use super::create_request::{self, CreateTemplate};
 use super::discovery::discover;
 use super::fan_out::fan_out;
 use super::local::{self, Local};
 use super::requests::Blueprint;
+use super::visible::{Sent, Visible};
 use super::{ConnectOptions, Deadline};
 use crate::error::{Error, Stage};
 use crate::ids::random_nonzero_u64;
@@ -66,7 +69,7 @@ pub(crate) async fn connect(
             let member = Member {
                 address,
                 remote,
-                sent: Vec::new(),
+                sent: Sent::none(),
             };
             (task, member)
         })
@@ -79,27 +82,34 @@ pub(crate) async fn connect(
     let blueprint = Blueprint::new(&spec, added, &local.task.job, &filters);
     let (names, attributes) = Connection::base_devices(&members, &local);
     let index = filters.index(&names);
+    let template = CreateTemplate::new(
+        &blueprint.server_def(&local.task),
+        &attributes,
+        options.keep_alive_secs,
+        context_id,
+        0,
+    );
+    let sent_names: Arc<Vec<String>> =
+        Arc::new(attributes.iter().map(|a| a.name.clone()).collect());
     let mut requests = Vec::with_capacity(members.len());
     for (task, member) in &mut members {
-        let visible = index.visible_indices(&task.job, task.task);
-        member.sent = visible
-            .iter()
-            .map(|&i| attributes[i].name.clone())
-            .collect();
-        let devices = visible.into_iter().map(|i| attributes[i].clone()).collect();
-        let request = blueprint.create(task, context_id, 0, options.keep_alive_secs, devices);
+        let visible = Visible::of(&filters, &index, task);
+        let chunks = template.request(task, &visible);
+        member.sent = Sent {
+            names: sent_names.clone(),
+            visible,
+        };
         requests.push((
             task.clone(),
             member.address.clone(),
-            (member.remote.channel.clone(), request),
+            (member.remote.channel.channel.clone(), chunks),
         ));
     }
-    let (created, failures) = fan_out(requests, |_, _, (channel, request)| {
+    let (created, failures) = fan_out(requests, |_, _, (channel, chunks)| {
         let deadline = deadline.clone();
         async move {
-            let mut eager = channel.eager;
             deadline
-                .run("CreateContext", eager.create_context(request))
+                .run("CreateContext", create_request::send(channel, chunks))
                 .await
         }
     })

@@ -3,6 +3,7 @@
 //! again, and every task's view advances by one.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use cluster_proto::eager::KeepAliveRequest;
 use cluster_spec::ClusterSpec;
@@ -10,9 +11,11 @@ use cluster_spec::ClusterSpec;
 use super::close::close_contexts;
 use super::cluster;
 use super::connection::{Connection, Member};
+use super::create_request::{self, CreateTemplate};
 use super::discovery::discover;
 use super::fan_out::fan_out;
 use super::requests::Blueprint;
+use super::visible::{Sent, Visible};
 use super::{ConnectOptions, Deadline};
 use crate::TaskId;
 use crate::error::{Error, Stage};
@@ -127,7 +130,7 @@ pub(crate) async fn update(
         let member = Member {
             address,
             remote,
-            sent: Vec::new(),
+            sent: Sent::none(),
         };
         connection.members.insert(task, member);
     }
@@ -140,6 +143,8 @@ pub(crate) async fn update(
     );
     let (names, attributes) = Connection::base_devices(&connection.members, &local);
     let index = connection.filters.index(&names);
+    let sent_names: Arc<Vec<String>> =
+        Arc::new(attributes.iter().map(|a| a.name.clone()).collect());
     let device_changed: Vec<bool> = names
         .iter()
         .map(|n| {
@@ -151,34 +156,33 @@ pub(crate) async fn update(
 
     // 3. New contexts on added and replaced tasks.
     if discovery_ok {
+        let template = CreateTemplate::new(
+            &blueprint.server_def(&local.task),
+            &attributes,
+            connection.options.keep_alive_secs,
+            context_id,
+            next_view,
+        );
         let mut requests = Vec::new();
         for task in &added {
             let member = connection.members.get_mut(task).expect("just inserted");
-            let visible = index.visible_indices(&task.job, task.task);
-            member.sent = visible
-                .iter()
-                .map(|&i| attributes[i].name.clone())
-                .collect();
-            let devices = visible.into_iter().map(|i| attributes[i].clone()).collect();
-            let request = blueprint.create(
-                task,
-                context_id,
-                next_view,
-                connection.options.keep_alive_secs,
-                devices,
-            );
+            let visible = Visible::of(&connection.filters, &index, task);
+            let chunks = template.request(task, &visible);
+            member.sent = Sent {
+                names: sent_names.clone(),
+                visible,
+            };
             requests.push((
                 task.clone(),
                 member.address.clone(),
-                (member.remote.channel.clone(), request),
+                (member.remote.channel.channel.clone(), chunks),
             ));
         }
-        let (_, create_failures) = fan_out(requests, |_, _, (channel, request)| {
+        let (_, create_failures) = fan_out(requests, |_, _, (channel, chunks)| {
             let deadline = deadline.clone();
             async move {
-                let mut eager = channel.eager;
                 deadline
-                    .run("CreateContext", eager.create_context(request))
+                    .run("CreateContext", create_request::send(channel, chunks))
                     .await
             }
         })
@@ -199,14 +203,22 @@ pub(crate) async fn update(
         let Some(member) = connection.members.get_mut(task) else {
             continue;
         };
-        let visible = index.visible_indices(&task.job, task.task);
-        let full = visible.iter().any(|&i| device_changed[i]);
+        let visible = Visible::of(&connection.filters, &index, task);
+        let full = device_changed
+            .iter()
+            .enumerate()
+            .any(|(i, &changed)| changed && visible.contains(i));
         let devices = full.then(|| {
-            member.sent = visible
-                .iter()
-                .map(|&i| attributes[i].name.clone())
+            let devices = visible
+                .positions(attributes.len())
+                .into_iter()
+                .map(|i| attributes[i].clone())
                 .collect();
-            visible.iter().map(|&i| attributes[i].clone()).collect()
+            member.sent = Sent {
+                names: sent_names.clone(),
+                visible,
+            };
+            devices
         });
         let request = blueprint.update(task, context_id, next_view, devices);
         requests.push((

@@ -1,7 +1,9 @@
 //! The remote contexts a server holds, with TensorFlow's `EagerServiceImpl` rules for creating,
 //! updating, touching, closing and collecting them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use rustc_hash::FxHashSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -34,8 +36,6 @@ pub struct ContextInfo {
 
 struct Entry {
     info: ContextInfo,
-    /// Parsed `info.devices`, for lookups.
-    names: Vec<DeviceName>,
     last_access: Instant,
 }
 
@@ -44,34 +44,28 @@ pub(crate) struct Install {
     pub(crate) identity: Identity,
     /// This server's devices under `identity`.
     pub(crate) own: Vec<(DeviceName, DeviceAttributes)>,
-    /// The devices the client sent, parsed.
-    pub(crate) cluster: Vec<(DeviceName, String)>,
+    /// The names of the devices the client sent, as sent.
+    pub(crate) cluster: Vec<String>,
 }
 
 impl Install {
-    fn devices(self) -> (Vec<String>, Vec<DeviceName>) {
-        // The client's list includes this task's own devices; keep each name once. A set, not
-        // a scan of the names kept so far: a context of a large cluster is given thousands.
+    /// This server's devices, then the client's others, each name once (the client's list
+    /// includes this task's own devices). Names are compared as text, as clients write them
+    /// in the canonical form, so a context of a large cluster costs no parsing.
+    fn devices(self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::with_capacity(self.own.len() + self.cluster.len());
+        names.extend(self.own.into_iter().map(|(_, attributes)| attributes.name));
         let keep: Vec<bool> = {
-            let mut seen: HashSet<&DeviceName> = self.own.iter().map(|(name, _)| name).collect();
-            self.cluster
-                .iter()
-                .map(|(name, _)| seen.insert(name))
-                .collect()
+            let mut seen: FxHashSet<&str> = names.iter().map(String::as_str).collect();
+            self.cluster.iter().map(|name| seen.insert(name)).collect()
         };
-        let mut names = Vec::with_capacity(self.own.len() + self.cluster.len());
-        let mut strings = Vec::with_capacity(names.capacity());
-        for (name, attributes) in self.own {
-            strings.push(attributes.name);
-            names.push(name);
-        }
-        for ((name, string), keep) in self.cluster.into_iter().zip(keep) {
-            if keep {
-                strings.push(string);
-                names.push(name);
-            }
-        }
-        (strings, names)
+        names.extend(
+            self.cluster
+                .into_iter()
+                .zip(keep)
+                .filter_map(|(name, keep)| keep.then_some(name)),
+        );
+        names
     }
 }
 
@@ -111,7 +105,7 @@ impl Contexts {
     pub(crate) fn create(&self, id: u64, view_id: u64, keep_alive_secs: i64, install: Install) {
         let job = install.identity.job.clone();
         let task = install.identity.task;
-        let (devices, names) = install.devices();
+        let devices = install.devices();
         let entry = Entry {
             info: ContextInfo {
                 id,
@@ -121,7 +115,6 @@ impl Contexts {
                 devices,
                 keep_alive_secs,
             },
-            names,
             last_access: Instant::now(),
         };
         self.lock().insert(id, entry);
@@ -148,9 +141,7 @@ impl Contexts {
         if let Some(install) = install {
             entry.info.job = install.identity.job.clone();
             entry.info.task = install.identity.task;
-            let (devices, names) = install.devices();
-            entry.info.devices = devices;
-            entry.names = names;
+            entry.info.devices = install.devices();
         }
         Ok(())
     }
@@ -190,18 +181,21 @@ impl Contexts {
         list
     }
 
-    /// The full name of the device `name` resolves to in context `id`.
+    /// The full name of the device `name` resolves to in context `id`: the device whose name
+    /// parses to the same device (names are parsed here, at lookup, not when a context is
+    /// created).
     pub(crate) fn lookup_device(&self, id: u64, name: &str) -> Result<String, ServerError> {
         let map = self.lock();
         let entry = map.get(&id).ok_or(ServerError::UnknownContext(id))?;
         let parsed: DeviceName = name
             .parse()
-            .map_err(|_| ServerError::UnknownDevice(name.to_owned()))?;
+            .map_err(|_| ServerError::UnknownDevice(cluster_spec::quote::excerpt(name, 0)))?;
         entry
-            .names
+            .info
+            .devices
             .iter()
-            .position(|n| *n == parsed)
-            .map(|i| entry.info.devices[i].clone())
-            .ok_or_else(|| ServerError::UnknownDevice(name.to_owned()))
+            .find(|known| known.parse::<DeviceName>().is_ok_and(|n| n == parsed))
+            .cloned()
+            .ok_or_else(|| ServerError::UnknownDevice(cluster_spec::quote::excerpt(name, 0)))
     }
 }

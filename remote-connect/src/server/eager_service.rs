@@ -35,10 +35,9 @@ impl EagerService for Eager {
         let request = request.into_inner();
         let contexts = &self.0.contexts;
         contexts.check_create(request.context_id, request.context_view_id)?;
-        let install = self.0.install(
-            request.server_def.as_ref(),
-            &request.cluster_device_attributes,
-        )?;
+        let install = self
+            .0
+            .install(request.server_def, request.cluster_device_attributes)?;
         let device_attributes = install.own.iter().map(|(_, a)| a.clone()).collect();
         contexts.create(
             request.context_id,
@@ -58,10 +57,10 @@ impl EagerService for Eager {
         let install = if request.cluster_device_attributes.is_empty() {
             None
         } else {
-            Some(self.0.install(
-                request.server_def.as_ref(),
-                &request.cluster_device_attributes,
-            )?)
+            Some(
+                self.0
+                    .install(request.server_def, request.cluster_device_attributes)?,
+            )
         };
         let device_attributes = install
             .as_ref()

@@ -2,9 +2,8 @@
 //! task index of the `ServerDef` a client sends (`SessionMgr::CreateSession`), after checking
 //! that the cluster names it.
 
-use cluster_proto::{DeviceAttributes, ServerDef};
+use cluster_proto::ServerDef;
 use cluster_spec::ClusterSpec;
-use device_filter::DeviceName;
 use tonic::Status;
 
 /// The name a context gives this server's devices: `/job:J/replica:R/task:T`.
@@ -17,11 +16,11 @@ pub(crate) struct Identity {
 
 /// The identity a request's `ServerDef` gives this server, or `own` when the request carries
 /// no cluster (TensorFlow then keeps the server's own name).
-pub(crate) fn adopt(def: Option<&ServerDef>, own: &Identity) -> Result<Identity, Status> {
+pub(crate) fn adopt(def: Option<ServerDef>, own: &Identity) -> Result<Identity, Status> {
     let Some(def) = def else {
         return Ok(own.clone());
     };
-    let cluster = def.cluster.clone().unwrap_or_default();
+    let cluster = def.cluster.unwrap_or_default();
     if cluster.job.is_empty() {
         return Ok(own.clone());
     }
@@ -51,31 +50,8 @@ pub(crate) fn adopt(def: Option<&ServerDef>, own: &Identity) -> Result<Identity,
         ));
     }
     Ok(Identity {
-        job: def.job_name.clone(),
+        job: def.job_name,
         replica,
         task,
     })
-}
-
-/// Parses the names of the devices a client hands a context; a name that is not a full
-/// device name is refused (TensorFlow's worker would CHECK-fail on it later).
-pub(crate) fn parse_cluster_devices(
-    devices: &[DeviceAttributes],
-) -> Result<Vec<DeviceName>, Status> {
-    devices
-        .iter()
-        .map(|d| {
-            let name: DeviceName = d.name.parse().map_err(|e| {
-                Status::invalid_argument(format!("cluster_device_attributes: {e}"))
-            })?;
-            if name.is_fully_specified() {
-                Ok(name)
-            } else {
-                Err(Status::invalid_argument(format!(
-                    "cluster_device_attributes: {} is not a full device name (/job:J/replica:R/task:T/device:TYPE:ID)",
-                    cluster_spec::quote::quote(&d.name, 0)
-                )))
-            }
-        })
-        .collect()
 }

@@ -47,16 +47,12 @@ impl TaskState {
     /// What a create or full update request installs.
     pub(crate) fn install(
         &self,
-        server_def: Option<&cluster_proto::ServerDef>,
-        cluster_devices: &[DeviceAttributes],
+        server_def: Option<cluster_proto::ServerDef>,
+        cluster_devices: Vec<DeviceAttributes>,
     ) -> Result<Install, Status> {
         let identity = identity::adopt(server_def, &self.own)?;
         let own = self.named(&identity)?;
-        let parsed = identity::parse_cluster_devices(cluster_devices)?;
-        let cluster = parsed
-            .into_iter()
-            .zip(cluster_devices.iter().map(|d| d.name.clone()))
-            .collect();
+        let cluster = cluster_devices.into_iter().map(|d| d.name).collect();
         Ok(Install {
             identity,
             own,

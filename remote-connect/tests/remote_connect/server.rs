@@ -532,11 +532,14 @@ async fn lookup_device_knows_only_the_devices_the_context_was_given() {
         assert!(matches!(err, ServerError::UnknownDevice(_)), "{err:?}");
         assert_eq!(err.to_string(), format!("{hidden} unknown device."));
     }
-    // Names that are not full are refused when the context is created.
+    // Names are kept as sent (parsed only at lookup, as TensorFlow's worker parses them when
+    // it uses them): a malformed one never matches a well-formed lookup.
     let mut request = create(22, 0, 0);
-    request.cluster_device_attributes = vec![device("/job:ps/device:CPU:0")];
-    let err = client.create_context(request).await.unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument);
+    request.cluster_device_attributes = vec![device("/job:ps/device:CPU:0"), device("garbage")];
+    client.create_context(request).await.unwrap();
+    let context = s.contexts().into_iter().find(|c| c.id == 22).unwrap();
+    assert_eq!(context.devices[1..], ["/job:ps/device:CPU:0", "garbage"]);
+    assert!(s.lookup_device(22, "/job:ps/replica:0/task:0/device:CPU:0").is_err());
     s.shutdown().await.unwrap();
 }
 
