@@ -3,6 +3,7 @@
 
 mod builder;
 mod contexts;
+mod create_context;
 mod eager_service;
 mod error;
 mod identity;

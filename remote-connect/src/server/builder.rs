@@ -5,18 +5,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cluster_proto::ServerDef;
-use cluster_proto::eager::eager_service_server::EagerServiceServer;
 use cluster_proto::worker_service_server::WorkerServiceServer;
 use cluster_spec::ClusterSpec;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tonic::codec::CompressionEncoding;
 use tonic::service::Routes;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
 use super::ServerError;
 use super::contexts::{ContextInfo, Contexts};
-use super::eager_service::Eager;
+use super::create_context::EagerRoutes;
 use super::identity::Identity;
 use super::state::TaskState;
 use super::worker_service::Worker;
@@ -189,13 +189,11 @@ impl TaskServerBuilder {
             .add_service(
                 WorkerServiceServer::new(Worker(state.clone()))
                     .max_decoding_message_size(MAX_MESSAGE_SIZE)
-                    .max_encoding_message_size(MAX_MESSAGE_SIZE),
+                    .max_encoding_message_size(MAX_MESSAGE_SIZE)
+                    .accept_compressed(CompressionEncoding::Gzip)
+                    .accept_compressed(CompressionEncoding::Deflate),
             )
-            .add_service(
-                EagerServiceServer::new(Eager(state.clone()))
-                    .max_decoding_message_size(MAX_MESSAGE_SIZE)
-                    .max_encoding_message_size(MAX_MESSAGE_SIZE),
-            );
+            .add_service(EagerRoutes::new(state.clone()));
         // Sockets accepted from our own listener get no TCP_NODELAY from tonic; without it
         // every small response waits ~40 ms for the peer's delayed ACK.
         let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));

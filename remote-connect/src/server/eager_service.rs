@@ -13,6 +13,7 @@ use cluster_proto::eager::{
 use tonic::codegen::tokio_stream;
 use tonic::{Request, Response, Status, Streaming};
 
+use super::identity::Claim;
 use super::state::TaskState;
 
 pub(crate) struct Eager(pub(crate) Arc<TaskState>);
@@ -32,19 +33,20 @@ impl EagerService for Eager {
         &self,
         request: Request<CreateContextRequest>,
     ) -> Result<Response<CreateContextResponse>, Status> {
-        let request = request.into_inner();
-        let contexts = &self.0.contexts;
-        contexts.check_create(request.context_id, request.context_view_id)?;
-        let install = self
-            .0
-            .install(request.server_def, request.cluster_device_attributes)?;
-        let device_attributes = install.own.iter().map(|(_, a)| a.clone()).collect();
-        contexts.create(
-            request.context_id,
-            request.context_view_id,
-            request.keep_alive_secs,
-            install,
-        );
+        // Served by `create_context::Routes` with a leaner decoding; kept for completeness.
+        let r = request.into_inner();
+        let names = r
+            .cluster_device_attributes
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        let device_attributes = self.0.create_context(
+            r.context_id,
+            r.context_view_id,
+            r.keep_alive_secs,
+            r.server_def.map(Claim::from),
+            names,
+        )?;
         Ok(Response::new(CreateContextResponse { device_attributes }))
     }
 
@@ -57,10 +59,12 @@ impl EagerService for Eager {
         let install = if request.cluster_device_attributes.is_empty() {
             None
         } else {
-            Some(
-                self.0
-                    .install(request.server_def, request.cluster_device_attributes)?,
-            )
+            let names = request
+                .cluster_device_attributes
+                .into_iter()
+                .map(|d| d.name)
+                .collect();
+            Some(self.0.install(request.server_def.map(Claim::from), names)?)
         };
         let device_attributes = install
             .as_ref()

@@ -14,43 +14,64 @@ pub(crate) struct Identity {
     pub(crate) task: u32,
 }
 
+/// What a request's `ServerDef` says this server is, with its cluster already decoded:
+/// `cluster` is `None` when the request carries no cluster.
+pub(crate) struct Claim {
+    pub(crate) cluster: Option<Result<ClusterSpec, cluster_spec::Error>>,
+    pub(crate) job_name: String,
+    pub(crate) task_index: i32,
+    pub(crate) replica: i32,
+}
+
+impl From<ServerDef> for Claim {
+    fn from(def: ServerDef) -> Self {
+        let cluster = def.cluster.filter(|c| !c.job.is_empty());
+        Self {
+            cluster: cluster.map(ClusterSpec::try_from),
+            job_name: def.job_name,
+            task_index: def.task_index,
+            replica: def.replica,
+        }
+    }
+}
+
 /// The identity a request's `ServerDef` gives this server, or `own` when the request carries
 /// no cluster (TensorFlow then keeps the server's own name).
-pub(crate) fn adopt(def: Option<ServerDef>, own: &Identity) -> Result<Identity, Status> {
-    let Some(def) = def else {
+pub(crate) fn adopt(claim: Option<Claim>, own: &Identity) -> Result<Identity, Status> {
+    let Some(Claim {
+        cluster: Some(cluster),
+        job_name,
+        task_index,
+        replica,
+    }) = claim
+    else {
         return Ok(own.clone());
     };
-    let cluster = def.cluster.unwrap_or_default();
-    if cluster.job.is_empty() {
-        return Ok(own.clone());
-    }
-    if def.job_name.is_empty() {
+    if job_name.is_empty() {
         return Err(Status::invalid_argument(
             "ServerDef.job_name must not be empty when ServerDef.cluster is set",
         ));
     }
-    let task = u32::try_from(def.task_index).map_err(|_| {
+    let task = u32::try_from(task_index).map_err(|_| {
         Status::invalid_argument(format!(
-            "ServerDef.task_index must not be negative, got {}",
-            def.task_index
+            "ServerDef.task_index must not be negative, got {task_index}"
         ))
     })?;
-    let replica = u32::try_from(def.replica).map_err(|_| {
+    let replica = u32::try_from(replica).map_err(|_| {
         Status::invalid_argument(format!(
-            "ServerDef.replica must not be negative, got {}",
-            def.replica
+            "ServerDef.replica must not be negative, got {replica}"
         ))
     })?;
-    let spec = ClusterSpec::try_from(cluster)
-        .map_err(|e| Status::invalid_argument(format!("invalid ServerDef.cluster: {e}")))?;
-    if spec.task_address(&def.job_name, task).is_err() {
+    let spec =
+        cluster.map_err(|e| Status::invalid_argument(format!("invalid ServerDef.cluster: {e}")))?;
+    if spec.task_address(&job_name, task).is_err() {
         // TensorFlow's GrpcServer finds no address for itself and fails with this INTERNAL.
         return Err(Status::internal(
             "Could not parse port for local server from \"\"",
         ));
     }
     Ok(Identity {
-        job: def.job_name,
+        job: job_name,
         replica,
         task,
     })

@@ -5,7 +5,7 @@ use device_filter::DeviceName;
 use tonic::Status;
 
 use super::contexts::{Contexts, Install};
-use super::identity::{self, Identity};
+use super::identity::{self, Claim, Identity};
 use crate::devices::LocalDevice;
 
 pub(crate) struct TaskState {
@@ -44,19 +44,37 @@ impl TaskState {
             .unwrap_or_default()
     }
 
-    /// What a create or full update request installs.
+    /// What a create or full update request installs: the identity `claim` gives this server,
+    /// and the names of the devices the client sent.
     pub(crate) fn install(
         &self,
-        server_def: Option<cluster_proto::ServerDef>,
-        cluster_devices: Vec<DeviceAttributes>,
+        claim: Option<Claim>,
+        cluster: Vec<String>,
     ) -> Result<Install, Status> {
-        let identity = identity::adopt(server_def, &self.own)?;
+        let identity = identity::adopt(claim, &self.own)?;
         let own = self.named(&identity)?;
-        let cluster = cluster_devices.into_iter().map(|d| d.name).collect();
         Ok(Install {
             identity,
             own,
             cluster,
         })
+    }
+
+    /// `CreateContext`, whichever way the request was decoded: TensorFlow's rules for the id
+    /// and view, then the context installed. Returns this server's devices under the adopted
+    /// name.
+    pub(crate) fn create_context(
+        &self,
+        id: u64,
+        view_id: u64,
+        keep_alive_secs: i64,
+        claim: Option<Claim>,
+        cluster: Vec<String>,
+    ) -> Result<Vec<DeviceAttributes>, Status> {
+        self.contexts.check_create(id, view_id)?;
+        let install = self.install(claim, cluster)?;
+        let devices = install.own.iter().map(|(_, a)| a.clone()).collect();
+        self.contexts.create(id, view_id, keep_alive_secs, install);
+        Ok(devices)
     }
 }

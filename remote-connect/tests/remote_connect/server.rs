@@ -539,7 +539,10 @@ async fn lookup_device_knows_only_the_devices_the_context_was_given() {
     client.create_context(request).await.unwrap();
     let context = s.contexts().into_iter().find(|c| c.id == 22).unwrap();
     assert_eq!(context.devices[1..], ["/job:ps/device:CPU:0", "garbage"]);
-    assert!(s.lookup_device(22, "/job:ps/replica:0/task:0/device:CPU:0").is_err());
+    assert!(
+        s.lookup_device(22, "/job:ps/replica:0/task:0/device:CPU:0")
+            .is_err()
+    );
     s.shutdown().await.unwrap();
 }
 
