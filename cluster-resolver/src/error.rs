@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use cluster_spec::quote::quote;
+use cluster_spec::quote::{excerpt, quote};
 
 /// Everything that can go wrong in this crate.
 ///
@@ -76,8 +76,9 @@ pub enum Error {
     /// Two resolvers of a union give the same task index of a job merged by index
     /// (TensorFlow's wording, then the job).
     #[error(
-        "Duplicate keys detected when merging two ClusterSpecs: {} (job '{job}')",
-        crate::union::python_set(.tasks)
+        "Duplicate keys detected when merging two ClusterSpecs: {} (job '{}')",
+        excerpt(&crate::union::python_set(.tasks), 0),
+        excerpt(.job, 0)
     )]
     UnionDuplicateTasks {
         /// The job.
@@ -90,8 +91,9 @@ pub enum Error {
     /// The cluster has a job other than chief, worker, evaluator and ps.
     #[error(
         "Disallowed task type found in cluster spec. Allowed types are {} and the cluster spec \
-         is {spec}. (job '{job}')",
-        crate::multi_worker::ALLOWED_REPR
+         is {spec}. (job '{}')",
+        crate::multi_worker::ALLOWED_REPR,
+        excerpt(.job, 0)
     )]
     DisallowedJob {
         /// The first such job.
@@ -101,7 +103,8 @@ pub enum Error {
     },
     /// The task type is not chief, worker, evaluator or ps.
     #[error(
-        "Unrecognized task_type: {task_type}, valid task types are: {}",
+        "Unrecognized task_type: {}, valid task types are: {}",
+        excerpt(.task_type, 0),
         crate::multi_worker::ALLOWED_REPR
     )]
     UnrecognizedTaskType {
@@ -109,7 +112,7 @@ pub enum Error {
         task_type: String,
     },
     /// The task type is not a job of the cluster (and is not `evaluator`).
-    #[error("`task_type` '{task_type}' not found in cluster_spec.")]
+    #[error("`task_type` '{}' not found in cluster_spec.", excerpt(.task_type, 0))]
     TaskTypeNotInCluster {
         /// The task type.
         task_type: String,
@@ -128,7 +131,8 @@ pub enum Error {
     },
     /// The task id is not below the number of tasks of its job.
     #[error(
-        "The `task_id` {task_id} exceeds the maximum id of {task_type}. (it has {num_tasks} tasks)"
+        "The `task_id` {task_id} exceeds the maximum id of {}. (it has {num_tasks} tasks)",
+        excerpt(.task_type, 0)
     )]
     TaskIdOutOfRange {
         /// The task type.
@@ -139,13 +143,16 @@ pub enum Error {
         num_tasks: usize,
     },
     /// A rule needs the task id and none was given (a `TypeError` in TensorFlow).
-    #[error("no `task_id` given for task_type '{task_type}'")]
+    #[error("no `task_id` given for task_type '{}'", excerpt(.task_type, 0))]
     MissingTaskId {
         /// The task type.
         task_type: String,
     },
     /// `worker_count` of a task type other than chief, worker and evaluator.
-    #[error("Unexpected `task_type` {}", crate::multi_worker::python_repr(.task_type.as_deref()))]
+    #[error(
+        "Unexpected `task_type` {}",
+        excerpt(&crate::multi_worker::python_repr(.task_type.as_deref()), 0)
+    )]
     UnexpectedTaskType {
         /// The task type, if any.
         task_type: Option<String>,
@@ -153,7 +160,7 @@ pub enum Error {
     /// `id_in_cluster` of a task type other than chief, worker and evaluator.
     #[error(
         "There is no id for task_type {}",
-        crate::multi_worker::python_repr(.task_type.as_deref())
+        excerpt(&crate::multi_worker::python_repr(.task_type.as_deref()), 0)
     )]
     NoIdForTaskType {
         /// The task type, if any.
@@ -239,8 +246,9 @@ pub enum Error {
     },
     /// A range whose upper bound is below its lower bound (`n[5-3]`); Slurm rejects these too.
     #[error(
-        "invalid hostlist {}: descending range '{range}' at byte {pos}",
-        quote(.input, *.pos)
+        "invalid hostlist {}: descending range '{}' at byte {pos}",
+        quote(.input, *.pos),
+        excerpt(.range, 0)
     )]
     HostlistDescendingRange {
         /// The whole hostlist.
@@ -344,7 +352,7 @@ pub enum Error {
         counts: usize,
     },
     /// A node is named twice in the step's node list (or the `tasks_per_node` option).
-    #[error("node {node:?} appears twice in {origin}")]
+    #[error("node {} appears twice in {origin}", quote(.node, 0))]
     SlurmDuplicateNode {
         /// The node.
         node: String,
@@ -352,7 +360,7 @@ pub enum Error {
         origin: String,
     },
     /// The jobs map names a job twice.
-    #[error("the jobs map names job '{job}' twice")]
+    #[error("the jobs map names job '{}' twice", excerpt(.job, 0))]
     SlurmDuplicateJob {
         /// The job.
         job: String,
@@ -436,15 +444,19 @@ pub enum Error {
     },
     /// `SLURM_DISTRIBUTION` names a layout this resolver cannot reproduce.
     #[error(
-        "SLURM_DISTRIBUTION={value:?} is not supported: only block (or unset) and cyclic task \
-         distributions can be reproduced from the step's variables"
+        "SLURM_DISTRIBUTION={} is not supported: only block (or unset) and cyclic task \
+         distributions can be reproduced from the step's variables",
+        quote(.value, 0)
     )]
     SlurmUnsupportedDistribution {
         /// `SLURM_DISTRIBUTION`.
         value: String,
     },
     /// `port_base` plus the tasks of a node goes past port 65535.
-    #[error("port_base {port_base} + {tasks} tasks on node {node:?} goes past port 65535")]
+    #[error(
+        "port_base {port_base} + {tasks} tasks on node {} goes past port 65535",
+        quote(.node, 0)
+    )]
     SlurmPortOverflow {
         /// The `port_base` option.
         port_base: u16,
@@ -455,9 +467,11 @@ pub enum Error {
     },
     /// This rank was computed to run on another node than `SLURMD_NODENAME` says.
     #[error(
-        "rank {rank} (SLURM_PROCID) runs on node {computed:?} by the {distribution} layout of \
-         {origin}, but SLURMD_NODENAME={nodename:?}: the cluster would give this task another \
-         node's address"
+        "rank {rank} (SLURM_PROCID) runs on node {} by the {distribution} layout of \
+         {origin}, but SLURMD_NODENAME={}: the cluster would give this task another \
+         node's address",
+        quote(.computed, 0),
+        quote(.nodename, 0)
     )]
     SlurmWrongNode {
         /// `SLURM_PROCID`.
@@ -472,7 +486,10 @@ pub enum Error {
         origin: String,
     },
     /// `nvidia-smi` could not be started (other than not being installed).
-    #[error("cannot run {program} --list-gpus to count GPUs: {source}")]
+    #[error(
+        "cannot run {} --list-gpus to count GPUs: {source}",
+        excerpt(.program, 0)
+    )]
     SlurmNvidiaSmiStart {
         /// The program.
         program: String,
@@ -482,7 +499,8 @@ pub enum Error {
     },
     /// `nvidia-smi --list-gpus` failed (TensorFlow's wording).
     #[error(
-        "Could not get number of GPUs from nvidia-smi. Maybe it is missing?\nOutput: {output} ({status})"
+        "Could not get number of GPUs from nvidia-smi. Maybe it is missing?\nOutput: {} ({status})",
+        excerpt(.output, 0)
     )]
     SlurmNvidiaSmiFailed {
         /// Its exit status.
@@ -492,8 +510,9 @@ pub enum Error {
     },
     /// `nvidia-smi --list-gpus` ran past its deadline and was killed.
     #[error(
-        "{program} --list-gpus did not answer within {timeout:?}; set gpus_per_node or \
-         CUDA_VISIBLE_DEVICES to not ask it"
+        "{} --list-gpus did not answer within {timeout:?}; set gpus_per_node or \
+         CUDA_VISIBLE_DEVICES to not ask it",
+        excerpt(.program, 0)
     )]
     SlurmNvidiaSmiTimeout {
         /// The program.
@@ -537,7 +556,7 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// An HTTP API answered with an error status.
-    #[error("{operation} returned HTTP {status}: {message}")]
+    #[error("{operation} returned HTTP {status}: {}", excerpt(.message, 0))]
     HttpStatus {
         /// What was called.
         operation: String,
@@ -584,7 +603,11 @@ pub enum Error {
         waited: Option<std::time::Duration>,
     },
     /// A running pod does not report the IP the resolver uses.
-    #[error("Pod \"{pod}\" in namespace \"{namespace}\" is running but has no {field}")]
+    #[error(
+        "Pod \"{}\" in namespace \"{}\" is running but has no {field}",
+        excerpt(.pod, 0),
+        excerpt(.namespace, 0)
+    )]
     PodWithoutAddress {
         /// The namespace of the pod.
         namespace: String,
@@ -595,7 +618,11 @@ pub enum Error {
     },
     /// One pod is matched by two label selectors, which would make it two tasks.
     #[error(
-        "Pod \"{pod}\" in namespace \"{namespace}\" is selected twice: by {first:?} and by {second:?}"
+        "Pod \"{}\" in namespace \"{}\" is selected twice: by {} and by {}",
+        excerpt(.pod, 0),
+        excerpt(.namespace, 0),
+        quote(.first, 0),
+        quote(.second, 0)
     )]
     PodSelectedTwice {
         /// The namespace of the pod.
@@ -611,7 +638,9 @@ pub enum Error {
     // ---- Google Compute Engine (`GceClusterResolver`) ----
     /// An instance of the group has no first network interface with an IP.
     #[error(
-        "instance \"{instance}\" of instance group \"{group}\" has no networkInterfaces[0].networkIP"
+        "instance \"{}\" of instance group \"{}\" has no networkInterfaces[0].networkIP",
+        excerpt(.instance, 0),
+        excerpt(.group, 0)
     )]
     InstanceWithoutIp {
         /// The instance group.
@@ -627,7 +656,8 @@ pub enum Error {
     TpuNameMissing,
     /// The Cloud TPU API lookup of a node failed (TensorFlow's wording).
     #[error(
-        "Could not lookup TPU metadata from name '{tpu}'. Please doublecheck the tpu argument in the TPUClusterResolver constructor. Exception: {source}"
+        "Could not lookup TPU metadata from name '{}'. Please doublecheck the tpu argument in the TPUClusterResolver constructor. Exception: {source}",
+        excerpt(.tpu, 0)
     )]
     TpuLookup {
         /// The TPU name.
@@ -637,7 +667,11 @@ pub enum Error {
         source: Box<Error>,
     },
     /// The TPU node is not in state `READY` (TensorFlow's wording).
-    #[error("TPU \"{tpu}\" is not yet ready; state: \"{state}\"")]
+    #[error(
+        "TPU \"{}\" is not yet ready; state: \"{}\"",
+        excerpt(.tpu, 0),
+        excerpt(.state, 0)
+    )]
     TpuNotReady {
         /// The TPU name.
         tpu: String,
@@ -645,7 +679,11 @@ pub enum Error {
         state: String,
     },
     /// The TPU node is not `HEALTHY`, and the resolver was asked to require health.
-    #[error("TPU \"{tpu}\" is not healthy; health: \"{health}\"")]
+    #[error(
+        "TPU \"{}\" is not healthy; health: \"{}\"",
+        excerpt(.tpu, 0),
+        excerpt(.health, 0)
+    )]
     TpuUnhealthy {
         /// The TPU name.
         tpu: String,
@@ -653,13 +691,20 @@ pub enum Error {
         health: String,
     },
     /// The TPU job has no task to be the master (TensorFlow's wording, plus the job).
-    #[error("No TPUs with the specified names exist. (job '{job}' has no tasks)")]
+    #[error(
+        "No TPUs with the specified names exist. (job '{}' has no tasks)",
+        excerpt(.job, 0)
+    )]
     NoTpus {
         /// The job that has no tasks.
         job: String,
     },
     /// A TPU node's `acceleratorType` gives no per-host core count.
-    #[error("TPU \"{tpu}\" has accelerator type {accelerator_type:?}: {reason}")]
+    #[error(
+        "TPU \"{}\" has accelerator type {}: {reason}",
+        excerpt(.tpu, 0),
+        quote(.accelerator_type, 0)
+    )]
     TpuAcceleratorType {
         /// The TPU name.
         tpu: String,
@@ -724,9 +769,14 @@ fn pods_not_running(
         if i > 0 {
             out.push_str("; ");
         }
-        let _ = write!(out, "Pod \"{pod}\" is not running; phase: \"{phase}\"");
+        let _ = write!(
+            out,
+            "Pod \"{}\" is not running; phase: \"{}\"",
+            excerpt(pod, 0),
+            excerpt(phase, 0)
+        );
     }
-    let _ = write!(out, " (namespace \"{namespace}\"");
+    let _ = write!(out, " (namespace \"{}\"", excerpt(namespace, 0));
     if let Some(waited) = waited {
         let _ = write!(out, ", after waiting {waited:?}");
     }

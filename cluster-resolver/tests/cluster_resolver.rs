@@ -16,6 +16,7 @@ mod cluster_resolver {
     #[cfg(feature = "kubernetes")]
     mod kubernetes;
     mod memory;
+    mod messages;
     mod multi_worker;
     mod runtime;
     mod sagemaker;

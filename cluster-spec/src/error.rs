@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use crate::quote::quote;
+use crate::quote::{excerpt, quote};
 
 /// Everything that can go wrong building, parsing or querying a [`ClusterSpec`](crate::ClusterSpec).
 ///
@@ -12,7 +12,10 @@ use crate::quote::quote;
 #[non_exhaustive]
 pub enum Error {
     /// A job name does not follow TensorFlow's device-name grammar `[A-Za-z][A-Za-z0-9_]*`.
-    #[error("invalid job name {}: {reason}", quote(.name, 0))]
+    #[error(
+        "invalid job name {}: {reason}",
+        quote(.name, crate::grammar::job_name_problem_at(.name))
+    )]
     InvalidJobName {
         /// The rejected name.
         name: String,
@@ -21,8 +24,9 @@ pub enum Error {
     },
     /// A task address is not `host:port`.
     #[error(
-        "invalid address {} for task {task} of job '{job}': {reason}",
-        quote(.address, 0)
+        "invalid address {} for task {task} of job '{}': {reason}",
+        quote(.address, 0),
+        excerpt(.job, 0)
     )]
     InvalidAddress {
         /// The job of the task.
@@ -35,7 +39,11 @@ pub enum Error {
         reason: String,
     },
     /// A task index is not a decimal number from 0 to 2^31-1 (the proto's `int32`).
-    #[error("invalid task index {} in job '{job}': {reason}", quote(.index, 0))]
+    #[error(
+        "invalid task index {} in job '{}': {reason}",
+        quote(.index, 0),
+        excerpt(.job, 0)
+    )]
     InvalidTaskIndex {
         /// The job of the task.
         job: String,
@@ -45,14 +53,15 @@ pub enum Error {
         reason: &'static str,
     },
     /// The same job name appears twice.
-    #[error("Duplicate job ID in cluster specification: {job}")]
+    #[error("Duplicate job ID in cluster specification: {}", excerpt(.job, 0))]
     DuplicateJob {
         /// The repeated job name.
         job: String,
     },
     /// Two entries of one job name the same task index.
     #[error(
-        "job '{job}' specifies two addresses for task {task}: {} and {}",
+        "job '{}' specifies two addresses for task {task}: {} and {}",
+        excerpt(.job, 0),
         quote(.first, 0),
         quote(.second, 0)
     )]
@@ -68,7 +77,8 @@ pub enum Error {
     },
     /// A job's tasks are neither a list nor an object of index to address (TensorFlow's wording).
     #[error(
-        "The tasks for job '{job}' must be a list or a dictionary from integers to strings (found {found})."
+        "The tasks for job '{}' must be a list or a dictionary from integers to strings (found {found}).",
+        excerpt(.job, 0)
     )]
     InvalidTasks {
         /// The job.
@@ -87,13 +97,13 @@ pub enum Error {
         message: String,
     },
     /// The job is not in the cluster (TensorFlow's wording).
-    #[error("No such job in cluster: '{job}'")]
+    #[error("No such job in cluster: '{}'", excerpt(.job, 0))]
     NoSuchJob {
         /// The job asked for.
         job: String,
     },
     /// The job has no task with this index (TensorFlow's wording).
-    #[error("No task with index {task} in job '{job}'")]
+    #[error("No task with index {task} in job '{}'", excerpt(.job, 0))]
     NoSuchTask {
         /// The job.
         job: String,
@@ -103,7 +113,8 @@ pub enum Error {
     /// A job is too sparse to list with [`job_tasks`](crate::ClusterSpec::job_tasks): the list
     /// would hold more than 2^20 holes.
     #[error(
-        "job '{job}' is too sparse to list by index (highest index {max_index} for {tasks} tasks); iterate tasks() instead"
+        "job '{}' is too sparse to list by index (highest index {max_index} for {tasks} tasks); iterate tasks() instead",
+        excerpt(.job, 0)
     )]
     TooSparse {
         /// The job.

@@ -53,6 +53,20 @@ pub(crate) fn job_name_problem(name: &str) -> Option<String> {
     ))
 }
 
+/// The byte [`job_name_problem`] reports for `name`: the first one outside
+/// `[A-Za-z0-9_]`, or 0 when the first byte is the problem (or the name is valid). Error
+/// messages window a long name around it.
+pub(crate) fn job_name_problem_at(name: &str) -> usize {
+    let bytes = name.as_bytes();
+    match bytes.first() {
+        Some(b) if b.is_ascii_alphabetic() => bytes
+            .iter()
+            .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_'))
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// The whole character starting at byte `at` (which may be inside a multi-byte character).
 fn char_at(s: &str, at: usize) -> char {
     let start = (0..=at).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);

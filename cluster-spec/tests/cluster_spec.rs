@@ -8,6 +8,7 @@ mod cluster_spec {
     pub(crate) mod strategies;
 
     mod memory;
+    mod messages;
     mod properties;
     mod semantics;
     mod tensorflow;

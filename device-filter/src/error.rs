@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use cluster_spec::quote::quote;
+use cluster_spec::quote::{excerpt, quote};
 
 /// Everything that can go wrong in this crate.
 ///
@@ -28,8 +28,9 @@ pub enum Error {
     /// A device filter given for a task does not parse (TensorFlow's C++ runtime reports
     /// `Invalid filter: <filter>` when it connects; we report it when the filter is set).
     #[error(
-        "Invalid filter: {} for /job:{job}/task:{task}: {reason} (offset {position})",
-        quote(.filter, *.position)
+        "Invalid filter: {} for /job:{}/task:{task}: {reason} (offset {position})",
+        quote(.filter, *.position),
+        excerpt(.job, 0)
     )]
     InvalidFilter {
         /// The job of the task the filter was given for.
@@ -44,7 +45,7 @@ pub enum Error {
         reason: ParseErrorKind,
     },
     /// A job name is not `[A-Za-z][A-Za-z0-9_]*`.
-    #[error("invalid job name {}: {reason}", quote(.job, 0))]
+    #[error("invalid job name {}: {reason}", quote(.job, name_problem_at(.job)))]
     InvalidJobName {
         /// The rejected name.
         job: String,
@@ -53,7 +54,10 @@ pub enum Error {
     },
     /// A device type given to a [`DeviceName`](crate::DeviceName) builder is not
     /// `[A-Za-z][A-Za-z0-9_]*`.
-    #[error("invalid device type {}: {reason}", quote(.device_type, 0))]
+    #[error(
+        "invalid device type {}: {reason}",
+        quote(.device_type, name_problem_at(.device_type))
+    )]
     InvalidDeviceType {
         /// The rejected type.
         device_type: String,
@@ -62,8 +66,9 @@ pub enum Error {
     },
     /// A task index is negative or above 2^31 − 1, the largest index the proto's `int32` holds.
     #[error(
-        "task index {task} of job {job:?} is out of range: task indices are 0..=2147483647 \
-         (the proto's int32)"
+        "task index {task} of job {} is out of range: task indices are 0..=2147483647 \
+         (the proto's int32)",
+        quote(.job, 0)
     )]
     TaskIndexOutOfRange {
         /// The job the index was given for.
@@ -82,7 +87,11 @@ pub enum Error {
     },
     /// Two device names set different values for the same field
     /// (TensorFlow's `MergeDevNames` wording).
-    #[error("Cannot merge devices with incompatible {field}: '{target}' and '{other}'")]
+    #[error(
+        "Cannot merge devices with incompatible {field}: '{}' and '{}'",
+        excerpt(.target, 0),
+        excerpt(.other, 0)
+    )]
     IncompatibleMerge {
         /// The conflicting field, plural as TensorFlow writes it: `jobs`, `replicas`, `tasks`,
         /// `types` or `ids`.
@@ -93,7 +102,10 @@ pub enum Error {
         other: String,
     },
     /// A `ClusterDeviceFilters` proto lists the same job twice.
-    #[error("job {job:?} appears more than once in the ClusterDeviceFilters proto")]
+    #[error(
+        "job {} appears more than once in the ClusterDeviceFilters proto",
+        quote(.job, 0)
+    )]
     DuplicateJob {
         /// The repeated job name.
         job: String,
@@ -143,6 +155,20 @@ pub enum ParseErrorKind {
     },
 }
 
+/// The byte a [`ParseErrorKind::NameStart`] or [`ParseErrorKind::NameChar`] reason is about:
+/// the first outside `[A-Za-z0-9_]`, or 0 when the first byte is the problem. Messages window
+/// a long name around it.
+fn name_problem_at(name: &str) -> usize {
+    let bytes = name.as_bytes();
+    match bytes.first() {
+        Some(b) if b.is_ascii_alphabetic() => bytes
+            .iter()
+            .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_'))
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Writes a found character, or "the end" when there is none.
 struct Found(Option<char>);
 
@@ -190,7 +216,11 @@ impl fmt::Display for ParseErrorKind {
                 Found(*found)
             ),
             Self::NumberOutOfRange { digits } => {
-                write!(f, "number {digits} is out of range: at most 2147483647")
+                write!(
+                    f,
+                    "number {} is out of range: at most 2147483647",
+                    excerpt(digits, 0)
+                )
             }
         }
     }

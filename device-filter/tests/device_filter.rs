@@ -8,6 +8,8 @@
 mod examples;
 #[path = "device_filter/grammar.rs"]
 mod grammar;
+#[path = "device_filter/messages.rs"]
+mod messages;
 #[path = "device_filter/properties.rs"]
 mod properties;
 #[path = "device_filter/serialization.rs"]

@@ -96,7 +96,8 @@ pub(super) async fn running_instances(
                 return Err(Error::InvalidResponse {
                     operation: format!("POST {page_url}"),
                     reason: format!(
-                        "nextPageToken {token:?} was already returned: the listing loops"
+                        "nextPageToken {} was already returned: the listing loops",
+                        cluster_spec::quote::quote(&token, 0)
                     ),
                 });
             }
@@ -116,7 +117,10 @@ fn instance_name(page_url: &str, instance_url: &str) -> Result<String, Error> {
         Some(name) if !name.is_empty() => Ok(name.to_owned()),
         _ => Err(Error::InvalidResponse {
             operation: format!("POST {page_url}"),
-            reason: format!("item with instance URL {instance_url:?}, which names no instance"),
+            reason: format!(
+                "item with instance URL {}, which names no instance",
+                cluster_spec::quote::quote(instance_url, 0)
+            ),
         }),
     }
 }

@@ -66,7 +66,10 @@ impl HttpClient {
         let bytes = self.send(method.clone(), url, headers, body).await?;
         serde_json::from_slice(&bytes).map_err(|e| Error::InvalidResponse {
             operation: operation(&method, url),
-            reason: format!("not the expected JSON document: {e}"),
+            reason: format!(
+                "not the expected JSON document: {}",
+                cluster_spec::quote::excerpt(&e.to_string(), 0)
+            ),
         })
     }
 

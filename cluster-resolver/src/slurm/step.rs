@@ -232,7 +232,7 @@ pub(super) fn resolve(
     if jobs.total() != assigned {
         let requested = match requested_from {
             Some(n) => format!("{}={n}", vars::STEP_NUM_TASKS),
-            None => format!("jobs {}", jobs.describe()),
+            None => format!("jobs {}", cluster_spec::quote::excerpt(&jobs.describe(), 0)),
         };
         return Err(Error::SlurmTaskCountMismatch {
             requested: jobs.total(),

@@ -16,13 +16,21 @@ pub(super) fn devices_per_host(accelerator_type: &str, hosts: usize) -> Result<u
     let (generation, count) = accelerator_type
         .rsplit_once('-')
         .ok_or_else(|| "expected <generation>-<count>, e.g. v3-8".to_owned())?;
-    let count: u32 = count
-        .parse()
-        .map_err(|_| format!("the count {count:?} is not a number"))?;
+    let count: u32 = count.parse().map_err(|_| {
+        format!(
+            "the count {} is not a number",
+            cluster_spec::quote::quote(count, 0)
+        )
+    })?;
     let devices = match generation {
         "v2" | "v3" | "v5litepod" | "v5e" | "v6e" => count,
         "v4" | "v5p" => count / 2,
-        other => return Err(format!("unknown TPU generation {other:?}")),
+        other => {
+            return Err(format!(
+                "unknown TPU generation {}",
+                cluster_spec::quote::quote(other, 0)
+            ));
+        }
     };
     let hosts = u32::try_from(hosts).map_err(|_| "too many hosts".to_owned())?;
     if hosts == 0 {

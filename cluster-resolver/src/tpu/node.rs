@@ -66,7 +66,7 @@ impl Node {
             });
         }
         let invalid = |reason: String| Error::InvalidResponse {
-            operation: format!("looking up TPU {tpu:?}"),
+            operation: format!("looking up TPU {}", cluster_spec::quote::quote(tpu, 0)),
             reason,
         };
         let address = |ip: &Option<String>, port: &Option<Port>, what: &str| {
