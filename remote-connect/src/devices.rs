@@ -76,12 +76,23 @@ impl LocalDevice {
 
 /// The devices of this host as TensorFlow would see them: `CPU:0`, then one `GPU:i` per NVIDIA
 /// GPU that `nvidia-smi` lists and `CUDA_VISIBLE_DEVICES` (read from the process environment)
-/// lets this process use. `nvidia-smi` runs under `timeout`; no `nvidia-smi` means no GPU.
+/// lets this process use. `nvidia-smi` runs under `timeout`, once per process (the answer is
+/// kept); no `nvidia-smi` means no GPU.
 ///
 /// # Errors
 ///
 /// When `nvidia-smi` exists but fails, hangs past `timeout`, or prints what cannot be read.
 pub async fn discover(timeout: std::time::Duration) -> Result<Vec<LocalDevice>, ServerError> {
+    // A process's GPUs do not change while it runs: one `nvidia-smi` per process, however many
+    // servers it starts (a failure is not kept, so a later start tries again).
+    static DISCOVERED: tokio::sync::OnceCell<Vec<LocalDevice>> = tokio::sync::OnceCell::const_new();
+    DISCOVERED
+        .get_or_try_init(|| discover_now(timeout))
+        .await
+        .cloned()
+}
+
+async fn discover_now(timeout: std::time::Duration) -> Result<Vec<LocalDevice>, ServerError> {
     let visible =
         std::env::var_os("CUDA_VISIBLE_DEVICES").map(|v| v.to_string_lossy().into_owned());
     let gpus = crate::gpu::NvidiaSmi::new(timeout)

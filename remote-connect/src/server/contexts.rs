@@ -56,7 +56,9 @@ impl Install {
         let mut names: Vec<String> = Vec::with_capacity(self.own.len() + self.cluster.len());
         names.extend(self.own.into_iter().map(|(_, attributes)| attributes.name));
         let keep: Vec<bool> = {
-            let mut seen: FxHashSet<&str> = names.iter().map(String::as_str).collect();
+            let mut seen: FxHashSet<&str> = FxHashSet::default();
+            seen.reserve(names.len() + self.cluster.len());
+            seen.extend(names.iter().map(String::as_str));
             self.cluster.iter().map(|name| seen.insert(name)).collect()
         };
         names.extend(
