@@ -10,7 +10,7 @@ mod identity;
 mod state;
 mod worker_service;
 
-pub(crate) use builder::MAX_MESSAGE_SIZE;
+pub(crate) use builder::{MAX_MESSAGE_SIZE, port_of};
 pub use builder::{RunningServer, TaskServer, TaskServerBuilder};
 pub use contexts::ContextInfo;
 pub use error::ServerError;

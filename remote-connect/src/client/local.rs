@@ -9,6 +9,7 @@ use cluster_spec::ClusterSpec;
 use super::ConnectOptions;
 use super::cluster;
 use crate::error::Error;
+use crate::server::port_of;
 use crate::{RunningServer, TaskId, TaskServer};
 
 /// This process's task in a connected cluster.
@@ -32,12 +33,25 @@ pub(crate) async fn start(
 ) -> Result<(Local, ClusterSpec), Error> {
     let task = TaskId::new(options.job_name.clone(), options.task_index);
     let added = !spec.has_job(&task.job);
-    if let Some(previous) = previous {
-        let same_address = added
-            || spec.task_address(&task.job, task.task).ok() == Some(previous.address.as_str());
-        if previous.task == task && previous.added == added && same_address {
-            let full = full_spec(spec, previous)?;
-            return Ok((previous.clone(), full));
+    if let Some(previous) = previous.filter(|p| p.task == task) {
+        // The same task keeps its server when the new cluster can be served by it: an added
+        // job takes whatever port it has; a job in the spec must name that port.
+        let bound = previous.server.local_addr();
+        let wanted = spec.task_address(&task.job, task.task).ok();
+        let same_port = wanted.is_some_and(|a| port_of(a) == bound.port());
+        let same_bind = options.local_bind.is_none_or(|b| b == bound);
+        if same_bind && (added || same_port) {
+            let kept = Local {
+                task,
+                added,
+                address: match wanted {
+                    Some(address) if !added => address.to_owned(),
+                    _ => format!("localhost:{}", bound.port()),
+                },
+                server: previous.server.clone(),
+            };
+            let full = full_spec(spec, &kept)?;
+            return Ok((kept, full));
         }
     }
     let local = if added {

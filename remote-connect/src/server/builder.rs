@@ -218,7 +218,7 @@ impl TaskServerBuilder {
 }
 
 /// The port of a `host:port` address (already validated by the spec).
-fn port_of(address: &str) -> u16 {
+pub(crate) fn port_of(address: &str) -> u16 {
     address
         .rsplit_once(':')
         .and_then(|(_, port)| port.parse().ok())

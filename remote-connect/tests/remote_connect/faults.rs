@@ -511,6 +511,15 @@ async fn reconnect_with_the_same_cluster_is_an_update() {
     ctx.connect_to_cluster(full, fast()).await.unwrap();
     assert_eq!((ctx.context_id(), ctx.context_view_id()), (id, 2));
     assert_eq!(contexts(&servers), vec![vec![(id, 2)]; 3]);
+
+    // Another cluster that names our job at the port our server holds: a reset that keeps
+    // the local server (binding that port again would fail).
+    let ps = servers[0].local_addr().to_string();
+    let smaller = spec_of(&[("ps", vec![ps]), ("localhost", vec![local.clone()])]);
+    ctx.connect_to_cluster(smaller, fast()).await.unwrap();
+    assert_ne!(ctx.context_id(), id);
+    assert_eq!(ctx.local_address().unwrap(), local);
+    assert_eq!(contexts(&servers)[1..], [vec![], vec![]]);
     ctx.close().await.unwrap();
     assert!(servers.iter().all(|s| s.contexts().is_empty()));
     shutdown_all(servers).await;
