@@ -95,10 +95,18 @@ pub async fn discover(timeout: std::time::Duration) -> Result<Vec<LocalDevice>, 
 async fn discover_now(timeout: std::time::Duration) -> Result<Vec<LocalDevice>, ServerError> {
     let visible =
         std::env::var_os("CUDA_VISIBLE_DEVICES").map(|v| v.to_string_lossy().into_owned());
-    let gpus = crate::gpu::NvidiaSmi::new(timeout)
+    discover_with(&crate::gpu::NvidiaSmi::new(timeout), visible.as_deref()).await
+}
+
+/// Discovery with a given `nvidia-smi` and `CUDA_VISIBLE_DEVICES` value.
+async fn discover_with(
+    nvidia_smi: &crate::gpu::NvidiaSmi,
+    cuda_visible_devices: Option<&str>,
+) -> Result<Vec<LocalDevice>, ServerError> {
+    let gpus = nvidia_smi
         .query()
         .await?
-        .map(|gpus| crate::gpu::visible(&gpus, visible.as_deref()))
+        .map(|gpus| crate::gpu::visible(&gpus, cuda_visible_devices))
         .unwrap_or_default();
     Ok(std::iter::once(LocalDevice::cpu()).chain(gpus).collect())
 }
@@ -116,4 +124,87 @@ pub(crate) fn check_unique(devices: &[LocalDevice]) -> Result<(), ServerError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::gpu::NvidiaSmi;
+
+    /// A fake `nvidia-smi`: a shell script with `body`, in a fresh temporary directory.
+    fn fake(name: &str, body: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "remote-connect-{name}-{}-{}",
+            std::process::id(),
+            crate::ids::random_nonzero_u64()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("nvidia-smi");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn gpus_from_nvidia_smi_after_cuda_visible_devices() {
+        let smi = fake(
+            "two",
+            "echo '0, GPU-aaaa, NVIDIA H100 80GB HBM3, 00000000:00:05.0, 81000, 9.0'\n\
+             echo '1, GPU-bbbb, NVIDIA H100 80GB HBM3, 00000000:00:06.0, 81000, 9.0'",
+        );
+        let nvidia_smi = NvidiaSmi::with_program(smi.to_str().unwrap(), Duration::from_secs(10));
+        let devices = runtime()
+            .block_on(discover_with(&nvidia_smi, None))
+            .unwrap();
+        let names: Vec<String> = devices
+            .iter()
+            .map(|d| format!("{}:{}", d.device_type, d.id))
+            .collect();
+        assert_eq!(names, ["CPU:0", "GPU:0", "GPU:1"]);
+        let devices = runtime()
+            .block_on(discover_with(&nvidia_smi, Some("1")))
+            .unwrap();
+        assert_eq!(devices.len(), 2);
+        assert!(devices[1].physical_device_desc.contains("00:06.0"));
+        assert!(devices[1].physical_device_desc.starts_with("device: 0,"));
+    }
+
+    #[test]
+    fn no_nvidia_smi_or_no_gpu_is_cpu_only() {
+        let missing = NvidiaSmi::with_program("/nonexistent/nvidia-smi", Duration::from_secs(1));
+        let devices = runtime().block_on(discover_with(&missing, None)).unwrap();
+        assert_eq!(devices, [LocalDevice::cpu()]);
+        let none = fake("none", "echo 'No devices were found'; exit 6");
+        let none = NvidiaSmi::with_program(none.to_str().unwrap(), Duration::from_secs(10));
+        assert_eq!(
+            runtime().block_on(discover_with(&none, None)).unwrap(),
+            [LocalDevice::cpu()]
+        );
+    }
+
+    #[test]
+    fn a_hung_nvidia_smi_is_killed_at_the_deadline() {
+        let hung = fake("hung", "sleep 30");
+        let hung = NvidiaSmi::with_program(hung.to_str().unwrap(), Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        let err = runtime().block_on(discover_with(&hung, None)).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(err.to_string().contains("no answer within"), "{err}");
+        let broken = fake("broken", "echo 'driver mismatch' >&2; exit 9");
+        let broken = NvidiaSmi::with_program(broken.to_str().unwrap(), Duration::from_secs(10));
+        let err = runtime()
+            .block_on(discover_with(&broken, None))
+            .unwrap_err();
+        assert!(err.to_string().contains("driver mismatch"), "{err}");
+    }
 }

@@ -34,10 +34,16 @@ pub(crate) struct NvidiaSmi {
 }
 
 impl NvidiaSmi {
+    /// The `nvidia-smi` on `PATH`.
     pub(crate) fn new(timeout: Duration) -> Self {
-        // Tests point this at a fake; production uses the one on PATH.
-        let program = std::env::var("TFCLUSTER_NVIDIA_SMI").unwrap_or_else(|_| "nvidia-smi".into());
-        Self { program, timeout }
+        Self::with_program("nvidia-smi", timeout)
+    }
+
+    pub(crate) fn with_program(program: &str, timeout: Duration) -> Self {
+        Self {
+            program: program.to_owned(),
+            timeout,
+        }
     }
 
     /// Every GPU of the host; `None` when `nvidia-smi` is not installed.
