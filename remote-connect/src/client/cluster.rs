@@ -41,12 +41,15 @@ pub(crate) fn remote_tasks(
     tasks
 }
 
-/// TensorFlow's change detection in `connect_to_cluster`: the new connect only updates the
-/// current context when the local job and task are unchanged and the cluster is unchanged,
-/// comparing the current cluster without the local job whenever the new spec lacks that job
-/// (it was added by the client). Anything else resets the context.
+/// TensorFlow's change detection in `connect_to_cluster` (`remote.py`), exactly: the new
+/// connect only updates the current context when the local job and task are unchanged and the
+/// `ClusterDef` last sent (`current`: jobs sorted by name, then the local job if the client
+/// added it), less the local job whenever the new spec lacks that job, equals the new spec's
+/// `ClusterDef` as a protobuf message, where job order matters. So the spec a context reports
+/// (local job included) counts as unchanged only when the local job sorts after every other
+/// job, as in TensorFlow. Anything else resets the context.
 pub(crate) fn is_update(
-    current_cluster: &ClusterSpec,
+    current: &cluster_proto::ClusterDef,
     current_local: &crate::TaskId,
     new_spec: &ClusterSpec,
     new_local: &crate::TaskId,
@@ -54,13 +57,12 @@ pub(crate) fn is_update(
     if current_local != new_local {
         return false;
     }
+    let new = new_spec.as_cluster_def();
     if new_spec.has_job(&new_local.job) {
-        return current_cluster == new_spec;
+        return *current == new;
     }
-    match edit(current_cluster, Some(&new_local.job), None) {
-        Ok(current) => current == *new_spec,
-        Err(_) => false,
-    }
+    let kept = current.job.iter().filter(|job| job.name != new_local.job);
+    kept.eq(new.job.iter())
 }
 
 #[cfg(test)]
@@ -99,15 +101,23 @@ mod tests {
             })
     }
 
-    /// The cluster a connect to `spec` holds: with `localhost` added (`Some`) or with the
-    /// local task one of the spec's own (`None`).
-    fn connected(spec: &ClusterSpec, added: bool) -> (ClusterSpec, TaskId) {
+    /// The `ClusterDef` a connect to `spec` sent, and the local task: with `localhost` added
+    /// (`true`) or with the local task one of the spec's own (`false`).
+    fn connected(
+        spec: &ClusterSpec,
+        added: bool,
+    ) -> (cluster_proto::ClusterDef, ClusterSpec, TaskId) {
         if added {
+            let mut sent = spec.as_cluster_def();
+            sent.job.push(cluster_proto::JobDef {
+                name: "localhost".into(),
+                tasks: [(0, "localhost:5555".into())].into(),
+            });
             let full = edit(spec, None, Some(("localhost", "localhost:5555"))).unwrap();
-            (full, TaskId::new("localhost", 0))
+            (sent, full, TaskId::new("localhost", 0))
         } else {
             let job = spec.jobs()[0].to_owned();
-            (spec.clone(), TaskId::new(job, 0))
+            (spec.as_cluster_def(), spec.clone(), TaskId::new(job, 0))
         }
     }
 
@@ -117,10 +127,12 @@ mod tests {
         #[test]
         fn the_same_spec_is_an_update(jobs in jobs(), added in any::<bool>()) {
             let spec = build(&jobs);
-            let (full, local) = connected(&spec, added);
-            prop_assert!(is_update(&full, &local, &spec, &local));
-            // The cluster as the context reports it (our job included) is the same cluster.
-            prop_assert!(is_update(&full, &local, &full, &local));
+            let (sent, full, local) = connected(&spec, added);
+            prop_assert!(is_update(&sent, &local, &spec, &local));
+            // The cluster as the context reports it (our job included) is the same cluster
+            // only if our job sorts last, since TensorFlow compares jobs in order.
+            let last = spec.jobs().iter().all(|job| *job < local.job.as_str());
+            prop_assert_eq!(is_update(&sent, &local, &full, &local), !added || last);
         }
 
         #[test]
@@ -131,7 +143,7 @@ mod tests {
             extra in any::<bool>(),
         ) {
             let spec = build(&jobs);
-            let (full, local) = connected(&spec, added);
+            let (sent, _, local) = connected(&spec, added);
             let mut changed = jobs.clone();
             let j = pick.index(changed.len());
             let (job, addresses) = &mut changed[j];
@@ -142,20 +154,164 @@ mod tests {
                 addresses[t] = format!("{job}-{t}:3333");
             }
             let changed = build(&changed);
-            prop_assert!(!is_update(&full, &local, &changed, &local));
+            prop_assert!(!is_update(&sent, &local, &changed, &local));
             // Also when the new spec names our job itself.
-            let (changed_full, _) = connected(&changed, added);
-            prop_assert!(!is_update(&full, &local, &changed_full, &local));
+            let (_, changed_full, _) = connected(&changed, added);
+            prop_assert!(!is_update(&sent, &local, &changed_full, &local));
         }
 
         #[test]
         fn a_changed_local_task_is_a_reset(jobs in jobs(), added in any::<bool>()) {
             let spec = build(&jobs);
-            let (full, local) = connected(&spec, added);
+            let (sent, _, local) = connected(&spec, added);
             let other_task = TaskId::new(local.job.clone(), local.task + 1);
-            prop_assert!(!is_update(&full, &local, &spec, &other_task));
+            prop_assert!(!is_update(&sent, &local, &spec, &other_task));
             let other_job = TaskId::new("elsewhere", local.task);
-            prop_assert!(!is_update(&full, &local, &spec, &other_job));
+            prop_assert!(!is_update(&sent, &local, &spec, &other_job));
+        }
+    }
+
+    /// TensorFlow's own decision (`remote.py`'s `is_server_def_changed`, with TensorFlow's
+    /// `ClusterSpec` and `ServerDef` protos) for the same cases.
+    const TF_DECISION: &str = r#"
+import copy, json, sys
+import tensorflow as tf
+from tensorflow.core.protobuf import tensorflow_server_pb2
+out = []
+for line in sys.stdin:
+    c = json.loads(line)
+    old = tf.train.ClusterSpec(c["old"])
+    sent = copy.deepcopy(old.as_cluster_def())
+    if c["old_job"] not in old.jobs:
+        job_def = sent.job.add()
+        job_def.name = c["old_job"]
+        job_def.tasks[0] = "localhost:5555"
+    current = tensorflow_server_pb2.ServerDef(cluster=sent, job_name=c["old_job"], task_index=c["old_task"])
+    new = tf.train.ClusterSpec(c["new"])
+    job_name, task_index = c["new_job"], c["new_task"]
+    if job_name not in new.jobs:
+        for i, job in enumerate(current.cluster.job):
+            if job.name == job_name:
+                del current.cluster.job[i]
+    changed = (current.cluster != new.as_cluster_def() or current.job_name != job_name
+               or current.task_index != task_index)
+    out.append(not changed)
+print(json.dumps(out))
+"#;
+
+    /// A tiny deterministic generator, so the cases are the same on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    fn random_jobs(rng: &mut Rng) -> Jobs {
+        let names = [
+            "a",
+            "chief",
+            "evaluator",
+            "localhost",
+            "ps",
+            "worker",
+            "zeta",
+        ];
+        let mut jobs: Jobs = Vec::new();
+        for _ in 0..1 + rng.below(3) {
+            let name = names[rng.below(names.len())];
+            if jobs.iter().any(|(j, _)| j == name) {
+                continue;
+            }
+            let addresses = (0..1 + rng.below(2))
+                .map(|_| format!("h{}:{}", rng.below(2), 2222 + rng.below(2)))
+                .collect();
+            jobs.push((name.to_owned(), addresses));
+        }
+        jobs
+    }
+
+    fn json(jobs: &Jobs) -> String {
+        build(jobs).to_json()
+    }
+
+    #[test]
+    fn update_or_reset_as_tensorflow_decides() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut cases = Vec::new();
+        let mut input = String::new();
+        while cases.len() < 400 {
+            let old = random_jobs(&mut rng);
+            let locals = ["localhost", "worker", "chief"];
+            let old_job = locals[rng.below(locals.len())];
+            let old_task = match old.iter().find(|(j, _)| j == old_job) {
+                Some((_, addresses)) => rng.below(addresses.len()) as u32,
+                None => 0,
+            };
+            let mut new = match rng.below(4) {
+                0 => random_jobs(&mut rng),
+                _ => old.clone(),
+            };
+            match rng.below(4) {
+                // The cluster as the context reports it: our added job included.
+                0 if !new.iter().any(|(j, _)| j == old_job) => {
+                    new.push((old_job.to_owned(), vec!["localhost:5555".to_owned()]));
+                }
+                1 if new.len() > 1 => {
+                    new.remove(rng.below(new.len()));
+                }
+                _ => {}
+            }
+            let (new_job, new_task) = match rng.below(6) {
+                0 => (locals[rng.below(locals.len())], 0),
+                1 => (old_job, old_task + 1),
+                _ => (old_job, old_task),
+            };
+            if new.is_empty() {
+                continue;
+            }
+            let old_spec = build(&old);
+            let new_spec = build(&new);
+            let mut sent = old_spec.as_cluster_def();
+            if !old_spec.has_job(old_job) {
+                sent.job.push(cluster_proto::JobDef {
+                    name: old_job.to_owned(),
+                    tasks: [(0, "localhost:5555".to_owned())].into(),
+                });
+            }
+            let ours = is_update(
+                &sent,
+                &TaskId::new(old_job, old_task),
+                &new_spec,
+                &TaskId::new(new_job, new_task),
+            );
+            input.push_str(&format!(
+                "{{\"old\": {}, \"old_job\": \"{old_job}\", \"old_task\": {old_task}, \"new\": {}, \"new_job\": \"{new_job}\", \"new_task\": {new_task}}}\n",
+                json(&old),
+                json(&new)
+            ));
+            cases.push((
+                old_spec, old_job, old_task, new_spec, new_job, new_task, ours,
+            ));
+        }
+        let answers: Vec<bool> =
+            serde_json::from_str(&tf_oracle::run(TF_DECISION, &input)).unwrap();
+        assert_eq!(answers.len(), cases.len());
+        let updates = answers.iter().filter(|&&a| a).count();
+        assert!(
+            updates > 50 && updates < 350,
+            "the cases exercise both outcomes: {updates}"
+        );
+        for (case, tf) in cases.iter().zip(answers) {
+            assert_eq!(
+                case.6, tf,
+                "case {case:?}: ours {}, TensorFlow {tf}",
+                case.6
+            );
         }
     }
 }

@@ -142,7 +142,7 @@ impl Context {
         let local = TaskId::new(options.job_name.clone(), options.task_index);
         let update = guard.as_ref().is_some_and(|live| {
             let c = &live.connection;
-            cluster::is_update(&c.full_spec, &c.local.task, &spec, &local)
+            cluster::is_update(c.blueprint.cluster(), &c.local.task, &spec, &local)
         });
         if update {
             let live = guard.as_mut().expect("checked above");

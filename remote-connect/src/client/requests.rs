@@ -56,6 +56,11 @@ impl Blueprint {
         }
     }
 
+    /// The cluster as sent: the user's jobs sorted by name, then the added local job.
+    pub(crate) fn cluster(&self) -> &ClusterDef {
+        &self.cluster
+    }
+
     /// The client's `ServerDef` with the job and task of the receiving task.
     pub(crate) fn server_def(&self, task: &TaskId) -> ServerDef {
         ServerDef {

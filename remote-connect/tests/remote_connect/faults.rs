@@ -505,12 +505,21 @@ async fn reconnect_with_the_same_cluster_is_an_update() {
         ctx.device_attributes(&handle).unwrap().name,
         "/job:ps/replica:0/task:0/device:CPU:0"
     );
-    // The spec with our own job, as the context reports it, is the same cluster too.
+    // The spec with our own job, as the context reports it, is another cluster to TensorFlow:
+    // it compares the ClusterDef it sent (our job appended last) with the new one (jobs
+    // sorted, `localhost` before `ps`) as protobufs, in order. A reset that keeps the local
+    // server, as in TensorFlow.
     let full = ctx.cluster_spec().unwrap();
     assert!(full.has_job("localhost"));
+    ctx.connect_to_cluster(full.clone(), fast()).await.unwrap();
+    let id = ctx.context_id();
+    assert_eq!(ctx.context_view_id(), 0);
+    assert_eq!(ctx.local_address().unwrap(), local);
+    assert_eq!(contexts(&servers), vec![vec![(id, 0)]; 3]);
+    // Now the ClusterDef sent is sorted with `localhost` in place: the same spec updates.
     ctx.connect_to_cluster(full, fast()).await.unwrap();
-    assert_eq!((ctx.context_id(), ctx.context_view_id()), (id, 2));
-    assert_eq!(contexts(&servers), vec![vec![(id, 2)]; 3]);
+    assert_eq!((ctx.context_id(), ctx.context_view_id()), (id, 1));
+    assert_eq!(contexts(&servers), vec![vec![(id, 1)]; 3]);
 
     // Another cluster that names our job at the port our server holds: a reset that keeps
     // the local server (binding that port again would fail).
