@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use rustc_hash::FxHashSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -35,7 +36,10 @@ pub struct ContextInfo {
 }
 
 struct Entry {
+    /// Everything but the devices, which are kept as the bytes received (a context of a large
+    /// cluster is given thousands) and turned into text only when asked for.
     info: ContextInfo,
+    devices: Vec<Bytes>,
     last_access: Instant,
 }
 
@@ -44,22 +48,29 @@ pub(crate) struct Install {
     pub(crate) identity: Identity,
     /// This server's devices under `identity`.
     pub(crate) own: Vec<(DeviceName, DeviceAttributes)>,
-    /// The names of the devices the client sent, as sent.
-    pub(crate) cluster: Vec<String>,
+    /// The names of the devices the client sent, as sent (checked to be UTF-8).
+    pub(crate) cluster: Vec<Bytes>,
 }
 
 impl Install {
     /// This server's devices, then the client's others, each name once (the client's list
     /// includes this task's own devices). Names are compared as text, as clients write them
     /// in the canonical form, so a context of a large cluster costs no parsing.
-    fn devices(self) -> Vec<String> {
-        let mut names: Vec<String> = Vec::with_capacity(self.own.len() + self.cluster.len());
-        names.extend(self.own.into_iter().map(|(_, attributes)| attributes.name));
+    fn devices(self) -> Vec<Bytes> {
+        let mut names: Vec<Bytes> = Vec::with_capacity(self.own.len() + self.cluster.len());
+        names.extend(
+            self.own
+                .into_iter()
+                .map(|(_, attributes)| Bytes::from(attributes.name)),
+        );
         let keep: Vec<bool> = {
-            let mut seen: FxHashSet<&str> = FxHashSet::default();
+            let mut seen: FxHashSet<&[u8]> = FxHashSet::default();
             seen.reserve(names.len() + self.cluster.len());
-            seen.extend(names.iter().map(String::as_str));
-            self.cluster.iter().map(|name| seen.insert(name)).collect()
+            seen.extend(names.iter().map(|n| &n[..]));
+            self.cluster
+                .iter()
+                .map(|name| seen.insert(&name[..]))
+                .collect()
         };
         names.extend(
             self.cluster
@@ -114,9 +125,10 @@ impl Contexts {
                 view_id,
                 job,
                 task,
-                devices,
+                devices: Vec::new(),
                 keep_alive_secs,
             },
+            devices,
             last_access: Instant::now(),
         };
         self.lock().insert(id, entry);
@@ -143,7 +155,7 @@ impl Contexts {
         if let Some(install) = install {
             entry.info.job = install.identity.job.clone();
             entry.info.task = install.identity.task;
-            entry.info.devices = install.devices();
+            entry.devices = install.devices();
         }
         Ok(())
     }
@@ -178,7 +190,14 @@ impl Contexts {
     }
 
     pub(crate) fn snapshot(&self) -> Vec<ContextInfo> {
-        let mut list: Vec<ContextInfo> = self.lock().values().map(|e| e.info.clone()).collect();
+        let mut list: Vec<ContextInfo> = self
+            .lock()
+            .values()
+            .map(|e| ContextInfo {
+                devices: e.devices.iter().map(|d| text(d).to_owned()).collect(),
+                ..e.info.clone()
+            })
+            .collect();
         list.sort_by_key(|c| c.id);
         list
     }
@@ -193,11 +212,28 @@ impl Contexts {
             .parse()
             .map_err(|_| ServerError::UnknownDevice(cluster_spec::quote::excerpt(name, 0)))?;
         entry
-            .info
             .devices
             .iter()
+            .map(text)
             .find(|known| known.parse::<DeviceName>().is_ok_and(|n| n == parsed))
-            .cloned()
+            .map(str::to_owned)
             .ok_or_else(|| ServerError::UnknownDevice(cluster_spec::quote::excerpt(name, 0)))
+    }
+}
+
+/// A device name kept as bytes, as text (names are checked to be UTF-8 when received).
+fn text(name: &Bytes) -> &str {
+    std::str::from_utf8(name).unwrap_or("")
+}
+
+/// A device name received from a client, refused unless it is UTF-8 (as protobuf requires of
+/// a string field; checked here because the lean decoding reads it as bytes).
+pub(crate) fn utf8_name(name: Bytes) -> Result<Bytes, Status> {
+    if name.is_ascii() || std::str::from_utf8(&name).is_ok() {
+        Ok(name)
+    } else {
+        Err(Status::invalid_argument(
+            "cluster_device_attributes: a device name is not valid UTF-8",
+        ))
     }
 }

@@ -21,6 +21,7 @@ use tonic::{Request, Response, Status};
 use tonic_prost::ProstCodec;
 
 use super::MAX_MESSAGE_SIZE;
+use super::contexts::utf8_name;
 use super::eager_service::Eager;
 use super::identity::Claim;
 use super::state::TaskState;
@@ -53,11 +54,11 @@ struct LeanServerDef {
     replica: i32,
 }
 
-/// `tensorflow.DeviceAttributes`, name only.
+/// `tensorflow.DeviceAttributes`, name only, as bytes (no allocation per device).
 #[derive(Clone, PartialEq, prost::Message)]
 struct DeviceNameOnly {
-    #[prost(string, tag = "1")]
-    name: String,
+    #[prost(bytes = "bytes", tag = "1")]
+    name: Bytes,
 }
 
 impl From<LeanServerDef> for Claim {
@@ -130,20 +131,20 @@ impl UnaryService<LeanCreateContextRequest> for Create {
 
     fn call(&mut self, request: Request<LeanCreateContextRequest>) -> Self::Future {
         let r = request.into_inner();
-        let names = r
+        let result = r
             .cluster_device_attributes
             .into_iter()
-            .map(|d| d.name)
-            .collect();
-        let result = self
-            .0
-            .create_context(
-                r.context_id,
-                r.context_view_id,
-                r.keep_alive_secs,
-                r.server_def.map(Claim::from),
-                names,
-            )
+            .map(|d| utf8_name(d.name))
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|names| {
+                self.0.create_context(
+                    r.context_id,
+                    r.context_view_id,
+                    r.keep_alive_secs,
+                    r.server_def.map(Claim::from),
+                    names,
+                )
+            })
             .map(|device_attributes| Response::new(CreateContextResponse { device_attributes }));
         std::future::ready(result)
     }

@@ -33,12 +33,12 @@ impl EagerService for Eager {
         &self,
         request: Request<CreateContextRequest>,
     ) -> Result<Response<CreateContextResponse>, Status> {
-        // Served by `create_context::Routes` with a leaner decoding; kept for completeness.
+        // Served by `create_context::EagerRoutes` with a leaner decoding; kept for completeness.
         let r = request.into_inner();
         let names = r
             .cluster_device_attributes
             .into_iter()
-            .map(|d| d.name)
+            .map(|d| bytes::Bytes::from(d.name))
             .collect();
         let device_attributes = self.0.create_context(
             r.context_id,
@@ -62,7 +62,7 @@ impl EagerService for Eager {
             let names = request
                 .cluster_device_attributes
                 .into_iter()
-                .map(|d| d.name)
+                .map(|d| bytes::Bytes::from(d.name))
                 .collect();
             Some(self.0.install(request.server_def.map(Claim::from), names)?)
         };

@@ -49,7 +49,7 @@ impl TaskState {
     pub(crate) fn install(
         &self,
         claim: Option<Claim>,
-        cluster: Vec<String>,
+        cluster: Vec<bytes::Bytes>,
     ) -> Result<Install, Status> {
         let identity = identity::adopt(claim, &self.own)?;
         let own = self.named(&identity)?;
@@ -69,7 +69,7 @@ impl TaskState {
         view_id: u64,
         keep_alive_secs: i64,
         claim: Option<Claim>,
-        cluster: Vec<String>,
+        cluster: Vec<bytes::Bytes>,
     ) -> Result<Vec<DeviceAttributes>, Status> {
         self.contexts.check_create(id, view_id)?;
         let install = self.install(claim, cluster)?;
