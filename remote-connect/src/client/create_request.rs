@@ -7,7 +7,9 @@
 //! a task's request is those bytes plus its job, task index and ids (protobuf fields may come
 //! in any order, and a decoder reads the result as the same message).
 
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use cluster_proto::eager::{CreateContextRequest, CreateContextResponse};
@@ -19,8 +21,14 @@ use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::Channel;
 use tonic_prost::ProstCodec;
 
-use super::visible::Visible;
+use device_filter::{ClusterDeviceFilters, VisibilityIndex};
+
+use super::Deadline;
+use super::connection::Member;
+use super::fan_out::fan_out;
+use super::visible::{Sent, Visible};
 use crate::TaskId;
+use crate::error::TaskFailure;
 use crate::server::MAX_MESSAGE_SIZE;
 
 /// The parts every task's request shares.
@@ -99,6 +107,53 @@ impl CreateTemplate {
         }
         chunks.push(self.tail.clone());
         chunks
+    }
+}
+
+/// What one step of creating contexts needs: the cluster's devices and the filters' index.
+pub(crate) struct CreateStep<'a> {
+    pub(crate) template: &'a CreateTemplate,
+    pub(crate) filters: &'a ClusterDeviceFilters,
+    pub(crate) index: &'a VisibilityIndex<'a>,
+    /// The cluster's device names, shared by every member's record of what it was sent.
+    pub(crate) names: &'a Arc<Vec<String>>,
+    pub(crate) deadline: &'a Deadline,
+}
+
+impl CreateStep<'_> {
+    /// `CreateContext` on each of `tasks` (members of `members`) with the devices its filters
+    /// let it see, recorded in the member; returns the tasks that answered and every failure.
+    pub(crate) async fn run(
+        &self,
+        members: &mut BTreeMap<TaskId, Member>,
+        tasks: &[TaskId],
+    ) -> (Vec<TaskId>, Vec<TaskFailure>) {
+        let mut requests = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            let Some(member) = members.get_mut(task) else {
+                continue;
+            };
+            let visible = Visible::of(self.filters, self.index, task);
+            let chunks = self.template.request(task, &visible);
+            member.sent = Sent {
+                names: self.names.clone(),
+                visible,
+            };
+            requests.push((
+                task.clone(),
+                member.address.clone(),
+                (member.remote.channel.channel.clone(), chunks),
+            ));
+        }
+        let (created, failures) = fan_out(requests, |_, _, (channel, chunks)| {
+            let deadline = self.deadline.clone();
+            async move { deadline.run("CreateContext", send(channel, chunks)).await }
+        })
+        .await;
+        (
+            created.into_iter().map(|(task, _, _)| task).collect(),
+            failures,
+        )
     }
 }
 

@@ -11,13 +11,14 @@ use device_filter::ClusterDeviceFilters;
 use super::close::close_contexts;
 use super::cluster;
 use super::connection::{Connection, Member};
-use super::create_request::{self, CreateTemplate};
+use super::create_request::{CreateStep, CreateTemplate};
 use super::discovery::discover;
 use super::fan_out::fan_out;
 use super::local::{self, Local};
 use super::requests::Blueprint;
-use super::visible::{Sent, Visible};
+use super::visible::Sent;
 use super::{ConnectOptions, Deadline};
+use crate::TaskId;
 use crate::error::{Error, Stage};
 use crate::ids::random_nonzero_u64;
 
@@ -89,38 +90,23 @@ pub(crate) async fn connect(
         context_id,
         0,
     );
-    let sent_names: Arc<Vec<String>> =
-        Arc::new(attributes.iter().map(|a| a.name.clone()).collect());
-    let mut requests = Vec::with_capacity(members.len());
-    for (task, member) in &mut members {
-        let visible = Visible::of(&filters, &index, task);
-        let chunks = template.request(task, &visible);
-        member.sent = Sent {
-            names: sent_names.clone(),
-            visible,
-        };
-        requests.push((
-            task.clone(),
-            member.address.clone(),
-            (member.remote.channel.channel.clone(), chunks),
-        ));
-    }
-    let (created, failures) = fan_out(requests, |_, _, (channel, chunks)| {
-        let deadline = deadline.clone();
-        async move {
-            deadline
-                .run("CreateContext", create_request::send(channel, chunks))
-                .await
-        }
-    })
-    .await;
+    let names_sent = Arc::new(attributes.iter().map(|a| a.name.clone()).collect());
+    let step = CreateStep {
+        template: &template,
+        filters: &filters,
+        index: &index,
+        names: &names_sent,
+        deadline: &deadline,
+    };
+    let tasks: Vec<TaskId> = members.keys().cloned().collect();
+    let (created, failures) = step.run(&mut members, &tasks).await;
     if !failures.is_empty() {
         // Leave no half-created cluster behind.
         let undo = created
             .into_iter()
-            .filter_map(|(task, address, _)| {
-                let channel = members.get(&task)?.remote.channel.clone();
-                Some((task, address, channel))
+            .filter_map(|task| {
+                let member = members.get(&task)?;
+                Some((task, member.address.clone(), member.remote.channel.clone()))
             })
             .collect();
         let cleanup = Deadline::new(

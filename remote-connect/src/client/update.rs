@@ -11,7 +11,7 @@ use cluster_spec::ClusterSpec;
 use super::close::close_contexts;
 use super::cluster;
 use super::connection::{Connection, Member};
-use super::create_request::{self, CreateTemplate};
+use super::create_request::{CreateStep, CreateTemplate};
 use super::discovery::discover;
 use super::fan_out::fan_out;
 use super::requests::Blueprint;
@@ -163,30 +163,14 @@ pub(crate) async fn update(
             context_id,
             next_view,
         );
-        let mut requests = Vec::new();
-        for task in &added {
-            let member = connection.members.get_mut(task).expect("just inserted");
-            let visible = Visible::of(&connection.filters, &index, task);
-            let chunks = template.request(task, &visible);
-            member.sent = Sent {
-                names: sent_names.clone(),
-                visible,
-            };
-            requests.push((
-                task.clone(),
-                member.address.clone(),
-                (member.remote.channel.channel.clone(), chunks),
-            ));
-        }
-        let (_, create_failures) = fan_out(requests, |_, _, (channel, chunks)| {
-            let deadline = deadline.clone();
-            async move {
-                deadline
-                    .run("CreateContext", create_request::send(channel, chunks))
-                    .await
-            }
-        })
-        .await;
+        let step = CreateStep {
+            template: &template,
+            filters: &connection.filters,
+            index: &index,
+            names: &sent_names,
+            deadline: &deadline,
+        };
+        let (_, create_failures) = step.run(&mut connection.members, &added).await;
         for failure in &create_failures {
             connection.members.remove(&failure.task);
         }
