@@ -10,7 +10,7 @@
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod process;
@@ -29,16 +29,15 @@ pub fn python() -> PathBuf {
     }
 }
 
-/// Runs `script` with `input` on its stdin in the TensorFlow venv and returns its stdout.
+/// Starts the venv's python with `args`, TensorFlow quiet and on the CPU, every pipe piped.
 ///
 /// # Panics
 ///
-/// If Python cannot start, the script fails, or it runs longer than [`TIMEOUT`]: the panic
-/// message carries the script's stderr and how to install the venv (`cargo xtask tf-venv`).
-pub fn run(script: &str, input: &str) -> String {
+/// If Python cannot start, with how to get the venv.
+fn start(args: &[&str]) -> Child {
     let python = python();
-    let mut child = Command::new(&python)
-        .args(["-c", script])
+    Command::new(&python)
+        .args(args)
         .env("TF_CPP_MIN_LOG_LEVEL", "3")
         .env("CUDA_VISIBLE_DEVICES", "")
         .stdin(Stdio::piped())
@@ -52,7 +51,17 @@ pub fn run(script: &str, input: &str) -> String {
                  or set TFCLUSTER_PYTHON to a python with tensorflow-cpu==2.21.0",
                 python.display()
             )
-        });
+        })
+}
+
+/// Runs `script` with `input` on its stdin in the TensorFlow venv and returns its stdout.
+///
+/// # Panics
+///
+/// If Python cannot start, the script fails, or it runs longer than [`TIMEOUT`]: the panic
+/// message carries the script's stderr and how to install the venv (`cargo xtask tf-venv`).
+pub fn run(script: &str, input: &str) -> String {
+    let mut child = start(&["-c", script]);
     // Feed stdin and drain stdout and stderr from threads, so neither side can block on a
     // full pipe while the other waits.
     let mut stdin = child.stdin.take().expect("stdin is piped");

@@ -2,12 +2,10 @@
 //! wait for the test between steps), killed when dropped.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use crate::python;
 
 /// A running Python script in the TensorFlow venv: read its stdout line by line, write lines
 /// to its stdin. Killed (and reaped) on drop, so a failing test leaves no process behind.
@@ -27,24 +25,9 @@ impl Process {
     ///
     /// If Python cannot start (with how to install the venv).
     pub fn spawn(script: &str, args: &[&str]) -> Self {
-        let python = python();
-        let mut child = Command::new(&python)
-            .arg("-u")
-            .args(["-c", script])
-            .args(args)
-            .env("TF_CPP_MIN_LOG_LEVEL", "3")
-            .env("CUDA_VISIBLE_DEVICES", "")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot run TensorFlow's python {}: {e}\n\
-                     this test needs TensorFlow 2.21: run `cargo xtask tf-venv` (or `cargo xtask test`)",
-                    python.display()
-                )
-            });
+        let mut command = vec!["-u", "-c", script];
+        command.extend_from_slice(args);
+        let mut child = crate::start(&command);
         let (send, lines) = channel();
         let stdout = child.stdout.take().expect("stdout is piped");
         std::thread::spawn(move || {
