@@ -35,7 +35,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ClusterSpec, Error> {
         match (field, kind) {
             (1, LEN) => job(&mut assembler, wire.len_delimited("ClusterDef.job")?)?,
             (1, _) => return Err(wrong_type("ClusterDef.job")),
-            _ => wire.skip(kind, 0)?,
+            _ => wire.skip(field, kind, 0)?,
         }
     }
     assembler.finish()
@@ -55,7 +55,7 @@ fn job(assembler: &mut Assembler, bytes: &[u8]) -> Result<(), Error> {
                 entries += 1;
             }
             (1 | 2, _) => return Err(wrong_type("JobDef")),
-            _ => wire.skip(kind, 0)?,
+            _ => wire.skip(field, kind, 0)?,
         }
     }
     assembler.begin_job(name)?;
@@ -70,7 +70,7 @@ fn job(assembler: &mut Assembler, bytes: &[u8]) -> Result<(), Error> {
             let start = value.as_ptr() as usize - bytes.as_ptr() as usize;
             tasks.push((key, start as u32, (start + value.len()) as u32));
         } else if field != 1 {
-            wire.skip(kind, 0)?;
+            wire.skip(field, kind, 0)?;
         } else {
             wire.len_delimited("JobDef.name")?;
         }
@@ -110,7 +110,7 @@ fn map_entry(bytes: &[u8]) -> Result<(i32, &str), Error> {
             (1, VARINT) => key = wire.varint()? as i32,
             (2, LEN) => value = utf8(wire.len_delimited("JobDef.tasks")?, "JobDef.tasks")?,
             (1 | 2, _) => return Err(wrong_type("JobDef.tasks")),
-            _ => wire.skip(kind, 0)?,
+            _ => wire.skip(field, kind, 0)?,
         }
     }
     Ok((key, value))
@@ -191,8 +191,8 @@ impl<'a> Wire<'a> {
         self.take(n, field)
     }
 
-    /// Skips the value of an unknown field of wire type `kind`, `depth` groups deep.
-    fn skip(&mut self, kind: u8, depth: u32) -> Result<(), Error> {
+    /// Skips the value of unknown field `field` of wire type `kind`, `depth` groups deep.
+    fn skip(&mut self, field: u64, kind: u8, depth: u32) -> Result<(), Error> {
         match kind {
             VARINT => self.varint().map(drop),
             FIXED64 => self.take(8, "unknown field").map(drop),
@@ -206,8 +206,12 @@ impl<'a> Wire<'a> {
             START_GROUP => loop {
                 match self.key()? {
                     None => return Err(decode_error("group", "unexpected end of group")),
-                    Some((_, END_GROUP)) => return Ok(()),
-                    Some((_, kind)) => self.skip(kind, depth + 1)?,
+                    // Only the end of this group closes it, as in prost.
+                    Some((end, END_GROUP)) if end == field => return Ok(()),
+                    Some((_, END_GROUP)) => {
+                        return Err(decode_error("group", "unexpected end group tag"));
+                    }
+                    Some((inner, kind)) => self.skip(inner, kind, depth + 1)?,
                 }
             },
             _ => Err(decode_error("group", "unexpected end group tag")),

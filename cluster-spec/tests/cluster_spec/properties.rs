@@ -172,7 +172,16 @@ proptest! {
         let mut bytes = ClusterSpec::from_json(&c.to_json()).unwrap().encode_cluster_def();
         if !bytes.is_empty() {
             let at = cut % bytes.len();
-            if byte % 4 == 0 { bytes.truncate(at); } else { bytes[at] = byte; }
+            if byte % 4 == 0 {
+                bytes.truncate(at);
+            } else {
+                // prost reads a map field as length-delimited whatever wire type its key says
+                // (`0x11` for `0x12` still decodes the entry); protobuf, TensorFlow's C++ parser
+                // and ours do not. A byte that changes only a key's wire type is no oracle.
+                let old = bytes[at];
+                prop_assume!(!(old >> 3 == byte >> 3 && old & 7 != byte & 7));
+                bytes[at] = byte;
+            }
         }
         let ours = ClusterSpec::decode_cluster_def(&bytes).ok();
         let prost = ClusterDef::decode(bytes.as_slice())
