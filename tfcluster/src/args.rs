@@ -1,14 +1,17 @@
-//! What a subcommand can fail with, and reading an input that may be inline, a file or stdin.
+//! What a command can fail with, and reading an input that may be inline, a file or stdin.
 
 use std::io::Read;
 
-/// Why a command failed: bad input (exit 1) or a bad command line (exit 2).
+/// Why a command did not succeed.
 pub(crate) enum Failure {
+    /// Bad input or failed tasks (exit 1); the message names the value or task.
     Input(String),
-    Usage(String),
+    /// Standard output was closed (`| head`): stop quietly, as Unix tools do.
+    ClosedOutput,
 }
 
-/// The text of `arg`: `-` reads stdin, `@path` reads a file, anything else is the text itself.
+/// The text of `arg` and where it came from: `-` reads stdin, `@path` reads a file, anything
+/// else is the text itself.
 pub(crate) fn read_input(arg: &str) -> Result<(String, String), Failure> {
     if arg == "-" {
         let mut text = String::new();
@@ -17,10 +20,33 @@ pub(crate) fn read_input(arg: &str) -> Result<(String, String), Failure> {
             .map_err(|e| Failure::Input(format!("cannot read standard input: {e}")))?;
         Ok((text, "standard input".into()))
     } else if let Some(path) = arg.strip_prefix('@') {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::Input(format!("cannot read {path}: {e}")))?;
-        Ok((text, path.to_owned()))
+        read_file(path)
     } else {
         Ok((arg.to_owned(), "the command line".into()))
     }
+}
+
+/// JSON given inline (it starts with `{`), from stdin (`-`) or from a file (a path, or
+/// `@path`).
+pub(crate) fn read_json_or_file(arg: &str) -> Result<(String, String), Failure> {
+    if arg.trim_start().starts_with('{') || arg == "-" || arg.starts_with('@') {
+        read_input(arg)
+    } else {
+        read_file(arg)
+    }
+}
+
+fn read_file(path: &str) -> Result<(String, String), Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Input(format!("cannot read {path}: {e}")))?;
+    Ok((text, path.to_owned()))
+}
+
+/// A tokio runtime for one command (two worker threads: enough for loopback clusters).
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))
 }

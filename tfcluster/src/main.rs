@@ -1,67 +1,85 @@
-//! `tfcluster`: inspect TensorFlow cluster specs, resolve a process's cluster from its
-//! environment, and expand Slurm hostlists from the command line.
+//! `tfcluster`: launch, serve, connect to and inspect TensorFlow clusters.
 //!
-//! Each subcommand lives in its own module; this file parses the first word and dispatches.
-//! Exit status: 0 on success, 1 when the input is invalid (the message says which value and
-//! where), 2 when the command line itself is wrong.
+//! Each command lives in its own module with its clap arguments; this file declares the
+//! command line and dispatches. Exit status: 0 on success, 1 when the input is invalid or a
+//! task failed (the message names the value or task), 2 when the command line itself is wrong
+//! (clap's usage errors).
 
 mod args;
+mod cluster_arg;
+mod connect_cmd;
 mod hostlist_cmd;
+mod output;
+mod report;
 mod resolve_cmd;
+mod serve_cmd;
 mod spec_cmd;
+mod up_cmd;
 
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand};
+
 use args::Failure;
 
-const HELP: &str = "\
-tfcluster — inspect TensorFlow clusters
+/// Launch, serve, connect to and inspect TensorFlow clusters, over the gRPC TensorFlow 2.21
+/// speaks.
+#[derive(Parser)]
+#[command(name = "tfcluster", version, propagate_version = true)]
+#[command(
+    after_help = "Start here: `tfcluster up` runs a whole cluster in this process, \
+connects to it with ParameterServerStrategy's device filters and prints what each task sees.\n\
+Exit status: 0 success, 1 invalid input or failed tasks (the message names them), 2 bad usage.\n\
+Logs: -v (info), -vv (debug), or RUST_LOG."
+)]
+struct Cli {
+    /// More log output on standard error (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
 
-USAGE:
-    tfcluster <COMMAND> [OPTIONS] [ARGS]
-
-COMMANDS:
-    spec        Validate a cluster spec (TF_CONFIG's \"cluster\" JSON) and print it
-    resolve     Find this process's cluster from its environment (TF_CONFIG, Slurm, ...)
-    hostlist    Expand or compress Slurm hostlists, as `scontrol show hostnames` does
-    help        Print this help, or a command's: tfcluster help spec
-
-Run `tfcluster <COMMAND> --help` for a command's options. Exit status: 0 success,
-1 invalid input (the message names the value and where it came from), 2 bad usage.
-";
+#[derive(Subcommand)]
+enum Command {
+    Up(up_cmd::Args),
+    Serve(serve_cmd::Args),
+    Connect(connect_cmd::Args),
+    Spec(spec_cmd::Args),
+    Resolve(resolve_cmd::Args),
+    Hostlist(hostlist_cmd::Args),
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        None | Some("help" | "--help" | "-h") => match args.get(1).map(String::as_str) {
-            Some("spec") => spec_cmd::run(&["--help".into()]),
-            Some("hostlist") => hostlist_cmd::run(&["--help".into()]),
-            Some("resolve") => resolve_cmd::run(&["--help".into()]),
-            _ => {
-                print!("{HELP}");
-                Ok(())
-            }
-        },
-        Some("--version" | "-V") => {
-            println!("tfcluster {}", env!("CARGO_PKG_VERSION"));
-            Ok(())
-        }
-        Some("spec") => spec_cmd::run(&args[1..]),
-        Some("hostlist") => hostlist_cmd::run(&args[1..]),
-        Some("resolve") => resolve_cmd::run(&args[1..]),
-        Some(other) => Err(Failure::Usage(format!(
-            "unknown command '{other}' (commands: spec, resolve, hostlist, help)"
-        ))),
+    let cli = Cli::parse();
+    init_logs(cli.verbose);
+    let result = match cli.command {
+        Command::Up(args) => up_cmd::run(args),
+        Command::Serve(args) => serve_cmd::run(args),
+        Command::Connect(args) => connect_cmd::run(args),
+        Command::Spec(args) => spec_cmd::run(args),
+        Command::Resolve(args) => resolve_cmd::run(args),
+        Command::Hostlist(args) => hostlist_cmd::run(args),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) | Err(Failure::ClosedOutput) => ExitCode::SUCCESS,
         Err(Failure::Input(message)) => {
             eprintln!("tfcluster: error: {message}");
             ExitCode::from(1)
         }
-        Err(Failure::Usage(message)) => {
-            eprintln!("tfcluster: {message}\nRun `tfcluster --help` for usage.");
-            ExitCode::from(2)
-        }
     }
+}
+
+fn init_logs(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }

@@ -1,87 +1,102 @@
 //! `tfcluster resolve`: what cluster this process is part of, found the way a TensorFlow job
 //! would find it.
 
-use cluster_resolver::{Env, auto_detect, detect};
+use cluster_resolver::{ClusterResolver, ClusterSource, Env, detect, tf_config_for};
 use serde_json::json;
 
-use crate::args::Failure;
+use crate::args::{Failure, runtime};
+use crate::cluster_arg::{From, resolver};
+use crate::output::emit;
 
-const HELP: &str = "\
-tfcluster resolve — find this process's cluster from its environment
-
-USAGE:
-    tfcluster resolve [--json]
-
-Checks, in order, TF_CONFIG, a Slurm job step (SLURM_PROCID, SLURM_STEP_NUM_TASKS,
-SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE), SageMaker (SM_HOSTS, SM_CURRENT_HOST) and
-Open MPI (OMPI_COMM_WORLD_*), and prints the first complete one: the cluster, this task and
-the master address. When none is complete the error says what each source lacks.
-
-Run it under the launcher to see what a job there would see, e.g.
-    srun -N2 -n4 tfcluster resolve
-    TF_CONFIG='{\"cluster\": {\"worker\": [\"w0:2222\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}' tfcluster resolve
-
-OPTIONS:
-    --json    one JSON object: source, cluster (TF_CONFIG shape), task_type, task_id,
-              rpc_layer, master
-";
-
-pub(crate) fn run(args: &[String]) -> Result<(), Failure> {
-    let mut as_json = false;
-    for arg in args {
-        match arg.as_str() {
-            "--help" | "-h" => {
-                print!("{HELP}");
-                return Ok(());
-            }
-            "--json" => as_json = true,
-            other => {
-                return Err(Failure::Usage(format!(
-                    "resolve: unexpected argument {other:?}"
-                )));
-            }
-        }
-    }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))?;
-    let output = runtime
-        .block_on(resolve(as_json))
-        .map_err(|e| Failure::Input(e.to_string()))?;
-    print!("{output}");
-    Ok(())
+/// Find this process's cluster from its environment, as a TensorFlow job would.
+///
+/// `--from auto` checks, in order, TF_CONFIG, a Slurm job step (SLURM_PROCID,
+/// SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE), SageMaker (SM_HOSTS,
+/// SM_CURRENT_HOST) and Open MPI (OMPI_COMM_WORLD_*), and uses the first complete one; when
+/// none is complete the error says what each source lacks.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  srun -N2 -n4 tfcluster resolve\n  \
+TF_CONFIG='{\"cluster\": {\"worker\": [\"w0:2222\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}' tfcluster resolve --format json\n  \
+eval \"$(srun -n1 tfcluster resolve --from slurm --format env)\"")]
+pub(crate) struct Args {
+    /// Where to look.
+    #[arg(long, value_enum, default_value = "auto")]
+    from: From,
+    /// table: readable; json: one object (source, cluster, task_type, task_id, rpc_layer,
+    /// master); tf-config: this task's TF_CONFIG; env: `export TF_CONFIG=...` for a shell.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    /// Same as --format json.
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
 }
 
-async fn resolve(as_json: bool) -> Result<String, cluster_resolver::Error> {
-    let env = Env::process();
-    let source = detect(&env)?;
-    let resolver = auto_detect(&env).await?;
-    let spec = resolver.cluster_spec().await?;
-    let (task_type, task_id) = (resolver.task_type(), resolver.task_id());
-    let master = resolver.master(None, None, None).await?;
-    let rpc_layer = resolver.rpc_layer();
-    if as_json {
-        let cluster: serde_json::Value =
-            serde_json::from_str(&spec.to_json()).expect("to_json writes valid JSON");
-        let out = json!({
-            "source": source.to_string(),
-            "cluster": cluster,
-            "task_type": task_type,
-            "task_id": task_id,
-            "rpc_layer": rpc_layer,
-            "master": master,
-        });
-        return Ok(format!("{out}\n"));
-    }
-    let task = match (task_type, task_id) {
-        (Some(job), Some(id)) => format!("{job} {id}"),
-        (Some(job), None) => format!("{job} (no index)"),
-        _ => "(none)".into(),
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Table,
+    Json,
+    TfConfig,
+    Env,
+}
+
+pub(crate) fn run(args: Args) -> Result<(), Failure> {
+    let format = if args.json { Format::Json } else { args.format };
+    let out = runtime()?.block_on(resolve(args.from, format))?;
+    emit(&out)
+}
+
+async fn resolve(from: From, format: Format) -> Result<String, Failure> {
+    let invalid = |e: cluster_resolver::Error| Failure::Input(e.to_string());
+    let source = match from {
+        From::Auto => detect(&Env::process()).map_err(invalid)?,
+        From::TfConfig => ClusterSource::TfConfig,
+        From::Slurm => ClusterSource::Slurm,
+        From::Sagemaker => ClusterSource::SageMaker,
     };
-    Ok(format!(
-        "source:    {source}\ncluster:   {spec}\ntask:      {task}\nrpc_layer: {}\nmaster:    {}\n",
-        rpc_layer.as_deref().unwrap_or("(none)"),
-        if master.is_empty() { "(none)" } else { &master },
-    ))
+    let resolver: Box<dyn ClusterResolver> = resolver(from).await?;
+    // Each accessor once: some resolvers (Slurm) do real work per call.
+    let spec = resolver.cluster_spec().await.map_err(invalid)?;
+    let (task_type, task_id) = (resolver.task_type(), resolver.task_id());
+    let master = resolver.master(None, None, None).await.map_err(invalid)?;
+    let rpc_layer = resolver.rpc_layer();
+    let tf_config = || match (&task_type, task_id) {
+        (Some(job), Some(id)) => {
+            tf_config_for(&spec, job, id, rpc_layer.as_deref()).map_err(invalid)
+        }
+        _ => Err(Failure::Input(format!(
+            "{source} names no task of this process, so there is no TF_CONFIG to write"
+        ))),
+    };
+    Ok(match format {
+        Format::Json => {
+            let cluster: serde_json::Value =
+                serde_json::from_str(&spec.to_json()).unwrap_or_default();
+            let out = json!({
+                "source": source.to_string(),
+                "cluster": cluster,
+                "task_type": task_type,
+                "task_id": task_id,
+                "rpc_layer": rpc_layer,
+                "master": master,
+            });
+            format!("{out}\n")
+        }
+        Format::TfConfig => format!("{}\n", tf_config()?),
+        Format::Env => format!(
+            "export TF_CONFIG='{}'\n",
+            tf_config()?.replace('\'', r"'\''")
+        ),
+        Format::Table => {
+            let task = match (task_type, task_id) {
+                (Some(job), Some(id)) => format!("{job} {id}"),
+                (Some(job), None) => format!("{job} (no index)"),
+                _ => "(none)".into(),
+            };
+            format!(
+                "source:    {source}\ncluster:   {spec}\ntask:      {task}\nrpc_layer: {}\nmaster:    {}\n",
+                rpc_layer.as_deref().unwrap_or("(none)"),
+                if master.is_empty() { "(none)" } else { &master },
+            )
+        }
+    })
 }

@@ -166,3 +166,6 @@ fn resolve_without_a_cluster_says_what_each_source_lacks() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains(r#"invalid address "w0""#));
 }
+
+#[path = "tfcluster/network.rs"]
+mod network;

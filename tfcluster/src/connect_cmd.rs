@@ -1,0 +1,73 @@
+//! `tfcluster connect`: connect to a running cluster as TensorFlow's client would, and show
+//! every task's devices and what each may see.
+
+use std::time::Duration;
+
+use device_filter::ClusterDeviceFilters;
+use remote_connect::{ConnectOptions, Context};
+
+use crate::args::{Failure, read_json_or_file, runtime};
+use crate::cluster_arg::ClusterArgs;
+use crate::output::emit;
+use crate::report::{self, Format};
+
+/// Connect to a running cluster (TensorFlow's `experimental_connect_to_cluster`) and print
+/// every task's devices, and with filters what each task may see.
+///
+/// Finishes within --timeout even when tasks are down or silent: every task that failed is
+/// listed with its address and cause, and the exit status is 1.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+tfcluster connect --cluster '{\"worker\": [\"localhost:2222\", \"localhost:2223\"], \"ps\": [\"localhost:2224\"]}' --filters ps\n  \
+tfcluster connect --from tf-config --timeout 2s --format json")]
+pub(crate) struct Args {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    /// Device filters: `ps` for ParameterServerStrategy's, or JSON such as
+    /// {"worker": {"0": ["/job:ps"]}} inline or in a file.
+    #[arg(long)]
+    filters: Option<String>,
+    /// Give up on a task after this long (e.g. 500ms, 5s).
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    /// Output form.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+}
+
+pub(crate) fn run(args: Args) -> Result<(), Failure> {
+    runtime()?.block_on(connect(args))
+}
+
+async fn connect(args: Args) -> Result<(), Failure> {
+    let resolver = args.cluster.resolver().await?;
+    let spec = resolver
+        .cluster_spec()
+        .await
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    let mut options = ConnectOptions::default()
+        .timeout(args.timeout)
+        .rpc_timeout(args.timeout)
+        .make_master_device_default(false);
+    if let Some(filters) = &args.filters {
+        let filters = if filters == "ps" {
+            ClusterDeviceFilters::parameter_server(&spec)
+        } else {
+            let (text, origin) = read_json_or_file(filters)?;
+            serde_json::from_str(&text)
+                .map_err(|e| Failure::Input(format!("device filters from {origin}: {e}")))?
+        };
+        options = options.cluster_device_filters(filters);
+    }
+    let ctx = Context::new();
+    let tasks = spec.total_tasks();
+    tracing::info!(tasks, timeout = ?args.timeout, "connecting");
+    ctx.connect_to_cluster(spec, options)
+        .await
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    let out = report::render(&ctx, args.format);
+    // The remote contexts are closed even if printing fails.
+    let closed = ctx.close().await;
+    emit(&out)?;
+    closed.map_err(|e| Failure::Input(e.to_string()))
+}

@@ -1,0 +1,17 @@
+//! Writing to standard output: a closed pipe ends the command quietly, any other write error
+//! (a full disk) is an error, never a panic as `println!` would give.
+
+use std::io::{ErrorKind, Write};
+
+use crate::args::Failure;
+
+/// Writes `text` to standard output and flushes it.
+pub(crate) fn emit(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| match e.kind() {
+            ErrorKind::BrokenPipe => Failure::ClosedOutput,
+            _ => Failure::Input(format!("cannot write to standard output: {e}")),
+        })
+}

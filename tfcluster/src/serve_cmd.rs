@@ -1,0 +1,87 @@
+//! `tfcluster serve`: one task of a cluster, served until SIGINT or SIGTERM.
+
+use std::net::SocketAddr;
+
+use remote_connect::TaskServer;
+
+use crate::args::{Failure, runtime};
+use crate::cluster_arg::ClusterArgs;
+use crate::output::emit;
+
+/// Serve one task of a cluster: TensorFlow's device discovery and remote contexts, so real
+/// TensorFlow (`tf.config.experimental_connect_to_cluster`) and `tfcluster connect` can
+/// connect to it.
+///
+/// Prints `serving /job:J/replica:0/task:T at ADDRESS` once it accepts connections; SIGINT
+/// (Ctrl-C) and SIGTERM stop it gracefully.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+tfcluster serve --cluster '{\"worker\": [\"localhost:2222\", \"localhost:2223\"]}' --job worker --task 1\n  \
+TF_CONFIG=... tfcluster serve --from tf-config")]
+pub(crate) struct Args {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    /// The job of the task to serve (default: the resolver's task type).
+    #[arg(long)]
+    job: Option<String>,
+    /// The index of the task to serve (default: the resolver's task id).
+    #[arg(long)]
+    task: Option<u32>,
+    /// Listen here (default: all interfaces, the port of this task's address).
+    #[arg(long)]
+    bind: Option<SocketAddr>,
+}
+
+pub(crate) fn run(args: Args) -> Result<(), Failure> {
+    runtime()?.block_on(serve(args))
+}
+
+async fn serve(args: Args) -> Result<(), Failure> {
+    let resolver = args.cluster.resolver().await?;
+    let spec = resolver
+        .cluster_spec()
+        .await
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    let job = args.job.or_else(|| resolver.task_type()).ok_or_else(|| {
+        Failure::Input("which task to serve? give --job (the cluster source names none)".into())
+    })?;
+    let task = args.task.or_else(|| resolver.task_id()).ok_or_else(|| {
+        Failure::Input("which task to serve? give --task (the cluster source names none)".into())
+    })?;
+    let mut builder = TaskServer::builder(spec, &job, task);
+    if let Some(bind) = args.bind {
+        builder = builder.bind(bind);
+    }
+    let server = builder
+        .start()
+        .await
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    emit(&format!(
+        "serving /job:{job}/replica:0/task:{task} at {} ({})\n",
+        server.local_addr(),
+        server.devices().join(", ")
+    ))?;
+    stopped().await;
+    tracing::info!("stopping: in-flight requests finish first");
+    server
+        .shutdown()
+        .await
+        .map_err(|e| Failure::Input(e.to_string()))
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub(crate) async fn stopped() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let terminate = async {
+        match term.as_mut() {
+            Some(term) => {
+                term.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
