@@ -24,7 +24,7 @@ pub(crate) struct Args {
     #[command(flatten)]
     cluster: ClusterArgs,
     /// Device filters: `ps` for ParameterServerStrategy's, or JSON such as
-    /// {"worker": {"0": ["/job:ps"]}} inline or in a file.
+    /// `{"worker": {"0": ["/job:ps"]}}` inline or in a file.
     #[arg(long)]
     filters: Option<String>,
     /// Give up on a task after this long (e.g. 500ms, 5s).

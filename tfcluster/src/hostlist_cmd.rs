@@ -9,8 +9,8 @@ use crate::output::emit;
 
 /// Expand or compress Slurm hostlists, as `scontrol show hostnames` / `hostlist` do.
 ///
-/// Zero padding is kept per range endpoint (n[009-011] -> n009 n010 n011), brackets may hold
-/// lists and ranges (n[1-3,7]), and a name may have several bracket groups.
+/// Zero padding is kept per range endpoint (`n[009-011]` -> n009 n010 n011), brackets may
+/// hold lists and ranges (`n[1-3,7]`), and a name may have several bracket groups.
 #[derive(clap::Args)]
 #[command(after_help = "Example:\n  tfcluster hostlist expand 'rack[1-2]-node[01-03]'")]
 pub(crate) struct Args {
@@ -22,7 +22,7 @@ pub(crate) struct Args {
 enum Command {
     /// One host per line, in Slurm's order.
     Expand {
-        /// The hostlist, e.g. 'n[01-04],gpu[1,3]'.
+        /// The hostlist, e.g. `n[01-04],gpu[1,3]`.
         list: String,
     },
     /// One hostlist from host names, order kept (as scontrol).

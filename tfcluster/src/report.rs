@@ -11,8 +11,8 @@ use serde_json::json;
 pub(crate) enum Format {
     /// Readable: tasks, addresses, devices, and who sees what.
     Table,
-    /// One JSON object: {"context_id", "local": {...}, "tasks": [{"task", "job", "index",
-    /// "address", "devices", "visible"}]}.
+    /// One JSON object: `{"context_id", "local": {...}, "tasks": [{"task", "job", "index",
+    /// "address", "devices", "visible"}]}`.
     Json,
 }
 

@@ -10,7 +10,7 @@ use crate::output::emit;
 /// Validate a cluster spec (TF_CONFIG's "cluster" JSON) and print it.
 ///
 /// SPEC maps job names to a list of "host:port" (a dense job) or to an object from task index
-/// to "host:port" (a sparse job). Job names must match [A-Za-z][A-Za-z0-9_]*, addresses must
+/// to "host:port" (a sparse job). Job names must match `[A-Za-z][A-Za-z0-9_]*`, addresses must
 /// be host:port.
 #[derive(clap::Args)]
 #[command(
