@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use device_filter::ClusterDeviceFilters;
+use indicatif::ProgressBar;
 use remote_connect::{ConnectOptions, Context};
 
 use crate::args::{Failure, read_json_or_file, runtime};
@@ -62,9 +63,19 @@ async fn connect(args: Args) -> Result<(), Failure> {
     let ctx = Context::new();
     let tasks = spec.total_tasks();
     tracing::info!(tasks, timeout = ?args.timeout, "connecting");
-    ctx.connect_to_cluster(spec, options)
-        .await
-        .map_err(|e| Failure::Input(e.to_string()))?;
+    // A spinner on a terminal for larger clusters (indicatif draws nothing when stderr is not
+    // a terminal, so pipes and logs stay clean).
+    let spinner = (tasks > 8).then(|| {
+        let spinner = ProgressBar::new_spinner();
+        spinner.set_message(format!("connecting to {tasks} tasks"));
+        spinner.enable_steady_tick(Duration::from_millis(100));
+        spinner
+    });
+    let connected = ctx.connect_to_cluster(spec, options).await;
+    if let Some(spinner) = spinner {
+        spinner.finish_and_clear();
+    }
+    connected.map_err(|e| Failure::Input(e.to_string()))?;
     let out = report::render(&ctx, args.format);
     // The remote contexts are closed even if printing fails.
     let closed = ctx.close().await;

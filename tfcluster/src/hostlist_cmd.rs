@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use cluster_resolver::hostlist;
 
-use crate::args::Failure;
+use crate::args::{Failure, read_input};
 use crate::output::emit;
 
 /// Expand or compress Slurm hostlists, as `scontrol show hostnames` / `hostlist` do.
@@ -27,8 +27,7 @@ enum Command {
     },
     /// One hostlist from host names, order kept (as scontrol).
     Compress {
-        /// The host names.
-        #[arg(required = true)]
+        /// The host names (default: read from standard input, separated by white space).
         hosts: Vec<String>,
     },
     /// SLURM_STEP_TASKS_PER_NODE's form, e.g. 2(x3),1 -> one count per node.
@@ -55,6 +54,13 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
                 }
             }
             emit(&chunk)
+        }
+        Command::Compress { hosts } if hosts.is_empty() => {
+            let (text, _) = read_input("-")?;
+            emit(&format!(
+                "{}\n",
+                hostlist::compress(text.split_whitespace())
+            ))
         }
         Command::Compress { hosts } => emit(&format!("{}\n", hostlist::compress(&hosts))),
         Command::TasksPerNode { counts } => {

@@ -14,11 +14,12 @@ mod report;
 mod resolve_cmd;
 mod serve_cmd;
 mod spec_cmd;
+mod spec_convert;
 mod up_cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use args::Failure;
 
@@ -48,6 +49,11 @@ enum Command {
     Spec(spec_cmd::Args),
     Resolve(resolve_cmd::Args),
     Hostlist(hostlist_cmd::Args),
+    /// Print a shell completion script: `tfcluster completions bash > /etc/bash_completion.d/tfcluster`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -60,6 +66,11 @@ fn main() -> ExitCode {
         Command::Spec(args) => spec_cmd::run(args),
         Command::Resolve(args) => resolve_cmd::run(args),
         Command::Hostlist(args) => hostlist_cmd::run(args),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "tfcluster", &mut script);
+            output::emit_bytes(&script)
+        }
     };
     match result {
         Ok(()) | Err(Failure::ClosedOutput) => ExitCode::SUCCESS,

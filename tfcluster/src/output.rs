@@ -7,8 +7,13 @@ use crate::args::Failure;
 
 /// Writes `text` to standard output and flushes it.
 pub(crate) fn emit(text: &str) -> Result<(), Failure> {
+    emit_bytes(text.as_bytes())
+}
+
+/// Writes `bytes` (binary output such as a serialized ClusterDef) and flushes them.
+pub(crate) fn emit_bytes(bytes: &[u8]) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
+    out.write_all(bytes)
         .and_then(|()| out.flush())
         .map_err(|e| match e.kind() {
             ErrorKind::BrokenPipe => Failure::ClosedOutput,

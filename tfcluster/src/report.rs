@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use comfy_table::{CellAlignment, ContentArrangement, Table};
 use remote_connect::{Context, TaskId};
 use serde_json::json;
 
@@ -67,27 +68,15 @@ fn to_json(ctx: &Context) -> serde_json::Value {
 
 fn table(ctx: &Context) -> String {
     let tasks = ctx.remote_tasks();
-    let mut out = String::new();
-    let width = tasks
-        .iter()
-        .map(|(t, _)| t.to_string().len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let addr_width = tasks.iter().map(|(_, a)| a.len()).max().unwrap_or(7).max(7);
-    let _ = writeln!(out, "{:width$}  {:addr_width$}  devices", "task", "address");
+    let mut listing = plain(["task", "address", "devices"]);
     for (task, address) in &tasks {
         let devices: Vec<String> = devices_of(ctx, task)
             .iter()
             .map(|d| short(d, task))
             .collect();
-        let _ = writeln!(
-            out,
-            "{:width$}  {address:addr_width$}  {}",
-            task.to_string(),
-            devices.join(" ")
-        );
+        listing.add_row([task.to_string(), address.clone(), devices.join(" ")]);
     }
+    let mut out = format!("{listing}\n");
     // Who may see what: one column per device of the cluster.
     let all: Vec<String> = ctx
         .list_logical_devices()
@@ -109,35 +98,51 @@ fn table(ctx: &Context) -> String {
     }
     let _ = writeln!(out, "\nvisible devices (device filters):");
     if all.len() > MATRIX_MAX_DEVICES {
+        let mut summary = plain(["task", "sees"]);
         for (task, _) in &tasks {
             let seen = ctx.visible_devices(task).unwrap_or_default();
             let count = all.iter().filter(|d| seen.contains(*d)).count();
-            let _ = writeln!(
-                out,
-                "{:width$}  sees {count} of {} devices",
+            summary.add_row([
                 task.to_string(),
-                all.len()
-            );
+                format!("{count} of {} devices", all.len()),
+            ]);
         }
+        let _ = writeln!(out, "{summary}");
         return out;
     }
-    let labels: Vec<String> = all.iter().map(|d| label(d)).collect();
-    let col = labels.iter().map(String::len).max().unwrap_or(1);
-    let _ = write!(out, "{:width$}", "");
-    for l in &labels {
-        let _ = write!(out, "  {l:>col$}");
-    }
-    out.push('\n');
+    let header = std::iter::once(String::new()).chain(all.iter().map(|d| label(d)));
+    let mut matrix = plain(header);
     for (task, _) in &tasks {
         let seen = ctx.visible_devices(task).unwrap_or_default();
-        let _ = write!(out, "{:width$}", task.to_string());
-        for device in &all {
-            let mark = if seen.contains(device) { "x" } else { "." };
-            let _ = write!(out, "  {mark:>col$}");
-        }
-        out.push('\n');
+        let marks = all
+            .iter()
+            .map(|device| if seen.contains(device) { "x" } else { "." }.to_owned());
+        matrix.add_row(std::iter::once(task.to_string()).chain(marks));
     }
+    for column in matrix.column_iter_mut().skip(1) {
+        column.set_cell_alignment(CellAlignment::Center);
+    }
+    let _ = writeln!(out, "{matrix}");
     out
+}
+
+/// A table without borders, columns two spaces apart.
+fn plain<I, T>(header: I) -> Table
+where
+    I: IntoIterator<Item = T>,
+    T: Into<comfy_table::Cell>,
+{
+    let mut table = Table::new();
+    table
+        .load_preset(comfy_table::presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header);
+    // Columns two spaces apart, nothing before the first or after the last.
+    let columns = table.column_count();
+    for (i, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((0, if i + 1 == columns { 0 } else { 2 }));
+    }
+    table
 }
 
 /// `CPU:0` for a device of `task`.

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use remote_connect::TaskServer;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::args::{Failure, runtime};
 use crate::cluster_arg::ClusterArgs;
@@ -52,6 +53,7 @@ async fn serve(args: Args) -> Result<(), Failure> {
     if let Some(bind) = args.bind {
         builder = builder.bind(bind);
     }
+    let stop = Stop::install();
     let server = builder
         .start()
         .await
@@ -61,7 +63,7 @@ async fn serve(args: Args) -> Result<(), Failure> {
         server.local_addr(),
         server.devices().join(", ")
     ))?;
-    stopped().await;
+    stop.wait().await;
     tracing::info!("stopping: in-flight requests finish first");
     server
         .shutdown()
@@ -69,19 +71,34 @@ async fn serve(args: Args) -> Result<(), Failure> {
         .map_err(|e| Failure::Input(e.to_string()))
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub(crate) async fn stopped() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let terminate = async {
-        match term.as_mut() {
-            Some(term) => {
-                term.recv().await;
-            }
-            None => std::future::pending::<()>().await,
+/// SIGINT and SIGTERM, caught from the moment this is made (so a signal that arrives right
+/// after the "serving" line is not lost).
+pub(crate) struct Stop {
+    interrupt: Option<Signal>,
+    terminate: Option<Signal>,
+}
+
+impl Stop {
+    pub(crate) fn install() -> Self {
+        Self {
+            interrupt: signal(SignalKind::interrupt()).ok(),
+            terminate: signal(SignalKind::terminate()).ok(),
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
+    }
+
+    /// Resolves on the first of the two signals.
+    pub(crate) async fn wait(mut self) {
+        async fn next(signal: &mut Option<Signal>) {
+            match signal {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        tokio::select! {
+            () = next(&mut self.interrupt) => {}
+            () = next(&mut self.terminate) => {}
+        }
     }
 }

@@ -1,24 +1,34 @@
-//! `tfcluster spec`: validate a cluster spec and print it in one of TensorFlow's forms.
+//! `tfcluster spec`: validate a cluster spec and print it in one of TensorFlow's forms, or
+//! validate and convert files between the forms TensorFlow writes.
 
 use std::fmt::Write as _;
+use std::io::Read;
 
 use cluster_spec::ClusterSpec;
 
 use crate::args::{Failure, read_input};
 use crate::output::emit;
+use crate::spec_convert::{self, Form};
 
-/// Validate a cluster spec (TF_CONFIG's "cluster" JSON) and print it.
+/// Validate a cluster spec (TF_CONFIG's "cluster" JSON) and print it; or `validate` and
+/// `convert` files in TensorFlow's forms (JSON, ClusterDef binary, ClusterDef text).
 ///
 /// SPEC maps job names to a list of "host:port" (a dense job) or to an object from task index
 /// to "host:port" (a sparse job). Job names must match `[A-Za-z][A-Za-z0-9_]*`, addresses must
 /// be host:port.
 #[derive(clap::Args)]
-#[command(
-    after_help = "Example:\n  tfcluster spec '{\"worker\": [\"w0:2222\", \"w1:2222\"], \"ps\": {\"1\": \"p1:2222\"}}'"
-)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+#[command(after_help = "Examples:\n  \
+tfcluster spec '{\"worker\": [\"w0:2222\", \"w1:2222\"], \"ps\": {\"1\": \"p1:2222\"}}'\n  \
+tfcluster spec validate cluster.json\n  \
+tfcluster spec convert --to cluster-def-text cluster.json\n  \
+python -c 'import tensorflow as tf; print(tf.train.ClusterSpec({\"w\": [\"a:1\"]}).as_cluster_def().SerializeToString())' ... | tfcluster spec convert --from cluster-def --to json -")]
 pub(crate) struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// The spec: inline JSON, @FILE, or - for standard input.
-    spec: String,
+    #[arg(required = true)]
+    spec: Option<String>,
     /// TensorFlow's repr, jobs sorted by name (the default).
     #[arg(long, group = "format")]
     repr: bool,
@@ -33,8 +43,52 @@ pub(crate) struct Args {
     cluster_def: bool,
 }
 
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Check a cluster file; prints `valid: N jobs, M tasks` or the problem (job, task, value).
+    Validate {
+        /// The file (- for standard input).
+        file: String,
+        /// Its form (default: detected).
+        #[arg(long, value_enum)]
+        from: Option<Form>,
+    },
+    /// Convert a cluster file to another form, validating it on the way.
+    Convert {
+        /// The file (- for standard input).
+        file: String,
+        /// Its form (default: detected: JSON starts with `{`, text format with `job`,
+        /// anything else is binary).
+        #[arg(long, value_enum)]
+        from: Option<Form>,
+        /// The form to write.
+        #[arg(long, value_enum)]
+        to: Form,
+    },
+}
+
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
-    let (text, origin) = read_input(&args.spec)?;
+    match args.command {
+        Some(Command::Validate { file, from }) => {
+            let (bytes, origin) = read_bytes(&file)?;
+            let spec = spec_convert::read(&bytes, from, &origin)?;
+            emit(&format!(
+                "valid: {} jobs, {} tasks\n",
+                spec.jobs().len(),
+                spec.total_tasks()
+            ))
+        }
+        Some(Command::Convert { file, from, to }) => {
+            let (bytes, origin) = read_bytes(&file)?;
+            let spec = spec_convert::read(&bytes, from, &origin)?;
+            spec_convert::write(&spec, to)
+        }
+        None => print(&args),
+    }
+}
+
+fn print(args: &Args) -> Result<(), Failure> {
+    let (text, origin) = read_input(args.spec.as_deref().unwrap_or("-"))?;
     let spec =
         ClusterSpec::from_json(&text).map_err(|e| Failure::Input(format!("{origin}: {e}")))?;
     let out = if args.json {
@@ -47,6 +101,21 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
         format!("{spec}\n")
     };
     emit(&out)
+}
+
+/// The bytes of a file, or of standard input for `-`, and where they came from.
+fn read_bytes(path: &str) -> Result<(Vec<u8>, String), Failure> {
+    if path == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| Failure::Input(format!("cannot read standard input: {e}")))?;
+        Ok((bytes, "standard input".into()))
+    } else {
+        let bytes =
+            std::fs::read(path).map_err(|e| Failure::Input(format!("cannot read {path}: {e}")))?;
+        Ok((bytes, path.to_owned()))
+    }
 }
 
 fn tasks(spec: &ClusterSpec) -> String {

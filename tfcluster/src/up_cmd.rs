@@ -11,7 +11,7 @@ use remote_connect::{ConnectOptions, Context, RunningServer, TaskServer};
 use crate::args::{Failure, runtime};
 use crate::output::emit;
 use crate::report::{self, Format};
-use crate::serve_cmd::stopped;
+use crate::serve_cmd::Stop;
 
 /// Start a local cluster in this process (a chief, workers and parameter servers, each a task
 /// server on a free 127.0.0.1 port), connect to it with ParameterServerStrategy's device
@@ -82,9 +82,10 @@ async fn up(args: Args) -> Result<(), Failure> {
     if args.keep {
         out.push_str(&how_to_connect(&spec)?);
     }
+    let stop = args.keep.then(Stop::install);
     emit(&out)?;
-    if args.keep {
-        stopped().await;
+    if let Some(stop) = stop {
+        stop.wait().await;
     }
     ctx.close().await.map_err(|e| failed(&e))?;
     for server in servers {

@@ -169,3 +169,6 @@ fn resolve_without_a_cluster_says_what_each_source_lacks() {
 
 #[path = "tfcluster/network.rs"]
 mod network;
+
+#[path = "tfcluster/forms.rs"]
+mod forms;

@@ -1,0 +1,161 @@
+//! `spec validate` / `spec convert` between TensorFlow's forms (checked against TensorFlow's
+//! own serializer and text-format parser), `hostlist compress` from standard input, resolve's
+//! TF_CONFIG and shell forms, and shell completions.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use super::{stdout, tfcluster};
+
+/// Runs the binary with `input` on standard input.
+fn with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tfcluster"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+const SPEC: &str = r#"{"worker": ["w0:2222", "w1:2222"], "ps": {"3": "p:1"}}"#;
+
+#[test]
+fn convert_round_trips_through_every_form() {
+    let text = with_stdin(
+        &["spec", "convert", "--to", "cluster-def-text", "-"],
+        SPEC.as_bytes(),
+    );
+    assert!(
+        text.status.success(),
+        "{}",
+        String::from_utf8_lossy(&text.stderr)
+    );
+    let binary = with_stdin(
+        &["spec", "convert", "--to", "cluster-def", "-"],
+        &text.stdout,
+    );
+    assert!(
+        binary.status.success(),
+        "{}",
+        String::from_utf8_lossy(&binary.stderr)
+    );
+    let json = with_stdin(&["spec", "convert", "--to", "json", "-"], &binary.stdout);
+    assert_eq!(
+        stdout(&json),
+        "{\"ps\":{\"3\":\"p:1\"},\"worker\":[\"w0:2222\",\"w1:2222\"]}\n"
+    );
+    let valid = with_stdin(&["spec", "validate", "-"], &binary.stdout);
+    assert_eq!(stdout(&valid), "valid: 2 jobs, 3 tasks\n");
+}
+
+#[test]
+fn tensorflows_forms_are_read_and_ours_are_read_by_tensorflow() {
+    // TensorFlow's serialized ClusterDef in, our text format out, TensorFlow's parser back.
+    const SCRIPT: &str = r#"
+import sys
+import tensorflow as tf
+from google.protobuf import text_format
+from tensorflow.core.protobuf import cluster_pb2
+spec = tf.train.ClusterSpec({"worker": ["w0:2222", "w1:2222"], "ps": {3: "p:1"}})
+mode = sys.stdin.readline().strip()
+if mode == "binary":
+    print(spec.as_cluster_def().SerializeToString().hex())
+else:
+    parsed = text_format.Parse(sys.stdin.read(), cluster_pb2.ClusterDef())
+    print(parsed == spec.as_cluster_def())
+"#;
+    let hex = tf_oracle::run(SCRIPT, "binary\n");
+    let bytes = tf_oracle::unhex(hex.trim());
+    let json = with_stdin(
+        &[
+            "spec",
+            "convert",
+            "--from",
+            "cluster-def",
+            "--to",
+            "json",
+            "-",
+        ],
+        &bytes,
+    );
+    assert_eq!(
+        stdout(&json),
+        "{\"ps\":{\"3\":\"p:1\"},\"worker\":[\"w0:2222\",\"w1:2222\"]}\n"
+    );
+    let text = with_stdin(
+        &["spec", "convert", "--to", "cluster-def-text", "-"],
+        SPEC.as_bytes(),
+    );
+    let answer = tf_oracle::run(SCRIPT, &format!("text\n{}", stdout(&text)));
+    assert_eq!(answer.trim(), "True");
+}
+
+#[test]
+fn invalid_files_name_the_problem() {
+    let out = with_stdin(
+        &["spec", "validate", "-"],
+        br#"job { name: "w" tasks { key: 0 value: "nohost" } }"#,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"invalid address "nohost" for task 0 of job 'w'"#),
+        "{stderr}"
+    );
+    let out = with_stdin(&["spec", "validate", "-"], br#"job { nme: "w" }"#);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nme"));
+    let out = with_stdin(
+        &["spec", "validate", "--from", "cluster-def", "-"],
+        &[0x0a, 0x05, 0x0a],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let out = tfcluster(&["spec", "validate", "/nonexistent.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.json"));
+}
+
+#[test]
+fn hostlist_compress_reads_standard_input() {
+    let out = with_stdin(&["hostlist", "compress"], b"n1 n2\nn3\ngpu7\n");
+    assert_eq!(stdout(&out), "n[1-3],gpu7\n");
+}
+
+#[test]
+fn resolve_writes_this_tasks_tf_config_for_a_shell() {
+    let tf_config = r#"{"cluster": {"worker": ["w0:2222", "w1:2222"]}, "task": {"type": "worker", "index": 1}}"#;
+    let out = Command::new(env!("CARGO_BIN_EXE_tfcluster"))
+        .args(["resolve", "--from", "tf-config", "--format", "env"])
+        .env_clear()
+        .env("TF_CONFIG", tf_config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout(&out);
+    assert!(line.starts_with("export TF_CONFIG='{"), "{line}");
+    let json = line
+        .trim_end()
+        .trim_start_matches("export TF_CONFIG='")
+        .trim_end_matches('\'');
+    let parsed: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(parsed["task"]["index"], 1);
+    assert_eq!(parsed["cluster"]["worker"][1], "w1:2222");
+}
+
+#[test]
+fn completions_for_shells() {
+    let out = tfcluster(&["completions", "bash"]);
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("tfcluster"));
+    assert_eq!(
+        tfcluster(&["completions", "nosuchshell"]).status.code(),
+        Some(2)
+    );
+}
