@@ -1,7 +1,10 @@
 //! `tfcluster resolve`: what cluster this process is part of, found the way a TensorFlow job
 //! would find it.
 
-use cluster_resolver::{ClusterResolver, ClusterSource, Env, detect, tf_config_for};
+use cluster_resolver::{
+    ClusterResolver, ClusterSource, Env, SlurmClusterResolver, detect, format_master_url,
+    tf_config_for,
+};
 use serde_json::json;
 
 use crate::args::{Failure, runtime};
@@ -53,12 +56,27 @@ async fn resolve(from: From, format: Format) -> Result<String, Failure> {
         From::Slurm => ClusterSource::Slurm,
         From::Sagemaker => ClusterSource::SageMaker,
     };
-    let resolver: Box<dyn ClusterResolver> = resolver(from).await?;
-    // Each accessor once: some resolvers (Slurm) do real work per call.
-    let spec = resolver.cluster_spec().await.map_err(invalid)?;
-    let (task_type, task_id) = (resolver.task_type(), resolver.task_id());
-    let master = resolver.master(None, None, None).await.map_err(invalid)?;
-    let rpc_layer = resolver.rpc_layer();
+    let found = if source == ClusterSource::Slurm {
+        slurm()?
+    } else {
+        let resolver: Box<dyn ClusterResolver> = resolver(from).await?;
+        Found {
+            spec: resolver.cluster_spec().await.map_err(invalid)?,
+            task_type: resolver.task_type(),
+            task_id: resolver.task_id(),
+            master: resolver.master(None, None, None).await.map_err(invalid)?,
+            rpc_layer: resolver.rpc_layer(),
+            cuda_visible_devices: None,
+        }
+    };
+    let Found {
+        spec,
+        task_type,
+        task_id,
+        master,
+        rpc_layer,
+        cuda_visible_devices,
+    } = found;
     let tf_config = || match (&task_type, task_id) {
         (Some(job), Some(id)) => {
             tf_config_for(&spec, job, id, rpc_layer.as_deref()).map_err(invalid)
@@ -82,10 +100,16 @@ async fn resolve(from: From, format: Format) -> Result<String, Failure> {
             format!("{out}\n")
         }
         Format::TfConfig => format!("{}\n", tf_config()?),
-        Format::Env => format!(
-            "export TF_CONFIG='{}'\n",
-            tf_config()?.replace('\'', r"'\''")
-        ),
+        Format::Env => {
+            let mut out = format!("export TF_CONFIG={}\n", shell_quote(&tf_config()?));
+            if let Some(devices) = cuda_visible_devices {
+                out.push_str(&format!(
+                    "export CUDA_VISIBLE_DEVICES={}\n",
+                    shell_quote(&devices)
+                ));
+            }
+            out
+        }
         Format::Table => {
             let task = match (task_type, task_id) {
                 (Some(job), Some(id)) => format!("{job} {id}"),
@@ -99,4 +123,38 @@ async fn resolve(from: From, format: Format) -> Result<String, Failure> {
             )
         }
     })
+}
+
+/// What `resolve` reports.
+struct Found {
+    spec: cluster_spec::ClusterSpec,
+    task_type: Option<String>,
+    task_id: Option<u32>,
+    master: String,
+    rpc_layer: Option<String>,
+    /// This task's GPUs, where the source decides them (Slurm).
+    cuda_visible_devices: Option<String>,
+}
+
+/// A Slurm step, resolved once: the resolver's accessors each resolve the step again, which
+/// for millions of tasks is seconds each.
+fn slurm() -> Result<Found, Failure> {
+    let resolver = SlurmClusterResolver::new(Env::process());
+    let step = resolver
+        .resolve()
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    let rpc_layer = resolver.rpc_layer();
+    Ok(Found {
+        master: format_master_url(&step.address(), rpc_layer.as_deref()),
+        task_type: Some(step.task_type().to_owned()),
+        task_id: Some(step.task_id()),
+        cuda_visible_devices: step.cuda_visible_devices().map(str::to_owned),
+        rpc_layer,
+        spec: step.into_spec(),
+    })
+}
+
+/// `value` in single quotes for a POSIX shell.
+fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
 }

@@ -159,3 +159,24 @@ fn completions_for_shells() {
         Some(2)
     );
 }
+
+#[test]
+fn resolve_on_slurm_exports_this_ranks_gpus() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tfcluster"))
+        .args(["resolve", "--from", "slurm", "--format", "env"])
+        .env_clear()
+        .envs([
+            ("SLURM_PROCID", "1"),
+            ("SLURM_STEP_NUM_TASKS", "2"),
+            ("SLURM_STEP_NODELIST", "node1"),
+            ("SLURM_STEP_TASKS_PER_NODE", "2"),
+            ("SLURMD_NODENAME", "node1"),
+            ("CUDA_VISIBLE_DEVICES", "0,1"),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    assert!(text.contains("\"index\":1"), "{text}");
+    assert!(text.ends_with("export CUDA_VISIBLE_DEVICES='1'\n"), "{text}");
+}
