@@ -23,5 +23,5 @@ pub(crate) use channel::{Deadline, TaskChannel};
 pub use context::{Context, DeviceHandle, LogicalDevice};
 pub(crate) use discovery::status_of_address;
 pub use events::{TaskEvent, TaskHealth};
-pub use options::ConnectOptions;
+pub use options::{ConnectOptions, Progress};
 pub use target::ConnectTarget;

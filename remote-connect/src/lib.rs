@@ -133,7 +133,8 @@ mod task_id;
 
 pub use accelerators::num_accelerators;
 pub use client::{
-    ConnectOptions, ConnectTarget, Context, DeviceHandle, LogicalDevice, TaskEvent, TaskHealth,
+    ConnectOptions, ConnectTarget, Context, DeviceHandle, LogicalDevice, Progress, TaskEvent,
+    TaskHealth,
 };
 pub use devices::LocalDevice;
 pub use error::{Error, Stage, TaskError, TaskFailure};

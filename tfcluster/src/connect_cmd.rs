@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use device_filter::ClusterDeviceFilters;
-use indicatif::ProgressBar;
-use remote_connect::{ConnectOptions, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use remote_connect::{ConnectOptions, Context, Stage};
 
 use crate::args::{Failure, read_json_or_file, runtime};
 use crate::cluster_arg::ClusterArgs;
@@ -16,7 +16,8 @@ use crate::report::{self, Format};
 /// every task's devices, and with filters what each task may see.
 ///
 /// Finishes within --timeout even when tasks are down or silent: every task that failed is
-/// listed with its address and cause, and the exit status is 1.
+/// listed with its address and cause, and the exit status is 1. On a terminal, a progress bar
+/// shows discovery and context creation for clusters of more than 8 tasks.
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
 tfcluster connect --cluster '{\"worker\": [\"localhost:2222\", \"localhost:2223\"], \"ps\": [\"localhost:2224\"]}' --filters ps\n  \
@@ -63,17 +64,28 @@ async fn connect(args: Args) -> Result<(), Failure> {
     let ctx = Context::new();
     let tasks = spec.total_tasks();
     tracing::info!(tasks, timeout = ?args.timeout, "connecting");
-    // A spinner on a terminal for larger clusters (indicatif draws nothing when stderr is not
-    // a terminal, so pipes and logs stay clean).
-    let spinner = (tasks > 8).then(|| {
-        let spinner = ProgressBar::new_spinner();
-        spinner.set_message(format!("connecting to {tasks} tasks"));
-        spinner.enable_steady_tick(Duration::from_millis(100));
-        spinner
+    // A progress bar on a terminal for larger clusters (indicatif draws nothing when stderr is
+    // not a terminal, so pipes and logs stay clean): discovery, then context creation.
+    let bar = (tasks > 8).then(|| {
+        let bar = ProgressBar::new(2 * tasks as u64);
+        if let Ok(style) = ProgressStyle::with_template("{msg:>20} [{bar:30}] {pos}/{len}") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
     });
+    if let Some(bar) = bar.clone() {
+        options = options.on_progress(move |stage, done, _| {
+            let (message, base) = match stage {
+                Stage::Discovery => ("discovering devices", 0),
+                _ => ("creating contexts", tasks),
+            };
+            bar.set_message(message);
+            bar.set_position((base + done) as u64);
+        });
+    }
     let connected = ctx.connect_to_cluster(spec, options).await;
-    if let Some(spinner) = spinner {
-        spinner.finish_and_clear();
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
     connected.map_err(|e| Failure::Input(e.to_string()))?;
     let out = report::render(&ctx, args.format);

@@ -25,10 +25,11 @@ use device_filter::{ClusterDeviceFilters, VisibilityIndex};
 
 use super::Deadline;
 use super::connection::Member;
-use super::fan_out::fan_out;
+use super::fan_out::fan_out_reporting;
+use super::options::Progress;
 use super::visible::{Sent, Visible};
 use crate::TaskId;
-use crate::error::TaskFailure;
+use crate::error::{Stage, TaskFailure};
 use crate::server::MAX_MESSAGE_SIZE;
 
 /// The parts every task's request shares.
@@ -118,6 +119,8 @@ pub(crate) struct CreateStep<'a> {
     /// The cluster's device names, shared by every member's record of what it was sent.
     pub(crate) names: &'a Arc<Vec<String>>,
     pub(crate) deadline: &'a Deadline,
+    /// Told as each task answers.
+    pub(crate) progress: Option<&'a Progress>,
 }
 
 impl CreateStep<'_> {
@@ -145,10 +148,19 @@ impl CreateStep<'_> {
                 (member.remote.channel.channel.clone(), chunks),
             ));
         }
-        let (created, failures) = fan_out(requests, |_, _, (channel, chunks)| {
-            let deadline = self.deadline.clone();
-            async move { deadline.run("CreateContext", send(channel, chunks)).await }
-        })
+        let report = |done, total| {
+            if let Some(progress) = self.progress {
+                progress.report(Stage::CreateContext, done, total);
+            }
+        };
+        let (created, failures) = fan_out_reporting(
+            requests,
+            |_, _, (channel, chunks)| {
+                let deadline = self.deadline.clone();
+                async move { deadline.run("CreateContext", send(channel, chunks)).await }
+            },
+            report,
+        )
         .await;
         (
             created.into_iter().map(|(task, _, _)| task).collect(),

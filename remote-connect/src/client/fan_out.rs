@@ -19,6 +19,21 @@ where
     F: Fn(TaskId, String, I) -> Fut,
     Fut: Future<Output = Result<T, TaskError>> + Send + 'static,
 {
+    fan_out_reporting(items, step, |_, _| {}).await
+}
+
+/// [`fan_out`], calling `report(done, total)` each time a task's step ends.
+pub(crate) async fn fan_out_reporting<I, T, F, Fut>(
+    items: Vec<(TaskId, String, I)>,
+    step: F,
+    report: impl Fn(usize, usize),
+) -> (Vec<(TaskId, String, T)>, Vec<TaskFailure>)
+where
+    I: Send + 'static,
+    T: Send + 'static,
+    F: Fn(TaskId, String, I) -> Fut,
+    Fut: Future<Output = Result<T, TaskError>> + Send + 'static,
+{
     let mut set = JoinSet::new();
     let mut names = Vec::with_capacity(items.len());
     for (position, (task, address, input)) in items.into_iter().enumerate() {
@@ -27,11 +42,15 @@ where
         set.spawn(async move { (position, work.await) });
     }
     let mut results: Vec<Option<Result<T, TaskError>>> = (0..names.len()).map(|_| None).collect();
+    let total = names.len();
+    let mut done = 0;
     while let Some(joined) = set.join_next().await {
         // Steps do not panic; if one did, its slot stays empty and is reported below.
         if let Ok((position, result)) = joined {
             results[position] = Some(result);
         }
+        done += 1;
+        report(done, total);
     }
     let mut done = Vec::new();
     let mut failures = Vec::new();

@@ -2,9 +2,12 @@
 //! limits TensorFlow lacks.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use device_filter::ClusterDeviceFilters;
+
+use crate::error::Stage;
 
 /// How [`Context::connect_to_cluster`](crate::Context::connect_to_cluster) connects.
 ///
@@ -40,6 +43,25 @@ pub struct ConnectOptions {
     /// job is added (advertised as `localhost:<port>`, as TensorFlow does), else
     /// `0.0.0.0:<port of the local task's address>`.
     pub local_bind: Option<SocketAddr>,
+    /// Told how a connect advances: `(stage, tasks done, tasks in the stage)` after each task
+    /// answers or fails (for progress bars).
+    pub progress: Option<Progress>,
+}
+
+/// A progress callback of [`ConnectOptions::progress`].
+#[derive(Clone)]
+pub struct Progress(Arc<dyn Fn(Stage, usize, usize) + Send + Sync>);
+
+impl Progress {
+    pub(crate) fn report(&self, stage: Stage, done: usize, total: usize) {
+        (self.0)(stage, done, total);
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
 }
 
 impl Default for ConnectOptions {
@@ -55,6 +77,7 @@ impl Default for ConnectOptions {
             max_in_flight: 1024,
             keep_alive_secs: 600,
             local_bind: None,
+            progress: None,
         }
     }
 }
@@ -117,6 +140,15 @@ impl ConnectOptions {
     /// Sets [`local_bind`](Self::local_bind).
     pub fn local_bind(mut self, addr: SocketAddr) -> Self {
         self.local_bind = Some(addr);
+        self
+    }
+
+    /// Sets [`progress`](Self::progress).
+    pub fn on_progress(
+        mut self,
+        report: impl Fn(Stage, usize, usize) + Send + Sync + 'static,
+    ) -> Self {
+        self.progress = Some(Progress(Arc::new(report)));
         self
     }
 }

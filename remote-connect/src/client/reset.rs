@@ -13,7 +13,7 @@ use super::cluster;
 use super::connection::{Connection, Member};
 use super::create_request::{CreateStep, CreateTemplate};
 use super::discovery::discover;
-use super::fan_out::fan_out;
+use super::fan_out::fan_out_reporting;
 use super::local::{self, Local};
 use super::requests::Blueprint;
 use super::visible::Sent;
@@ -53,9 +53,11 @@ pub(crate) async fn connect(
         .map(|(task, address)| (task, address, ()))
         .collect();
     let total = tasks.len();
-    let (found, failures) = fan_out(tasks, |task, address, ()| {
-        discover(deadline.clone(), task, address)
-    })
+    let (found, failures) = fan_out_reporting(
+        tasks,
+        |task, address, ()| discover(deadline.clone(), task, address),
+        |done, total| report(&options, Stage::Discovery, done, total),
+    )
     .await;
     if !failures.is_empty() {
         return Err(Error::Tasks {
@@ -97,6 +99,7 @@ pub(crate) async fn connect(
         index: &index,
         names: &names_sent,
         deadline: &deadline,
+        progress: options.progress.as_ref(),
     };
     let tasks: Vec<TaskId> = members.keys().cloned().collect();
     let (created, failures) = step.run(&mut members, &tasks).await;
@@ -133,4 +136,11 @@ pub(crate) async fn connect(
         default_device,
         options,
     })
+}
+
+/// Tells `options.progress`, if any.
+pub(crate) fn report(options: &ConnectOptions, stage: Stage, done: usize, total: usize) {
+    if let Some(progress) = &options.progress {
+        progress.report(stage, done, total);
+    }
 }

@@ -169,6 +169,7 @@ pub(crate) async fn update(
             index: &index,
             names: &sent_names,
             deadline: &deadline,
+            progress: options.progress.as_ref(),
         };
         let (_, create_failures) = step.run(&mut connection.members, &added).await;
         for failure in &create_failures {

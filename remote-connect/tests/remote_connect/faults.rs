@@ -617,3 +617,31 @@ async fn num_accelerators_asks_the_master() {
     assert!(matches!(err, Error::Tasks { .. }), "{err:?}");
     s.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_is_reported_per_task_and_stage() {
+    let (spec, servers) = servers(&[("worker", 3)]).await;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let options = fast().on_progress(move |stage, done, total| {
+        log.lock().unwrap().push((stage, done, total));
+    });
+    let ctx = Context::new();
+    ctx.connect_to_cluster(spec, options).await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let discovery: Vec<usize> = seen
+        .iter()
+        .filter(|(s, _, _)| *s == remote_connect::Stage::Discovery)
+        .map(|(_, done, total)| {
+            assert_eq!(*total, 3);
+            *done
+        })
+        .collect();
+    assert_eq!(discovery, [1, 2, 3]);
+    assert_eq!(
+        seen.last(),
+        Some(&(remote_connect::Stage::CreateContext, 3, 3))
+    );
+    ctx.close().await.unwrap();
+    shutdown_all(servers).await;
+}

@@ -175,8 +175,15 @@ fn resolve_on_slurm_exports_this_ranks_gpus() {
         ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = stdout(&out);
     assert!(text.contains("\"index\":1"), "{text}");
-    assert!(text.ends_with("export CUDA_VISIBLE_DEVICES='1'\n"), "{text}");
+    assert!(
+        text.ends_with("export CUDA_VISIBLE_DEVICES='1'\n"),
+        "{text}"
+    );
 }
