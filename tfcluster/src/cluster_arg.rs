@@ -20,6 +20,28 @@ pub(crate) enum From {
     Slurm,
     /// SageMaker (SM_HOSTS, SM_CURRENT_HOST).
     Sagemaker,
+    /// A file (--file): a TF_CONFIG document (with "cluster" and "task"), or a cluster spec.
+    File,
+    /// Kubernetes pods: job `worker` = pods labelled `job-name=tensorflow` (TensorFlow's
+    /// default), or the --k8s-job mappings; port --k8s-port (8470).
+    #[cfg(feature = "kubernetes")]
+    Kubernetes,
+}
+
+/// Options of the sources that need more than the environment.
+#[derive(clap::Args, Clone, Default)]
+pub(crate) struct SourceArgs {
+    /// With --from file: the file.
+    #[arg(long)]
+    pub(crate) file: Option<String>,
+    /// With --from kubernetes: JOB=SELECTOR, e.g. `worker=job-name=tf-worker` (repeatable).
+    #[cfg(feature = "kubernetes")]
+    #[arg(long = "k8s-job")]
+    pub(crate) k8s_jobs: Vec<String>,
+    /// With --from kubernetes: the port every task serves on.
+    #[cfg(feature = "kubernetes")]
+    #[arg(long = "k8s-port")]
+    pub(crate) k8s_port: Option<u16>,
 }
 
 /// The cluster options of `serve` and `connect`.
@@ -31,10 +53,15 @@ pub(crate) struct ClusterArgs {
     /// Find the cluster (and this task) from the environment instead.
     #[arg(long, value_enum)]
     pub(crate) from: Option<From>,
+    #[command(flatten)]
+    pub(crate) source: SourceArgs,
 }
 
 /// The resolver a source names, reading the process environment.
-pub(crate) async fn resolver(from: From) -> Result<Box<dyn ClusterResolver>, Failure> {
+pub(crate) async fn resolver(
+    from: From,
+    args: &SourceArgs,
+) -> Result<Box<dyn ClusterResolver>, Failure> {
     let env = Env::process();
     let invalid = |e: cluster_resolver::Error| Failure::Input(e.to_string());
     Ok(match from {
@@ -42,7 +69,43 @@ pub(crate) async fn resolver(from: From) -> Result<Box<dyn ClusterResolver>, Fai
         From::TfConfig => Box::new(TfConfigClusterResolver::new(env)),
         From::Slurm => Box::new(SlurmClusterResolver::new(env)),
         From::Sagemaker => Box::new(SageMakerClusterResolver::new(env)),
+        From::File => file(args.file.as_deref())?,
+        #[cfg(feature = "kubernetes")]
+        From::Kubernetes => kubernetes(args)?,
     })
+}
+
+/// A TF_CONFIG document (it has a "cluster" key) or a bare cluster spec, from a file.
+fn file(path: Option<&str>) -> Result<Box<dyn ClusterResolver>, Failure> {
+    let path = path.ok_or_else(|| Failure::Input("--from file needs --file PATH".into()))?;
+    let (text, origin) = read_json_or_file(path)?;
+    let document: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| Failure::Input(format!("{origin}: {e}")))?;
+    if document.get("cluster").is_some() {
+        // Read as the TF_CONFIG variable would be, with its task and rpc_layer.
+        let env = Env::from_iter([("TF_CONFIG", text.as_str())]);
+        cluster_resolver::TfConfig::from_env(&env)
+            .map_err(|e| Failure::Input(format!("{origin}: {e}")))?;
+        return Ok(Box::new(TfConfigClusterResolver::new(env)));
+    }
+    let spec =
+        ClusterSpec::from_json(&text).map_err(|e| Failure::Input(format!("{origin}: {e}")))?;
+    Ok(Box::new(SimpleClusterResolver::new(spec)))
+}
+
+#[cfg(feature = "kubernetes")]
+fn kubernetes(args: &SourceArgs) -> Result<Box<dyn ClusterResolver>, Failure> {
+    let mut resolver = cluster_resolver::KubernetesClusterResolver::new();
+    for mapping in &args.k8s_jobs {
+        let (job, selector) = mapping.split_once('=').ok_or_else(|| {
+            Failure::Input(format!("--k8s-job {mapping:?}: expected JOB=SELECTOR"))
+        })?;
+        resolver = resolver.with_job(job, [selector]);
+    }
+    if let Some(port) = args.k8s_port {
+        resolver = resolver.with_port(port);
+    }
+    Ok(Box::new(resolver))
 }
 
 impl ClusterArgs {
@@ -55,10 +118,9 @@ impl ClusterArgs {
                     .map_err(|e| Failure::Input(format!("{origin}: {e}")))?;
                 Ok(Box::new(SimpleClusterResolver::new(spec)))
             }
-            (None, Some(from)) => resolver(from).await,
+            (None, Some(from)) => resolver(from, &self.source).await,
             (None, None) => Err(Failure::Input(
-                "give the cluster with --cluster JSON|FILE or --from auto|tf-config|slurm|sagemaker"
-                    .into(),
+                "give the cluster with --cluster JSON|FILE or --from SOURCE (see --help)".into(),
             )),
         }
     }

@@ -8,7 +8,7 @@ use cluster_resolver::{
 use serde_json::json;
 
 use crate::args::{Failure, runtime};
-use crate::cluster_arg::{From, resolver};
+use crate::cluster_arg::{From, SourceArgs, resolver};
 use crate::output::emit;
 
 /// Find this process's cluster from its environment, as a TensorFlow job would.
@@ -32,6 +32,8 @@ pub(crate) struct Args {
     /// Same as --format json.
     #[arg(long, conflicts_with = "format")]
     json: bool,
+    #[command(flatten)]
+    source: SourceArgs,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -44,22 +46,29 @@ enum Format {
 
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let format = if args.json { Format::Json } else { args.format };
-    let out = runtime()?.block_on(resolve(args.from, format))?;
+    let out = runtime()?.block_on(resolve(args.from, &args.source, format))?;
     emit(&out)
 }
 
-async fn resolve(from: From, format: Format) -> Result<String, Failure> {
+async fn resolve(from: From, source_args: &SourceArgs, format: Format) -> Result<String, Failure> {
     let invalid = |e: cluster_resolver::Error| Failure::Input(e.to_string());
-    let source = match from {
-        From::Auto => detect(&Env::process()).map_err(invalid)?,
-        From::TfConfig => ClusterSource::TfConfig,
-        From::Slurm => ClusterSource::Slurm,
-        From::Sagemaker => ClusterSource::SageMaker,
+    let detected = match from {
+        From::Auto => Some(detect(&Env::process()).map_err(invalid)?),
+        From::TfConfig => Some(ClusterSource::TfConfig),
+        From::Slurm => Some(ClusterSource::Slurm),
+        From::Sagemaker => Some(ClusterSource::SageMaker),
+        From::File => None,
+        #[cfg(feature = "kubernetes")]
+        From::Kubernetes => Some(ClusterSource::Kubernetes),
     };
-    let found = if source == ClusterSource::Slurm {
+    let source = match detected {
+        Some(source) => source.to_string(),
+        None => format!("file {}", source_args.file.as_deref().unwrap_or("")),
+    };
+    let found = if detected == Some(ClusterSource::Slurm) {
         slurm()?
     } else {
-        let resolver: Box<dyn ClusterResolver> = resolver(from).await?;
+        let resolver: Box<dyn ClusterResolver> = resolver(from, source_args).await?;
         Found {
             spec: resolver.cluster_spec().await.map_err(invalid)?,
             task_type: resolver.task_type(),
@@ -90,7 +99,7 @@ async fn resolve(from: From, format: Format) -> Result<String, Failure> {
             let cluster: serde_json::Value =
                 serde_json::from_str(&spec.to_json()).unwrap_or_default();
             let out = json!({
-                "source": source.to_string(),
+                "source": source,
                 "cluster": cluster,
                 "task_type": task_type,
                 "task_id": task_id,

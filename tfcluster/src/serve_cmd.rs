@@ -31,6 +31,17 @@ pub(crate) struct Args {
     /// Listen here (default: all interfaces, the port of this task's address).
     #[arg(long)]
     bind: Option<SocketAddr>,
+    /// How to announce that it serves: `serving /job:J/replica:0/task:T at ADDRESS (devices)`,
+    /// or one JSON object {"task", "address", "devices"}.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Announce,
+}
+
+/// The form of `serve`'s one line.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Announce {
+    Table,
+    Json,
 }
 
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
@@ -58,11 +69,23 @@ async fn serve(args: Args) -> Result<(), Failure> {
         .start()
         .await
         .map_err(|e| Failure::Input(e.to_string()))?;
-    emit(&format!(
-        "serving /job:{job}/replica:0/task:{task} at {} ({})\n",
-        server.local_addr(),
-        server.devices().join(", ")
-    ))?;
+    let name = format!("/job:{job}/replica:0/task:{task}");
+    let line = match args.format {
+        Announce::Table => format!(
+            "serving {name} at {} ({})\n",
+            server.local_addr(),
+            server.devices().join(", ")
+        ),
+        Announce::Json => format!(
+            "{}\n",
+            serde_json::json!({
+                "task": name,
+                "address": server.local_addr().to_string(),
+                "devices": server.devices(),
+            })
+        ),
+    };
+    emit(&line)?;
     stop.wait().await;
     tracing::info!("stopping: in-flight requests finish first");
     server

@@ -187,3 +187,103 @@ fn resolve_on_slurm_exports_this_ranks_gpus() {
         "{text}"
     );
 }
+
+#[test]
+fn clusters_from_files() {
+    let dir = std::env::temp_dir().join(format!("tfcluster-forms-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tf_config = dir.join("tf_config.json");
+    std::fs::write(
+        &tf_config,
+        r#"{"cluster": {"worker": ["w0:2222", "w1:2222"]}, "task": {"type": "worker", "index": 1}}"#,
+    )
+    .unwrap();
+    let spec = dir.join("cluster.json");
+    std::fs::write(&spec, r#"{"ps": ["p0:2222"]}"#).unwrap();
+    let json = |path: &std::path::Path| -> serde_json::Value {
+        let out = tfcluster(&[
+            "resolve",
+            "--from",
+            "file",
+            "--file",
+            path.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&stdout(&out)).unwrap()
+    };
+    let from_tf_config = json(&tf_config);
+    assert_eq!(from_tf_config["task_id"], 1);
+    assert_eq!(from_tf_config["master"], "w1:2222");
+    let from_spec = json(&spec);
+    assert_eq!(from_spec["cluster"]["ps"][0], "p0:2222");
+    assert_eq!(from_spec["task_type"], serde_json::Value::Null);
+    let out = tfcluster(&["resolve", "--from", "file"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--file"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn serve_announces_itself_as_json() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tfcluster"))
+        .args(["serve", "--cluster", r#"{"worker": ["localhost:0"]}"#])
+        .args([
+            "--job",
+            "worker",
+            "--task",
+            "0",
+            "--bind",
+            "127.0.0.1:0",
+            "--format",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let json: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(json["task"], "/job:worker/replica:0/task:0");
+    assert!(json["address"].as_str().unwrap().starts_with("127.0.0.1:"));
+    assert_eq!(
+        json["devices"][0],
+        "/job:worker/replica:0/task:0/device:CPU:0"
+    );
+}
+
+/// Built with `--features kubernetes` (CI's `--all-features`): outside a cluster and without a
+/// kubeconfig, the error says why, after trying both configurations.
+#[cfg(feature = "kubernetes")]
+#[test]
+fn kubernetes_without_a_cluster_says_why() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tfcluster"))
+        .args([
+            "resolve",
+            "--from",
+            "kubernetes",
+            "--k8s-job",
+            "worker=job-name=tf",
+        ])
+        .env_clear()
+        .env("HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    assert!(stderr.contains("kube"), "{stderr}");
+    let out = tfcluster(&["resolve", "--from", "kubernetes", "--k8s-job", "nojob"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("JOB=SELECTOR"));
+}
