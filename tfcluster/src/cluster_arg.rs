@@ -26,6 +26,12 @@ pub(crate) enum From {
     /// default), or the --k8s-job mappings; port --k8s-port (8470).
     #[cfg(feature = "kubernetes")]
     Kubernetes,
+    /// A GCE instance group: --gce-project, --gce-zone, --gce-group, --gce-port.
+    #[cfg(feature = "gce")]
+    Gce,
+    /// A Cloud TPU: --tpu NAME (project and zone from the metadata server).
+    #[cfg(feature = "gce")]
+    Tpu,
 }
 
 /// Options of the sources that need more than the environment.
@@ -42,6 +48,26 @@ pub(crate) struct SourceArgs {
     #[cfg(feature = "kubernetes")]
     #[arg(long = "k8s-port")]
     pub(crate) k8s_port: Option<u16>,
+    /// With --from gce: the project.
+    #[cfg(feature = "gce")]
+    #[arg(long)]
+    pub(crate) gce_project: Option<String>,
+    /// With --from gce: the zone.
+    #[cfg(feature = "gce")]
+    #[arg(long)]
+    pub(crate) gce_zone: Option<String>,
+    /// With --from gce: the instance group.
+    #[cfg(feature = "gce")]
+    #[arg(long)]
+    pub(crate) gce_group: Option<String>,
+    /// With --from gce: the port every instance serves on.
+    #[cfg(feature = "gce")]
+    #[arg(long)]
+    pub(crate) gce_port: Option<u16>,
+    /// With --from tpu: the TPU's name.
+    #[cfg(feature = "gce")]
+    #[arg(long)]
+    pub(crate) tpu: Option<String>,
 }
 
 /// The cluster options of `serve` and `connect`.
@@ -72,6 +98,14 @@ pub(crate) async fn resolver(
         From::File => file(args.file.as_deref())?,
         #[cfg(feature = "kubernetes")]
         From::Kubernetes => kubernetes(args)?,
+        #[cfg(feature = "gce")]
+        From::Gce => gce(args)?,
+        #[cfg(feature = "gce")]
+        From::Tpu => Box::new(cluster_resolver::TpuClusterResolver::new(
+            args.tpu
+                .clone()
+                .ok_or_else(|| missing("tpu", "--tpu NAME"))?,
+        )),
     })
 }
 
@@ -124,4 +158,22 @@ impl ClusterArgs {
             )),
         }
     }
+}
+
+#[cfg(feature = "gce")]
+fn gce(args: &SourceArgs) -> Result<Box<dyn ClusterResolver>, Failure> {
+    let need = "--gce-project, --gce-zone, --gce-group and --gce-port";
+    Ok(Box::new(cluster_resolver::GceClusterResolver::new(
+        args.gce_project
+            .clone()
+            .ok_or_else(|| missing("gce", need))?,
+        args.gce_zone.clone().ok_or_else(|| missing("gce", need))?,
+        args.gce_group.clone().ok_or_else(|| missing("gce", need))?,
+        args.gce_port.ok_or_else(|| missing("gce", need))?,
+    )))
+}
+
+#[cfg(feature = "gce")]
+fn missing(source: &str, what: &str) -> Failure {
+    Failure::Input(format!("--from {source} needs {what}"))
 }

@@ -60,10 +60,15 @@ async fn resolve(from: From, source_args: &SourceArgs, format: Format) -> Result
         From::File => None,
         #[cfg(feature = "kubernetes")]
         From::Kubernetes => Some(ClusterSource::Kubernetes),
+        #[cfg(feature = "gce")]
+        From::Gce | From::Tpu => None,
     };
     let source = match detected {
         Some(source) => source.to_string(),
-        None => format!("file {}", source_args.file.as_deref().unwrap_or("")),
+        None => match from {
+            From::File => format!("file {}", source_args.file.as_deref().unwrap_or("")),
+            other => format!("{other:?}"),
+        },
     };
     let found = if detected == Some(ClusterSource::Slurm) {
         slurm()?

@@ -287,3 +287,16 @@ fn kubernetes_without_a_cluster_says_why() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("JOB=SELECTOR"));
 }
+
+/// Built with `--features gce`: the instance group must be named in full.
+#[cfg(feature = "gce")]
+#[test]
+fn gce_needs_its_instance_group() {
+    let out = tfcluster(&["resolve", "--from", "gce", "--gce-project", "p"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--from gce needs --gce-project, --gce-zone"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
