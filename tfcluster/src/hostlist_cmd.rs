@@ -16,6 +16,15 @@ use crate::output::emit;
 pub(crate) struct Args {
     #[command(subcommand)]
     command: Command,
+    /// lines: one value per line; json: a JSON array (compress: a JSON string).
+    #[arg(long, value_enum, default_value = "lines", global = true)]
+    format: Format,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Lines,
+    Json,
 }
 
 #[derive(clap::Subcommand)]
@@ -40,6 +49,10 @@ enum Command {
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let invalid = |e: cluster_resolver::Error| Failure::Input(e.to_string());
     match args.command {
+        Command::Expand { list } if args.format == Format::Json => {
+            let hosts = hostlist::expand(&list).map_err(invalid)?;
+            emit(&format!("{}\n", serde_json::json!(hosts)))
+        }
         Command::Expand { list } => {
             let hosts = hostlist::HostList::parse(&list).map_err(invalid)?;
             // Written in chunks, so a list of millions of hosts never sits in memory as text.
@@ -55,16 +68,23 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
             }
             emit(&chunk)
         }
-        Command::Compress { hosts } if hosts.is_empty() => {
-            let (text, _) = read_input("-")?;
-            emit(&format!(
-                "{}\n",
+        Command::Compress { hosts } => {
+            let compressed = if hosts.is_empty() {
+                let (text, _) = read_input("-")?;
                 hostlist::compress(text.split_whitespace())
-            ))
+            } else {
+                hostlist::compress(&hosts)
+            };
+            match args.format {
+                Format::Json => emit(&format!("{}\n", serde_json::json!(compressed))),
+                Format::Lines => emit(&format!("{compressed}\n")),
+            }
         }
-        Command::Compress { hosts } => emit(&format!("{}\n", hostlist::compress(&hosts))),
         Command::TasksPerNode { counts } => {
             let counts = hostlist::expand_tasks_per_node(&counts).map_err(invalid)?;
+            if args.format == Format::Json {
+                return emit(&format!("{}\n", serde_json::json!(counts)));
+            }
             let mut line = String::new();
             for (i, c) in counts.iter().enumerate() {
                 let _ = write!(line, "{}{c}", if i == 0 { "" } else { " " });

@@ -43,6 +43,13 @@ pub(crate) struct Args {
     cluster_def: bool,
 }
 
+/// The form of `validate`'s answer.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Report {
+    Table,
+    Json,
+}
+
 #[derive(clap::Subcommand)]
 enum Command {
     /// Check a cluster file; prints `valid: N jobs, M tasks` or the problem (job, task, value).
@@ -52,6 +59,9 @@ enum Command {
         /// Its form (default: detected).
         #[arg(long, value_enum)]
         from: Option<Form>,
+        /// table: `valid: N jobs, M tasks`; json: {"valid": true, "jobs": N, "tasks": M}.
+        #[arg(long, value_enum, default_value = "table")]
+        format: Report,
     },
     /// Convert a cluster file to another form, validating it on the way.
     Convert {
@@ -69,14 +79,17 @@ enum Command {
 
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
     match args.command {
-        Some(Command::Validate { file, from }) => {
+        Some(Command::Validate { file, from, format }) => {
             let (bytes, origin) = read_bytes(&file)?;
             let spec = spec_convert::read(&bytes, from, &origin)?;
-            emit(&format!(
-                "valid: {} jobs, {} tasks\n",
-                spec.jobs().len(),
-                spec.total_tasks()
-            ))
+            let (jobs, tasks) = (spec.jobs().len(), spec.total_tasks());
+            emit(&match format {
+                Report::Table => format!("valid: {jobs} jobs, {tasks} tasks\n"),
+                Report::Json => format!(
+                    "{}\n",
+                    serde_json::json!({"valid": true, "jobs": jobs, "tasks": tasks})
+                ),
+            })
         }
         Some(Command::Convert { file, from, to }) => {
             let (bytes, origin) = read_bytes(&file)?;

@@ -300,3 +300,32 @@ fn gce_needs_its_instance_group() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn every_format_json_parses() {
+    let dir = std::env::temp_dir().join(format!("tfcluster-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = dir.join("cluster.json");
+    std::fs::write(&spec, SPEC).unwrap();
+    let spec = spec.to_str().unwrap();
+    for args in [
+        vec!["up", "--format", "json"],
+        vec!["spec", "validate", spec, "--format", "json"],
+        vec![
+            "resolve", "--from", "file", "--file", spec, "--format", "json",
+        ],
+        vec!["hostlist", "expand", "n[1-3]", "--format", "json"],
+        vec!["hostlist", "compress", "n1", "n2", "--format", "json"],
+        vec!["hostlist", "tasks-per-node", "2(x2),1", "--format", "json"],
+    ] {
+        let out = tfcluster(&args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str::<serde_json::Value>(&stdout(&out))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(&out)));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
