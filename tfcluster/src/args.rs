@@ -14,11 +14,10 @@ pub(crate) enum Failure {
 /// else is the text itself.
 pub(crate) fn read_input(arg: &str) -> Result<(String, String), Failure> {
     if arg == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| Failure::Input(format!("cannot read standard input: {e}")))?;
-        Ok((text, "standard input".into()))
+        let (bytes, origin) = read_bytes("-")?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| Failure::Input(format!("standard input is not UTF-8: {e}")))?;
+        Ok((text, origin))
     } else if let Some(path) = arg.strip_prefix('@') {
         read_file(path)
     } else {
@@ -33,6 +32,21 @@ pub(crate) fn read_json_or_file(arg: &str) -> Result<(String, String), Failure> 
         read_input(arg)
     } else {
         read_file(arg)
+    }
+}
+
+/// The bytes of a file, or of standard input for `-`, and where they came from.
+pub(crate) fn read_bytes(path: &str) -> Result<(Vec<u8>, String), Failure> {
+    if path == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| Failure::Input(format!("cannot read standard input: {e}")))?;
+        Ok((bytes, "standard input".into()))
+    } else {
+        let bytes =
+            std::fs::read(path).map_err(|e| Failure::Input(format!("cannot read {path}: {e}")))?;
+        Ok((bytes, path.to_owned()))
     }
 }
 

@@ -143,6 +143,16 @@ fn kubernetes(args: &SourceArgs) -> Result<Box<dyn ClusterResolver>, Failure> {
 }
 
 impl ClusterArgs {
+    /// The resolver these options name and the cluster it finds.
+    pub(crate) async fn resolve(&self) -> Result<(Box<dyn ClusterResolver>, ClusterSpec), Failure> {
+        let resolver = self.resolver().await?;
+        let spec = resolver
+            .cluster_spec()
+            .await
+            .map_err(|e| Failure::Input(e.to_string()))?;
+        Ok((resolver, spec))
+    }
+
     /// The resolver these options name: `--cluster` as a fixed spec, or `--from`.
     pub(crate) async fn resolver(&self) -> Result<Box<dyn ClusterResolver>, Failure> {
         match (&self.cluster, self.from) {

@@ -42,11 +42,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
 }
 
 async fn connect(args: Args) -> Result<(), Failure> {
-    let resolver = args.cluster.resolver().await?;
-    let spec = resolver
-        .cluster_spec()
-        .await
-        .map_err(|e| Failure::Input(e.to_string()))?;
+    let (_, spec) = args.cluster.resolve().await?;
     let mut options = ConnectOptions::default()
         .timeout(args.timeout)
         .rpc_timeout(args.timeout)

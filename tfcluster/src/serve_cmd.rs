@@ -49,11 +49,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
 }
 
 async fn serve(args: Args) -> Result<(), Failure> {
-    let resolver = args.cluster.resolver().await?;
-    let spec = resolver
-        .cluster_spec()
-        .await
-        .map_err(|e| Failure::Input(e.to_string()))?;
+    let (resolver, spec) = args.cluster.resolve().await?;
     let job = args.job.or_else(|| resolver.task_type()).ok_or_else(|| {
         Failure::Input("which task to serve? give --job (the cluster source names none)".into())
     })?;

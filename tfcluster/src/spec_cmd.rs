@@ -2,11 +2,10 @@
 //! validate and convert files between the forms TensorFlow writes.
 
 use std::fmt::Write as _;
-use std::io::Read;
 
 use cluster_spec::ClusterSpec;
 
-use crate::args::{Failure, read_input};
+use crate::args::{Failure, read_bytes, read_input};
 use crate::output::emit;
 use crate::spec_convert::{self, Form};
 
@@ -114,21 +113,6 @@ fn print(args: &Args) -> Result<(), Failure> {
         format!("{spec}\n")
     };
     emit(&out)
-}
-
-/// The bytes of a file, or of standard input for `-`, and where they came from.
-fn read_bytes(path: &str) -> Result<(Vec<u8>, String), Failure> {
-    if path == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| Failure::Input(format!("cannot read standard input: {e}")))?;
-        Ok((bytes, "standard input".into()))
-    } else {
-        let bytes =
-            std::fs::read(path).map_err(|e| Failure::Input(format!("cannot read {path}: {e}")))?;
-        Ok((bytes, path.to_owned()))
-    }
 }
 
 fn tasks(spec: &ClusterSpec) -> String {
