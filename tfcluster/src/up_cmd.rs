@@ -80,7 +80,12 @@ async fn up(args: Args) -> Result<(), Failure> {
         .map_err(|e| failed(&e))?;
     let mut out = report::render(&ctx, args.format);
     if args.keep {
-        out.push_str(&how_to_connect(&spec)?);
+        let how = how_to_connect(&spec)?;
+        match args.format {
+            Format::Table => out.push_str(&how),
+            // Standard output stays one JSON document; the hints go to the terminal.
+            Format::Json => eprint!("{how}"),
+        }
     }
     let stop = args.keep.then(Stop::install);
     emit(&out)?;
