@@ -94,6 +94,7 @@ mod builder;
 mod cluster_def;
 mod error;
 mod grammar;
+pub mod job_name;
 mod json;
 pub mod quote;
 mod serde_support;
