@@ -1,8 +1,12 @@
 //! The crate's single error type.
 
+mod python;
+
 use std::fmt::Write as _;
 
 use cluster_spec::quote::{excerpt, quote};
+
+use crate::cluster_source::ClusterSource;
 
 /// Everything that can go wrong in this crate.
 ///
@@ -77,7 +81,7 @@ pub enum Error {
     /// (TensorFlow's wording, then the job).
     #[error(
         "Duplicate keys detected when merging two ClusterSpecs: {} (job '{}')",
-        excerpt(&crate::union::python_set(.tasks), 0),
+        excerpt(&python::python_set(.tasks), 0),
         excerpt(.job, 0)
     )]
     UnionDuplicateTasks {
@@ -92,7 +96,7 @@ pub enum Error {
     #[error(
         "Disallowed task type found in cluster spec. Allowed types are {} and the cluster spec \
          is {spec}. (job '{}')",
-        crate::multi_worker::ALLOWED_REPR,
+        python::ALLOWED_REPR,
         excerpt(.job, 0)
     )]
     DisallowedJob {
@@ -105,7 +109,7 @@ pub enum Error {
     #[error(
         "Unrecognized task_type: {}, valid task types are: {}",
         excerpt(.task_type, 0),
-        crate::multi_worker::ALLOWED_REPR
+        python::ALLOWED_REPR
     )]
     UnrecognizedTaskType {
         /// The task type.
@@ -151,7 +155,7 @@ pub enum Error {
     /// `worker_count` of a task type other than chief, worker and evaluator.
     #[error(
         "Unexpected `task_type` {}",
-        excerpt(&crate::multi_worker::python_repr(.task_type.as_deref()), 0)
+        excerpt(&python::python_repr(.task_type.as_deref()), 0)
     )]
     UnexpectedTaskType {
         /// The task type, if any.
@@ -160,7 +164,7 @@ pub enum Error {
     /// `id_in_cluster` of a task type other than chief, worker and evaluator.
     #[error(
         "There is no id for task_type {}",
-        excerpt(&crate::multi_worker::python_repr(.task_type.as_deref()), 0)
+        excerpt(&python::python_repr(.task_type.as_deref()), 0)
     )]
     NoIdForTaskType {
         /// The task type, if any.
@@ -179,10 +183,10 @@ pub enum Error {
 
     // ---- Auto-detection (`auto_detect`) ----
     /// No source of cluster information is complete; says what each one lacks.
-    #[error("no cluster found: {}", crate::auto_detect::describe_checked(.checked))]
+    #[error("no cluster found: {}", describe_checked(.checked))]
     NoClusterFound {
         /// Each source checked, in order, and what it lacks.
-        checked: Vec<(crate::ClusterSource, String)>,
+        checked: Vec<(ClusterSource, String)>,
     },
 
     // ---- Slurm hostlists (`hostlist::expand`, `hostlist::HostList::parse`) ----
@@ -742,6 +746,15 @@ pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         source = e.source();
     }
     out
+}
+
+/// `TF_CONFIG: not set; Slurm: ...`, for [`Error::NoClusterFound`].
+fn describe_checked(checked: &[(ClusterSource, String)]) -> String {
+    let parts: Vec<String> = checked
+        .iter()
+        .map(|(source, reason)| format!("{source}: {reason}"))
+        .collect();
+    parts.join("; ")
 }
 
 /// `a; b; c` for the errors of [`Error::Multiple`].

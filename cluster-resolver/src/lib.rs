@@ -116,6 +116,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auto_detect;
+mod cluster_source;
 mod env;
 mod error;
 #[cfg(feature = "gce")]
