@@ -550,12 +550,12 @@ pub enum Error {
         timeout: std::time::Duration,
     },
     /// A call to a cluster API failed before an answer arrived (connection, TLS, protocol, or
-    /// an error reported by the API client).
-    #[error("{operation} failed: {source}")]
+    /// an error reported by the API client). The message carries the source's causes too.
+    #[error("{operation} failed: {}", error_chain(&**.source))]
     Request {
         /// What was called.
         operation: String,
-        /// Why it failed.
+        /// Why it failed: the client's own error (`kube::Error`, hyper's, ...), with its causes.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -585,15 +585,19 @@ pub enum Error {
     },
 
     // ---- Kubernetes (`KubernetesClusterResolver`) ----
-    /// Neither an in-cluster nor a kubeconfig client configuration could be loaded.
+    /// Neither an in-cluster nor a kubeconfig client configuration could be loaded. Both causes
+    /// are kept; the kubeconfig's, tried last, is the [`source`](std::error::Error::source).
+    #[cfg(feature = "kubernetes")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "kubernetes")))]
     #[error(
         "cannot configure a Kubernetes client: in-cluster config: {in_cluster}; kubeconfig: {kubeconfig}"
     )]
     KubernetesConfig {
         /// Why the in-cluster configuration (service account) failed.
-        in_cluster: String,
+        in_cluster: kube::config::InClusterError,
         /// Why the kubeconfig failed.
-        kubeconfig: String,
+        #[source]
+        kubeconfig: kube::config::KubeconfigError,
     },
     /// Selected pods are not in phase `Running`. With one pod the message is TensorFlow's
     /// (`Pod "p" is not running; phase: "Pending"`); every such pod is listed.
@@ -731,7 +735,6 @@ fn describe(found: Option<char>) -> String {
 /// text the previous one already shows. For wrapped transport errors whose own message is
 /// only a category (hyper's `client error (Connect)`), so the cause, e.g. `Connection refused`,
 /// is in the message.
-#[cfg(any(feature = "kubernetes", feature = "gce"))]
 pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut out = error.to_string();
     let mut last = out.clone();

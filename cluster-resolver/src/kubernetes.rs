@@ -95,7 +95,6 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use tokio::sync::OnceCell;
 
-use crate::error::error_chain;
 use crate::overrides::{Overrides, override_accessors, override_methods};
 use crate::resolver::listed_master;
 use crate::{ClusterResolver, Error};
@@ -351,7 +350,7 @@ async fn list_pods(
         }),
         Ok(Err(e)) => Err(Error::Request {
             operation: operation(),
-            source: error_chain(&e).into(),
+            source: Box::new(e),
         }),
         Ok(Ok(list)) => Ok(list.items),
     }
