@@ -91,27 +91,21 @@
 // else to the list of features that enable them.
 #![cfg_attr(
     feature = "kubernetes",
-    doc = "[`KubernetesClusterResolver`]: KubernetesClusterResolver",
-    doc = "[`kubernetes`]: mod@kubernetes"
+    doc = "[`KubernetesClusterResolver`]: KubernetesClusterResolver\n[`kubernetes`]: mod@kubernetes"
 )]
 #![cfg_attr(
     not(feature = "kubernetes"),
-    doc = "[`KubernetesClusterResolver`]: #features",
-    doc = "[`kubernetes`]: #features"
+    doc = "[`KubernetesClusterResolver`]: #features\n[`kubernetes`]: #features"
 )]
 #![cfg_attr(
     feature = "gce",
-    doc = "[`GceClusterResolver`]: GceClusterResolver",
-    doc = "[`TpuClusterResolver`]: TpuClusterResolver",
-    doc = "[`gce`]: mod@gce",
-    doc = "[`tpu`]: mod@tpu"
+    doc = "[`GceClusterResolver`]: GceClusterResolver\n[`TpuClusterResolver`]: TpuClusterResolver",
+    doc = "[`gce`]: mod@gce\n[`tpu`]: mod@tpu"
 )]
 #![cfg_attr(
     not(feature = "gce"),
-    doc = "[`GceClusterResolver`]: #features",
-    doc = "[`TpuClusterResolver`]: #features",
-    doc = "[`gce`]: #features",
-    doc = "[`tpu`]: #features"
+    doc = "[`GceClusterResolver`]: #features\n[`TpuClusterResolver`]: #features",
+    doc = "[`gce`]: #features\n[`tpu`]: #features"
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
