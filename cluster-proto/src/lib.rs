@@ -60,6 +60,8 @@
 //! - proto3 lets an encoder omit a field that holds its default value; prost omits a map entry's
 //!   key `0` where TensorFlow's C++ encoder writes it. Both decode to the same message.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod generated {
     #![allow(missing_docs, unreachable_pub, clippy::all)]
     #[rustfmt::skip]

@@ -36,50 +36,10 @@
 //! TensorFlow has no auto-detection: its strategies default to [`TfConfigClusterResolver`].
 //! The detection order and the Open MPI rule are this crate's.
 
-use std::fmt;
-
+pub use crate::cluster_source::ClusterSource;
 use crate::sagemaker::SageMakerClusterResolver;
 use crate::{ClusterResolver, Env, Error, SimpleClusterResolver, SlurmClusterResolver};
 use crate::{TfConfig, TfConfigClusterResolver};
-
-/// A source of cluster information [`auto_detect`] checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ClusterSource {
-    /// The `TF_CONFIG` variable.
-    TfConfig,
-    /// A Slurm job step.
-    Slurm,
-    /// An Amazon SageMaker training job.
-    SageMaker,
-    /// Ranks started by Open MPI's `mpirun` on one node.
-    OpenMpi,
-    /// A Kubernetes pod (feature `kubernetes`).
-    Kubernetes,
-}
-
-impl ClusterSource {
-    /// Every source, in the order [`detect`] checks them.
-    pub const ALL: [ClusterSource; 5] = [
-        ClusterSource::TfConfig,
-        ClusterSource::Slurm,
-        ClusterSource::SageMaker,
-        ClusterSource::OpenMpi,
-        ClusterSource::Kubernetes,
-    ];
-}
-
-impl fmt::Display for ClusterSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ClusterSource::TfConfig => "TF_CONFIG",
-            ClusterSource::Slurm => "Slurm",
-            ClusterSource::SageMaker => "SageMaker",
-            ClusterSource::OpenMpi => "Open MPI",
-            ClusterSource::Kubernetes => "Kubernetes",
-        })
-    }
-}
 
 const SLURM_VARS: [&str; 4] = [
     "SLURM_PROCID",
@@ -295,15 +255,6 @@ fn number(env: &Env, name: &str) -> Result<u32, Error> {
         value,
         reason: "not a non-negative integer".to_owned(),
     })
-}
-
-/// `TF_CONFIG: not set; Slurm: ...`, for [`Error::NoClusterFound`].
-pub(crate) fn describe_checked(checked: &[(ClusterSource, String)]) -> String {
-    let parts: Vec<String> = checked
-        .iter()
-        .map(|(source, reason)| format!("{source}: {reason}"))
-        .collect();
-    parts.join("; ")
 }
 
 #[cfg(test)]

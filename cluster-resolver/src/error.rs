@@ -1,8 +1,12 @@
 //! The crate's single error type.
 
+mod python;
+
 use std::fmt::Write as _;
 
 use cluster_spec::quote::{excerpt, quote};
+
+use crate::cluster_source::ClusterSource;
 
 /// Everything that can go wrong in this crate.
 ///
@@ -77,7 +81,7 @@ pub enum Error {
     /// (TensorFlow's wording, then the job).
     #[error(
         "Duplicate keys detected when merging two ClusterSpecs: {} (job '{}')",
-        excerpt(&crate::union::python_set(.tasks), 0),
+        excerpt(&python::python_set(.tasks), 0),
         excerpt(.job, 0)
     )]
     UnionDuplicateTasks {
@@ -92,7 +96,7 @@ pub enum Error {
     #[error(
         "Disallowed task type found in cluster spec. Allowed types are {} and the cluster spec \
          is {spec}. (job '{}')",
-        crate::multi_worker::ALLOWED_REPR,
+        python::ALLOWED_REPR,
         excerpt(.job, 0)
     )]
     DisallowedJob {
@@ -105,7 +109,7 @@ pub enum Error {
     #[error(
         "Unrecognized task_type: {}, valid task types are: {}",
         excerpt(.task_type, 0),
-        crate::multi_worker::ALLOWED_REPR
+        python::ALLOWED_REPR
     )]
     UnrecognizedTaskType {
         /// The task type.
@@ -151,7 +155,7 @@ pub enum Error {
     /// `worker_count` of a task type other than chief, worker and evaluator.
     #[error(
         "Unexpected `task_type` {}",
-        excerpt(&crate::multi_worker::python_repr(.task_type.as_deref()), 0)
+        excerpt(&python::python_repr(.task_type.as_deref()), 0)
     )]
     UnexpectedTaskType {
         /// The task type, if any.
@@ -160,7 +164,7 @@ pub enum Error {
     /// `id_in_cluster` of a task type other than chief, worker and evaluator.
     #[error(
         "There is no id for task_type {}",
-        excerpt(&crate::multi_worker::python_repr(.task_type.as_deref()), 0)
+        excerpt(&python::python_repr(.task_type.as_deref()), 0)
     )]
     NoIdForTaskType {
         /// The task type, if any.
@@ -179,10 +183,10 @@ pub enum Error {
 
     // ---- Auto-detection (`auto_detect`) ----
     /// No source of cluster information is complete; says what each one lacks.
-    #[error("no cluster found: {}", crate::auto_detect::describe_checked(.checked))]
+    #[error("no cluster found: {}", describe_checked(.checked))]
     NoClusterFound {
         /// Each source checked, in order, and what it lacks.
-        checked: Vec<(crate::ClusterSource, String)>,
+        checked: Vec<(ClusterSource, String)>,
     },
 
     // ---- Slurm hostlists (`hostlist::expand`, `hostlist::HostList::parse`) ----
@@ -546,12 +550,12 @@ pub enum Error {
         timeout: std::time::Duration,
     },
     /// A call to a cluster API failed before an answer arrived (connection, TLS, protocol, or
-    /// an error reported by the API client).
-    #[error("{operation} failed: {source}")]
+    /// an error reported by the API client). The message carries the source's causes too.
+    #[error("{operation} failed: {}", error_chain(&**.source))]
     Request {
         /// What was called.
         operation: String,
-        /// Why it failed.
+        /// Why it failed: the client's own error (`kube::Error`, hyper's, ...), with its causes.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -581,15 +585,19 @@ pub enum Error {
     },
 
     // ---- Kubernetes (`KubernetesClusterResolver`) ----
-    /// Neither an in-cluster nor a kubeconfig client configuration could be loaded.
+    /// Neither an in-cluster nor a kubeconfig client configuration could be loaded. Both causes
+    /// are kept; the kubeconfig's, tried last, is the [`source`](std::error::Error::source).
+    #[cfg(feature = "kubernetes")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "kubernetes")))]
     #[error(
         "cannot configure a Kubernetes client: in-cluster config: {in_cluster}; kubeconfig: {kubeconfig}"
     )]
     KubernetesConfig {
         /// Why the in-cluster configuration (service account) failed.
-        in_cluster: String,
+        in_cluster: kube::config::InClusterError,
         /// Why the kubeconfig failed.
-        kubeconfig: String,
+        #[source]
+        kubeconfig: kube::config::KubeconfigError,
     },
     /// Selected pods are not in phase `Running`. With one pod the message is TensorFlow's
     /// (`Pod "p" is not running; phase: "Pending"`); every such pod is listed.
@@ -727,7 +735,6 @@ fn describe(found: Option<char>) -> String {
 /// text the previous one already shows. For wrapped transport errors whose own message is
 /// only a category (hyper's `client error (Connect)`), so the cause, e.g. `Connection refused`,
 /// is in the message.
-#[cfg(any(feature = "kubernetes", feature = "gce"))]
 pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut out = error.to_string();
     let mut last = out.clone();
@@ -742,6 +749,15 @@ pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         source = e.source();
     }
     out
+}
+
+/// `TF_CONFIG: not set; Slurm: ...`, for [`Error::NoClusterFound`].
+fn describe_checked(checked: &[(ClusterSource, String)]) -> String {
+    let parts: Vec<String> = checked
+        .iter()
+        .map(|(source, reason)| format!("{source}: {reason}"))
+        .collect();
+    parts.join("; ")
 }
 
 /// `a; b; c` for the errors of [`Error::Multiple`].

@@ -55,7 +55,7 @@ use cluster_spec::ClusterSpec;
 use futures_util::{StreamExt, stream};
 
 use crate::overrides::{Overrides, override_accessors, override_methods};
-use crate::resolver::master_from_spec;
+use crate::resolver::listed_master;
 use crate::{ClusterResolver, Error};
 use api::{GoogleApi, google_api_methods};
 use compute::Group;
@@ -186,12 +186,7 @@ impl ClusterResolver for GceClusterResolver {
         rpc_layer: Option<&str>,
     ) -> Result<String, Error> {
         let task_type = task_type.unwrap_or(&self.task_type);
-        let Some(task_id) = task_id.or(self.overrides.task_id) else {
-            return Ok(String::new());
-        };
-        let spec = self.cluster_spec().await?;
-        let layer = self.overrides.master_rpc_layer(rpc_layer);
-        master_from_spec(&spec, Some(task_type), Some(task_id), layer, "")
+        listed_master(self, &self.overrides, Some(task_type), task_id, rpc_layer).await
     }
 
     fn task_type(&self) -> Option<String> {

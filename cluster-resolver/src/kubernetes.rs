@@ -95,9 +95,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use tokio::sync::OnceCell;
 
-use crate::error::error_chain;
 use crate::overrides::{Overrides, override_accessors, override_methods};
-use crate::resolver::master_from_spec;
+use crate::resolver::listed_master;
 use crate::{ClusterResolver, Error};
 use backoff::Backoff;
 use client::ClientSource;
@@ -351,7 +350,7 @@ async fn list_pods(
         }),
         Ok(Err(e)) => Err(Error::Request {
             operation: operation(),
-            source: error_chain(&e).into(),
+            source: Box::new(e),
         }),
         Ok(Ok(list)) => Ok(list.items),
     }
@@ -416,13 +415,7 @@ impl ClusterResolver for KubernetesClusterResolver {
         rpc_layer: Option<&str>,
     ) -> Result<String, Error> {
         let task_type = task_type.or(self.overrides.task_type.as_deref());
-        let task_id = task_id.or(self.overrides.task_id);
-        let (Some(task_type), Some(task_id)) = (task_type, task_id) else {
-            return Ok(String::new());
-        };
-        let spec = self.cluster_spec().await?;
-        let layer = self.overrides.master_rpc_layer(rpc_layer);
-        master_from_spec(&spec, Some(task_type), Some(task_id), layer, "")
+        listed_master(self, &self.overrides, task_type, task_id, rpc_layer).await
     }
 
     override_accessors!(task_type, task_id, rpc_layer);

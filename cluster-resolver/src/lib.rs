@@ -20,19 +20,19 @@
 //! | `TF_CONFIG` | [`TfConfigClusterResolver`], [`tf_config_for`] | [`tf_config`], [`multi_worker`] |
 //! | a Slurm step | [`SlurmClusterResolver`] | [`slurm`], [`hostlist`] |
 //! | Amazon SageMaker | [`SageMakerClusterResolver`] | [`sagemaker`] |
-//! | Kubernetes pods (feature `kubernetes`) | `KubernetesClusterResolver` | `kubernetes` |
-//! | a GCE instance group (feature `gce`) | `GceClusterResolver` | `gce` |
-//! | a Cloud TPU node (feature `gce`) | `TpuClusterResolver` | `tpu` |
+//! | Kubernetes pods (feature `kubernetes`) | [`KubernetesClusterResolver`] | [`kubernetes`] |
+//! | a GCE instance group (feature `gce`) | [`GceClusterResolver`] | [`gce`] |
+//! | a Cloud TPU node (feature `gce`) | [`TpuClusterResolver`] | [`tpu`] |
 //! | whichever launched this process | [`auto_detect`](auto_detect()) | [`auto_detect`](mod@auto_detect) |
 //!
 //! ## Features
 //!
-//! - `kubernetes`: `KubernetesClusterResolver`, with the kube client (rustls, ring). Like kube,
+//! - `kubernetes`: [`KubernetesClusterResolver`], with the kube client (rustls, ring). Like kube,
 //!   it leaves the Kubernetes API version to the final binary, which enables one
 //!   `k8s-openapi` version feature — or enables `k8s-openapi-earliest` here instead.
 //! - `k8s-openapi-earliest`: `kubernetes` with k8s-openapi's oldest supported API version
 //!   (only core/v1 pods are listed, which every version serves alike).
-//! - `gce`: `GceClusterResolver` and `TpuClusterResolver`, over the same hyper + rustls stack
+//! - `gce`: [`GceClusterResolver`] and [`TpuClusterResolver`], over the same hyper + rustls stack
 //!   kube uses.
 //!
 //! Without features the crate pulls no HTTP client, TLS or async runtime.
@@ -86,14 +86,39 @@
 //!   instance.
 //! - `num_accelerators` answers from the source (Slurm, TPU accelerator type, a given count)
 //!   rather than by connecting to the master, which is `remote-connect`'s layer.
+//!
+// The feature-gated names above link to their items when the feature is on (as on docs.rs),
+// else to the list of features that enable them.
+#![cfg_attr(
+    feature = "kubernetes",
+    doc = "[`KubernetesClusterResolver`]: KubernetesClusterResolver\n[`kubernetes`]: mod@kubernetes"
+)]
+#![cfg_attr(
+    not(feature = "kubernetes"),
+    doc = "[`KubernetesClusterResolver`]: #features\n[`kubernetes`]: #features"
+)]
+#![cfg_attr(
+    feature = "gce",
+    doc = "[`GceClusterResolver`]: GceClusterResolver\n[`TpuClusterResolver`]: TpuClusterResolver",
+    doc = "[`gce`]: mod@gce\n[`tpu`]: mod@tpu"
+)]
+#![cfg_attr(
+    not(feature = "gce"),
+    doc = "[`GceClusterResolver`]: #features\n[`TpuClusterResolver`]: #features",
+    doc = "[`gce`]: #features\n[`tpu`]: #features"
+)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auto_detect;
+mod cluster_source;
 mod env;
 mod error;
 #[cfg(feature = "gce")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gce")))]
 pub mod gce;
 pub mod hostlist;
 #[cfg(feature = "kubernetes")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kubernetes")))]
 pub mod kubernetes;
 pub mod multi_worker;
 mod overrides;
@@ -103,6 +128,7 @@ mod simple;
 pub mod slurm;
 pub mod tf_config;
 #[cfg(feature = "gce")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gce")))]
 pub mod tpu;
 pub mod union;
 
@@ -110,8 +136,10 @@ pub use auto_detect::{ClusterSource, OMPI_PORT_BASE, auto_detect, detect};
 pub use env::Env;
 pub use error::Error;
 #[cfg(feature = "gce")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gce")))]
 pub use gce::GceClusterResolver;
 #[cfg(feature = "kubernetes")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kubernetes")))]
 pub use kubernetes::KubernetesClusterResolver;
 pub use resolver::{ClusterResolver, format_master_url};
 pub use sagemaker::SageMakerClusterResolver;
@@ -119,5 +147,6 @@ pub use simple::SimpleClusterResolver;
 pub use slurm::{SlurmClusterResolver, SlurmStep, TasksPerNode};
 pub use tf_config::{TfConfig, TfConfigClusterResolver, tf_config_for};
 #[cfg(feature = "gce")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gce")))]
 pub use tpu::TpuClusterResolver;
 pub use union::UnionClusterResolver;

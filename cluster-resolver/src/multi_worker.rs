@@ -50,16 +50,7 @@ use cluster_spec::ClusterSpec;
 
 use crate::Error;
 
-/// The job names the rules allow, with `None` (no task type), as TensorFlow prints them.
-pub(crate) const ALLOWED_REPR: &str = "('chief', 'worker', 'evaluator', 'ps', None)";
-
 const ALLOWED: [&str; 4] = ["chief", "worker", "evaluator", "ps"];
-
-/// Python's `repr` of an optional task type (the rules only print allowed names, which need
-/// no escaping).
-pub(crate) fn python_repr(task_type: Option<&str>) -> String {
-    task_type.map_or_else(|| "None".to_owned(), |t| format!("'{t}'"))
-}
 
 /// The number of tasks of `job`, 0 when there is no such job (TensorFlow's `task_count`).
 fn task_count(spec: &ClusterSpec, job: &str) -> usize {

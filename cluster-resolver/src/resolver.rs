@@ -100,3 +100,22 @@ pub(crate) fn master_from_spec(
     };
     Ok(format_master_url(master, rpc_layer))
 }
+
+/// `master` of a resolver that lists its cluster over the network (Kubernetes, GCE): task
+/// `(task_type, task_id)`'s address, the id falling back to the override; `""` without both,
+/// as TensorFlow (and then nothing is listed). Formatted with `rpc_layer`, else the override.
+#[cfg(any(feature = "gce", feature = "kubernetes"))]
+pub(crate) async fn listed_master<R: ClusterResolver + ?Sized>(
+    resolver: &R,
+    overrides: &crate::overrides::Overrides,
+    task_type: Option<&str>,
+    task_id: Option<u32>,
+    rpc_layer: Option<&str>,
+) -> Result<String, Error> {
+    let (Some(task_type), Some(task_id)) = (task_type, task_id.or(overrides.task_id)) else {
+        return Ok(String::new());
+    };
+    let spec = resolver.cluster_spec().await?;
+    let layer = overrides.master_rpc_layer(rpc_layer);
+    master_from_spec(&spec, Some(task_type), Some(task_id), layer, "")
+}

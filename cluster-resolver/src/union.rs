@@ -279,13 +279,6 @@ fn merge(specs: &[ClusterSpec]) -> Result<ClusterSpec, Error> {
     Ok(builder.build()?)
 }
 
-/// Python's `repr` of a set of small non-negative ints, as TensorFlow's message shows the
-/// repeated keys: `{7}`, `{1, 2}`.
-pub(crate) fn python_set(items: &[u32]) -> String {
-    let inner: Vec<String> = items.iter().map(u32::to_string).collect();
-    format!("{{{}}}", inner.join(", "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

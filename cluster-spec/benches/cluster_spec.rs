@@ -1,5 +1,5 @@
 //! The 10,000-task cluster of the acceptance figure: 4 jobs × 2,500 addresses like
-//! `host1-42.example.com:2042` (about 300 KB of JSON). TensorFlow 2.21 takes 6.6 ms on the
+//! `host1-42.example.com:2042` (about 300 KB of JSON). TensorFlow 2.21 takes 9.4 ms on the
 //! development machine for: ClusterSpec(json.loads(doc)), as_cluster_def().SerializeToString(),
 //! and one task_address lookup per job. `cargo xtask bench-vs-tf` reruns TF's side.
 

@@ -14,7 +14,7 @@ pub enum Error {
     /// A job name does not follow TensorFlow's device-name grammar `[A-Za-z][A-Za-z0-9_]*`.
     #[error(
         "invalid job name {}: {reason}",
-        quote(.name, crate::grammar::job_name_problem_at(.name))
+        quote(.name, crate::job_name::problem_at(.name))
     )]
     InvalidJobName {
         /// The rejected name.

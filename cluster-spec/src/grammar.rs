@@ -1,7 +1,7 @@
 //! What a valid job name and a valid task address look like.
 //!
-//! Job names follow TensorFlow's device-name grammar `[A-Za-z][A-Za-z0-9_]*`, the one the C++
-//! runtime enforces (a name outside it aborts a TensorFlow server). Addresses are `host:port`:
+//! Job names follow TensorFlow's device-name grammar `[A-Za-z][A-Za-z0-9_]*` ([`job_name`]), the
+//! one the C++ runtime enforces (a name outside it aborts a TensorFlow server). Addresses are `host:port`:
 //! a host name or IPv4 address of `[A-Za-z0-9._-]`, or an IPv6 address in brackets (with an
 //! optional `%zone`), then a decimal port from 0 to 65535.
 //!
@@ -11,6 +11,8 @@
 
 use std::fmt;
 use std::net::Ipv6Addr;
+
+use crate::job_name::{self, Violation};
 
 /// Byte classes, one table lookup per byte.
 const HOST: u8 = 1;
@@ -32,45 +34,17 @@ static CLASS: [u8; 256] = {
     t
 };
 
-/// Why a job name is invalid, or `None` if it is valid.
+/// Why a job name is invalid ([`job_name`]'s rule), or `None` if it is valid.
 pub(crate) fn job_name_problem(name: &str) -> Option<String> {
-    let bytes = name.as_bytes();
-    let Some(&first) = bytes.first() else {
-        return Some("job names must not be empty".into());
-    };
-    if !first.is_ascii_alphabetic() {
-        return Some(format!(
-            "job names must start with a letter, not {:?}",
-            char_at(name, 0)
-        ));
+    match job_name::check(name).err()? {
+        Violation::Start { found: None } => Some("job names must not be empty".into()),
+        Violation::Start { found: Some(c) } => {
+            Some(format!("job names must start with a letter, not {c:?}"))
+        }
+        Violation::Char { at, found } => Some(format!(
+            "job names may hold only letters, digits and '_', not {found:?} (at byte {at})"
+        )),
     }
-    let bad = bytes
-        .iter()
-        .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_'))?;
-    Some(format!(
-        "job names may hold only letters, digits and '_', not {:?} (at byte {bad})",
-        char_at(name, bad)
-    ))
-}
-
-/// The byte [`job_name_problem`] reports for `name`: the first one outside
-/// `[A-Za-z0-9_]`, or 0 when the first byte is the problem (or the name is valid). Error
-/// messages window a long name around it.
-pub(crate) fn job_name_problem_at(name: &str) -> usize {
-    let bytes = name.as_bytes();
-    match bytes.first() {
-        Some(b) if b.is_ascii_alphabetic() => bytes
-            .iter()
-            .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_'))
-            .unwrap_or(0),
-        _ => 0,
-    }
-}
-
-/// The whole character starting at byte `at` (which may be inside a multi-byte character).
-fn char_at(s: &str, at: usize) -> char {
-    let start = (0..=at).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);
-    s[start..].chars().next().unwrap_or('\u{fffd}')
 }
 
 /// What is wrong with an address.

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use cluster_spec::job_name;
 use cluster_spec::quote::{excerpt, quote};
 
 /// Everything that can go wrong in this crate.
@@ -45,7 +46,7 @@ pub enum Error {
         reason: ParseErrorKind,
     },
     /// A job name is not `[A-Za-z][A-Za-z0-9_]*`.
-    #[error("invalid job name {}: {reason}", quote(.job, name_problem_at(.job)))]
+    #[error("invalid job name {}: {reason}", quote(.job, job_name::problem_at(.job)))]
     InvalidJobName {
         /// The rejected name.
         job: String,
@@ -56,7 +57,7 @@ pub enum Error {
     /// `[A-Za-z][A-Za-z0-9_]*`.
     #[error(
         "invalid device type {}: {reason}",
-        quote(.device_type, name_problem_at(.device_type))
+        quote(.device_type, job_name::problem_at(.device_type))
     )]
     InvalidDeviceType {
         /// The rejected type.
@@ -153,20 +154,6 @@ pub enum ParseErrorKind {
         /// The digits as written.
         digits: String,
     },
-}
-
-/// The byte a [`ParseErrorKind::NameStart`] or [`ParseErrorKind::NameChar`] reason is about:
-/// the first outside `[A-Za-z0-9_]`, or 0 when the first byte is the problem. Messages window
-/// a long name around it.
-fn name_problem_at(name: &str) -> usize {
-    let bytes = name.as_bytes();
-    match bytes.first() {
-        Some(b) if b.is_ascii_alphabetic() => bytes
-            .iter()
-            .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_'))
-            .unwrap_or(0),
-        _ => 0,
-    }
 }
 
 /// Writes a found character, or "the end" when there is none.

@@ -17,11 +17,14 @@
 //! A `/device:` component sets both the type and the id (an absent id clears an earlier one), as
 //! TensorFlow does.
 
+use cluster_spec::job_name::{self, Violation};
+
 use crate::DeviceName;
 use crate::error::ParseErrorKind;
 
-/// The largest replica, task or device id: TensorFlow stores them in an `int`.
-pub(crate) const MAX_INDEX: u32 = i32::MAX as u32;
+/// The largest replica, task or device id: TensorFlow stores them in an `int`, the same limit
+/// as a cluster's task indices (the proto's `int32`).
+pub(crate) const MAX_INDEX: u32 = cluster_spec::MAX_TASK_INDEX;
 
 /// A parse failure: where, and why.
 pub(crate) type Failure = (usize, ParseErrorKind);
@@ -98,24 +101,13 @@ fn check_name(text: &str, what: &'static str) -> Result<(), ParseErrorKind> {
 }
 
 /// TensorFlow's `ConsumePrefix`: a letter, then letters, digits and `_` up to the first
-/// terminator (or the end). Returns the length of the name starting at `pos`.
+/// terminator (or the end), by cluster-spec's job-name rule. Returns the length of the name
+/// starting at `pos`.
 fn name_len(s: &str, pos: usize, what: &'static str, terminators: &[u8]) -> Result<usize, Failure> {
-    let rest = &s[pos..];
-    let first = rest.chars().next();
-    if !first.is_some_and(|c| c.is_ascii_alphabetic()) {
-        return Err((pos, ParseErrorKind::NameStart { what, found: first }));
-    }
-    let end = rest
-        .bytes()
-        .position(|b| terminators.contains(&b))
-        .unwrap_or(rest.len());
-    match rest[..end]
-        .char_indices()
-        .find(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_'))
-    {
-        Some((at, found)) => Err((pos + at, ParseErrorKind::NameChar { what, found })),
-        None => Ok(end),
-    }
+    job_name::scan(&s[pos..], terminators).map_err(|violation| match violation {
+        Violation::Char { at, found } => (pos + at, ParseErrorKind::NameChar { what, found }),
+        Violation::Start { found } => (pos, ParseErrorKind::NameStart { what, found }),
+    })
 }
 
 /// `*` (unset) or a decimal number at `*pos`, advancing past it.

@@ -13,9 +13,13 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod json;
 mod process;
+mod tally;
 
+pub use json::run_json;
 pub use process::{Process, STARTUP};
+pub use tally::Tally;
 
 /// How long one Python run may take before the test fails (TensorFlow's import alone takes a
 /// few seconds; a loaded CI machine may need more).

@@ -28,6 +28,9 @@ const PROTOS: &[&str] = &[
 /// alone compile no tonic.
 const GRPC_GATE: &str = "#[cfg(feature = \"grpc\")]";
 
+/// On docs.rs (`--cfg docsrs`), the stubs are shown with the feature that enables them.
+const GRPC_DOC_GATE: &str = "#[cfg_attr(docsrs, doc(cfg(feature = \"grpc\")))]";
+
 pub(crate) fn run(check: bool) -> Result<(), String> {
     let crate_dir = workspace::root().join("cluster-proto");
     let committed = crate_dir.join("src/generated");
@@ -59,7 +62,9 @@ fn generate(proto_dir: &Path, out: &Path) -> Result<(), String> {
         .build_transport(false)
         .btree_map(".")
         .client_mod_attribute(".", GRPC_GATE)
+        .client_mod_attribute(".", GRPC_DOC_GATE)
         .server_mod_attribute(".", GRPC_GATE)
+        .server_mod_attribute(".", GRPC_DOC_GATE)
         .include_file("mod.rs")
         .emit_rerun_if_changed(false)
         .out_dir(out)

@@ -4,6 +4,7 @@
 //! check CI runs. Each task lives in its own module; this file only dispatches.
 
 mod codegen;
+mod features;
 mod interop;
 mod slurm;
 mod test;
@@ -20,7 +21,9 @@ tasks:
                      --check fails if the committed files differ from what would be generated
   test               everything CI runs: installs what the tests need when missing (the
                      TensorFlow 2.21 venv under target/tf-venv, Debian's slurm-wlm and munge),
-                     then fmt --check, clippy -D warnings, codegen --check, doc -D warnings,
+                     then fmt --check, clippy -D warnings (all features, then each crate
+                     with no features and each feature alone), codegen --check,
+                     doc -D warnings (and as docs.rs builds it, on nightly),
                      cargo test --workspace --all-features, interop, and the real Slurm
                      check (slurm)
   interop            remote-connect against real TensorFlow 2.21 on loopback: our Context to

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::{codegen, interop, slurm, tf_venv, workspace};
+use crate::{codegen, features, interop, slurm, tf_venv, workspace};
 
 pub(crate) fn run() -> Result<(), String> {
     let python = tf_venv::ensure()?;
@@ -20,6 +20,7 @@ pub(crate) fn run() -> Result<(), String> {
         "-D",
         "warnings",
     ]))?;
+    features::check()?;
     codegen::run(true)?;
     // Broken intra-doc links and bad doc markup fail like any other warning.
     workspace::run(
@@ -27,6 +28,7 @@ pub(crate) fn run() -> Result<(), String> {
             .args(["doc", "--workspace", "--no-deps", "--all-features"])
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
+    features::docs_rs()?;
     // The interop tests run once, as their own step below.
     workspace::run(
         Command::new("cargo")

@@ -142,6 +142,7 @@ pub struct CloseContextRequest {
 pub struct CloseContextResponse {}
 /// Generated client implementations.
 #[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod eager_service_client {
     #![allow(
         unused_variables,
@@ -441,6 +442,7 @@ pub mod eager_service_client {
 }
 /// Generated server implementations.
 #[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod eager_service_server {
     #![allow(
         unused_variables,

@@ -269,6 +269,7 @@ pub struct GetStatusResponse {
 }
 /// Generated client implementations.
 #[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod worker_service_client {
     #![allow(
         unused_variables,
@@ -379,6 +380,7 @@ pub mod worker_service_client {
 }
 /// Generated server implementations.
 #[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod worker_service_server {
     #![allow(
         unused_variables,

@@ -17,7 +17,6 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use serde::de::DeserializeOwned;
 
 use crate::Error;
-use crate::error::error_chain;
 
 /// Answers larger than this are refused: the largest document read here (a page of up to 500
 /// instances) is well under a megabyte, and a runaway server must not exhaust memory.
@@ -100,7 +99,7 @@ impl HttpClient {
         // carries the whole chain down to the cause (`Connection refused`).
         let failed = |source: Box<dyn std::error::Error + Send + Sync>| Error::Request {
             operation: op(),
-            source: error_chain(&*source).into(),
+            source,
         };
         let mut request = Request::builder()
             .method(method.clone())

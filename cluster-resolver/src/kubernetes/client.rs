@@ -53,8 +53,8 @@ async fn infer(timeout: Duration) -> Result<kube::Client, Error> {
         Err(in_cluster) => kube::Config::from_kubeconfig(&KubeConfigOptions::default())
             .await
             .map_err(|kubeconfig| Error::KubernetesConfig {
-                in_cluster: in_cluster.to_string(),
-                kubeconfig: kubeconfig.to_string(),
+                in_cluster,
+                kubeconfig,
             })?,
     };
     // kube's defaults leave the read timeout unset; every call here has a deadline anyway,

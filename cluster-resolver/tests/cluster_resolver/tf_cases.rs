@@ -31,14 +31,7 @@ def spec_json(spec):
 
 /// Runs `script` (after the prelude above) with `cases` on stdin; returns its last JSON line.
 pub(crate) fn run(script: &str, cases: &Value) -> Value {
-    let stdout = tf_oracle::run(&format!("{PRELUDE}\n{script}"), &cases.to_string());
-    let last = stdout
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
-    serde_json::from_str(last)
-        .unwrap_or_else(|e| panic!("TensorFlow's script printed no JSON ({e}):\n{stdout}"))
+    tf_oracle::run_json(&format!("{PRELUDE}\n{script}"), cases)
 }
 
 /// TensorFlow's answer to one call: a value, or an exception.
@@ -67,22 +60,4 @@ pub(crate) fn answer(v: &Value) -> Answer<'_> {
     }
 }
 
-/// Counts what a differential test compared, for its final report.
-#[derive(Debug, Default)]
-pub(crate) struct Tally {
-    /// Answers equal to TensorFlow's (values, or errors with TensorFlow's message).
-    pub(crate) same: usize,
-    /// Both failed, with a message of our own (TensorFlow's is an accidental exception).
-    pub(crate) both_failed: usize,
-    /// Documented differences, asserted as such.
-    pub(crate) documented: usize,
-}
-
-impl Tally {
-    pub(crate) fn report(&self, what: &str) {
-        eprintln!(
-            "{what}: {} answers equal to TensorFlow's, {} failing in both, {} documented differences",
-            self.same, self.both_failed, self.documented
-        );
-    }
-}
+pub(crate) use tf_oracle::Tally;

@@ -5,18 +5,10 @@
 
 use serde_json::Value;
 
-/// Runs `script` under TensorFlow's python (through the workspace's `tf-oracle`, which fails
-/// loudly when TensorFlow is missing and never hangs) with `input` as JSON on stdin, and
-/// returns the JSON of the last line it prints.
+/// Runs `script` under TensorFlow's python with `input` as JSON on stdin, and returns the
+/// JSON of the last line it prints.
 pub(crate) fn run(script: &str, input: &Value) -> Value {
-    let stdout = tf_oracle::run(script, &input.to_string());
-    let last = stdout
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
-    serde_json::from_str(last)
-        .unwrap_or_else(|e| panic!("python printed no JSON result ({e}).\nstdout:\n{stdout}"))
+    tf_oracle::run_json(script, input)
 }
 
 /// Python preamble: imports TensorFlow quietly, checks its version, reads the cases.

@@ -1,0 +1,59 @@
+//! Each crate with cargo features, checked with no features and with each feature on its own,
+//! so a feature combination that stops compiling (an item used under the wrong `cfg`, an
+//! import only one feature needs) fails here rather than in a user's build. The rest of
+//! `cargo xtask test` runs with `--all-features`, which hides such breakage.
+//!
+//! And the docs as docs.rs builds them (`--cfg docsrs`, nightly), so every gated item shows the
+//! feature that enables it.
+
+use std::process::Command;
+
+use crate::workspace;
+
+/// Every crate with features, and the feature sets checked besides none. cluster-resolver's
+/// `kubernetes` alone names no Kubernetes API version (the final binary picks one), so it is
+/// checked through `k8s-openapi-earliest`, which is `kubernetes` plus the oldest version.
+const CRATES: &[(&str, &[&str])] = &[
+    ("cluster-proto", &["grpc"]),
+    ("cluster-resolver", &["k8s-openapi-earliest", "gce"]),
+];
+
+/// `cargo clippy -D warnings` on each crate of [`CRATES`] with no features, then each feature.
+pub(crate) fn check() -> Result<(), String> {
+    for (krate, features) in CRATES {
+        clippy(krate, &["--no-default-features"])?;
+        for feature in *features {
+            clippy(krate, &["--no-default-features", "--features", feature])?;
+        }
+    }
+    Ok(())
+}
+
+fn clippy(krate: &str, feature_args: &[&str]) -> Result<(), String> {
+    workspace::run(
+        Command::new("cargo")
+            .args(["clippy", "-p", krate, "--all-targets"])
+            .args(feature_args)
+            .args(["--", "-D", "warnings"]),
+    )
+}
+
+/// The docs of each crate of [`CRATES`] as docs.rs builds them: all features, `--cfg docsrs`
+/// (which needs nightly for `doc(cfg)`), warnings denied. Skipped, saying so, where no nightly
+/// toolchain is installed.
+pub(crate) fn docs_rs() -> Result<(), String> {
+    let nightly = Command::new("rustup")
+        .args(["run", "nightly", "rustc", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !nightly {
+        eprintln!("xtask: no nightly toolchain: skipping the docs.rs build (--cfg docsrs)");
+        return Ok(());
+    }
+    let mut command = Command::new("cargo");
+    command.args(["+nightly", "doc", "--no-deps", "--all-features"]);
+    for (krate, _) in CRATES {
+        command.args(["-p", krate]);
+    }
+    workspace::run(command.env("RUSTDOCFLAGS", "--cfg docsrs -D warnings"))
+}
