@@ -18,9 +18,13 @@ const CRATES: &[(&str, &[&str])] = &[
     ("cluster-resolver", &["k8s-openapi-earliest", "gce"]),
 ];
 
-/// `cargo clippy -D warnings` on each crate of [`CRATES`] with no features, then each feature.
+/// The binaries with features: checked like [`CRATES`], but not documented for docs.rs.
+const BINARIES: &[(&str, &[&str])] = &[("tfcluster", &["kubernetes", "gce"])];
+
+/// `cargo clippy -D warnings` on each crate of [`CRATES`] and [`BINARIES`] with no features,
+/// then each feature.
 pub(crate) fn check() -> Result<(), String> {
-    for (krate, features) in CRATES {
+    for (krate, features) in CRATES.iter().chain(BINARIES) {
         clippy(krate, &["--no-default-features"])?;
         for feature in *features {
             clippy(krate, &["--no-default-features", "--features", feature])?;
