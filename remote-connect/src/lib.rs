@@ -114,7 +114,11 @@
 //!   valid (TensorFlow's worker accepts more and fails later). The device names a context is
 //!   given are kept as sent and parsed only when looked up.
 //!
-//! Kept as TensorFlow does: device filters are only read on a full connect (an update warns
+//! Kept as TensorFlow does: a connect updates the context in place only when the local job
+//! and task are the same and the `ClusterDef` compares equal as a protobuf, job order
+//! included (so passing back the spec the context reports, with the added `localhost` job,
+//! resets unless that job sorts last; checked against TensorFlow's own protos); device
+//! filters are only read on a full connect (an update warns
 //! and ignores new ones), and a task keeps the first filters it was ever given (TensorFlow's
 //! `SetRemoteDeviceFilters` never replaces a task's filters; checked against TensorFlow's own
 //! client in the interop tests); the master's own device list is unfiltered and names this
