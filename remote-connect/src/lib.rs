@@ -123,7 +123,8 @@
 //! `SetRemoteDeviceFilters` never replaces a task's filters; checked against TensorFlow's own
 //! client in the interop tests); the master's own device list is unfiltered and names this
 //! process's devices `/device:TYPE:ID`, as TensorFlow's `list_logical_devices` does; closing an unknown or
-//! stale context is OK; an unknown context is `ABORTED` with TensorFlow's message; contexts
+//! stale context is OK; `clear_existing_contexts` drops every context of the server first;
+//! an unknown context is `ABORTED` with TensorFlow's message; contexts
 //! idle past their `keep_alive_secs` are collected once a second.
 
 mod accelerators;

@@ -176,6 +176,11 @@ impl Contexts {
         }
     }
 
+    /// Drops every context (`CreateContext` with `clear_existing_contexts`).
+    pub(crate) fn clear(&self) {
+        self.lock().clear();
+    }
+
     /// Drops contexts idle for longer than their `keep_alive_secs`; returns how many.
     pub(crate) fn collect_idle(&self, now: Instant) -> usize {
         let mut map = self.lock();

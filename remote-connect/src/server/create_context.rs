@@ -39,6 +39,8 @@ struct LeanCreateContextRequest {
     context_id: u64,
     #[prost(fixed64, tag = "8")]
     context_view_id: u64,
+    #[prost(bool, tag = "10")]
+    clear_existing_contexts: bool,
 }
 
 /// `tensorflow.ServerDef` with the `ClusterDef` left encoded.
@@ -143,6 +145,7 @@ impl UnaryService<LeanCreateContextRequest> for Create {
                     r.keep_alive_secs,
                     r.server_def.map(Claim::from),
                     names,
+                    r.clear_existing_contexts,
                 )
             })
             .map(|device_attributes| Response::new(CreateContextResponse { device_attributes }));

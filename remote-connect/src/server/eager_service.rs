@@ -46,6 +46,7 @@ impl EagerService for Eager {
             r.keep_alive_secs,
             r.server_def.map(Claim::from),
             names,
+            r.clear_existing_contexts,
         )?;
         Ok(Response::new(CreateContextResponse { device_attributes }))
     }

@@ -70,8 +70,13 @@ impl TaskState {
         keep_alive_secs: i64,
         claim: Option<Claim>,
         cluster: Vec<bytes::Bytes>,
+        clear_existing: bool,
     ) -> Result<Vec<DeviceAttributes>, Status> {
         self.contexts.check_create(id, view_id)?;
+        if clear_existing {
+            // `clear_existing_contexts`: the client starts over on this worker.
+            self.contexts.clear();
+        }
         let install = self.install(claim, cluster)?;
         let devices = install.own.iter().map(|(_, a)| a.clone()).collect();
         self.contexts.create(id, view_id, keep_alive_secs, install);

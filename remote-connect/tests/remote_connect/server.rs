@@ -687,3 +687,19 @@ async fn small_round_trips_do_not_wait_for_delayed_acks() {
     assert!(median < Duration::from_millis(5), "median {median:?}");
     s.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clear_existing_contexts_starts_the_worker_over() {
+    let s = server("worker").await;
+    let mut client = eager(s.local_addr()).await;
+    for id in [31, 32] {
+        client.create_context(create(id, 0, 0)).await.unwrap();
+    }
+    assert_eq!(s.contexts().len(), 2);
+    let mut request = create(33, 0, 0);
+    request.clear_existing_contexts = true;
+    client.create_context(request).await.unwrap();
+    let ids: Vec<u64> = s.contexts().iter().map(|c| c.id).collect();
+    assert_eq!(ids, [33]);
+    s.shutdown().await.unwrap();
+}
