@@ -1,6 +1,7 @@
 //! What `up` and `connect` print about a connected cluster: each task, its address and the
 //! devices it may see, as a table with a visibility matrix, or as JSON.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table};
@@ -21,109 +22,145 @@ pub(crate) enum Format {
 const MATRIX_MAX_DEVICES: usize = 32;
 
 pub(crate) fn render(ctx: &Context, format: Format) -> String {
+    let view = View::of(ctx);
     match format {
-        Format::Json => format!("{}\n", to_json(ctx)),
-        Format::Table => table(ctx),
+        Format::Json => format!("{}\n", view.to_json(ctx.context_id(), ctx.local_address())),
+        Format::Table => view.table(),
     }
 }
 
-/// The devices of `task` as the context discovered them.
-fn devices_of(ctx: &Context, task: &TaskId) -> Vec<String> {
-    let prefix = format!("{task}/");
-    ctx.list_logical_devices()
-        .into_iter()
-        .filter(|d| d.name.starts_with(&prefix))
-        .map(|d| d.name)
-        .collect()
+/// One task's line of the report.
+struct Row {
+    task: TaskId,
+    address: String,
+    /// Its own devices.
+    devices: Vec<String>,
+    /// The devices it was given (its filters applied).
+    visible: HashSet<String>,
+    /// The same, in the order they were given.
+    visible_list: Vec<String>,
 }
 
-fn to_json(ctx: &Context) -> serde_json::Value {
-    let tasks: Vec<_> = ctx
-        .remote_tasks()
-        .into_iter()
-        .map(|(task, address)| {
-            json!({
-                "task": task.to_string(),
-                "job": task.job,
-                "index": task.task,
-                "address": address,
-                "devices": devices_of(ctx, &task),
-                "visible": ctx.visible_devices(&task).unwrap_or_default(),
-            })
-        })
-        .collect();
-    json!({
-        "context_id": ctx.context_id(),
-        "local": {
-            "address": ctx.local_address(),
-            "devices": ctx.list_logical_devices()
-                .into_iter()
-                .filter(|d| !d.name.starts_with("/job:"))
-                .map(|d| d.name)
-                .collect::<Vec<_>>(),
-        },
-        "tasks": tasks,
-    })
+/// The context read once: a cluster of 1,024 tasks is a million device names, so nothing is
+/// asked of the context per task and device.
+struct View {
+    /// This process's devices (`/device:TYPE:ID`).
+    local: Vec<String>,
+    /// Every remote task's devices, in the context's order.
+    remote: Vec<String>,
+    rows: Vec<Row>,
 }
 
-fn table(ctx: &Context) -> String {
-    let tasks = ctx.remote_tasks();
-    let mut listing = plain(["task", "address", "devices"]);
-    for (task, address) in &tasks {
-        let devices: Vec<String> = devices_of(ctx, task)
-            .iter()
-            .map(|d| short(d, task))
-            .collect();
-        listing.add_row([task.to_string(), address.clone(), devices.join(" ")]);
-    }
-    let mut out = format!("{listing}\n");
-    // Who may see what: one column per device of the cluster.
-    let all: Vec<String> = ctx
-        .list_logical_devices()
-        .into_iter()
-        .map(|d| d.name)
-        .filter(|n| n.starts_with("/job:"))
-        .collect();
-    let filtered = tasks.iter().any(|(t, _)| {
-        let seen = ctx.visible_devices(t).unwrap_or_default();
-        all.iter().any(|d| !seen.contains(d))
-    });
-    if !filtered {
-        let _ = writeln!(
-            out,
-            "\nno device filters: every task sees all {} devices",
-            all.len()
-        );
-        return out;
-    }
-    let _ = writeln!(out, "\nvisible devices (device filters):");
-    if all.len() > MATRIX_MAX_DEVICES {
-        let mut summary = plain(["task", "sees"]);
-        for (task, _) in &tasks {
-            let seen = ctx.visible_devices(task).unwrap_or_default();
-            let count = all.iter().filter(|d| seen.contains(*d)).count();
-            summary.add_row([
-                task.to_string(),
-                format!("{count} of {} devices", all.len()),
-            ]);
+impl View {
+    fn of(ctx: &Context) -> Self {
+        let (remote, local): (Vec<String>, Vec<String>) = ctx
+            .list_logical_devices()
+            .into_iter()
+            .map(|d| d.name)
+            .partition(|name| name.starts_with("/job:"));
+        let mut by_task: HashMap<&str, Vec<String>> = HashMap::new();
+        for name in &remote {
+            let task = name.split("/device:").next().unwrap_or(name);
+            by_task.entry(task).or_default().push(name.clone());
         }
-        let _ = writeln!(out, "{summary}");
-        return out;
+        let rows = ctx
+            .remote_tasks()
+            .into_iter()
+            .map(|(task, address)| {
+                let visible_list = ctx.visible_devices(&task).unwrap_or_default();
+                Row {
+                    devices: by_task
+                        .remove(task.to_string().as_str())
+                        .unwrap_or_default(),
+                    visible: visible_list.iter().cloned().collect(),
+                    visible_list,
+                    task,
+                    address,
+                }
+            })
+            .collect();
+        Self {
+            local,
+            remote,
+            rows,
+        }
     }
-    let header = std::iter::once(String::new()).chain(all.iter().map(|d| label(d)));
-    let mut matrix = plain(header);
-    for (task, _) in &tasks {
-        let seen = ctx.visible_devices(task).unwrap_or_default();
-        let marks = all
+
+    fn to_json(&self, context_id: u64, local_address: Option<String>) -> serde_json::Value {
+        let tasks: Vec<_> = self
+            .rows
             .iter()
-            .map(|device| if seen.contains(device) { "x" } else { "." }.to_owned());
-        matrix.add_row(std::iter::once(task.to_string()).chain(marks));
+            .map(|row| {
+                json!({
+                    "task": row.task.to_string(),
+                    "job": row.task.job,
+                    "index": row.task.task,
+                    "address": row.address,
+                    "devices": row.devices,
+                    "visible": row.visible_list,
+                })
+            })
+            .collect();
+        json!({
+            "context_id": context_id,
+            "local": {"address": local_address, "devices": self.local},
+            "tasks": tasks,
+        })
     }
-    for column in matrix.column_iter_mut().skip(1) {
-        column.set_cell_alignment(CellAlignment::Center);
+
+    fn table(&self) -> String {
+        let mut listing = plain(["task", "address", "devices"]);
+        for row in &self.rows {
+            let devices: Vec<String> = row.devices.iter().map(|d| short(d, &row.task)).collect();
+            listing.add_row([row.task.to_string(), row.address.clone(), devices.join(" ")]);
+        }
+        let mut out = format!("{listing}\n");
+        // Who may see what: one column per device of the cluster.
+        let all = &self.remote;
+        let filtered = self
+            .rows
+            .iter()
+            .any(|row| all.iter().any(|d| !row.visible.contains(d)));
+        if !filtered {
+            let _ = writeln!(
+                out,
+                "\nno device filters: every task sees all {} devices",
+                all.len()
+            );
+            return out;
+        }
+        let _ = writeln!(out, "\nvisible devices (device filters):");
+        if all.len() > MATRIX_MAX_DEVICES {
+            let mut summary = plain(["task", "sees"]);
+            for row in &self.rows {
+                let count = all.iter().filter(|d| row.visible.contains(*d)).count();
+                summary.add_row([
+                    row.task.to_string(),
+                    format!("{count} of {} devices", all.len()),
+                ]);
+            }
+            let _ = writeln!(out, "{summary}");
+            return out;
+        }
+        let header = std::iter::once(String::new()).chain(all.iter().map(|d| label(d)));
+        let mut matrix = plain(header);
+        for row in &self.rows {
+            let marks = all.iter().map(|device| {
+                if row.visible.contains(device) {
+                    "x"
+                } else {
+                    "."
+                }
+                .to_owned()
+            });
+            matrix.add_row(std::iter::once(row.task.to_string()).chain(marks));
+        }
+        for column in matrix.column_iter_mut().skip(1) {
+            column.set_cell_alignment(CellAlignment::Center);
+        }
+        let _ = writeln!(out, "{matrix}");
+        out
     }
-    let _ = writeln!(out, "{matrix}");
-    out
 }
 
 /// A table without borders, columns two spaces apart.
