@@ -28,7 +28,7 @@ use super::state::TaskState;
 
 /// `tensorflow.eager.CreateContextRequest`, reading only what a server uses.
 #[derive(Clone, PartialEq, prost::Message)]
-struct LeanCreateContextRequest {
+pub(crate) struct LeanCreateContextRequest {
     #[prost(message, optional, tag = "1")]
     server_def: Option<LeanServerDef>,
     #[prost(int64, tag = "3")]
@@ -132,23 +132,27 @@ impl UnaryService<LeanCreateContextRequest> for Create {
     type Future = std::future::Ready<Result<Response<CreateContextResponse>, Status>>;
 
     fn call(&mut self, request: Request<LeanCreateContextRequest>) -> Self::Future {
-        let r = request.into_inner();
-        let result = r
-            .cluster_device_attributes
-            .into_iter()
-            .map(|d| utf8_name(d.name))
-            .collect::<Result<Vec<_>, _>>()
-            .and_then(|names| {
-                self.0.create_context(
-                    r.context_id,
-                    r.context_view_id,
-                    r.keep_alive_secs,
-                    r.server_def.map(Claim::from),
-                    names,
-                    r.clear_existing_contexts,
-                )
-            })
-            .map(|device_attributes| Response::new(CreateContextResponse { device_attributes }));
-        std::future::ready(result)
+        std::future::ready(create(&self.0, request.into_inner()))
     }
+}
+
+/// `CreateContext` on `state`, whichever way the request arrived.
+pub(crate) fn create(
+    state: &TaskState,
+    r: LeanCreateContextRequest,
+) -> Result<Response<CreateContextResponse>, Status> {
+    let names = r
+        .cluster_device_attributes
+        .into_iter()
+        .map(|d| utf8_name(d.name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let device_attributes = state.create_context(
+        r.context_id,
+        r.context_view_id,
+        r.keep_alive_secs,
+        r.server_def.map(Claim::from),
+        names,
+        r.clear_existing_contexts,
+    )?;
+    Ok(Response::new(CreateContextResponse { device_attributes }))
 }

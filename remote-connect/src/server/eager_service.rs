@@ -13,8 +13,10 @@ use cluster_proto::eager::{
 use tonic::codegen::tokio_stream;
 use tonic::{Request, Response, Status, Streaming};
 
+use super::create_context::{LeanCreateContextRequest as Lean, create};
 use super::identity::Claim;
 use super::state::TaskState;
+use prost::Message;
 
 pub(crate) struct Eager(pub(crate) Arc<TaskState>);
 
@@ -33,22 +35,11 @@ impl EagerService for Eager {
         &self,
         request: Request<CreateContextRequest>,
     ) -> Result<Response<CreateContextResponse>, Status> {
-        // Served by `create_context::EagerRoutes` with a leaner decoding; kept for completeness.
-        let r = request.into_inner();
-        let names = r
-            .cluster_device_attributes
-            .into_iter()
-            .map(|d| bytes::Bytes::from(d.name))
-            .collect();
-        let device_attributes = self.0.create_context(
-            r.context_id,
-            r.context_view_id,
-            r.keep_alive_secs,
-            r.server_def.map(Claim::from),
-            names,
-            r.clear_existing_contexts,
-        )?;
-        Ok(Response::new(CreateContextResponse { device_attributes }))
+        // `create_context::EagerRoutes` serves CreateContext before this service sees it; this
+        // path, kept because the trait requires it, goes through the same handler.
+        let lean = Lean::decode(request.into_inner().encode_to_vec().as_slice())
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        create(&self.0, lean)
     }
 
     async fn update_context(
