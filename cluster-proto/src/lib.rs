@@ -2,9 +2,10 @@
 //!
 //! The bottom layer of the tfcluster workspace. It holds the protobuf messages TensorFlow 2.21
 //! puts on the wire for cluster descriptions ([`ClusterDef`], [`ServerDef`]), device filters
-//! ([`ClusterDeviceFilters`]), device discovery ([`GetStatusResponse`], [`DeviceAttributes`]) and
-//! remote eager contexts ([`eager`]), with TensorFlow's packages, message names and field
-//! numbers. Depend on it directly only if you speak TensorFlow's protocol yourself; most users
+//! ([`ClusterDeviceFilters`]), device discovery ([`GetStatusResponse`], [`DeviceAttributes`]),
+//! remote eager contexts and the operations run in them ([`eager`]), and the values those
+//! operations carry ([`TensorProto`], [`TensorShapeProto`], [`DataType`], [`AttrValue`]), with
+//! TensorFlow's packages, message names and field numbers. Depend on it directly only if you speak TensorFlow's protocol yourself; most users
 //! want `cluster-spec` (the validated model) or `remote-connect` (the gRPC layer), which build on
 //! it.
 //!
@@ -47,15 +48,16 @@
 //! - **`WorkerService` is in package `tensorflow`.** TensorFlow's `worker_service.proto` declares
 //!   `package tensorflow.grpc`, yet the runtime registers and calls
 //!   `/tensorflow.WorkerService/GetStatus`; the stubs here use the path TensorFlow really uses.
-//! - **Eager payloads are opaque.** `EnqueueRequest.queue`, `EnqueueResponse.queue_response` and
-//!   the operation, shape and tensor fields of `RunComponentFunction*` are `bytes`: each is a
-//!   length-delimited sub-message on the wire, so they round-trip unchanged without TensorFlow's
-//!   tensor and attr protos.
+//! - **Function payloads are opaque.** The queue items that register, clean up or remove
+//!   functions, pack handles or sync executors ([`eager::queue_item::Item`]) are `bytes`: each is
+//!   a length-delimited sub-message on the wire, so they round-trip unchanged without
+//!   TensorFlow's function-library protos. So are a tensor's `resource_handle_val` and
+//!   `variant_val` elements.
 //!
 //! ## Differences from TensorFlow
 //!
 //! - Only the messages and fields the cluster layer uses are declared (see `proto/`); in
-//!   particular `ConfigProto` and `ConfigProto.Experimental` are partial, and the eager queue
+//!   particular `ConfigProto` and `ConfigProto.Experimental` are partial, and the function
 //!   payloads are opaque bytes (above).
 //! - proto3 lets an encoder omit a field that holds its default value; prost omits a map entry's
 //!   key `0` where TensorFlow's C++ encoder writes it. Both decode to the same message.

@@ -114,6 +114,397 @@ pub struct VersionDef {
     #[prost(int32, repeated, tag = "3")]
     pub bad_consumers: ::prost::alloc::vec::Vec<i32>,
 }
+/// The element type of a tensor. `*_REF` values (base + 100) mark reference-typed edges in
+/// graphs and never appear on eager tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum DataType {
+    DtInvalid = 0,
+    DtFloat = 1,
+    DtDouble = 2,
+    DtInt32 = 3,
+    DtUint8 = 4,
+    DtInt16 = 5,
+    DtInt8 = 6,
+    DtString = 7,
+    DtComplex64 = 8,
+    DtInt64 = 9,
+    DtBool = 10,
+    DtQint8 = 11,
+    DtQuint8 = 12,
+    DtQint32 = 13,
+    DtBfloat16 = 14,
+    DtQint16 = 15,
+    DtQuint16 = 16,
+    DtUint16 = 17,
+    DtComplex128 = 18,
+    DtHalf = 19,
+    DtResource = 20,
+    DtVariant = 21,
+    DtUint32 = 22,
+    DtUint64 = 23,
+    DtFloat8E5m2 = 24,
+    DtFloat8E4m3fn = 25,
+    DtFloat8E4m3fnuz = 26,
+    DtFloat8E4m3b11fnuz = 27,
+    DtFloat8E5m2fnuz = 28,
+    DtInt4 = 29,
+    DtUint4 = 30,
+    DtInt2 = 31,
+    DtUint2 = 32,
+    DtFloat4E2m1fn = 33,
+    DtFloatRef = 101,
+    DtDoubleRef = 102,
+    DtInt32Ref = 103,
+    DtUint8Ref = 104,
+    DtInt16Ref = 105,
+    DtInt8Ref = 106,
+    DtStringRef = 107,
+    DtComplex64Ref = 108,
+    DtInt64Ref = 109,
+    DtBoolRef = 110,
+    DtQint8Ref = 111,
+    DtQuint8Ref = 112,
+    DtQint32Ref = 113,
+    DtBfloat16Ref = 114,
+    DtQint16Ref = 115,
+    DtQuint16Ref = 116,
+    DtUint16Ref = 117,
+    DtComplex128Ref = 118,
+    DtHalfRef = 119,
+    DtResourceRef = 120,
+    DtVariantRef = 121,
+    DtUint32Ref = 122,
+    DtUint64Ref = 123,
+    DtFloat8E5m2Ref = 124,
+    DtFloat8E4m3fnRef = 125,
+    DtFloat8E4m3fnuzRef = 126,
+    DtFloat8E4m3b11fnuzRef = 127,
+    DtFloat8E5m2fnuzRef = 128,
+    DtInt4Ref = 129,
+    DtUint4Ref = 130,
+    DtInt2Ref = 131,
+    DtUint2Ref = 132,
+    DtFloat4E2m1fnRef = 133,
+}
+impl DataType {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::DtInvalid => "DT_INVALID",
+            Self::DtFloat => "DT_FLOAT",
+            Self::DtDouble => "DT_DOUBLE",
+            Self::DtInt32 => "DT_INT32",
+            Self::DtUint8 => "DT_UINT8",
+            Self::DtInt16 => "DT_INT16",
+            Self::DtInt8 => "DT_INT8",
+            Self::DtString => "DT_STRING",
+            Self::DtComplex64 => "DT_COMPLEX64",
+            Self::DtInt64 => "DT_INT64",
+            Self::DtBool => "DT_BOOL",
+            Self::DtQint8 => "DT_QINT8",
+            Self::DtQuint8 => "DT_QUINT8",
+            Self::DtQint32 => "DT_QINT32",
+            Self::DtBfloat16 => "DT_BFLOAT16",
+            Self::DtQint16 => "DT_QINT16",
+            Self::DtQuint16 => "DT_QUINT16",
+            Self::DtUint16 => "DT_UINT16",
+            Self::DtComplex128 => "DT_COMPLEX128",
+            Self::DtHalf => "DT_HALF",
+            Self::DtResource => "DT_RESOURCE",
+            Self::DtVariant => "DT_VARIANT",
+            Self::DtUint32 => "DT_UINT32",
+            Self::DtUint64 => "DT_UINT64",
+            Self::DtFloat8E5m2 => "DT_FLOAT8_E5M2",
+            Self::DtFloat8E4m3fn => "DT_FLOAT8_E4M3FN",
+            Self::DtFloat8E4m3fnuz => "DT_FLOAT8_E4M3FNUZ",
+            Self::DtFloat8E4m3b11fnuz => "DT_FLOAT8_E4M3B11FNUZ",
+            Self::DtFloat8E5m2fnuz => "DT_FLOAT8_E5M2FNUZ",
+            Self::DtInt4 => "DT_INT4",
+            Self::DtUint4 => "DT_UINT4",
+            Self::DtInt2 => "DT_INT2",
+            Self::DtUint2 => "DT_UINT2",
+            Self::DtFloat4E2m1fn => "DT_FLOAT4_E2M1FN",
+            Self::DtFloatRef => "DT_FLOAT_REF",
+            Self::DtDoubleRef => "DT_DOUBLE_REF",
+            Self::DtInt32Ref => "DT_INT32_REF",
+            Self::DtUint8Ref => "DT_UINT8_REF",
+            Self::DtInt16Ref => "DT_INT16_REF",
+            Self::DtInt8Ref => "DT_INT8_REF",
+            Self::DtStringRef => "DT_STRING_REF",
+            Self::DtComplex64Ref => "DT_COMPLEX64_REF",
+            Self::DtInt64Ref => "DT_INT64_REF",
+            Self::DtBoolRef => "DT_BOOL_REF",
+            Self::DtQint8Ref => "DT_QINT8_REF",
+            Self::DtQuint8Ref => "DT_QUINT8_REF",
+            Self::DtQint32Ref => "DT_QINT32_REF",
+            Self::DtBfloat16Ref => "DT_BFLOAT16_REF",
+            Self::DtQint16Ref => "DT_QINT16_REF",
+            Self::DtQuint16Ref => "DT_QUINT16_REF",
+            Self::DtUint16Ref => "DT_UINT16_REF",
+            Self::DtComplex128Ref => "DT_COMPLEX128_REF",
+            Self::DtHalfRef => "DT_HALF_REF",
+            Self::DtResourceRef => "DT_RESOURCE_REF",
+            Self::DtVariantRef => "DT_VARIANT_REF",
+            Self::DtUint32Ref => "DT_UINT32_REF",
+            Self::DtUint64Ref => "DT_UINT64_REF",
+            Self::DtFloat8E5m2Ref => "DT_FLOAT8_E5M2_REF",
+            Self::DtFloat8E4m3fnRef => "DT_FLOAT8_E4M3FN_REF",
+            Self::DtFloat8E4m3fnuzRef => "DT_FLOAT8_E4M3FNUZ_REF",
+            Self::DtFloat8E4m3b11fnuzRef => "DT_FLOAT8_E4M3B11FNUZ_REF",
+            Self::DtFloat8E5m2fnuzRef => "DT_FLOAT8_E5M2FNUZ_REF",
+            Self::DtInt4Ref => "DT_INT4_REF",
+            Self::DtUint4Ref => "DT_UINT4_REF",
+            Self::DtInt2Ref => "DT_INT2_REF",
+            Self::DtUint2Ref => "DT_UINT2_REF",
+            Self::DtFloat4E2m1fnRef => "DT_FLOAT4_E2M1FN_REF",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "DT_INVALID" => Some(Self::DtInvalid),
+            "DT_FLOAT" => Some(Self::DtFloat),
+            "DT_DOUBLE" => Some(Self::DtDouble),
+            "DT_INT32" => Some(Self::DtInt32),
+            "DT_UINT8" => Some(Self::DtUint8),
+            "DT_INT16" => Some(Self::DtInt16),
+            "DT_INT8" => Some(Self::DtInt8),
+            "DT_STRING" => Some(Self::DtString),
+            "DT_COMPLEX64" => Some(Self::DtComplex64),
+            "DT_INT64" => Some(Self::DtInt64),
+            "DT_BOOL" => Some(Self::DtBool),
+            "DT_QINT8" => Some(Self::DtQint8),
+            "DT_QUINT8" => Some(Self::DtQuint8),
+            "DT_QINT32" => Some(Self::DtQint32),
+            "DT_BFLOAT16" => Some(Self::DtBfloat16),
+            "DT_QINT16" => Some(Self::DtQint16),
+            "DT_QUINT16" => Some(Self::DtQuint16),
+            "DT_UINT16" => Some(Self::DtUint16),
+            "DT_COMPLEX128" => Some(Self::DtComplex128),
+            "DT_HALF" => Some(Self::DtHalf),
+            "DT_RESOURCE" => Some(Self::DtResource),
+            "DT_VARIANT" => Some(Self::DtVariant),
+            "DT_UINT32" => Some(Self::DtUint32),
+            "DT_UINT64" => Some(Self::DtUint64),
+            "DT_FLOAT8_E5M2" => Some(Self::DtFloat8E5m2),
+            "DT_FLOAT8_E4M3FN" => Some(Self::DtFloat8E4m3fn),
+            "DT_FLOAT8_E4M3FNUZ" => Some(Self::DtFloat8E4m3fnuz),
+            "DT_FLOAT8_E4M3B11FNUZ" => Some(Self::DtFloat8E4m3b11fnuz),
+            "DT_FLOAT8_E5M2FNUZ" => Some(Self::DtFloat8E5m2fnuz),
+            "DT_INT4" => Some(Self::DtInt4),
+            "DT_UINT4" => Some(Self::DtUint4),
+            "DT_INT2" => Some(Self::DtInt2),
+            "DT_UINT2" => Some(Self::DtUint2),
+            "DT_FLOAT4_E2M1FN" => Some(Self::DtFloat4E2m1fn),
+            "DT_FLOAT_REF" => Some(Self::DtFloatRef),
+            "DT_DOUBLE_REF" => Some(Self::DtDoubleRef),
+            "DT_INT32_REF" => Some(Self::DtInt32Ref),
+            "DT_UINT8_REF" => Some(Self::DtUint8Ref),
+            "DT_INT16_REF" => Some(Self::DtInt16Ref),
+            "DT_INT8_REF" => Some(Self::DtInt8Ref),
+            "DT_STRING_REF" => Some(Self::DtStringRef),
+            "DT_COMPLEX64_REF" => Some(Self::DtComplex64Ref),
+            "DT_INT64_REF" => Some(Self::DtInt64Ref),
+            "DT_BOOL_REF" => Some(Self::DtBoolRef),
+            "DT_QINT8_REF" => Some(Self::DtQint8Ref),
+            "DT_QUINT8_REF" => Some(Self::DtQuint8Ref),
+            "DT_QINT32_REF" => Some(Self::DtQint32Ref),
+            "DT_BFLOAT16_REF" => Some(Self::DtBfloat16Ref),
+            "DT_QINT16_REF" => Some(Self::DtQint16Ref),
+            "DT_QUINT16_REF" => Some(Self::DtQuint16Ref),
+            "DT_UINT16_REF" => Some(Self::DtUint16Ref),
+            "DT_COMPLEX128_REF" => Some(Self::DtComplex128Ref),
+            "DT_HALF_REF" => Some(Self::DtHalfRef),
+            "DT_RESOURCE_REF" => Some(Self::DtResourceRef),
+            "DT_VARIANT_REF" => Some(Self::DtVariantRef),
+            "DT_UINT32_REF" => Some(Self::DtUint32Ref),
+            "DT_UINT64_REF" => Some(Self::DtUint64Ref),
+            "DT_FLOAT8_E5M2_REF" => Some(Self::DtFloat8E5m2Ref),
+            "DT_FLOAT8_E4M3FN_REF" => Some(Self::DtFloat8E4m3fnRef),
+            "DT_FLOAT8_E4M3FNUZ_REF" => Some(Self::DtFloat8E4m3fnuzRef),
+            "DT_FLOAT8_E4M3B11FNUZ_REF" => Some(Self::DtFloat8E4m3b11fnuzRef),
+            "DT_FLOAT8_E5M2FNUZ_REF" => Some(Self::DtFloat8E5m2fnuzRef),
+            "DT_INT4_REF" => Some(Self::DtInt4Ref),
+            "DT_UINT4_REF" => Some(Self::DtUint4Ref),
+            "DT_INT2_REF" => Some(Self::DtInt2Ref),
+            "DT_UINT2_REF" => Some(Self::DtUint2Ref),
+            "DT_FLOAT4_E2M1FN_REF" => Some(Self::DtFloat4E2m1fnRef),
+            _ => None,
+        }
+    }
+}
+/// The shape of a tensor: its dimensions, outermost first.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TensorShapeProto {
+    /// The dimensions; none for a scalar.
+    #[prost(message, repeated, tag = "2")]
+    pub dim: ::prost::alloc::vec::Vec<tensor_shape_proto::Dim>,
+    /// The number of dimensions is unknown (then `dim` is empty).
+    #[prost(bool, tag = "3")]
+    pub unknown_rank: bool,
+}
+/// Nested message and enum types in `TensorShapeProto`.
+pub mod tensor_shape_proto {
+    /// One dimension.
+    #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+    pub struct Dim {
+        /// The size; -1 when unknown.
+        #[prost(int64, tag = "1")]
+        pub size: i64,
+        /// An optional name.
+        #[prost(string, tag = "2")]
+        pub name: ::prost::alloc::string::String,
+    }
+}
+/// A tensor's value. The elements are either packed little-endian in `tensor_content`, or listed
+/// in the `*_val` field of the dtype (TensorFlow repeats the last value to fill the shape, so a
+/// single value fills a whole tensor).
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TensorProto {
+    /// The element type.
+    #[prost(enumeration = "DataType", tag = "1")]
+    pub dtype: i32,
+    /// The shape.
+    #[prost(message, optional, tag = "2")]
+    pub tensor_shape: ::core::option::Option<TensorShapeProto>,
+    /// Unused by the eager runtime.
+    #[prost(int32, tag = "3")]
+    pub version_number: i32,
+    /// The elements as raw little-endian bytes (numeric dtypes).
+    #[prost(bytes = "vec", tag = "4")]
+    pub tensor_content: ::prost::alloc::vec::Vec<u8>,
+    /// DT_HALF and DT_BFLOAT16 elements, one 16-bit pattern per int32.
+    #[prost(int32, repeated, tag = "13")]
+    pub half_val: ::prost::alloc::vec::Vec<i32>,
+    /// DT_FLOAT elements.
+    #[prost(float, repeated, tag = "5")]
+    pub float_val: ::prost::alloc::vec::Vec<f32>,
+    /// DT_DOUBLE elements.
+    #[prost(double, repeated, tag = "6")]
+    pub double_val: ::prost::alloc::vec::Vec<f64>,
+    /// DT_INT32, DT_INT16, DT_INT8 and DT_UINT8 elements.
+    #[prost(int32, repeated, tag = "7")]
+    pub int_val: ::prost::alloc::vec::Vec<i32>,
+    /// DT_STRING elements.
+    #[prost(bytes = "vec", repeated, tag = "8")]
+    pub string_val: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+    /// DT_COMPLEX64 elements as (real, imaginary) pairs.
+    #[prost(float, repeated, tag = "9")]
+    pub scomplex_val: ::prost::alloc::vec::Vec<f32>,
+    /// DT_INT64 elements.
+    #[prost(int64, repeated, tag = "10")]
+    pub int64_val: ::prost::alloc::vec::Vec<i64>,
+    /// DT_BOOL elements.
+    #[prost(bool, repeated, tag = "11")]
+    pub bool_val: ::prost::alloc::vec::Vec<bool>,
+    /// DT_COMPLEX128 elements as (real, imaginary) pairs.
+    #[prost(double, repeated, tag = "12")]
+    pub dcomplex_val: ::prost::alloc::vec::Vec<f64>,
+    /// DT_RESOURCE elements: serialized tensorflow.ResourceHandleProto messages, kept opaque.
+    #[prost(bytes = "vec", repeated, tag = "14")]
+    pub resource_handle_val: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+    /// DT_VARIANT elements: serialized tensorflow.VariantTensorDataProto messages, kept opaque.
+    #[prost(bytes = "vec", repeated, tag = "15")]
+    pub variant_val: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+    /// DT_UINT32 elements.
+    #[prost(uint32, repeated, tag = "16")]
+    pub uint32_val: ::prost::alloc::vec::Vec<u32>,
+    /// DT_UINT64 elements.
+    #[prost(uint64, repeated, tag = "17")]
+    pub uint64_val: ::prost::alloc::vec::Vec<u64>,
+    /// 8-bit float elements, one byte each.
+    #[prost(bytes = "vec", tag = "18")]
+    pub float8_val: ::prost::alloc::vec::Vec<u8>,
+}
+/// The value of an op attribute, such as MatMul's `T` or `transpose_a`.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AttrValue {
+    /// The value.
+    #[prost(oneof = "attr_value::Value", tags = "2, 3, 4, 5, 6, 7, 8, 1, 10, 9")]
+    pub value: ::core::option::Option<attr_value::Value>,
+}
+/// Nested message and enum types in `AttrValue`.
+pub mod attr_value {
+    /// A list of values of one kind.
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct ListValue {
+        /// Strings.
+        #[prost(bytes = "vec", repeated, tag = "2")]
+        pub s: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+        /// Integers.
+        #[prost(int64, repeated, tag = "3")]
+        pub i: ::prost::alloc::vec::Vec<i64>,
+        /// Floats.
+        #[prost(float, repeated, tag = "4")]
+        pub f: ::prost::alloc::vec::Vec<f32>,
+        /// Booleans.
+        #[prost(bool, repeated, tag = "5")]
+        pub b: ::prost::alloc::vec::Vec<bool>,
+        /// Types.
+        #[prost(enumeration = "super::DataType", repeated, tag = "6")]
+        pub r#type: ::prost::alloc::vec::Vec<i32>,
+        /// Shapes.
+        #[prost(message, repeated, tag = "7")]
+        pub shape: ::prost::alloc::vec::Vec<super::TensorShapeProto>,
+        /// Tensors.
+        #[prost(message, repeated, tag = "8")]
+        pub tensor: ::prost::alloc::vec::Vec<super::TensorProto>,
+        /// Functions.
+        #[prost(message, repeated, tag = "9")]
+        pub func: ::prost::alloc::vec::Vec<super::NameAttrList>,
+    }
+    /// The value.
+    #[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Value {
+        /// A string.
+        #[prost(bytes, tag = "2")]
+        S(::prost::alloc::vec::Vec<u8>),
+        /// An integer.
+        #[prost(int64, tag = "3")]
+        I(i64),
+        /// A float.
+        #[prost(float, tag = "4")]
+        F(f32),
+        /// A boolean.
+        #[prost(bool, tag = "5")]
+        B(bool),
+        /// A type.
+        #[prost(enumeration = "super::DataType", tag = "6")]
+        Type(i32),
+        /// A shape.
+        #[prost(message, tag = "7")]
+        Shape(super::TensorShapeProto),
+        /// A tensor.
+        #[prost(message, tag = "8")]
+        Tensor(super::TensorProto),
+        /// A list.
+        #[prost(message, tag = "1")]
+        List(ListValue),
+        /// A function with its attributes.
+        #[prost(message, tag = "10")]
+        Func(super::NameAttrList),
+        /// A placeholder naming an attribute of the enclosing function.
+        #[prost(string, tag = "9")]
+        Placeholder(::prost::alloc::string::String),
+    }
+}
+/// A function name with attributes.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NameAttrList {
+    /// The function's name.
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    /// Its attributes.
+    #[prost(btree_map = "string, message", tag = "2")]
+    pub attr: ::prost::alloc::collections::BTreeMap<
+        ::prost::alloc::string::String,
+        AttrValue,
+    >,
+}
 /// Options for the gRPC runtime.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RpcOptions {

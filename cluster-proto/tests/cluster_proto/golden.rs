@@ -51,18 +51,25 @@ fn maps_encode_deterministically() {
 }
 
 #[test]
-fn eager_payloads_pass_through_as_bytes() {
-    use cluster_proto::eager::EnqueueRequest;
+fn queue_items_decode_as_tensorflow_encodes_them() {
+    use cluster_proto::eager::{EnqueueRequest, QueueItem, queue_item};
     // A QueueItem{operation: Operation{id: 7, name: "Add"}} as TF would send it.
-    let item = unhex("1207080712034164");
+    let item = unhex("120708071203416464");
+    let decoded = QueueItem::decode(&item[..]).unwrap();
+    let Some(queue_item::Item::Operation(op)) = &decoded.item else {
+        panic!("not an operation: {decoded:?}");
+    };
+    assert_eq!((op.id, op.name.as_str()), (7, "Add"));
     let request = EnqueueRequest {
         context_id: 0xdead_beef_0000_0001,
-        queue: vec![item.clone()],
+        queue: vec![decoded.clone()],
     };
     let bytes = request.encode_to_vec();
     // context_id is fixed64 (tag 0x09), queue is field 3 (tag 0x1a).
     assert_eq!(bytes[0], 0x09);
-    assert_eq!(EnqueueRequest::decode(&bytes[..]).unwrap().queue, [item]);
+    assert_eq!(bytes[9], 0x1a);
+    assert_eq!(&bytes[11..], &item[..]);
+    assert_eq!(EnqueueRequest::decode(&bytes[..]).unwrap().queue, [decoded]);
 }
 
 #[cfg(feature = "grpc")]

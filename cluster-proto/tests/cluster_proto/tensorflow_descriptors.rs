@@ -58,6 +58,7 @@ def file_descriptor(name):
     raise SystemExit(f"descriptor of {name} not found in TensorFlow's libraries")
 
 messages = {}
+enums = {}
 def add(prefix, message):
     full = f"{prefix}.{message.name}"
     messages[full] = [
@@ -72,9 +73,11 @@ for name in request["files"]:
     fd = file_descriptor(name)
     for m in fd.message_type:
         add("." + fd.package, m)
+    for e in fd.enum_type:
+        enums[f".{fd.package}.{e.name}"] = {v.name: v.number for v in e.value}
 library = blobs[0] + blobs[1]
 paths = {p: p.encode() in library for p in request["paths"]}
-print(json.dumps({"messages": messages, "paths": paths}))
+print(json.dumps({"messages": messages, "enums": enums, "paths": paths}))
 "#;
 
 /// TF's source files holding the messages of ours.
@@ -87,6 +90,11 @@ const TF_FILES: &[&str] = &[
     "tensorflow/core/protobuf/eager_service.proto",
     "tensorflow/core/framework/device_attributes.proto",
     "tensorflow/core/framework/versions.proto",
+    "tensorflow/core/framework/types.proto",
+    "tensorflow/core/framework/tensor_shape.proto",
+    "tensorflow/core/framework/tensor.proto",
+    "tensorflow/core/framework/attr_value.proto",
+    "tensorflow/core/protobuf/remote_tensor_handle.proto",
     "xla/tsl/protobuf/coordination_config.proto",
     "xla/tsl/protobuf/rpc_options.proto",
 ];
@@ -164,6 +172,26 @@ fn every_field_matches_tensorflow_2_21() {
             checked += 1;
         }
     }
+    let mut enums = 0;
+    for file in &set.file {
+        for declared in &file.enum_type {
+            let name = format!(".{}.{}", file.package(), declared.name());
+            let values: BTreeMap<&str, i64> = declared
+                .value
+                .iter()
+                .map(|v| (v.name(), i64::from(v.number())))
+                .collect();
+            let tf_values: BTreeMap<&str, i64> = tf["enums"][&name]
+                .as_object()
+                .unwrap_or_else(|| panic!("TensorFlow 2.21 has no enum {name}"))
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_i64().unwrap()))
+                .collect();
+            // Every value, so a tensor of any dtype TF sends decodes to a named variant.
+            assert_eq!(values, tf_values, "enum {name}");
+            enums += 1;
+        }
+    }
     for path in &paths {
         assert_eq!(
             tf["paths"][path], true,
@@ -172,8 +200,8 @@ fn every_field_matches_tensorflow_2_21() {
     }
     // Guards against an empty descriptor set passing vacuously.
     assert!(
-        checked >= 90 && paths.len() == 9,
-        "{checked} fields, {} paths",
+        checked >= 150 && paths.len() == 9 && enums >= 1,
+        "{checked} fields, {} paths, {enums} enums",
         paths.len()
     );
 }
