@@ -169,6 +169,74 @@ pub enum Error {
     /// The task is not a remote task of the connected cluster.
     #[error("{0} is not a remote task of the connected cluster")]
     UnknownTask(TaskId),
+    /// A task refused or failed ops, or could not be reached to run them; the context stays
+    /// usable.
+    #[error(transparent)]
+    Op(Box<OpFailure>),
+    /// A remote tensor from before a full reconnect, or one already released.
+    #[error(
+        "tensor {op_id}:{output} on {device} belongs to remote context {tensor_context:#018x}, \
+         and the context is now {current_context:#018x}: tensors from before a full reconnect \
+         or released are stale"
+    )]
+    StaleTensor {
+        /// The device that held it.
+        device: String,
+        /// The op that produced it.
+        op_id: i64,
+        /// Which output of that op.
+        output: i32,
+        /// The context it was made in.
+        tensor_context: u64,
+        /// The context now.
+        current_context: u64,
+    },
+    /// One of this process's own devices: its task server discovers and serves contexts but
+    /// runs no ops.
+    #[error("{0} is this process's own device, and remote-connect runs ops only on remote tasks")]
+    LocalDevice(String),
+    /// A value that cannot be sent or read.
+    #[error(transparent)]
+    Tensor(#[from] crate::TensorError),
+    /// A task answered in a way TensorFlow's protocol does not allow.
+    #[error("unexpected response: {0}")]
+    BadResponse(String),
+}
+
+/// Ops a task refused or failed, or could not be reached to run.
+#[derive(Debug, thiserror::Error)]
+#[error("{} on {task} at {address}: {error}", op_list(ops))]
+#[non_exhaustive]
+pub struct OpFailure {
+    /// The task.
+    pub task: TaskId,
+    /// Its address.
+    pub address: String,
+    /// The ops sent in the failed Enqueue, in order (empty for a release alone).
+    pub ops: Vec<String>,
+    /// What went wrong: [`TaskError::Rpc`] carries TensorFlow's status code and message.
+    #[source]
+    pub error: TaskError,
+}
+
+impl OpFailure {
+    /// TensorFlow's status, when the task answered with one (`NOT_FOUND` for an unknown op,
+    /// `INVALID_ARGUMENT` for a bad attribute, a shape mismatch or an `unknown device`).
+    pub fn status(&self) -> Option<&tonic::Status> {
+        match &self.error {
+            TaskError::Rpc { status, .. } => Some(status),
+            _ => None,
+        }
+    }
+}
+
+/// `AddV2` or `3 ops (MatMul, Mul, Sum)`.
+fn op_list(ops: &[String]) -> String {
+    match ops {
+        [] => "releasing tensors".into(),
+        [one] => one.clone(),
+        many => format!("{} ops ({})", many.len(), many.join(", ")),
+    }
 }
 
 fn list(failures: &[TaskFailure]) -> String {

@@ -133,15 +133,19 @@ pub mod devices;
 mod error;
 mod gpu;
 mod ids;
+mod op;
 mod server;
 mod task_id;
+mod tensor;
 
 pub use accelerators::num_accelerators;
 pub use client::{
-    ConnectOptions, ConnectTarget, Context, DeviceHandle, LogicalDevice, Progress, TaskEvent,
-    TaskHealth,
+    Batch, ConnectOptions, ConnectTarget, Context, DeviceHandle, LogicalDevice, Outputs, Pending,
+    Progress, RemoteTensor, TaskEvent, TaskHealth,
 };
 pub use devices::LocalDevice;
-pub use error::{Error, Stage, TaskError, TaskFailure};
+pub use error::{Error, OpFailure, Stage, TaskError, TaskFailure};
+pub use op::{Attr, Input, Op};
 pub use server::{ContextInfo, RunningServer, ServerError, TaskServer, TaskServerBuilder};
 pub use task_id::TaskId;
+pub use tensor::{Element, Tensor, TensorError};

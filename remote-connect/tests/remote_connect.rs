@@ -12,3 +12,5 @@ mod faults;
 mod interop;
 #[path = "remote_connect/server.rs"]
 mod server;
+#[path = "remote_connect/tensor.rs"]
+mod tensor;

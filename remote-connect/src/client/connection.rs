@@ -2,16 +2,17 @@
 //! each was sent.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use cluster_proto::DeviceAttributes;
 use cluster_spec::ClusterSpec;
 use device_filter::{ClusterDeviceFilters, DeviceName};
 
-use super::ConnectOptions;
 use super::discovery::Remote;
 use super::local::Local;
 use super::requests::Blueprint;
 use super::visible::Sent;
+use super::{ConnectOptions, TaskChannel};
 use crate::TaskId;
 
 /// One remote task of a connection.
@@ -79,6 +80,9 @@ pub(crate) struct Snapshot {
     /// The master's view: local devices first, then every remote task's, unfiltered.
     pub(crate) devices: Vec<(DeviceName, DeviceAttributes)>,
     pub(crate) remotes: Vec<(TaskId, String, Sent)>,
+    /// Every remote task's address and channel, for running ops.
+    pub(crate) channels: BTreeMap<TaskId, (String, TaskChannel)>,
+    pub(crate) rpc_timeout: Duration,
     pub(crate) default_device: Option<String>,
 }
 
@@ -108,6 +112,12 @@ impl Snapshot {
                 .iter()
                 .map(|(task, m)| (task.clone(), m.address.clone(), m.sent.clone()))
                 .collect(),
+            channels: connection
+                .members
+                .iter()
+                .map(|(task, m)| (task.clone(), (m.address.clone(), m.remote.channel.clone())))
+                .collect(),
+            rpc_timeout: connection.options.rpc_timeout,
             default_device: connection.default_device.clone(),
         }
     }

@@ -1,6 +1,7 @@
 //! [`Context`]: a connection to a cluster, as TensorFlow's eager context after
 //! `tf.config.experimental_connect_to_cluster`.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use cluster_proto::DeviceAttributes;
@@ -13,6 +14,7 @@ use tokio::task::JoinHandle;
 use super::close::close_contexts;
 use super::connection::{Connection, Snapshot};
 use super::events::{HealthBoard, TaskEvent, TaskHealth};
+use super::releases::Releases;
 use super::{
     ConnectOptions, ConnectTarget, Deadline, cluster, discovery, keep_alive, master, reset, update,
 };
@@ -90,6 +92,10 @@ struct Inner {
     connection: Mutex<Option<Live>>,
     snapshot: RwLock<Arc<Snapshot>>,
     health: Arc<HealthBoard>,
+    /// Tensors dropped and not yet freed on their tasks.
+    releases: Releases,
+    /// The last op id handed out; ids name kept outputs on the tasks.
+    last_op_id: AtomicI64,
 }
 
 #[derive(Debug)]
@@ -410,7 +416,15 @@ impl Context {
         }
     }
 
-    fn snapshot(&self) -> Arc<Snapshot> {
+    pub(super) fn releases(&self) -> &Releases {
+        &self.inner.releases
+    }
+
+    pub(super) fn next_op_id(&self) -> i64 {
+        self.inner.last_op_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    pub(super) fn snapshot(&self) -> Arc<Snapshot> {
         self.inner
             .snapshot
             .read()

@@ -21,25 +21,47 @@ use tf_oracle::{Process, STARTUP};
 
 use crate::cluster::server;
 
-/// Starts `n` real `tf.distribute.Server`s of job `job` in one Python process; returns it and
-/// their addresses.
+#[path = "interop/ops.rs"]
+mod ops;
+
+/// Starts a real `tf.distribute.Server` for every task of the jobs given as JSON
+/// (`{"job": task count}`), in one Python process; prints the cluster.
 const TF_SERVERS: &str = r#"
 import json, socket, sys
 import tensorflow as tf
-n, job = int(sys.argv[1]), sys.argv[2]
+jobs = json.loads(sys.argv[1])
 def free():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
-addresses = ["localhost:%d" % free() for _ in range(n)]
-cluster = tf.train.ClusterSpec({job: addresses})
-servers = [tf.distribute.Server(cluster, job_name=job, task_index=i, start=True) for i in range(n)]
-print("READY", json.dumps(addresses), flush=True)
+cluster = {job: ["localhost:%d" % free() for _ in range(n)] for job, n in jobs.items()}
+spec = tf.train.ClusterSpec(cluster)
+servers = [tf.distribute.Server(spec, job_name=job, task_index=i, start=True)
+           for job, n in jobs.items() for i in range(n)]
+print("READY", json.dumps(cluster), flush=True)
 sys.stdin.readline()
 "#;
 
+/// Real TensorFlow servers for `jobs` (name, task count); returns their process (killed when
+/// dropped) and the cluster.
+fn tf_cluster(jobs: &[(&str, usize)]) -> (Process, ClusterSpec) {
+    let counts: serde_json::Map<String, serde_json::Value> = jobs
+        .iter()
+        .map(|(job, n)| ((*job).to_owned(), (*n).into()))
+        .collect();
+    let mut process = Process::spawn(
+        TF_SERVERS,
+        &[&serde_json::Value::Object(counts).to_string()],
+    );
+    let cluster = blocking(|| process.expect("READY", STARTUP));
+    (process, ClusterSpec::from_json(&cluster).unwrap())
+}
+
+/// `n` real TensorFlow servers of job `job`; returns their process and addresses.
 fn tf_servers(job: &str, n: usize) -> (Process, Vec<String>) {
-    let mut process = Process::spawn(TF_SERVERS, &[&n.to_string(), job]);
-    let addresses = blocking(|| process.expect("READY", STARTUP));
-    (process, serde_json::from_str(&addresses).unwrap())
+    let (process, spec) = tf_cluster(&[(job, n)]);
+    let addresses = (0..n as u32)
+        .map(|i| spec.task_address(job, i).unwrap().to_owned())
+        .collect();
+    (process, addresses)
 }
 
 /// Runs a blocking step (reading a Python script's output) without stalling the runtime.
