@@ -149,3 +149,5 @@ pub use op::{Attr, Input, Op};
 pub use server::{ContextInfo, RunningServer, ServerError, TaskServer, TaskServerBuilder};
 pub use task_id::TaskId;
 pub use tensor::{Element, Tensor, TensorError};
+/// The tonic this crate's API uses ([`OpFailure::status`] is a `tonic::Status`).
+pub use tonic;

@@ -15,10 +15,12 @@ use std::time::{Duration, Instant};
 
 mod json;
 mod process;
+mod servers;
 mod tally;
 
 pub use json::run_json;
 pub use process::{Process, STARTUP};
+pub use servers::tf_servers;
 pub use tally::Tally;
 
 /// How long one Python run may take before the test fails (TensorFlow's import alone takes a

@@ -10,6 +10,7 @@ use remote_connect::{ConnectOptions, Context, Stage};
 use crate::args::{Failure, read_json_or_file, runtime};
 use crate::cluster_arg::ClusterArgs;
 use crate::output::emit;
+use crate::probe;
 use crate::report::{self, Format};
 
 /// Connect to a running cluster (TensorFlow's `experimental_connect_to_cluster`) and print
@@ -21,7 +22,8 @@ use crate::report::{self, Format};
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
 tfcluster connect --cluster '{\"worker\": [\"localhost:2222\", \"localhost:2223\"], \"ps\": [\"localhost:2224\"]}' --filters ps\n  \
-tfcluster connect --from tf-config --timeout 2s --format json")]
+tfcluster connect --from tf-config --timeout 2s --format json\n  \
+tfcluster connect --cluster cluster.json --filters ps --probe")]
 pub(crate) struct Args {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -32,6 +34,11 @@ pub(crate) struct Args {
     /// Give up on a task after this long (e.g. 500ms, 5s).
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     timeout: Duration,
+    /// Also run one tiny op on every task (a tfcluster task server, which runs no ops, is
+    /// reported as such); with --filters, also check each task's view by real cross-task
+    /// inputs and compare it with what the filters predict (any difference: exit status 1).
+    #[arg(long)]
+    probe: bool,
     /// Output form.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
@@ -84,9 +91,29 @@ async fn connect(args: Args) -> Result<(), Failure> {
         bar.finish_and_clear();
     }
     connected.map_err(|e| Failure::Input(e.to_string()))?;
-    let out = report::render(&ctx, args.format);
+    let probe = if args.probe {
+        Some(probe::run(&ctx, args.filters.is_some()).await)
+    } else {
+        None
+    };
+    let out = match (args.format, &probe) {
+        (Format::Json, Some(probe)) => {
+            let mut value = report::json(&ctx);
+            value["probe"] = probe.to_json();
+            format!("{value}\n")
+        }
+        (Format::Table, Some(probe)) => report::render(&ctx, args.format) + &probe.table(),
+        (format, None) => report::render(&ctx, format),
+    };
     // The remote contexts are closed even if printing fails.
     let closed = ctx.close().await;
     emit(&out)?;
-    closed.map_err(|e| Failure::Input(e.to_string()))
+    closed.map_err(|e| Failure::Input(e.to_string()))?;
+    match probe.map(|p| p.differences()) {
+        Some(differences) if !differences.is_empty() => Err(Failure::Input(format!(
+            "the views observed differ from the device filters:\n  {}",
+            differences.join("\n  ")
+        ))),
+        _ => Ok(()),
+    }
 }

@@ -10,6 +10,7 @@ mod cluster_arg;
 mod connect_cmd;
 mod hostlist_cmd;
 mod output;
+mod probe;
 mod report;
 mod resolve_cmd;
 mod serve_cmd;

@@ -22,11 +22,15 @@ pub(crate) enum Format {
 const MATRIX_MAX_DEVICES: usize = 32;
 
 pub(crate) fn render(ctx: &Context, format: Format) -> String {
-    let view = View::of(ctx);
     match format {
-        Format::Json => format!("{}\n", view.to_json(ctx.context_id(), ctx.local_address())),
-        Format::Table => view.table(),
+        Format::Json => format!("{}\n", json(ctx)),
+        Format::Table => View::of(ctx).table(),
     }
+}
+
+/// The JSON form of the report.
+pub(crate) fn json(ctx: &Context) -> serde_json::Value {
+    View::of(ctx).to_json(ctx.context_id(), ctx.local_address())
 }
 
 /// One task's line of the report.

@@ -6,6 +6,7 @@
 mod codegen;
 mod features;
 mod interop;
+mod op_signatures;
 mod slurm;
 mod test;
 mod tf_venv;
@@ -29,6 +30,8 @@ tasks:
   interop            remote-connect against real TensorFlow 2.21 on loopback: our Context to
                      tf.distribute.Servers, TensorFlow's client to our TaskServers (alone and
                      mixed with a TF worker), and the filtered device lists of both clients
+  op-signatures      regenerate remote-connect/src/op/signatures.txt from TensorFlow 2.21's
+                     op registry (the output dtypes of ops run remotely)
   slurm [--env]      start a local 3-node Slurm cluster (installing slurm-wlm and munge with
                      apt-get if missing), check srun's task placement on it and that the
                      Slurm resolver (example slurm_rank) computes it on every rank, stop it;
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
         ["codegen", "--check"] => codegen::run(true),
         ["test"] => test::run(),
         ["interop"] => interop::run(),
+        ["op-signatures"] => op_signatures::run(),
         ["slurm"] => slurm::run(false),
         ["slurm", "--env"] => slurm::run(true),
         ["tf-venv"] => tf_venv::ensure().map(|python| println!("{}", python.display())),

@@ -24,34 +24,10 @@ use crate::cluster::server;
 #[path = "interop/ops.rs"]
 mod ops;
 
-/// Starts a real `tf.distribute.Server` for every task of the jobs given as JSON
-/// (`{"job": task count}`), in one Python process; prints the cluster.
-const TF_SERVERS: &str = r#"
-import json, socket, sys
-import tensorflow as tf
-jobs = json.loads(sys.argv[1])
-def free():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
-cluster = {job: ["localhost:%d" % free() for _ in range(n)] for job, n in jobs.items()}
-spec = tf.train.ClusterSpec(cluster)
-servers = [tf.distribute.Server(spec, job_name=job, task_index=i, start=True)
-           for job, n in jobs.items() for i in range(n)]
-print("READY", json.dumps(cluster), flush=True)
-sys.stdin.readline()
-"#;
-
 /// Real TensorFlow servers for `jobs` (name, task count); returns their process (killed when
 /// dropped) and the cluster.
 fn tf_cluster(jobs: &[(&str, usize)]) -> (Process, ClusterSpec) {
-    let counts: serde_json::Map<String, serde_json::Value> = jobs
-        .iter()
-        .map(|(job, n)| ((*job).to_owned(), (*n).into()))
-        .collect();
-    let mut process = Process::spawn(
-        TF_SERVERS,
-        &[&serde_json::Value::Object(counts).to_string()],
-    );
-    let cluster = blocking(|| process.expect("READY", STARTUP));
+    let (process, cluster) = blocking(|| tf_oracle::tf_servers(jobs));
     (process, ClusterSpec::from_json(&cluster).unwrap())
 }
 

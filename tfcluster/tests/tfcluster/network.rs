@@ -241,3 +241,80 @@ print("DEVICES", json.dumps([d.name for d in tf.config.list_logical_devices()]),
         assert!(listed.iter().any(|n| n == name), "{name} not in {listed:?}");
     }
 }
+
+#[test]
+fn connect_probe_runs_ops_and_checks_filters_on_tensorflow_workers() {
+    let (tf, cluster) = tf_oracle::tf_servers(&[("ps", 1), ("worker", 2)]);
+    let rust = serve("rust", 0);
+    let mut spec: serde_json::Value = serde_json::from_str(&cluster).unwrap();
+    spec["rust"] = serde_json::json!([rust.address]);
+    let spec = spec.to_string();
+    let out = tfcluster(&[
+        "connect",
+        "--cluster",
+        &spec,
+        "--filters",
+        "ps",
+        "--probe",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let probe = &json["probe"];
+    let computes = |task: &str| {
+        probe["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["task"] == task)
+            .unwrap_or_else(|| panic!("{task} not probed: {probe}"))["computes"]
+            .clone()
+    };
+    assert_eq!(computes("/job:worker/replica:0/task:1"), true);
+    assert_eq!(computes("/job:ps/replica:0/task:0"), true);
+    assert_eq!(
+        computes("/job:rust/replica:0/task:0"),
+        false,
+        "a task server runs no ops"
+    );
+    let view = |task: &str, source: &str| {
+        probe["views"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["task"] == task && v["source"] == source)
+            .unwrap_or_else(|| panic!("no view {task} -> {source}: {probe}"))
+            .clone()
+    };
+    // Observed by TensorFlow's workers themselves, equal to the prediction.
+    let w0 = "/job:worker/replica:0/task:0";
+    let w1 = "/job:worker/replica:0/task:1";
+    let ps = "/job:ps/replica:0/task:0";
+    assert_eq!(view(w0, w1)["observed"], false);
+    assert_eq!(view(w0, ps)["observed"], true);
+    assert_eq!(view(ps, w1)["observed"], true);
+    assert_eq!(
+        probe["views"].as_array().unwrap().len(),
+        6,
+        "3 computing tasks, both ways"
+    );
+    assert_eq!(probe["differences"], serde_json::json!([]));
+
+    let table = tfcluster(&["connect", "--cluster", &spec, "--probe"]);
+    let text = stdout(&table);
+    assert!(table.status.success(), "{text}");
+    assert!(
+        text.contains("/job:rust/replica:0/task:0  cannot compute"),
+        "{text}"
+    );
+    assert!(
+        text.contains("/job:worker/replica:0/task:0  computes ("),
+        "{text}"
+    );
+    drop(tf);
+}
