@@ -11,6 +11,13 @@
 //!   task only the devices its [`ClusterDeviceFilters`](device_filter::ClusterDeviceFilters)
 //!   let it see, keeps the remote contexts alive, updates or resets them on reconnect, and
 //!   reports tasks that die or restart ([`Context::subscribe`]).
+//! - Running ops on the cluster's devices, with no TensorFlow in this process:
+//!   [`Context::execute`] (values back), [`Context::enqueue`] (outputs kept on the worker as
+//!   [`RemoteTensor`]s, usable as inputs on any task that may see them), [`Batch`] (several ops
+//!   in one round trip), over [`Tensor`] values and [`Op`]s named as TensorFlow's registry
+//!   names them. Real TensorFlow workers compute them and enforce the device filters: an op
+//!   whose input lives on a device its task was not given fails with TensorFlow's
+//!   `unknown device`.
 //! - [`num_accelerators`]: TensorFlow's base `ClusterResolver.num_accelerators`, which asks the
 //!   master task, over any resolver.
 //!
@@ -70,6 +77,44 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Running ops
+//!
+//! The same code runs in the interop suite against real `tf.distribute.Server`s (a
+//! [`TaskServer`] runs no ops: it answers `UNIMPLEMENTED`, reported as [`Error::Op`]):
+//!
+//! ```no_run
+//! use cluster_spec::ClusterSpec;
+//! use remote_connect::{ConnectOptions, Context, Op, Tensor};
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let spec = ClusterSpec::from_json(r#"{"worker": ["localhost:2222", "localhost:2223"]}"#)?;
+//! let ctx = Context::new();
+//! ctx.connect_to_cluster(spec, ConnectOptions::default()).await?;
+//! let w0 = ctx.device("/job:worker/replica:0/task:0/device:CPU:0")?;
+//! let w1 = ctx.device("/job:worker/replica:0/task:1/device:CPU:0")?;
+//!
+//! let a = Tensor::new(&[2, 2], vec![1.0f32, 2.0, 3.0, 4.0])?;
+//! // Kept on worker 0; only its shape comes back.
+//! let product = ctx.enqueue(&w0, Op::new("MatMul").input(&a).input(&a)).await?;
+//! // Worker 1 fetches it from worker 0 itself; the sum comes back.
+//! let sum = ctx.execute(&w1, Op::new("AddV2").input(&product[0]).input(&a)).await?;
+//! assert_eq!(
+//!     sum[0].to_string(),
+//!     "tf.Tensor(\n[[ 8. 12.]\n [18. 26.]], shape=(2, 2), dtype=float32)"
+//! );
+//! // A typo'd op comes back as TensorFlow's NOT_FOUND, and the context stays usable.
+//! assert!(ctx.execute(&w1, Op::new("AddV3")).await.is_err());
+//! ctx.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Type attributes TensorFlow infers from the inputs (`T`) may be left out, as in Python;
+//! the lengths and types of list inputs (`N` of `ConcatV2`, `T` of `IdentityN`) are filled in
+//! from TensorFlow 2.21's op registry, which also gives each kept output its dtype
+//! ([`RemoteTensor::dtype`]). A dropped [`RemoteTensor`] is freed on its task with the next
+//! Enqueue sent there; [`RemoteTensor::release`] frees it at once.
+//!
 //! ## Performance
 //!
 //! Measured on a 2-core machine (`benches/connect.rs`, `examples/task_server.rs`; the workspace
@@ -105,6 +150,16 @@
 //!   TensorFlow connects and then raises when no task matches the master; here the connect
 //!   is refused first. The default device is reported ([`Context::default_device`]) rather
 //!   than entered as a device scope.
+//! - **Ops go over unary `Enqueue`**, one round trip per [`Batch`] run, and wait for their
+//!   results; TensorFlow's Python client streams ops (`StreamingEnqueue`) and runs them
+//!   asynchronously until a value is read. A batch that fails reports TensorFlow's status for
+//!   the whole Enqueue (TensorFlow does not say which op of a batch failed; the error lists
+//!   the ops sent). Ops cannot run on this process's own devices ([`Error::LocalDevice`]):
+//!   there is no kernel runtime here.
+//! - **Output dtypes come from a table** of TensorFlow 2.21's op registry (checked against
+//!   TensorFlow by a test; `cargo xtask op-signatures` regenerates it); a function or custom
+//!   op's kept outputs have no known dtype ([`RemoteTensor::dtype`] is `None`) and can be used
+//!   on their own task only.
 //! - **Dead and restarted tasks are reported**, through [`Context::subscribe`] and
 //!   [`Context::check_alive`]; TensorFlow's keep-alive ignores every answer.
 //! - **Incarnations are per server**: each [`TaskServer`] draws its devices' incarnations when

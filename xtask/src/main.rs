@@ -29,7 +29,9 @@ tasks:
                      check (slurm)
   interop            remote-connect against real TensorFlow 2.21 on loopback: our Context to
                      tf.distribute.Servers, TensorFlow's client to our TaskServers (alone and
-                     mixed with a TF worker), and the filtered device lists of both clients
+                     mixed with a TF worker), the filtered device lists of both clients, and
+                     ops run on TF workers from Rust (values, remote chains, device filters
+                     enforced by the workers, results equal to Python's)
   op-signatures      regenerate remote-connect/src/op/signatures.txt from TensorFlow 2.21's
                      op registry (the output dtypes of ops run remotely)
   slurm [--env]      start a local 3-node Slurm cluster (installing slurm-wlm and munge with

@@ -64,6 +64,10 @@ impl Deadline {
                 source,
             })?
             .tcp_nodelay(true)
+            // Large tensors: HTTP/2's default 64 KiB windows cap a fetch at one window per
+            // round trip; let the window grow with the measured bandwidth-delay product, as
+            // gRPC C++ (BDP probing) does.
+            .http2_adaptive_window(true)
             .connect_timeout(timeout);
         let connect = async {
             let _permit = self.permits.acquire().await;

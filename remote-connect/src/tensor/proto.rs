@@ -7,10 +7,13 @@ use cluster_proto::{DataType, TensorProto, TensorShapeProto};
 use super::element::width;
 use super::{Data, Tensor, TensorError, element_count};
 
-/// The most bytes a decoded tensor may take: TensorFlow's own 2 GiB protobuf limit. A proto
-/// whose shape asks for more (one `float_val` can fill any shape) is refused rather than
-/// allocated.
+/// The most bytes a decoded tensor may take: TensorFlow's own 2 GiB protobuf limit.
 const MAX_BYTES: u64 = i32::MAX as u64;
+
+/// The most bytes a tensor filled from fewer typed values than elements may take. One
+/// `float_val` can fill any shape, so a small proto could otherwise ask for gigabytes;
+/// TensorFlow's runtime sends large tensors in `tensor_content`, which is never expanded.
+const MAX_FILLED_BYTES: u64 = 64 << 20;
 
 impl Tensor {
     /// The tensor as a `TensorProto`, elements in `tensor_content` (strings in `string_val`),
@@ -36,7 +39,10 @@ impl Tensor {
     ///
     /// [`TensorError::InvalidProto`] for an unknown dtype, a negative or unknown dimension, or
     /// content of the wrong size; [`TensorError::UnsupportedDtype`] for resource, variant and
-    /// reference dtypes; [`TensorError::TooLarge`] past 2 GiB.
+    /// reference dtypes; [`TensorError::TooLarge`] past 2 GiB, or past 64 MiB for a tensor
+    /// filled from fewer typed values than it has elements (a few bytes of proto could
+    /// otherwise ask for gigabytes; TensorFlow's runtime sends large tensors in
+    /// `tensor_content`, which is never expanded).
     pub fn from_proto(proto: &TensorProto) -> Result<Self, TensorError> {
         Self::read(proto, None)
     }
@@ -60,12 +66,17 @@ impl Tensor {
         let n = element_count(&shape)?;
         let content = content.unwrap_or_else(|| proto.tensor_content.clone());
         let data = if dtype == DataType::DtString {
-            Data::Strings(strings(proto, &content, n)?)
+            Data::Strings(strings(proto, &content, &shape, n)?)
         } else {
             let w = width(dtype).ok_or(TensorError::UnsupportedDtype(dtype))?;
+            let limit = if content.is_empty() {
+                MAX_FILLED_BYTES
+            } else {
+                MAX_BYTES
+            };
             let bytes = n
                 .checked_mul(w as u64)
-                .filter(|&b| b <= MAX_BYTES)
+                .filter(|&b| b <= limit)
                 .ok_or_else(|| TensorError::TooLarge {
                     shape: shape.clone(),
                 })?;
@@ -213,13 +224,25 @@ fn filled(mut values: Vec<u8>, w: usize, bytes: u64) -> Result<Vec<u8>, TensorEr
 
 /// String elements from `tensor_content` (every length as a varint, then every string's
 /// bytes, as TensorFlow's runtime writes them) or from `string_val`.
-fn strings(proto: &TensorProto, content: &[u8], n: u64) -> Result<Vec<Vec<u8>>, TensorError> {
+fn strings(
+    proto: &TensorProto,
+    content: &[u8],
+    shape: &[u64],
+    n: u64,
+) -> Result<Vec<Vec<u8>>, TensorError> {
     if !content.is_empty() {
         return content_strings(content, n);
     }
     let vals = &proto.string_val;
-    if n > MAX_BYTES {
-        return Err(TensorError::InvalidProto(format!("{n} string elements")));
+    // Filled elements are empty or repeated strings: bound them as a filled tensor, counting
+    // each element's own allocation.
+    let filled = n.saturating_sub(vals.len() as u64);
+    let per_element =
+        std::mem::size_of::<Vec<u8>>() as u64 + vals.last().map_or(0, |v| v.len() as u64);
+    if filled.saturating_mul(per_element) > MAX_FILLED_BYTES {
+        return Err(TensorError::TooLarge {
+            shape: shape.to_vec(),
+        });
     }
     let n = n as usize;
     Ok(match vals.last() {

@@ -7,7 +7,9 @@
 //!    mixed with a real TensorFlow worker: listing, an op on our device failing fast with
 //!    `UnimplementedError`, TensorFlow's update and reset paths;
 //! 3. device filters, differential: for a sequence of clusters and filter sets, the device
-//!    lists our servers receive from TensorFlow's client equal those they receive from ours.
+//!    lists our servers receive from TensorFlow's client equal those they receive from ours;
+//! 4. ops run from Rust on real TensorFlow workers (`ops`): values, remote chains, errors,
+//!    device filters enforced by the workers, results equal to Python's, latency figures.
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -179,3 +179,47 @@ fn op_signatures_are_tensorflows_registry() {
          run `cargo xtask op-signatures`"
     );
 }
+
+#[test]
+fn small_protos_cannot_ask_for_huge_tensors() {
+    let dims = |size: i64| {
+        Some(cluster_proto::TensorShapeProto {
+            dim: vec![cluster_proto::tensor_shape_proto::Dim {
+                size,
+                name: String::new(),
+            }],
+            unknown_rank: false,
+        })
+    };
+    let strings = TensorProto {
+        dtype: DataType::DtString as i32,
+        tensor_shape: dims(100_000_000),
+        string_val: vec![b"x".to_vec()],
+        ..TensorProto::default()
+    };
+    assert!(matches!(
+        Tensor::from_proto(&strings),
+        Err(TensorError::TooLarge { .. })
+    ));
+    let floats = TensorProto {
+        dtype: DataType::DtFloat as i32,
+        tensor_shape: dims(100_000_000),
+        float_val: vec![1.0],
+        ..TensorProto::default()
+    };
+    assert!(matches!(
+        Tensor::from_proto(&floats),
+        Err(TensorError::TooLarge { .. })
+    ));
+    // A string content whose lengths overrun it is refused, not read past.
+    let overrun = TensorProto {
+        dtype: DataType::DtString as i32,
+        tensor_shape: dims(2),
+        tensor_content: vec![5, 1, b'a'],
+        ..TensorProto::default()
+    };
+    assert_eq!(
+        Tensor::from_proto(&overrun).unwrap_err().to_string(),
+        "invalid TensorProto: string tensor_content is malformed"
+    );
+}

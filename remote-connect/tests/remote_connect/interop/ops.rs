@@ -614,3 +614,33 @@ async fn op_latency_beside_python_tensorflow() {
     ctx.close().await.unwrap();
     blocking(|| tf.send(""));
 }
+
+/// The crate docs' "Running ops" example (`no_run` there, as it needs TensorFlow workers),
+/// run here on real ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crate_example_runs_on_tensorflow_workers() {
+    let (mut tf, spec) = tf_cluster(&[("worker", 2)]);
+    let ctx = Context::new();
+    ctx.connect_to_cluster(spec, ConnectOptions::default())
+        .await
+        .unwrap();
+    let w0 = ctx.device(W0).unwrap();
+    let w1 = ctx.device(W1).unwrap();
+
+    let a = Tensor::new(&[2, 2], vec![1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    let product = ctx
+        .enqueue(&w0, Op::new("MatMul").input(&a).input(&a))
+        .await
+        .unwrap();
+    let sum = ctx
+        .execute(&w1, Op::new("AddV2").input(&product[0]).input(&a))
+        .await
+        .unwrap();
+    assert_eq!(
+        sum[0].to_string(),
+        "tf.Tensor(\n[[ 8. 12.]\n [18. 26.]], shape=(2, 2), dtype=float32)"
+    );
+    assert!(ctx.execute(&w1, Op::new("AddV3")).await.is_err());
+    ctx.close().await.unwrap();
+    blocking(|| tf.send(""));
+}
