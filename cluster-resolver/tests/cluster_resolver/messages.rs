@@ -4,6 +4,7 @@
 
 use cluster_resolver::{Env, Error, SlurmClusterResolver, TfConfigClusterResolver, multi_worker};
 use cluster_spec::ClusterSpec;
+use tf_oracle::assert_bounded;
 
 /// The size of the values fed in.
 const BIG: usize = 1 << 20;
@@ -11,20 +12,6 @@ const BIG: usize = 1 << 20;
 /// A name of `BIG` bytes starting with `start`, valid as a job name and a host name.
 fn big(start: &str) -> String {
     format!("{start}{}", "x".repeat(BIG))
-}
-
-/// Checks that `err`'s message is short and shows each of `needles`.
-fn assert_bounded(err: &Error, needles: &[&str]) {
-    let message = err.to_string();
-    assert!(
-        message.len() < 512,
-        "{} bytes: {}",
-        message.len(),
-        message.chars().take(700).collect::<String>()
-    );
-    for needle in needles {
-        assert!(message.contains(needle), "{needle:?} not in {message}");
-    }
 }
 
 /// The variables of rank 0 of a step, with `extra` on top.
