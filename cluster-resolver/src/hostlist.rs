@@ -46,14 +46,15 @@
 //!   (`,n1,,n2,`), name no host.
 //!
 //! Every error names the input and the byte where the problem is, e.g.
-//! `invalid hostlist "n[1-": unclosed '[' at byte 1`; see [`Error`] for the
-//! list. Nothing panics on any input.
+//! `invalid hostlist "n[1-": unclosed '[' at byte 1`: a [`ParseError`], whose
+//! [`ParseErrorKind`] lists the problems ([`TasksPerNodeError`] for tasks per node). Nothing
+//! panics on any input.
 //!
 //! # Limits
 //!
 //! A hostlist may name at most [`MAX_HOSTS`] hosts whose names add up to at most [`MAX_BYTES`]
-//! bytes; beyond that parsing fails ([`Error::HostlistTooManyHosts`],
-//! [`Error::HostlistTooLarge`]) before any name is written, so
+//! bytes; beyond that parsing fails ([`ParseErrorKind::TooManyHosts`],
+//! [`ParseErrorKind::TooLarge`]) before any name is written, so
 //! `n[0-99999999999]` is an error, not an out-of-memory kill. The limits apply to
 //! [`HostList::parse`] too, so every parsed list can be expanded. Parsing itself holds at most
 //! [`PARSE_MEMORY_FACTOR`] bytes per byte of text, however the text is made (a million
@@ -136,7 +137,8 @@ pub use cursor::{Cursor, Iter};
 pub use host_list::HostList;
 pub use tasks_per_node::expand_tasks_per_node;
 
-use crate::Error;
+pub use crate::error::hostlist::{ParseError, ParseErrorKind};
+pub use crate::error::tasks_per_node::{TasksPerNodeError, TasksPerNodeErrorKind};
 
 /// Most hosts a hostlist may name: 4,194,304 (2^22), forty times the largest machines Slurm
 /// runs today; its expansion is a few hundred MB.
@@ -171,8 +173,8 @@ pub const PARSE_MEMORY_FACTOR: usize = 22;
 ///     expand("n[1-").unwrap_err().to_string(),
 ///     "invalid hostlist \"n[1-\": unclosed '[' at byte 1",
 /// );
-/// # Ok::<(), cluster_resolver::Error>(())
+/// # Ok::<(), cluster_resolver::hostlist::ParseError>(())
 /// ```
-pub fn expand(s: &str) -> Result<Vec<String>, Error> {
+pub fn expand(s: &str) -> Result<Vec<String>, ParseError> {
     Ok(HostList::parse(s)?.to_vec())
 }

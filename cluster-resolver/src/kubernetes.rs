@@ -95,12 +95,14 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use tokio::sync::OnceCell;
 
+use crate::ClusterResolver;
 use crate::overrides::{Overrides, override_accessors, override_methods};
 use crate::resolver::listed_master;
-use crate::{ClusterResolver, Error};
 use backoff::Backoff;
 use client::ClientSource;
 pub use kube;
+
+pub use crate::error::kubernetes::Error;
 pub use pods::PodAddress;
 use pods::{PodTask, check_running, pod_tasks};
 
@@ -227,7 +229,7 @@ impl KubernetesClusterResolver {
 
     /// The namespace [`cluster_spec`](ClusterResolver::cluster_spec) lists (configuring the
     /// client if needed).
-    pub async fn namespace(&self) -> Result<String, Error> {
+    pub async fn namespace(&self) -> Result<String, crate::Error> {
         let client = self.client.client(self.request_timeout).await?;
         Ok(self.namespace_of(&client))
     }
@@ -244,7 +246,7 @@ impl KubernetesClusterResolver {
         client: &kube::Client,
         namespace: &str,
         timeout: Duration,
-    ) -> Result<Vec<Listing<'_>>, Error> {
+    ) -> Result<Vec<Listing<'_>>, crate::Error> {
         let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
         let mut listings = Vec::with_capacity(self.jobs.len());
         for (job, selectors) in &self.jobs {
@@ -261,7 +263,11 @@ impl KubernetesClusterResolver {
     }
 
     /// The spec of one listing, or why it cannot be one yet.
-    fn spec_of(&self, namespace: &str, listings: &[Listing<'_>]) -> Result<ClusterSpec, Error> {
+    fn spec_of(
+        &self,
+        namespace: &str,
+        listings: &[Listing<'_>],
+    ) -> Result<ClusterSpec, crate::Error> {
         check_running(
             namespace,
             self.address,
@@ -281,7 +287,8 @@ impl KubernetesClusterResolver {
                                 pod: name.clone(),
                                 first,
                                 second: by,
-                            });
+                            }
+                            .into());
                         }
                         addresses.push(address.as_str());
                     }
@@ -335,20 +342,20 @@ async fn list_pods(
     namespace: &str,
     selector: &str,
     timeout: Duration,
-) -> Result<Vec<Pod>, Error> {
+) -> Result<Vec<Pod>, crate::Error> {
     let operation =
         || format!("listing pods in namespace {namespace:?} with label selector {selector:?}");
     match tokio::time::timeout(timeout, api.list(&ListParams::default().labels(selector))).await {
-        Err(_) => Err(Error::Timeout {
+        Err(_) => Err(crate::Error::Timeout {
             operation: operation(),
             timeout,
         }),
-        Ok(Err(kube::Error::Api(status))) => Err(Error::HttpStatus {
+        Ok(Err(kube::Error::Api(status))) => Err(crate::Error::HttpStatus {
             operation: operation(),
             status: status.code,
             message: status.message,
         }),
-        Ok(Err(e)) => Err(Error::Request {
+        Ok(Err(e)) => Err(crate::Error::Request {
             operation: operation(),
             source: Box::new(e),
         }),
@@ -357,10 +364,10 @@ async fn list_pods(
 }
 
 /// Whether an error means "pods not ready yet", which waiting may cure.
-fn is_not_ready(error: &Error) -> bool {
+fn is_not_ready(error: &crate::Error) -> bool {
     matches!(
         error,
-        Error::PodsNotRunning { .. } | Error::PodWithoutAddress { .. }
+        crate::Error::Kubernetes(Error::PodsNotRunning { .. } | Error::PodWithoutAddress { .. })
     )
 }
 
@@ -369,7 +376,7 @@ impl ClusterResolver for KubernetesClusterResolver {
     /// Lists the pods of every selector again (in the namespace, sorted by name) and returns
     /// one task per pod; fails, or with [`wait_for_running`](Self::wait_for_running) waits,
     /// while a selected pod is not running.
-    async fn cluster_spec(&self) -> Result<ClusterSpec, Error> {
+    async fn cluster_spec(&self) -> Result<ClusterSpec, crate::Error> {
         let client = self.client.client(self.request_timeout).await?;
         let namespace = self.namespace_of(&client);
         let Some(limit) = self.wait_for_running else {
@@ -389,13 +396,16 @@ impl ClusterResolver for KubernetesClusterResolver {
                     let remaining = limit.saturating_sub(started.elapsed());
                     if remaining.is_zero() {
                         return Err(match e {
-                            Error::PodsNotRunning {
-                                namespace, pods, ..
-                            } => Error::PodsNotRunning {
+                            crate::Error::Kubernetes(Error::PodsNotRunning {
+                                namespace,
+                                pods,
+                                ..
+                            }) => Error::PodsNotRunning {
                                 namespace,
                                 pods,
                                 waited: Some(started.elapsed()),
-                            },
+                            }
+                            .into(),
                             other => other,
                         });
                     }
@@ -413,7 +423,7 @@ impl ClusterResolver for KubernetesClusterResolver {
         task_type: Option<&str>,
         task_id: Option<u32>,
         rpc_layer: Option<&str>,
-    ) -> Result<String, Error> {
+    ) -> Result<String, crate::Error> {
         let task_type = task_type.or(self.overrides.task_type.as_deref());
         listed_master(self, &self.overrides, task_type, task_id, rpc_layer).await
     }

@@ -64,6 +64,15 @@
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(run()).unwrap();
 //! ```
 //!
+//! ## Errors
+//!
+//! A function of one area fails with that area's error: [`hostlist::ParseError`] and
+//! [`hostlist::TasksPerNodeError`] (the byte where a list breaks), [`multi_worker::Error`],
+//! [`union::Error`], [`slurm::Error`], and with their features `kubernetes::Error` and
+//! `tpu::Error`. Resolvers return the crate's [`Error`], which wraps each area's error whole
+//! (`Error::Hostlist`, `Error::Slurm`, …) beside the failures every source shares (a missing
+//! or invalid variable, a failed network call), and prints it unchanged.
+//!
 //! ## Differences from TensorFlow
 //!
 //! Each module lists its own; the ones that matter most:

@@ -43,12 +43,15 @@
 //! - [`collective_leader`] and [`coordination_leader`] of a cluster with no job able to lead
 //!   ([`Error::NoLeader`]): TensorFlow's is a bare `AssertionError`.
 //!
+//! Every function fails with this module's [`Error`], which the crate's
+//! [`Error`](crate::Error) wraps.
+//!
 //! There is no `normalize_cluster_spec`: a [`ClusterSpec`] is the only input, and a worker
 //! context (`dc_context`) does not exist here.
 
 use cluster_spec::ClusterSpec;
 
-use crate::Error;
+pub use crate::error::multi_worker::Error;
 
 const ALLOWED: [&str; 4] = ["chief", "worker", "evaluator", "ps"];
 

@@ -79,8 +79,9 @@
 //! inside a SLURM step?`; too few GPUs and a jobs map that does not add up to the step's tasks
 //! start with TensorFlow's `Requested more GPUs per node than available.` and `Requested 6
 //! tasks but only 5 were assigned.`, followed by the numbers and where they came from. Every
-//! other error names the variable or option and its value; see the `Slurm*` variants of
-//! [`Error`].
+//! other error names the variable or option and its value. The step's own failures are this
+//! module's [`Error`]; a missing or malformed variable, hostlist or tasks-per-node list is the
+//! crate's [`Error`](crate::Error), which wraps this one.
 //!
 //! # Differences from TensorFlow
 //!
@@ -95,8 +96,8 @@
 //!   on: nodelist order, block (`SLURM_DISTRIBUTION` unset or `block`) or cyclic (round-robin
 //!   over the nodes that still have tasks to take, as Slurm's `_task_layout_cyclic`). Any other
 //!   distribution (`plane`, `arbitrary`, `cyclic:block`, …) is
-//!   [`Error::SlurmUnsupportedDistribution`]. When `SLURMD_NODENAME` is set and is not the node
-//!   computed for this rank, that is [`Error::SlurmWrongNode`], not a silently wrong cluster.
+//!   [`Error::UnsupportedDistribution`]. When `SLURMD_NODENAME` is set and is not the node
+//!   computed for this rank, that is [`Error::WrongNode`], not a silently wrong cluster.
 //!   Where node names sort as Slurm orders them and the distribution is block, the cluster is
 //!   the same as TensorFlow's.
 //! - **No GPUs.** A node without GPUs is a CPU-only cluster (`gpus_per_task` 0, each task's
@@ -110,7 +111,7 @@
 //!   that belong to another job (the bug of jax#23452). Here a task gets its share **of the
 //!   visible list** (`4,5` and `6,7`; UUIDs are kept as written). `CUDA_VISIBLE_DEVICES=""` is
 //!   zero GPUs (TensorFlow counts one), and a `gpus_per_node` above the number of visible GPUs
-//!   is [`Error::SlurmGpusNotVisible`] (TensorFlow would hand out GPUs the task cannot see).
+//!   is [`Error::GpusNotVisible`] (TensorFlow would hand out GPUs the task cannot see).
 //! - **The environment is not written.** TensorFlow sets `os.environ["CUDA_VISIBLE_DEVICES"]`
 //!   from `cluster_spec()` (with `auto_set_gpu`, the default). Changing the environment of a
 //!   running multi-threaded process is unsound (`std::env::set_var` is `unsafe` in Rust 2024,
@@ -131,11 +132,11 @@
 //!   `cluster_spec()` anyway; pass `task_type`/`task_id` to `master` instead.
 //! - **Validation.** TensorFlow pairs nodes with counts by `zip` (extra entries of either list
 //!   are dropped) and collapses a node named twice (the last count wins); here both are errors
-//!   ([`Error::SlurmNodeCountMismatch`], [`Error::SlurmDuplicateNode`]). A `SLURM_PROCID` outside
-//!   the step is [`Error::SlurmRankOutOfRange`] (TensorFlow: an `IndexError`, or no task at all
+//!   ([`Error::NodeCountMismatch`], [`Error::DuplicateNode`]). A `SLURM_PROCID` outside
+//!   the step is [`Error::RankOutOfRange`] (TensorFlow: an `IndexError`, or no task at all
 //!   without `auto_set_gpu`); with a jobs map, a set `SLURM_STEP_NUM_TASKS` must still agree
-//!   with the tasks per node ([`Error::SlurmNumTasksMismatch`]; TensorFlow does not read it
-//!   then); ports past 65535 are [`Error::SlurmPortOverflow`] (TensorFlow writes `n1:65536`);
+//!   with the tasks per node ([`Error::NumTasksMismatch`]; TensorFlow does not read it
+//!   then); ports past 65535 are [`Error::PortOverflow`] (TensorFlow writes `n1:65536`);
 //!   a step of more than [`MAX_TASKS`] tasks or [`MAX_SPEC_BYTES`] bytes of addresses is
 //!   refused before anything that large is allocated, and so is a node of more than
 //!   [`MAX_GPUS_PER_NODE`] GPUs from `gpus_per_node` or `nvidia-smi` (TensorFlow builds one
@@ -170,8 +171,10 @@ pub use placement::Distribution;
 pub use step::{MAX_SPEC_BYTES, MAX_TASKS, SlurmStep};
 pub use tasks_per_node::TasksPerNode;
 
+pub use crate::error::slurm::Error;
+
 use crate::resolver::master_from_spec;
-use crate::{ClusterResolver, Env, Error};
+use crate::{ClusterResolver, Env};
 
 /// The cluster of the Slurm job step this process runs in; see the [module
 /// documentation](self) for how it is computed and how it differs from TensorFlow's.
@@ -219,7 +222,7 @@ impl SlurmClusterResolver {
 
     /// Sets the number of GPUs of each node, instead of counting `CUDA_VISIBLE_DEVICES` or
     /// asking `nvidia-smi`. Zero is a CPU-only cluster; more than [`MAX_GPUS_PER_NODE`] is
-    /// [`Error::SlurmTooManyGpus`] when the step is resolved.
+    /// [`Error::TooManyGpus`] when the step is resolved.
     pub fn with_gpus_per_node(mut self, gpus: u32) -> Self {
         self.options.gpus_per_node = Some(gpus);
         self
@@ -268,7 +271,7 @@ impl SlurmClusterResolver {
     ///
     /// May run `nvidia-smi` (blocking, at most its timeout) the first time, when neither
     /// `gpus_per_node` nor `CUDA_VISIBLE_DEVICES` gives the node's GPUs.
-    pub fn resolve(&self) -> Result<SlurmStep, Error> {
+    pub fn resolve(&self) -> Result<SlurmStep, crate::Error> {
         step::resolve(&self.options, &self.env, || {
             if let Some(&gpus) = self.nvidia_smi_gpus.get() {
                 return Ok(gpus);
@@ -297,13 +300,13 @@ impl SlurmClusterResolver {
     /// trainer.status()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn cuda_visible_devices(&self) -> Result<Option<String>, Error> {
+    pub fn cuda_visible_devices(&self) -> Result<Option<String>, crate::Error> {
         Ok(self.resolve()?.cuda_visible_devices().map(str::to_owned))
     }
 
     /// This task's job and index (TensorFlow's `get_task_info()`, which is `(None, None)` until
     /// `cluster_spec()` ran; here it is always computed).
-    pub fn task_info(&self) -> Result<(String, u32), Error> {
+    pub fn task_info(&self) -> Result<(String, u32), crate::Error> {
         let step = self.resolve()?;
         Ok((step.task_type().to_owned(), step.task_id()))
     }
@@ -311,7 +314,7 @@ impl SlurmClusterResolver {
 
 #[async_trait]
 impl ClusterResolver for SlurmClusterResolver {
-    async fn cluster_spec(&self) -> Result<ClusterSpec, Error> {
+    async fn cluster_spec(&self) -> Result<ClusterSpec, crate::Error> {
         Ok(self.resolve()?.into_spec())
     }
 
@@ -322,7 +325,7 @@ impl ClusterResolver for SlurmClusterResolver {
         task_type: Option<&str>,
         task_id: Option<u32>,
         rpc_layer: Option<&str>,
-    ) -> Result<String, Error> {
+    ) -> Result<String, crate::Error> {
         let step = self.resolve()?;
         let task_type = task_type.unwrap_or(step.task_type());
         let task_id = task_id.unwrap_or(step.task_id());
@@ -350,7 +353,7 @@ impl ClusterResolver for SlurmClusterResolver {
         &self,
         _task_type: Option<&str>,
         _task_id: Option<u32>,
-    ) -> Result<BTreeMap<String, u32>, Error> {
+    ) -> Result<BTreeMap<String, u32>, crate::Error> {
         let gpus = self.resolve()?.gpus_per_task();
         Ok((gpus > 0)
             .then(|| ("GPU".to_owned(), gpus))

@@ -63,8 +63,10 @@ use tokio::sync::OnceCell;
 
 use crate::gce::api::{GoogleApi, google_api_methods};
 use crate::gce::url::{escape, trim_base};
-use crate::{ClusterResolver, Error, format_master_url};
+use crate::{ClusterResolver, format_master_url};
 use node::Node;
+
+pub use crate::error::tpu::Error;
 
 /// The port TensorFlow assumes for a `grpc://` endpoint without one.
 const DEFAULT_ENDPOINT_PORT: u16 = 8470;
@@ -172,7 +174,7 @@ impl TpuClusterResolver {
         format!("/job:{}/task:0", self.job_name)
     }
 
-    fn source(&self) -> Result<Source, Error> {
+    fn source(&self) -> Result<Source, crate::Error> {
         if self.tpu == "local" {
             return Ok(Source::Local);
         }
@@ -180,7 +182,7 @@ impl TpuClusterResolver {
             ["KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_NAME"]
                 .iter()
                 .find_map(|v| self.api.env.get(v).transpose())
-                .ok_or(Error::TpuNameMissing)??
+                .ok_or(Error::NameMissing)??
         } else {
             self.tpu.clone()
         };
@@ -191,7 +193,7 @@ impl TpuClusterResolver {
         })
     }
 
-    async fn location(&self) -> Result<&(String, String), Error> {
+    async fn location(&self) -> Result<&(String, String), crate::Error> {
         self.location
             .get_or_try_init(|| async {
                 // Empty counts as unset, as TensorFlow's `if project:`.
@@ -213,7 +215,7 @@ impl TpuClusterResolver {
     }
 
     /// The node document, any failure wrapped in TensorFlow's lookup error.
-    async fn node(&self, name: &str) -> Result<Node, Error> {
+    async fn node(&self, name: &str) -> Result<Node, crate::Error> {
         let (project, zone) = self.location().await?;
         let url = format!(
             "{}/projects/{}/locations/{}/nodes/{}",
@@ -222,13 +224,13 @@ impl TpuClusterResolver {
             escape(zone),
             escape(name)
         );
-        self.api
-            .call(Method::GET, &url, None)
-            .await
-            .map_err(|e| Error::TpuLookup {
+        self.api.call(Method::GET, &url, None).await.map_err(|e| {
+            Error::Lookup {
                 tpu: name.to_owned(),
                 source: Box::new(e),
-            })
+            }
+            .into()
+        })
     }
 }
 
@@ -252,7 +254,7 @@ fn endpoint_address(endpoint: &str) -> String {
 impl ClusterResolver for TpuClusterResolver {
     /// `{job_name: [<ipAddress>:<port> per host]}` (plus the coordinator job); empty for
     /// `local`.
-    async fn cluster_spec(&self) -> Result<ClusterSpec, Error> {
+    async fn cluster_spec(&self) -> Result<ClusterSpec, crate::Error> {
         let workers = match self.source()? {
             Source::Local => return Ok(ClusterSpec::empty()),
             Source::Endpoints(endpoints) => endpoints,
@@ -276,7 +278,7 @@ impl ClusterResolver for TpuClusterResolver {
         task_type: Option<&str>,
         task_id: Option<u32>,
         _rpc_layer: Option<&str>,
-    ) -> Result<String, Error> {
+    ) -> Result<String, crate::Error> {
         if matches!(self.source()?, Source::Local) {
             return Ok(String::new());
         }
@@ -314,7 +316,7 @@ impl ClusterResolver for TpuClusterResolver {
         &self,
         _task_type: Option<&str>,
         _task_id: Option<u32>,
-    ) -> Result<BTreeMap<String, u32>, Error> {
+    ) -> Result<BTreeMap<String, u32>, crate::Error> {
         let Source::Node(name) = self.source()? else {
             return Ok(BTreeMap::new());
         };
@@ -323,7 +325,7 @@ impl ClusterResolver for TpuClusterResolver {
         let accelerator_type = node.accelerator_type.clone().unwrap_or_default();
         let per_host =
             accelerator::devices_per_host(&accelerator_type, hosts).map_err(|reason| {
-                Error::TpuAcceleratorType {
+                Error::AcceleratorType {
                     tpu: name.clone(),
                     accelerator_type,
                     reason,

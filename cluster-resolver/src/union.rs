@@ -12,7 +12,7 @@
 //! - **Each resolver's `cluster_spec` is called once per merge**; TensorFlow calls each twice
 //!   (one pass to choose list or dict form, one to merge), so a resolver that changes between
 //!   the calls can make it fail (`KeyError` on a job it did not see in the first pass).
-//! - **A duplicate task index** is [`Error::UnionDuplicateTasks`], with TensorFlow's wording
+//! - **A duplicate task index** is [`Error::DuplicateTasks`], with TensorFlow's wording
 //!   followed by the job; TensorFlow raises `KeyError` without naming the job.
 //! - There are no `**kwargs`, so TensorFlow's `Unexpected kwargs provided` and `TypeError`
 //!   (argument not a resolver) cannot happen; "at least one resolver" is kept by the
@@ -31,7 +31,9 @@ use async_trait::async_trait;
 use cluster_spec::ClusterSpec;
 
 use crate::overrides::{Overrides, override_methods};
-use crate::{ClusterResolver, Error, format_master_url};
+use crate::{ClusterResolver, format_master_url};
+
+pub use crate::error::union::Error;
 
 /// Several resolvers as one: their specs merged, the task, RPC layer, environment, master and
 /// accelerators of the first, unless overridden (TensorFlow's `UnionClusterResolver`).
@@ -42,7 +44,7 @@ use crate::{ClusterResolver, Error, format_master_url};
 /// Merging, job by job, as TensorFlow: if every resolver that has the job gives it as a list
 /// (dense, non-empty), the lists are concatenated in resolver order and re-indexed from 0;
 /// if any gives it sparse or empty, every one is read by index (a list as `0..n`) and the
-/// indices must not repeat ([`Error::UnionDuplicateTasks`]). Jobs keep the order in which they
+/// indices must not repeat ([`Error::DuplicateTasks`]). Jobs keep the order in which they
 /// first appear.
 ///
 /// ```
@@ -106,7 +108,8 @@ impl UnionClusterResolver {
     /// A union of `resolvers`, in order; [`Error::NoResolvers`] if there are none.
     ///
     /// ```
-    /// use cluster_resolver::{ClusterResolver, Error, UnionClusterResolver};
+    /// use cluster_resolver::ClusterResolver;
+    /// use cluster_resolver::union::{Error, UnionClusterResolver};
     ///
     /// let none: Vec<Box<dyn ClusterResolver>> = Vec::new();
     /// assert!(matches!(UnionClusterResolver::from_resolvers(none), Err(Error::NoResolvers)));
@@ -159,7 +162,7 @@ impl fmt::Debug for UnionClusterResolver {
 
 #[async_trait]
 impl ClusterResolver for UnionClusterResolver {
-    async fn cluster_spec(&self) -> Result<ClusterSpec, Error> {
+    async fn cluster_spec(&self) -> Result<ClusterSpec, crate::Error> {
         let mut specs = Vec::with_capacity(self.resolvers.len());
         for resolver in &self.resolvers {
             specs.push(resolver.cluster_spec().await?);
@@ -172,7 +175,7 @@ impl ClusterResolver for UnionClusterResolver {
         task_type: Option<&str>,
         task_id: Option<u32>,
         rpc_layer: Option<&str>,
-    ) -> Result<String, Error> {
+    ) -> Result<String, crate::Error> {
         match (task_type, task_id) {
             (Some(job), Some(task)) => {
                 let spec = self.cluster_spec().await?;
@@ -203,7 +206,7 @@ impl ClusterResolver for UnionClusterResolver {
         &self,
         task_type: Option<&str>,
         task_id: Option<u32>,
-    ) -> Result<BTreeMap<String, u32>, Error> {
+    ) -> Result<BTreeMap<String, u32>, crate::Error> {
         self.first().num_accelerators(task_type, task_id).await
     }
 }
@@ -215,7 +218,7 @@ enum Merged<'a> {
 }
 
 /// TensorFlow's merge (see [`UnionClusterResolver`]).
-fn merge(specs: &[ClusterSpec]) -> Result<ClusterSpec, Error> {
+fn merge(specs: &[ClusterSpec]) -> Result<ClusterSpec, crate::Error> {
     // Pass 1: job order, and whether each job is merged as lists or by index. `as_dict` gives
     // a job as a list exactly when it is dense and has tasks.
     let mut order: Vec<&str> = Vec::new();
@@ -256,10 +259,11 @@ fn merge(specs: &[ClusterSpec]) -> Result<ClusterSpec, Error> {
                         .filter(|index| map.contains_key(index))
                         .collect();
                     if !repeated.is_empty() {
-                        return Err(Error::UnionDuplicateTasks {
+                        return Err(Error::DuplicateTasks {
                             job: job.to_owned(),
                             tasks: repeated,
-                        });
+                        }
+                        .into());
                     }
                     map.extend(tasks);
                 }
@@ -288,7 +292,7 @@ mod tests {
         ClusterSpec::from_json(json).unwrap()
     }
 
-    fn merged(jsons: &[&str]) -> Result<ClusterSpec, Error> {
+    fn merged(jsons: &[&str]) -> Result<ClusterSpec, crate::Error> {
         merge(&jsons.iter().map(|j| spec(j)).collect::<Vec<_>>())
     }
 
@@ -318,7 +322,11 @@ mod tests {
         ])
         .unwrap_err();
         assert!(
-            matches!(&e, Error::UnionDuplicateTasks { job, tasks } if job == "w" && tasks == &[0]),
+            matches!(
+                &e,
+                crate::Error::Union(Error::DuplicateTasks { job, tasks })
+                    if job == "w" && tasks == &[0]
+            ),
             "{e}"
         );
     }

@@ -7,6 +7,9 @@
 //! The interpreter is `$TFCLUSTER_PYTHON` if set, else `<workspace>/target/tf-venv/bin/python`.
 //! A test that needs TensorFlow and cannot run it **fails** with a message saying how to get
 //! it; it never skips silently.
+//!
+//! The same test suites share [`assert_bounded`], the check that an error message stays short
+//! however large the input it quotes.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -14,11 +17,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod json;
+mod messages;
 mod process;
 mod servers;
 mod tally;
 
 pub use json::run_json;
+pub use messages::{MAX_MESSAGE_BYTES, assert_bounded};
 pub use process::{Process, STARTUP};
 pub use servers::tf_servers;
 pub use tally::Tally;

@@ -47,7 +47,6 @@ enum Command {
 }
 
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
-    let invalid = |e: cluster_resolver::Error| Failure::Input(e.to_string());
     match args.command {
         Command::Expand { list } if args.format == Format::Json => {
             let hosts = hostlist::expand(&list).map_err(invalid)?;
@@ -92,4 +91,10 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
             emit(&format!("{line}\n"))
         }
     }
+}
+
+/// A hostlist or tasks-per-node list that does not parse; each parser has its own error type,
+/// and the message already names the input and the byte.
+fn invalid(e: impl std::error::Error) -> Failure {
+    Failure::Input(e.to_string())
 }

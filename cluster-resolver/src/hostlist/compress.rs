@@ -53,7 +53,7 @@ fn split_number(name: &str) -> Option<(&str, u64, usize)> {
 /// let list = compress(hosts);
 /// assert_eq!(list, "n[009-011],login,gpu[3,1]");
 /// assert_eq!(expand(&list)?, hosts);
-/// # Ok::<(), cluster_resolver::Error>(())
+/// # Ok::<(), cluster_resolver::hostlist::ParseError>(())
 /// ```
 pub fn compress<I, S>(hosts: I) -> String
 where

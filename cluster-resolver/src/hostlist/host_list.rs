@@ -1,9 +1,9 @@
 //! [`HostList`]: a parsed hostlist that knows its hosts without writing them all out.
 
+use super::ParseError;
 use super::cursor::{Cursor, Iter};
 use super::digits::push_padded;
 use super::parse::parse;
-use crate::Error;
 
 /// A parsed Slurm hostlist: the name patterns and their numeric ranges, not the names.
 ///
@@ -32,7 +32,7 @@ use crate::Error;
 ///     bytes += name.len();
 /// }
 /// assert_eq!(bytes, 4 * 5 + 5);
-/// # Ok::<(), cluster_resolver::Error>(())
+/// # Ok::<(), cluster_resolver::hostlist::ParseError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct HostList {
@@ -191,7 +191,7 @@ impl HostList {
     /// Parses a Slurm hostlist such as `node[001-128],login[1-2]`.
     ///
     /// See the [module documentation](super) for the grammar, the limits and the errors.
-    pub fn parse(s: &str) -> Result<Self, Error> {
+    pub fn parse(s: &str) -> Result<Self, ParseError> {
         parse(s)
     }
 
@@ -247,9 +247,9 @@ impl HostList {
 }
 
 impl std::str::FromStr for HostList {
-    type Err = Error;
+    type Err = ParseError;
 
-    fn from_str(s: &str) -> Result<Self, Error> {
+    fn from_str(s: &str) -> Result<Self, ParseError> {
         Self::parse(s)
     }
 }

@@ -10,7 +10,7 @@
 use super::digits::padded_len_sum;
 use super::host_list::{Group, HostList, NumRange, Pattern, Ranges, Span};
 use super::{MAX_BYTES, MAX_HOSTS};
-use crate::Error;
+use super::{ParseError, ParseErrorKind};
 
 /// Separators between names: `,` and ASCII whitespace. Slurm 22.05 separates on `,`, space and
 /// tab only, so a newline or CR becomes part of a name there (`"n1\n"` is a host `n1\n`); no
@@ -19,7 +19,7 @@ fn is_separator(b: u8) -> bool {
     b == b',' || b.is_ascii_whitespace()
 }
 
-pub(super) fn parse(input: &str) -> Result<HostList, Error> {
+pub(super) fn parse(input: &str) -> Result<HostList, ParseError> {
     let capacity = Capacity::of(input.as_bytes());
     let mut p = Parser {
         input,
@@ -43,11 +43,7 @@ pub(super) fn parse(input: &str) -> Result<HostList, Error> {
         let (mut pattern, pattern_bytes) = p.pattern()?;
         hosts += pattern.len as usize;
         if hosts > MAX_HOSTS {
-            return Err(Error::HostlistTooManyHosts {
-                input: input.to_owned(),
-                pos: at,
-                max: MAX_HOSTS,
-            });
+            return Err(p.error(at, ParseErrorKind::TooManyHosts { max: MAX_HOSTS }));
         }
         // `hosts` is at most MAX_HOSTS, far below u32::MAX.
         pattern.start = (hosts - pattern.len as usize) as u32;
@@ -143,7 +139,7 @@ struct Parser<'a> {
 impl Parser<'_> {
     /// One pattern starting at a non-separator byte; stops at a separator or the end. Returns
     /// the pattern (its `start` not yet set) and the bytes of the names it expands to.
-    fn pattern(&mut self) -> Result<(Pattern, u128), Error> {
+    fn pattern(&mut self) -> Result<(Pattern, u128), ParseError> {
         let pattern_start = self.i;
         self.pattern_start = pattern_start;
         let first_group = self.groups.len();
@@ -177,19 +173,15 @@ impl Parser<'_> {
                     // Checked per group so that the product cannot overflow.
                     len = len.saturating_mul(group_len);
                     if len > MAX_HOSTS {
-                        return Err(Error::HostlistTooManyHosts {
-                            input: self.input.to_owned(),
-                            pos: pattern_start,
-                            max: MAX_HOSTS,
-                        });
+                        return Err(self.error(
+                            pattern_start,
+                            ParseErrorKind::TooManyHosts { max: MAX_HOSTS },
+                        ));
                     }
                     lit_start = self.i;
                 }
                 Some(b']') => {
-                    return Err(Error::HostlistUnmatchedBracket {
-                        input: self.input.to_owned(),
-                        pos: self.i,
-                    });
+                    return Err(self.error(self.i, ParseErrorKind::UnmatchedBracket));
                 }
                 _ => break,
             }
@@ -213,7 +205,7 @@ impl Parser<'_> {
 
     /// A bracket group; `self.i` is at its `[`, and is left after its `]`. Pushes the group
     /// (with an empty literal, which the caller sets) and its ranges; returns its length.
-    fn group(&mut self) -> Result<usize, Error> {
+    fn group(&mut self) -> Result<usize, ParseError> {
         let open = self.i;
         self.i += 1;
         // Every range and every group puts at least one digit into at least one name, so more
@@ -228,10 +220,7 @@ impl Parser<'_> {
             let lo_at = self.i;
             match self.peek(open)? {
                 b',' | b']' => {
-                    return Err(Error::HostlistEmptyRange {
-                        input: self.input.to_owned(),
-                        pos: self.i,
-                    });
+                    return Err(self.error(self.i, ParseErrorKind::EmptyRange));
                 }
                 _ => {}
             }
@@ -243,11 +232,8 @@ impl Parser<'_> {
                 (hi, _) = self.number(open)?;
                 expected = "',' or ']'";
                 if hi < lo {
-                    return Err(Error::HostlistDescendingRange {
-                        input: self.input.to_owned(),
-                        pos: lo_at,
-                        range: self.input[lo_at..self.i].to_owned(),
-                    });
+                    let range = self.input[lo_at..self.i].to_owned();
+                    return Err(self.error(lo_at, ParseErrorKind::DescendingRange { range }));
                 }
             }
             if width > MAX_BYTES || self.ranges.len() >= MAX_BYTES {
@@ -263,11 +249,7 @@ impl Parser<'_> {
             });
             len += u128::from(hi - lo) + 1;
             if len > MAX_HOSTS as u128 {
-                return Err(Error::HostlistTooManyHosts {
-                    input: self.input.to_owned(),
-                    pos: open,
-                    max: MAX_HOSTS,
-                });
+                return Err(self.error(open, ParseErrorKind::TooManyHosts { max: MAX_HOSTS }));
             }
             match self.peek(open)? {
                 b',' => self.i += 1,
@@ -288,17 +270,18 @@ impl Parser<'_> {
         }
     }
 
+    /// The error `kind` at byte `pos` of the input.
+    fn error(&self, pos: usize, kind: ParseErrorKind) -> ParseError {
+        ParseError::new(self.input, pos, kind)
+    }
+
     /// The error for names adding up to more than MAX_BYTES, passed at byte `pos`.
-    fn too_large(&self, pos: usize) -> Error {
-        Error::HostlistTooLarge {
-            input: self.input.to_owned(),
-            pos,
-            max: MAX_BYTES,
-        }
+    fn too_large(&self, pos: usize) -> ParseError {
+        self.error(pos, ParseErrorKind::TooLarge { max: MAX_BYTES })
     }
 
     /// A run of ASCII digits: its value and its length (the zero-padding width).
-    fn number(&mut self, open: usize) -> Result<(u64, usize), Error> {
+    fn number(&mut self, open: usize) -> Result<(u64, usize), ParseError> {
         let start = self.i;
         if !self.peek(open)?.is_ascii_digit() {
             return Err(self.unexpected("a digit", open));
@@ -319,40 +302,28 @@ impl Parser<'_> {
             self.i += 1;
         }
         if overflow {
-            return Err(Error::HostlistNumberOverflow {
-                input: self.input.to_owned(),
-                pos: start,
-            });
+            return Err(self.error(start, ParseErrorKind::NumberOverflow));
         }
         Ok((value, self.i - start))
     }
 
     /// The byte at the cursor inside the group opened at `open`; the end of input there means
     /// the group was never closed.
-    fn peek(&self, open: usize) -> Result<u8, Error> {
+    fn peek(&self, open: usize) -> Result<u8, ParseError> {
         self.bytes
             .get(self.i)
             .copied()
-            .ok_or_else(|| Error::HostlistUnclosedBracket {
-                input: self.input.to_owned(),
-                pos: open,
-            })
+            .ok_or_else(|| self.error(open, ParseErrorKind::UnclosedBracket))
     }
 
     /// The error for the character at the cursor, which the grammar does not allow there.
-    fn unexpected(&self, expected: &'static str, open: usize) -> Error {
-        let input = self.input.to_owned();
+    fn unexpected(&self, expected: &'static str, open: usize) -> ParseError {
         let pos = self.i;
         // Inside a group the cursor only moves over ASCII, so it sits on a char boundary.
         match self.input[pos..].chars().next() {
-            Some('[') => Error::HostlistNestedBracket { input, pos },
-            Some(found) => Error::HostlistUnexpectedChar {
-                input,
-                pos,
-                expected,
-                found,
-            },
-            None => Error::HostlistUnclosedBracket { input, pos: open },
+            Some('[') => self.error(pos, ParseErrorKind::NestedBracket),
+            Some(found) => self.error(pos, ParseErrorKind::UnexpectedChar { expected, found }),
+            None => self.error(open, ParseErrorKind::UnclosedBracket),
         }
     }
 }

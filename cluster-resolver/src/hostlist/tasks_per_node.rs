@@ -1,7 +1,6 @@
 //! `SLURM_STEP_TASKS_PER_NODE` / `SLURM_TASKS_PER_NODE`: `2(x3),1` is 2,2,2,1.
 
-use super::MAX_HOSTS;
-use crate::Error;
+use super::{MAX_HOSTS, TasksPerNodeError, TasksPerNodeErrorKind};
 
 /// Expands a Slurm tasks-per-node list, one count per node in node-list order.
 ///
@@ -15,12 +14,12 @@ use crate::Error;
 ///
 /// assert_eq!(expand_tasks_per_node("2(x3),1")?, [2, 2, 2, 1]);
 /// assert!(expand_tasks_per_node("2(x3").is_err());
-/// # Ok::<(), cluster_resolver::Error>(())
+/// # Ok::<(), cluster_resolver::hostlist::TasksPerNodeError>(())
 /// ```
 ///
 /// Memory: the result, allocated once at its final size (4 bytes per node), after the whole
 /// list has been checked; nothing else grows with the input.
-pub fn expand_tasks_per_node(s: &str) -> Result<Vec<u32>, Error> {
+pub fn expand_tasks_per_node(s: &str) -> Result<Vec<u32>, TasksPerNodeError> {
     // Two walks: the first checks the list and counts the nodes, the second fills a vector of
     // exactly that size (growing one would hold up to three times the result while copying).
     let mut nodes = 0;
@@ -32,7 +31,7 @@ pub fn expand_tasks_per_node(s: &str) -> Result<Vec<u32>, Error> {
 
 /// Calls `run(count, repeat)` for each element of the list, in order, after checking it and
 /// the node limit.
-fn runs(s: &str, mut run: impl FnMut(u32, usize)) -> Result<(), Error> {
+fn runs(s: &str, mut run: impl FnMut(u32, usize)) -> Result<(), TasksPerNodeError> {
     let mut p = Parser { input: s, i: 0 };
     let mut nodes: usize = 0;
     loop {
@@ -49,11 +48,11 @@ fn runs(s: &str, mut run: impl FnMut(u32, usize)) -> Result<(), Error> {
         // u32 to usize is lossless on every platform this crate builds for (16-bit is not one).
         let repeat = repeat as usize;
         if repeat > MAX_HOSTS - nodes {
-            return Err(Error::TasksPerNodeTooMany {
-                input: s.to_owned(),
-                pos: at,
-                max: MAX_HOSTS,
-            });
+            return Err(TasksPerNodeError::new(
+                s,
+                at,
+                TasksPerNodeErrorKind::TooManyNodes { max: MAX_HOSTS },
+            ));
         }
         nodes += repeat;
         run(count, repeat);
@@ -82,7 +81,7 @@ impl Parser<'_> {
         self.input.as_bytes().get(self.i).copied()
     }
 
-    fn expect(&mut self, b: u8, what: &'static str) -> Result<(), Error> {
+    fn expect(&mut self, b: u8, what: &'static str) -> Result<(), TasksPerNodeError> {
         if self.peek() == Some(b) {
             self.i += 1;
             Ok(())
@@ -91,7 +90,7 @@ impl Parser<'_> {
         }
     }
 
-    fn number(&mut self) -> Result<u32, Error> {
+    fn number(&mut self) -> Result<u32, TasksPerNodeError> {
         let start = self.i;
         let mut value: u32 = 0;
         let mut overflow = false;
@@ -109,22 +108,23 @@ impl Parser<'_> {
             return Err(self.unexpected("a digit"));
         }
         if overflow {
-            return Err(Error::TasksPerNodeOverflow {
-                input: self.input.to_owned(),
-                pos: start,
-            });
+            return Err(TasksPerNodeError::new(
+                self.input,
+                start,
+                TasksPerNodeErrorKind::NumberOverflow,
+            ));
         }
         Ok(value)
     }
 
-    fn unexpected(&self, expected: &'static str) -> Error {
-        Error::TasksPerNodeSyntax {
-            input: self.input.to_owned(),
-            pos: self.i,
-            expected,
-            // The cursor only moves over ASCII, so it sits on a char boundary.
-            found: self.input[self.i..].chars().next(),
-        }
+    fn unexpected(&self, expected: &'static str) -> TasksPerNodeError {
+        // The cursor only moves over ASCII, so it sits on a char boundary.
+        let found = self.input[self.i..].chars().next();
+        TasksPerNodeError::new(
+            self.input,
+            self.i,
+            TasksPerNodeErrorKind::UnexpectedChar { expected, found },
+        )
     }
 }
 

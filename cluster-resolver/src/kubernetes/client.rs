@@ -6,6 +6,7 @@ use std::time::Duration;
 use kube::config::KubeConfigOptions;
 use tokio::sync::OnceCell;
 
+use super::Error as KubernetesError;
 use crate::Error;
 
 /// The client a resolver lists pods with.
@@ -52,7 +53,7 @@ async fn infer(timeout: Duration) -> Result<kube::Client, Error> {
         Ok(config) => config,
         Err(in_cluster) => kube::Config::from_kubeconfig(&KubeConfigOptions::default())
             .await
-            .map_err(|kubeconfig| Error::KubernetesConfig {
+            .map_err(|kubeconfig| KubernetesError::Config {
                 in_cluster,
                 kubeconfig,
             })?,

@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::Error;
+use super::Error;
 
 /// Which IP of a pod its task address uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

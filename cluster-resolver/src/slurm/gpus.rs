@@ -2,6 +2,7 @@
 
 use std::fmt::{self, Write as _};
 
+use super::Error as SlurmError;
 use super::vars::CUDA_VISIBLE_DEVICES;
 use crate::{Env, Error};
 
@@ -43,11 +44,11 @@ impl NodeGpus {
     pub(super) fn find(
         env: &Env,
         gpus_per_node: Option<u32>,
-        count_gpus: impl FnOnce() -> Result<u32, Error>,
+        count_gpus: impl FnOnce() -> Result<u32, SlurmError>,
     ) -> Result<Self, Error> {
         let limit = |count: u32, origin: &str| {
             if count > MAX_GPUS_PER_NODE {
-                return Err(Error::SlurmTooManyGpus {
+                return Err(SlurmError::TooManyGpus {
                     count,
                     origin: origin.to_owned(),
                     max: MAX_GPUS_PER_NODE,
@@ -63,11 +64,12 @@ impl NodeGpus {
                 let listed = u32::try_from(listed).unwrap_or(u32::MAX);
                 let count = match requested {
                     Some(n) if n > listed => {
-                        return Err(Error::SlurmGpusNotVisible {
+                        return Err(SlurmError::GpusNotVisible {
                             gpus_per_node: n,
                             visible,
                             count: listed as usize,
-                        });
+                        }
+                        .into());
                     }
                     Some(n) => n,
                     None => listed,
@@ -133,9 +135,9 @@ pub(super) fn check(
     gpus_per_node: u32,
     max_tasks_per_node: u32,
     per_task: u32,
-) -> Result<(), Error> {
+) -> Result<(), SlurmError> {
     if u64::from(max_tasks_per_node) * u64::from(per_task) > u64::from(gpus_per_node) {
-        return Err(Error::SlurmNotEnoughGpus {
+        return Err(SlurmError::NotEnoughGpus {
             gpus_per_node,
             tasks_per_node: max_tasks_per_node,
             gpus_per_task: per_task,
@@ -148,7 +150,7 @@ pub(super) fn check(
 mod tests {
     use super::*;
 
-    fn no_smi() -> Result<u32, Error> {
+    fn no_smi() -> Result<u32, SlurmError> {
         panic!("nvidia-smi must not run when the GPUs are known")
     }
 

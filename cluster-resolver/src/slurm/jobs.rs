@@ -1,6 +1,6 @@
 //! The jobs map: which ranks belong to which TensorFlow job.
 
-use crate::Error;
+use super::Error;
 
 /// Job names with their number of tasks, sorted by name, as TensorFlow's resolver walks
 /// `sorted(jobs.items())`: the first job (by name) takes ranks `0..n0`, the next `n0..n0+n1`, …
@@ -15,7 +15,7 @@ impl Jobs {
         let mut sorted = jobs.to_vec();
         sorted.sort_by(|a, b| a.0.cmp(&b.0));
         if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(Error::SlurmDuplicateJob {
+            return Err(Error::DuplicateJob {
                 job: w[0].0.clone(),
             });
         }

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::Error;
+use super::Error;
 
 /// How long `nvidia-smi` may run by default. It answers in well under a second on a healthy
 /// node; a wedged driver can make it hang for minutes, and a resolver must not.
@@ -47,7 +47,7 @@ impl NvidiaSmi {
             Ok(child) => child,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
             Err(source) => {
-                return Err(Error::SlurmNvidiaSmiStart {
+                return Err(Error::NvidiaSmiStart {
                     program: self.program.display().to_string(),
                     source,
                 });
@@ -84,7 +84,7 @@ impl NvidiaSmi {
                     let _ = child.kill();
                     let _ = child.wait();
                     // The readers are not joined: a grandchild may still hold the pipes open.
-                    return Err(Error::SlurmNvidiaSmiTimeout {
+                    return Err(Error::NvidiaSmiTimeout {
                         program: self.program.display().to_string(),
                         timeout: self.timeout,
                     });
@@ -92,7 +92,7 @@ impl NvidiaSmi {
                 Ok(None) => thread::sleep(Duration::from_millis(5)),
                 Err(source) => {
                     let _ = child.kill();
-                    return Err(Error::SlurmNvidiaSmiStart {
+                    return Err(Error::NvidiaSmiStart {
                         program: self.program.display().to_string(),
                         source,
                     });
@@ -108,7 +108,7 @@ impl NvidiaSmi {
         if stdout.contains("No devices were found") || stderr.contains("No devices were found") {
             return Ok(0);
         }
-        Err(Error::SlurmNvidiaSmiFailed {
+        Err(Error::NvidiaSmiFailed {
             status: status.to_string(),
             output: format!("{}{}", stdout.trim_end(), stderr.trim_end()),
         })

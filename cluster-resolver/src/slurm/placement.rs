@@ -1,7 +1,7 @@
 //! Where Slurm puts each rank: the node and the task's index on it, from the tasks per node (in
 //! nodelist order) and `SLURM_DISTRIBUTION`.
 
-use crate::Error;
+use super::Error;
 
 /// The node-level task distributions whose layout this resolver can reproduce from the step's
 /// variables alone.
@@ -20,13 +20,13 @@ impl Distribution {
     ///
     /// Only `block` and `cyclic` are understood. Everything else — `plane`, `arbitrary`, and
     /// the two- and three-level forms such as `cyclic:block` — is
-    /// [`Error::SlurmUnsupportedDistribution`], because computing a wrong cluster silently is
+    /// [`Error::UnsupportedDistribution`], because computing a wrong cluster silently is
     /// worse than refusing.
     pub fn from_variable(value: Option<&str>) -> Result<Self, Error> {
         match value {
             None | Some("block") => Ok(Self::Block),
             Some("cyclic") => Ok(Self::Cyclic),
-            Some(other) => Err(Error::SlurmUnsupportedDistribution {
+            Some(other) => Err(Error::UnsupportedDistribution {
                 value: other.into(),
             }),
         }

@@ -4,6 +4,7 @@
 use cluster_spec::ClusterSpec;
 use cluster_spec::quote::quote;
 
+use super::Error as SlurmError;
 use super::gpus::{self, NodeGpus};
 use super::jobs::Jobs;
 use super::node_names::NodeNames;
@@ -165,12 +166,13 @@ fn nodes(env: &Env, tasks_per_node: Option<&TasksPerNode>) -> Result<Nodes, Erro
             let tpn = vars::required(env, vars::STEP_TASKS_PER_NODE)?;
             let counts = hostlist::expand_tasks_per_node(&tpn)?;
             if counts.len() != names.len() {
-                return Err(Error::SlurmNodeCountMismatch {
+                return Err(SlurmError::NodeCountMismatch {
                     nodelist: list,
                     nodes: names.len(),
                     tasks_per_node: tpn,
                     counts: counts.len(),
-                });
+                }
+                .into());
             }
             Nodes {
                 names,
@@ -186,10 +188,11 @@ fn nodes(env: &Env, tasks_per_node: Option<&TasksPerNode>) -> Result<Nodes, Erro
         }
     };
     if let Some(twice) = nodes.names.first_duplicate() {
-        return Err(Error::SlurmDuplicateNode {
+        return Err(SlurmError::DuplicateNode {
             node: twice.to_owned(),
             origin: nodes.source.clone(),
-        });
+        }
+        .into());
     }
     Ok(nodes)
 }
@@ -199,7 +202,7 @@ fn nodes(env: &Env, tasks_per_node: Option<&TasksPerNode>) -> Result<Nodes, Erro
 pub(super) fn resolve(
     options: &Options,
     env: &Env,
-    count_gpus: impl FnOnce() -> Result<u32, Error>,
+    count_gpus: impl FnOnce() -> Result<u32, SlurmError>,
 ) -> Result<SlurmStep, Error> {
     // TensorFlow's order: rank, number of tasks (only without a jobs map), nodes, GPUs, then
     // the consistency checks; so the first missing variable is reported as TF reports it.
@@ -214,11 +217,12 @@ pub(super) fn resolve(
     let nodes = nodes(env, options.tasks_per_node.as_ref())?;
     let assigned: u64 = nodes.counts.iter().map(|&c| u64::from(c)).sum();
     if assigned > MAX_TASKS as u64 {
-        return Err(Error::SlurmTooManyTasks {
+        return Err(SlurmError::TooManyTasks {
             tasks: assigned,
             origin: nodes.source,
             max: MAX_TASKS,
-        });
+        }
+        .into());
     }
     let max_per_node = nodes.counts.iter().copied().max().unwrap_or(0);
 
@@ -234,11 +238,12 @@ pub(super) fn resolve(
             Some(n) => format!("{}={n}", vars::STEP_NUM_TASKS),
             None => format!("jobs {}", cluster_spec::quote::excerpt(&jobs.describe(), 0)),
         };
-        return Err(Error::SlurmTaskCountMismatch {
+        return Err(SlurmError::TaskCountMismatch {
             requested: jobs.total(),
             assigned,
             detail: format!("requested by {requested}; assigned by {}", nodes.source),
-        });
+        }
+        .into());
     }
     if requested_from.is_none() && options.tasks_per_node.is_none() {
         // With a jobs map TensorFlow does not read SLURM_STEP_NUM_TASKS; if Slurm set it, it
@@ -246,20 +251,22 @@ pub(super) fn resolve(
         if let Some(value) = env.get(vars::STEP_NUM_TASKS)? {
             let n = vars::parse_count(vars::STEP_NUM_TASKS, &value)?;
             if u64::from(n) != assigned {
-                return Err(Error::SlurmNumTasksMismatch {
+                return Err(SlurmError::NumTasksMismatch {
                     num_tasks: n,
                     assigned,
                     origin: nodes.source,
-                });
+                }
+                .into());
             }
         }
     }
     // `assigned` fits in u32 from here on: it is at most MAX_TASKS.
     if u64::from(rank) >= assigned {
-        return Err(Error::SlurmRankOutOfRange {
+        return Err(SlurmError::RankOutOfRange {
             rank,
             num_tasks: assigned,
-        });
+        }
+        .into());
     }
 
     let distribution = Distribution::from_variable(env.get(vars::DISTRIBUTION)?.as_deref())?;
@@ -269,11 +276,12 @@ pub(super) fn resolve(
             .iter()
             .position(|&c| c == max_per_node)
             .unwrap_or(0);
-        return Err(Error::SlurmPortOverflow {
+        return Err(SlurmError::PortOverflow {
             port_base: options.port_base,
             tasks: max_per_node,
             node: nodes.names.get(busiest).to_owned(),
-        });
+        }
+        .into());
     }
     let slots = placement::place(&nodes.counts, distribution);
     let own = slots[rank as usize];
@@ -281,20 +289,21 @@ pub(super) fn resolve(
     if let Some(nodename) = env.get(vars::NODENAME)?
         && nodename != node
     {
-        return Err(Error::SlurmWrongNode {
+        return Err(SlurmError::WrongNode {
             rank,
             computed: node.to_owned(),
             nodename,
             distribution: distribution.as_str(),
             origin: nodes.source,
-        });
+        }
+        .into());
     }
 
     let spec = build_spec(&jobs, &slots, &nodes, options.port_base)?;
     let (task_type, task_id) = jobs
         .task_of(rank)
         .map(|(job, id)| (job.to_owned(), id))
-        .ok_or(Error::SlurmRankOutOfRange {
+        .ok_or(SlurmError::RankOutOfRange {
             rank,
             num_tasks: assigned,
         })?;
@@ -347,12 +356,13 @@ fn build_spec(
         .map(|s| (names.get(s.node as usize).len() + suffixes[s.local as usize].len()) as u64)
         .sum();
     if bytes > MAX_SPEC_BYTES as u64 {
-        return Err(Error::SlurmSpecTooLarge {
+        return Err(SlurmError::SpecTooLarge {
             tasks: slots.len(),
             origin: nodes.source.clone(),
             bytes,
             max: MAX_SPEC_BYTES,
-        });
+        }
+        .into());
     }
     // At most MAX_SPEC_BYTES, so it fits in usize.
     let mut text = String::with_capacity(bytes as usize);

@@ -1,5 +1,6 @@
 //! Reading the step's `SLURM_*` variables, with TensorFlow's wording when one is missing.
 
+use super::Error as SlurmError;
 use crate::{Env, Error};
 
 /// This task's rank in the step.
@@ -18,10 +19,10 @@ pub(super) const DISTRIBUTION: &str = "SLURM_DISTRIBUTION";
 pub(super) const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
 
 /// The value of a variable Slurm sets in every step; missing, it is
-/// [`Error::SlurmVariableMissing`] (TensorFlow's "Not running inside a SLURM step?").
+/// [`SlurmError::VariableMissing`] (TensorFlow's "Not running inside a SLURM step?").
 pub(super) fn required(env: &Env, name: &'static str) -> Result<String, Error> {
     env.get(name)?
-        .ok_or(Error::SlurmVariableMissing { name: name.into() })
+        .ok_or(SlurmError::VariableMissing { name: name.into() }.into())
 }
 
 /// A required variable holding a count (`SLURM_PROCID`, `SLURM_STEP_NUM_TASKS`).

@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use super::Error as TpuError;
 use crate::Error;
 
 /// The part of a `Node` document the resolver reads.
@@ -53,17 +54,19 @@ impl Node {
     pub(super) fn endpoints(&self, tpu: &str, require_healthy: bool) -> Result<Vec<String>, Error> {
         let state = self.state.as_deref().unwrap_or("None");
         if state != "READY" {
-            return Err(Error::TpuNotReady {
+            return Err(TpuError::NotReady {
                 tpu: tpu.to_owned(),
                 state: state.to_owned(),
-            });
+            }
+            .into());
         }
         let health = self.health.as_deref().unwrap_or("HEALTH_UNSPECIFIED");
         if require_healthy && health != "HEALTHY" {
-            return Err(Error::TpuUnhealthy {
+            return Err(TpuError::Unhealthy {
                 tpu: tpu.to_owned(),
                 health: health.to_owned(),
-            });
+            }
+            .into());
         }
         let invalid = |reason: String| Error::InvalidResponse {
             operation: format!("looking up TPU {}", cluster_spec::quote::quote(tpu, 0)),

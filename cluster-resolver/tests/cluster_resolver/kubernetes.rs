@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use cluster_resolver::kubernetes::{KubernetesClusterResolver, PodAddress, kube};
+use cluster_resolver::kubernetes::{self, KubernetesClusterResolver, PodAddress, kube};
 use cluster_resolver::{ClusterResolver, Error};
 use cluster_spec::ClusterSpec;
 
@@ -174,7 +174,10 @@ async fn a_pod_not_running_is_named_with_its_phase() {
         .with_client(client(&server, "training"));
     let err = resolver.cluster_spec().await.unwrap_err();
     assert!(
-        matches!(err, Error::PodsNotRunning { waited: None, .. }),
+        matches!(
+            err,
+            Error::Kubernetes(kubernetes::Error::PodsNotRunning { waited: None, .. })
+        ),
         "{err:?}"
     );
     // TensorFlow's sentence, then where.
@@ -219,11 +222,11 @@ async fn waiting_ends_at_the_deadline_naming_the_pods() {
     let elapsed = started.elapsed();
     assert!(elapsed >= Duration::from_millis(900), "{elapsed:?}");
     assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
-    let Error::PodsNotRunning {
+    let Error::Kubernetes(kubernetes::Error::PodsNotRunning {
         pods,
         waited: Some(waited),
         ..
-    } = &err
+    }) = &err
     else {
         panic!("{err:?}")
     };
@@ -359,7 +362,10 @@ async fn without_a_client_the_environment_configures_one() {
     }
     let resolver = KubernetesClusterResolver::new().with_request_timeout(Duration::from_secs(5));
     let err = resolver.cluster_spec().await.unwrap_err();
-    assert!(matches!(err, Error::KubernetesConfig { .. }), "{err:?}");
+    assert!(
+        matches!(err, Error::Kubernetes(kubernetes::Error::Config { .. })),
+        "{err:?}"
+    );
     let text = err.to_string();
     assert!(
         text.contains("in-cluster config: ") && text.contains("kubeconfig: "),

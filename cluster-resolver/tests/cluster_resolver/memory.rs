@@ -5,7 +5,7 @@
 use cluster_resolver::hostlist::{
     HostList, MAX_HOSTS, PARSE_MEMORY_FACTOR, expand, expand_tasks_per_node,
 };
-use cluster_resolver::slurm::MAX_GPUS_PER_NODE;
+use cluster_resolver::slurm::{self, MAX_GPUS_PER_NODE};
 use cluster_resolver::{Env, Error, SlurmClusterResolver};
 
 /// Allocations of a few hundred bytes that every call may make whatever its input.
@@ -112,10 +112,10 @@ fn gpus_per_node_is_bounded_before_any_ordinal_is_written() {
     assert!(
         matches!(
             result,
-            Err(Error::SlurmTooManyGpus {
+            Err(Error::Slurm(slurm::Error::TooManyGpus {
                 count: u32::MAX,
                 ..
-            })
+            }))
         ),
         "{result:?}"
     );

@@ -2,9 +2,8 @@
 //! differential test of every rule against TensorFlow 2.21's `multi_worker_util` over a grid
 //! of clusters × task types × task ids (valid and not).
 
-use cluster_resolver::Error;
 use cluster_resolver::multi_worker::{
-    collective_leader, coordination_leader, id_in_cluster, is_chief, worker_count,
+    self, collective_leader, coordination_leader, id_in_cluster, is_chief, worker_count,
 };
 use cluster_spec::ClusterSpec;
 use proptest::prelude::*;
@@ -62,7 +61,9 @@ proptest! {
         prop_assert_eq!(leaders.len(), 1);
         for (task, _) in spec.tasks("ps").into_iter().flatten() {
             prop_assert!(!is_chief(&spec, "ps", task).unwrap());
-            let no_id = matches!(id_in_cluster(&spec, "ps", task), Err(Error::NoIdForTaskType { .. }));
+            let id = id_in_cluster(&spec, "ps", task);
+            // `matches!` outside `prop_assert!`, whose message would read its braces.
+            let no_id = matches!(id, Err(multi_worker::Error::NoIdForTaskType { .. }));
             prop_assert!(no_id);
         }
         if spec.has_job("evaluator") {
@@ -81,7 +82,7 @@ pub(crate) fn compare_multi_worker(
     tally: &mut Tally,
     what: &str,
     tf: &Value,
-    ours: &Result<Value, Error>,
+    ours: &Result<Value, multi_worker::Error>,
 ) {
     match (answer(tf), ours) {
         (Answer::Ok(tf), Ok(ours)) => {
@@ -89,7 +90,9 @@ pub(crate) fn compare_multi_worker(
             tally.same += 1;
         }
         // id_in_cluster of an evaluator outside the cluster, without an id: TF returns None.
-        (Answer::Ok(Value::Null), Err(Error::MissingTaskId { .. })) => tally.documented += 1,
+        (Answer::Ok(Value::Null), Err(multi_worker::Error::MissingTaskId { .. })) => {
+            tally.documented += 1
+        }
         (
             Answer::Err {
                 class: "ValueError",
@@ -108,21 +111,21 @@ pub(crate) fn compare_multi_worker(
             Answer::Err {
                 class: "TypeError", ..
             },
-            Err(Error::MissingTaskId { .. }),
+            Err(multi_worker::Error::MissingTaskId { .. }),
         )
         | (
             Answer::Err {
                 class: "AssertionError",
                 ..
             },
-            Err(Error::NoLeader { .. }),
+            Err(multi_worker::Error::NoLeader { .. }),
         ) => tally.both_failed += 1,
         (
             Answer::Err {
                 class: "KeyError",
                 msg: "evaluator",
             },
-            Err(Error::Spec(e)),
+            Err(multi_worker::Error::Spec(e)),
         ) if e.to_string() == "No such job in cluster: 'evaluator'" => tally.both_failed += 1,
         (tf, ours) => panic!("{what}: TensorFlow {tf:?}, ours {ours:?}"),
     }

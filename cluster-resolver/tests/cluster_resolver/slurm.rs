@@ -6,7 +6,7 @@ mod tensorflow;
 
 use std::collections::{BTreeMap, HashSet};
 
-use cluster_resolver::{ClusterResolver, Env, Error, SlurmClusterResolver, TasksPerNode};
+use cluster_resolver::{ClusterResolver, Env, Error, SlurmClusterResolver, TasksPerNode, slurm};
 use proptest::prelude::*;
 
 use super::runtime::block_on;
@@ -113,7 +113,7 @@ fn unsupported_distributions_are_refused_by_name() {
         let env = step_env(0, "n[1-2]", "1(x2)", 2, &[("SLURM_DISTRIBUTION", value)]);
         let e = resolver(env, 0).resolve().unwrap_err();
         assert!(
-            matches!(&e, Error::SlurmUnsupportedDistribution { value: v } if v == value),
+            matches!(&e, Error::Slurm(slurm::Error::UnsupportedDistribution { value: v }) if v == value),
             "{e:?}"
         );
         let message = e.to_string();

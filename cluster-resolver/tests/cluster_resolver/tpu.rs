@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use cluster_resolver::{ClusterResolver, Env, Error, TpuClusterResolver};
+use cluster_resolver::{ClusterResolver, Env, Error, TpuClusterResolver, tpu};
 use cluster_spec::ClusterSpec;
 
 use super::http_server::{HttpServer, Request, Response};
@@ -131,7 +131,7 @@ async fn a_node_not_ready_is_tensorflows_error() {
     );
     assert!(matches!(
         r.num_accelerators(None, None).await,
-        Err(Error::TpuNotReady { .. })
+        Err(Error::Tpu(tpu::Error::NotReady { .. }))
     ));
     server.stop().await;
 }
@@ -225,7 +225,7 @@ async fn a_node_without_endpoints_has_no_master() {
     );
     assert!(matches!(
         r.num_accelerators(None, None).await,
-        Err(Error::TpuAcceleratorType { .. })
+        Err(Error::Tpu(tpu::Error::AcceleratorType { .. }))
     ));
     server.stop().await;
 }

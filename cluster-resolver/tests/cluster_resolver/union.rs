@@ -5,7 +5,9 @@ mod vs_tensorflow;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cluster_resolver::{ClusterResolver, Error, SimpleClusterResolver, UnionClusterResolver};
+use cluster_resolver::{
+    ClusterResolver, Error, SimpleClusterResolver, UnionClusterResolver, union,
+};
 use cluster_spec::ClusterSpec;
 use proptest::prelude::*;
 
@@ -115,7 +117,7 @@ proptest! {
                     prop_assert_eq!(merged.tasks(job).unwrap().collect::<BTreeMap<_, _>>(), tasks);
                 }
             }
-            (Err(Error::UnionDuplicateTasks { job, tasks }), Some((clash_job, repeated))) => {
+            (Err(Error::Union(union::Error::DuplicateTasks { job, tasks })), Some((clash_job, repeated))) => {
                 prop_assert_eq!(job, clash_job);
                 prop_assert_eq!(tasks.into_iter().collect::<BTreeSet<_>>(), repeated);
             }

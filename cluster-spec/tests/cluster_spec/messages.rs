@@ -3,6 +3,7 @@
 //! problem is.
 
 use cluster_spec::{ClusterSpec, Error};
+use tf_oracle::assert_bounded;
 
 /// The size of the values fed in.
 const BIG: usize = 1 << 20;
@@ -12,18 +13,6 @@ fn big_job() -> String {
     let mut job = String::from("jobstart");
     job.push_str(&"j".repeat(BIG - job.len()));
     job
-}
-
-/// Checks that `err`'s message is short and shows `needle`.
-fn assert_bounded(err: &Error, needle: &str) {
-    let message = err.to_string();
-    assert!(
-        message.len() < 512,
-        "{} bytes: {}",
-        message.len(),
-        message.chars().take(600).collect::<String>()
-    );
-    assert!(message.contains(needle), "{needle:?} not in {message}");
 }
 
 #[test]
@@ -39,7 +28,7 @@ fn messages_stay_short_whatever_the_input() {
         .build()
         .unwrap_err();
     assert!(matches!(err, Error::InvalidJobName { .. }), "{err:?}");
-    assert_bounded(&err, "aaa-bad-bbb");
+    assert_bounded(&err, &["aaa-bad-bbb"]);
 
     // InvalidAddress: a long job and a long address.
     let address = format!("addrstart{}", "x".repeat(BIG));
@@ -48,20 +37,20 @@ fn messages_stay_short_whatever_the_input() {
         .build()
         .unwrap_err();
     assert!(matches!(err, Error::InvalidAddress { .. }), "{err:?}");
-    assert_bounded(&err, "jobstart");
-    assert_bounded(&err, "addrstart");
+    assert_bounded(&err, &["jobstart"]);
+    assert_bounded(&err, &["addrstart"]);
 
     // InvalidTaskIndex: a long job and a long index.
     let json = format!("{{\"{job}\": {{\"{}\": \"h:1\"}}}}", "9".repeat(BIG));
     let err = ClusterSpec::from_json(&json).unwrap_err();
     assert!(matches!(err, Error::InvalidTaskIndex { .. }), "{err:?}");
-    assert_bounded(&err, "jobstart");
+    assert_bounded(&err, &["jobstart"]);
     let err = ClusterSpec::builder()
         .sparse_job(&job, [(u32::MAX, "h:1")])
         .build()
         .unwrap_err();
     assert!(matches!(err, Error::InvalidTaskIndex { .. }), "{err:?}");
-    assert_bounded(&err, "jobstart");
+    assert_bounded(&err, &["jobstart"]);
 
     // DuplicateJob.
     let err = ClusterSpec::builder()
@@ -70,7 +59,7 @@ fn messages_stay_short_whatever_the_input() {
         .build()
         .unwrap_err();
     assert!(matches!(err, Error::DuplicateJob { .. }), "{err:?}");
-    assert_bounded(&err, "jobstart");
+    assert_bounded(&err, &["jobstart"]);
 
     // DuplicateTask: a long job and long addresses.
     let second = format!("secondstart{}:1", "y".repeat(BIG));
@@ -79,13 +68,13 @@ fn messages_stay_short_whatever_the_input() {
         .build()
         .unwrap_err();
     assert!(matches!(err, Error::DuplicateTask { .. }), "{err:?}");
-    assert_bounded(&err, "jobstart");
-    assert_bounded(&err, "secondstart");
+    assert_bounded(&err, &["jobstart"]);
+    assert_bounded(&err, &["secondstart"]);
 
     // InvalidTasks.
     let err = ClusterSpec::from_json(&format!("{{\"{job}\": \"h:1\"}}")).unwrap_err();
     assert!(matches!(err, Error::InvalidTasks { .. }), "{err:?}");
-    assert_bounded(&err, "jobstart");
+    assert_bounded(&err, &["jobstart"]);
 
     // NoSuchJob, NoSuchTask, TooSparse: lookups in a valid spec with a long job.
     let spec = ClusterSpec::builder()
@@ -94,13 +83,13 @@ fn messages_stay_short_whatever_the_input() {
         .unwrap();
     let err = spec.task_address(&format!("other{job}"), 0).unwrap_err();
     assert!(matches!(err, Error::NoSuchJob { .. }), "{err:?}");
-    assert_bounded(&err, "otherjobstart");
+    assert_bounded(&err, &["otherjobstart"]);
     let err = spec.task_address(&job, 0).unwrap_err();
     assert!(matches!(err, Error::NoSuchTask { .. }), "{err:?}");
-    assert_bounded(&err, "jobstart");
+    assert_bounded(&err, &["jobstart"]);
     let err = spec.job_tasks(&job).unwrap_err();
     assert!(matches!(err, Error::TooSparse { .. }), "{err:?}");
-    assert_bounded(&err, "jobstart");
+    assert_bounded(&err, &["jobstart"]);
 }
 
 #[test]

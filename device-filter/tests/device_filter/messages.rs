@@ -4,6 +4,7 @@
 
 use cluster_proto::{JobDeviceFilters, TaskDeviceFilters};
 use device_filter::{ClusterDeviceFilters, DeviceName, Error};
+use tf_oracle::assert_bounded;
 
 /// The size of the values fed in.
 const BIG: usize = 1 << 20;
@@ -11,20 +12,6 @@ const BIG: usize = 1 << 20;
 /// A valid job name of `BIG` bytes whose first bytes are recognizable.
 fn big_job(start: &str) -> String {
     format!("{start}{}", "j".repeat(BIG))
-}
-
-/// Checks that `err`'s message is short and shows each of `needles`.
-fn assert_bounded(err: &Error, needles: &[&str]) {
-    let message = err.to_string();
-    assert!(
-        message.len() < 512,
-        "{} bytes: {}",
-        message.len(),
-        message.chars().take(600).collect::<String>()
-    );
-    for needle in needles {
-        assert!(message.contains(needle), "{needle:?} not in {message}");
-    }
 }
 
 #[test]

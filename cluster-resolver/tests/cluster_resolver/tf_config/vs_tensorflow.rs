@@ -8,7 +8,7 @@
 //! each asserts TensorFlow's answer and ours, so a change on either side shows up.
 
 use cluster_resolver::multi_worker::{
-    collective_leader, coordination_leader, id_in_cluster, is_chief, worker_count,
+    self, collective_leader, coordination_leader, id_in_cluster, is_chief, worker_count,
 };
 use cluster_resolver::{ClusterResolver, Env, Error, TfConfigClusterResolver};
 use proptest::prelude::*;
@@ -495,7 +495,7 @@ struct Ours {
     rpc_layer: Value,
     environment: String,
     master: Vec<Result<String, Error>>,
-    multi_worker: Option<Vec<(&'static str, Result<Value, Error>)>>,
+    multi_worker: Option<Vec<(&'static str, Result<Value, multi_worker::Error>)>>,
 }
 
 fn ours(case: &Case) -> Ours {

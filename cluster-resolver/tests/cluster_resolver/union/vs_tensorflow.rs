@@ -9,7 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use cluster_resolver::{ClusterResolver, Error, SimpleClusterResolver, UnionClusterResolver};
+use cluster_resolver::{
+    ClusterResolver, Error, SimpleClusterResolver, UnionClusterResolver, union,
+};
 use cluster_spec::ClusterSpec;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -306,7 +308,7 @@ fn compare_case(tally: &mut Tally, case: &Case, tf: &Value) {
                 class: "KeyError",
                 msg,
             },
-            Err(Error::UnionDuplicateTasks { tasks, .. }),
+            Err(Error::Union(union::Error::DuplicateTasks { tasks, .. })),
         ) => {
             assert_eq!(keys_of(msg), tasks, "{what}");
             tally.same += 1;
@@ -392,7 +394,7 @@ fn compare_case(tally: &mut Tally, case: &Case, tf: &Value) {
                     class: "KeyError",
                     msg,
                 },
-                Err(Error::UnionDuplicateTasks { tasks, .. }),
+                Err(Error::Union(union::Error::DuplicateTasks { tasks, .. })),
             ) => {
                 assert_eq!(keys_of(msg), tasks, "{what}")
             }
