@@ -6,15 +6,22 @@
 //! (clap's usage errors).
 
 mod args;
+mod child_process;
 mod cluster_arg;
 mod connect_cmd;
 mod hostlist_cmd;
+mod identity;
+mod local_cluster;
 mod output;
+mod prefix;
 mod report;
 mod resolve_cmd;
+mod run_cmd;
+mod run_local;
 mod serve_cmd;
 mod spec_cmd;
 mod spec_convert;
+mod stop_signal;
 mod up_cmd;
 
 use std::process::ExitCode;
@@ -48,6 +55,7 @@ enum Command {
     Connect(connect_cmd::Args),
     Spec(spec_cmd::Args),
     Resolve(resolve_cmd::Args),
+    Run(run_cmd::Args),
     Hostlist(hostlist_cmd::Args),
     /// Print a shell completion script: `tfcluster completions bash > /etc/bash_completion.d/tfcluster`.
     Completions {
@@ -65,6 +73,7 @@ fn main() -> ExitCode {
         Command::Connect(args) => connect_cmd::run(args),
         Command::Spec(args) => spec_cmd::run(args),
         Command::Resolve(args) => resolve_cmd::run(args),
+        Command::Run(args) => run_cmd::run(args),
         Command::Hostlist(args) => hostlist_cmd::run(args),
         Command::Completions { shell } => {
             let mut script = Vec::new();
@@ -77,6 +86,12 @@ fn main() -> ExitCode {
         Err(Failure::Input(message)) => {
             eprintln!("tfcluster: error: {message}");
             ExitCode::from(1)
+        }
+        Err(Failure::Status { code, message }) => {
+            if let Some(message) = message {
+                eprintln!("tfcluster: {message}");
+            }
+            ExitCode::from(code)
         }
     }
 }
