@@ -3,7 +3,7 @@
 //! Each command lives in its own module with its clap arguments; this file declares the
 //! command line and dispatches. Exit status: 0 on success, 1 when the input is invalid or a
 //! task failed (the message names the value or task), 2 when the command line itself is wrong
-//! (clap's usage errors).
+//! (clap's usage errors); `run` ends with its command's own status.
 
 mod args;
 mod child_process;
@@ -37,7 +37,8 @@ use args::Failure;
 #[command(
     after_help = "Start here: `tfcluster up` runs a whole cluster in this process, \
 connects to it with ParameterServerStrategy's device filters and prints what each task sees.\n\
-Exit status: 0 success, 1 invalid input or failed tasks (the message names them), 2 bad usage.\n\
+Exit status: 0 success, 1 invalid input or failed tasks (the message names them), 2 bad usage; \
+`run` ends with its command's status.\n\
 Logs: -v (info), -vv (debug), or RUST_LOG."
 )]
 struct Cli {

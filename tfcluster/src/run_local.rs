@@ -101,8 +101,8 @@ pub(crate) async fn run(
                 }
             }
             signal = signals.next() => {
-                if matches!(ending, Some(Ending::Stopped(_))) {
-                    // A second signal: the user will not wait for the grace period.
+                if stopping {
+                    // A signal during a stop: the user will not wait for the grace period.
                     job.stop(Signal::SIGKILL);
                     deadline = None;
                 } else {

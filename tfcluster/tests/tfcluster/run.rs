@@ -101,6 +101,51 @@ fn dry_run_prints_the_environment_in_each_format() {
 }
 
 #[test]
+fn a_cluster_file_with_the_task_given_on_the_command_line() {
+    let path = std::env::temp_dir().join(format!("tfcluster-run-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        r#"{"chief": ["c0:2222"], "worker": ["w0:2222", "w1:2222"]}"#,
+    )
+    .unwrap();
+    let file = path.to_str().unwrap();
+    let mut out = Launch::start(
+        &[
+            "run",
+            "--from",
+            "file",
+            "--file",
+            file,
+            "--job",
+            "worker",
+            "--task",
+            "1",
+            "--dry-run",
+        ],
+        &[],
+    );
+    let status = out.wait(TIMEOUT);
+    std::fs::remove_file(&path).unwrap();
+    assert!(status.success(), "{}", out.stderr());
+    assert_eq!(out.stdout(), format!("TF_CONFIG={WRITTEN}\n"));
+}
+
+#[test]
+fn help_shows_both_forms_with_examples() {
+    let mut out = Launch::start(&["run", "--help"], &[]);
+    assert!(out.wait(TIMEOUT).success());
+    let help = out.stdout();
+    for example in [
+        "srun -N3 -n3 tfcluster run --from slurm -- python train.py",
+        "tfcluster run --local chief=1,worker=2,ps=1",
+        "--grace",
+        "--dry-run",
+    ] {
+        assert!(help.contains(example), "{help}");
+    }
+}
+
+#[test]
 fn local_dry_run_gives_every_task_its_own_port() {
     let mut out = Launch::start(
         &[
