@@ -16,16 +16,25 @@ pub(crate) struct Started {
     pub(crate) group: Group,
 }
 
+/// `argv`, a program and its arguments, as a command to start.
+pub(crate) fn command(argv: &[String]) -> Result<Command, Failure> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| Failure::Input("no command to run: give it after `--`".into()))?;
+    let mut command = Command::new(program);
+    command.args(args);
+    Ok(command)
+}
+
 /// Starts `command` as the leader of a new process group. A group of its own means a
 /// terminal's Ctrl-C reaches it once (through us) rather than twice, and a signal sent to the
 /// group also reaches what it started (a shell's python, TensorFlow's helpers), so stopping it
 /// leaves nothing behind.
-pub(crate) fn start(mut command: Command, program: &str) -> Result<Started, Failure> {
-    let child = command
-        .process_group(0)
-        .kill_on_drop(false)
-        .spawn()
-        .map_err(|e| Failure::Input(format!("cannot run {program}: {e}")))?;
+pub(crate) fn start(mut command: Command) -> Result<Started, Failure> {
+    let child = command.process_group(0).spawn().map_err(|e| {
+        let program = command.as_std().get_program().to_string_lossy();
+        Failure::Input(format!("cannot run {program}: {e}"))
+    })?;
     // A child that was spawned has a pid until it is reaped, and it is not reaped yet.
     let pid = child.id().unwrap_or_default();
     let group = Group(Pid::from_raw(i32::try_from(pid).unwrap_or_default()));

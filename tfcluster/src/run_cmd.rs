@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::process::Command;
 
 use crate::args::{Failure, runtime};
 use crate::child_process::{self, exit_code};
@@ -114,13 +113,10 @@ async fn launch(args: Args) -> Result<(), Failure> {
 
 /// Runs `command` with `env` added, passing SIGINT and SIGTERM on, and ends with its status.
 async fn run_one(command: &[String], env: Vec<(String, String)>) -> Result<(), Failure> {
-    let (program, rest) = command
-        .split_first()
-        .ok_or_else(|| Failure::Input("no command to run".into()))?;
+    let mut process = child_process::command(command)?;
+    process.envs(env);
     let mut signals = Stop::install();
-    let mut process = Command::new(program);
-    process.args(rest).envs(env);
-    let started = child_process::start(process, program)?;
+    let started = child_process::start(process)?;
     let mut child = started.child;
     let status = loop {
         tokio::select! {
@@ -128,7 +124,7 @@ async fn run_one(command: &[String], env: Vec<(String, String)>) -> Result<(), F
             signal = signals.next() => started.group.signal(signal),
         }
     }
-    .map_err(|e| Failure::Input(format!("cannot wait for {program}: {e}")))?;
+    .map_err(|e| Failure::Input(format!("cannot wait for {}: {e}", command[0])))?;
     match exit_code(status) {
         0 => Ok(()),
         code => Err(Failure::Status {

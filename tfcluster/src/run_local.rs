@@ -15,7 +15,6 @@ use std::time::Duration;
 use cluster_resolver::tf_config_for;
 use cluster_spec::ClusterSpec;
 use nix::sys::signal::Signal;
-use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until, timeout_at};
 
@@ -179,22 +178,18 @@ impl Job {
         command: &[String],
         exited: mpsc::UnboundedSender<(usize, Result<ExitStatus, String>)>,
     ) -> Result<(), Failure> {
-        let (program, args) = command
-            .split_first()
-            .ok_or_else(|| Failure::Input("no command to run".into()))?;
         let pipe = |e: std::io::Error| Failure::Input(format!("cannot make a pipe: {e}"));
         let (stdout, stdout_writer) = std::io::pipe().map_err(pipe)?;
         let (stderr, stderr_writer) = std::io::pipe().map_err(pipe)?;
-        let mut process = Command::new(program);
+        let mut process = child_process::command(command)?;
         process
-            .args(args)
             .envs(task_env(spec, &id)?)
             .stdin(Stdio::null())
             .stdout(stdout_writer)
             .stderr(stderr_writer);
         // The command (and the pipe ends it holds) is gone after the start, so the pumps see
         // the end of output when the task and its children are gone.
-        let started = child_process::start(process, program)?;
+        let started = child_process::start(process)?;
         let name = id.to_string();
         self.pumps.push(Pump::start(stdout, &name, Stream::Stdout));
         self.pumps.push(Pump::start(stderr, &name, Stream::Stderr));

@@ -346,3 +346,19 @@ fn bad_local_jobs_are_usage_errors() {
     let mut out = Launch::start(&["run", "--local", "worker=2"], &[]);
     assert_eq!(out.wait(TIMEOUT).code(), Some(2));
 }
+
+#[test]
+fn a_missing_program_is_named() {
+    for args in [
+        &["run", "--", "/nonexistent/train"][..],
+        &["run", "--local", "worker=2", "--", "/nonexistent/train"][..],
+    ] {
+        let mut out = Launch::start(args, &[("TF_CONFIG", TF_CONFIG)]);
+        assert_eq!(out.wait(TIMEOUT).code(), Some(1));
+        assert!(
+            out.stderr().contains("cannot run /nonexistent/train: "),
+            "{}",
+            out.stderr()
+        );
+    }
+}
