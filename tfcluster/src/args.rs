@@ -8,6 +8,14 @@ pub(crate) enum Failure {
     Input(String),
     /// Standard output was closed (`| head`): stop quietly, as Unix tools do.
     ClosedOutput,
+    /// End with this exit status: a launched command's own (it reported for itself), or 128
+    /// plus the signal that stopped a launch; the message, if any, is printed first.
+    Status {
+        /// The exit status.
+        code: u8,
+        /// Why, when the status alone does not say.
+        message: Option<String>,
+    },
 }
 
 /// The text of `arg` and where it came from: `-` reads stdin, `@path` reads a file, anything

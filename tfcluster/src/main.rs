@@ -3,19 +3,26 @@
 //! Each command lives in its own module with its clap arguments; this file declares the
 //! command line and dispatches. Exit status: 0 on success, 1 when the input is invalid or a
 //! task failed (the message names the value or task), 2 when the command line itself is wrong
-//! (clap's usage errors).
+//! (clap's usage errors); `run` ends with its command's own status.
 
 mod args;
+mod child_process;
 mod cluster_arg;
 mod connect_cmd;
 mod hostlist_cmd;
+mod identity;
+mod local_cluster;
 mod output;
+mod prefix;
 mod probe;
 mod report;
 mod resolve_cmd;
+mod run_cmd;
+mod run_local;
 mod serve_cmd;
 mod spec_cmd;
 mod spec_convert;
+mod stop_signal;
 mod up_cmd;
 
 use std::process::ExitCode;
@@ -31,7 +38,8 @@ use args::Failure;
 #[command(
     after_help = "Start here: `tfcluster up` runs a whole cluster in this process, \
 connects to it with ParameterServerStrategy's device filters and prints what each task sees.\n\
-Exit status: 0 success, 1 invalid input or failed tasks (the message names them), 2 bad usage.\n\
+Exit status: 0 success, 1 invalid input or failed tasks (the message names them), 2 bad usage; \
+`run` ends with its command's status.\n\
 Logs: -v (info), -vv (debug), or RUST_LOG."
 )]
 struct Cli {
@@ -49,6 +57,7 @@ enum Command {
     Connect(connect_cmd::Args),
     Spec(spec_cmd::Args),
     Resolve(resolve_cmd::Args),
+    Run(run_cmd::Args),
     Hostlist(hostlist_cmd::Args),
     /// Print a shell completion script: `tfcluster completions bash > /etc/bash_completion.d/tfcluster`.
     Completions {
@@ -66,6 +75,7 @@ fn main() -> ExitCode {
         Command::Connect(args) => connect_cmd::run(args),
         Command::Spec(args) => spec_cmd::run(args),
         Command::Resolve(args) => resolve_cmd::run(args),
+        Command::Run(args) => run_cmd::run(args),
         Command::Hostlist(args) => hostlist_cmd::run(args),
         Command::Completions { shell } => {
             let mut script = Vec::new();
@@ -78,6 +88,12 @@ fn main() -> ExitCode {
         Err(Failure::Input(message)) => {
             eprintln!("tfcluster: error: {message}");
             ExitCode::from(1)
+        }
+        Err(Failure::Status { code, message }) => {
+            if let Some(message) = message {
+                eprintln!("tfcluster: {message}");
+            }
+            ExitCode::from(code)
         }
     }
 }

@@ -1,14 +1,11 @@
 //! `tfcluster resolve`: what cluster this process is part of, found the way a TensorFlow job
 //! would find it.
 
-use cluster_resolver::{
-    ClusterResolver, ClusterSource, Env, SlurmClusterResolver, detect, format_master_url,
-    tf_config_for,
-};
 use serde_json::json;
 
 use crate::args::{Failure, runtime};
-use crate::cluster_arg::{From, SourceArgs, resolver};
+use crate::cluster_arg::{From, SourceArgs};
+use crate::identity::identify;
 use crate::output::emit;
 
 /// Find this process's cluster from its environment, as a TensorFlow job would.
@@ -51,120 +48,45 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
 }
 
 async fn resolve(from: From, source_args: &SourceArgs, format: Format) -> Result<String, Failure> {
-    let invalid = |e: cluster_resolver::Error| Failure::Input(e.to_string());
-    let detected = match from {
-        From::Auto => Some(detect(&Env::process()).map_err(invalid)?),
-        From::TfConfig => Some(ClusterSource::TfConfig),
-        From::Slurm => Some(ClusterSource::Slurm),
-        From::Sagemaker => Some(ClusterSource::SageMaker),
-        From::File => None,
-        #[cfg(feature = "kubernetes")]
-        From::Kubernetes => Some(ClusterSource::Kubernetes),
-        #[cfg(feature = "gce")]
-        From::Gce | From::Tpu => None,
-    };
-    let source = match detected {
-        Some(source) => source.to_string(),
-        None => match from {
-            From::File => format!("file {}", source_args.file.as_deref().unwrap_or("")),
-            other => format!("{other:?}"),
-        },
-    };
-    let found = if detected == Some(ClusterSource::Slurm) {
-        slurm()?
-    } else {
-        let resolver: Box<dyn ClusterResolver> = resolver(from, source_args).await?;
-        Found {
-            spec: resolver.cluster_spec().await.map_err(invalid)?,
-            task_type: resolver.task_type(),
-            task_id: resolver.task_id(),
-            master: resolver.master(None, None, None).await.map_err(invalid)?,
-            rpc_layer: resolver.rpc_layer(),
-            cuda_visible_devices: None,
-        }
-    };
-    let Found {
-        spec,
-        task_type,
-        task_id,
-        master,
-        rpc_layer,
-        cuda_visible_devices,
-    } = found;
-    let tf_config = || match (&task_type, task_id) {
-        (Some(job), Some(id)) => {
-            tf_config_for(&spec, job, id, rpc_layer.as_deref()).map_err(invalid)
-        }
-        _ => Err(Failure::Input(format!(
-            "{source} names no task of this process, so there is no TF_CONFIG to write"
-        ))),
-    };
+    let found = identify(from, source_args).await?;
     Ok(match format {
         Format::Json => {
             let cluster: serde_json::Value =
-                serde_json::from_str(&spec.to_json()).unwrap_or_default();
+                serde_json::from_str(&found.spec.to_json()).unwrap_or_default();
             let out = json!({
-                "source": source,
+                "source": found.source,
                 "cluster": cluster,
-                "task_type": task_type,
-                "task_id": task_id,
-                "rpc_layer": rpc_layer,
-                "master": master,
+                "task_type": found.task_type,
+                "task_id": found.task_id,
+                "rpc_layer": found.rpc_layer,
+                "master": found.master,
             });
             format!("{out}\n")
         }
-        Format::TfConfig => format!("{}\n", tf_config()?),
-        Format::Env => {
-            let mut out = format!("export TF_CONFIG={}\n", shell_quote(&tf_config()?));
-            if let Some(devices) = cuda_visible_devices {
-                out.push_str(&format!(
-                    "export CUDA_VISIBLE_DEVICES={}\n",
-                    shell_quote(&devices)
-                ));
-            }
-            out
-        }
+        Format::TfConfig => format!("{}\n", found.tf_config()?),
+        Format::Env => found
+            .env()?
+            .into_iter()
+            .map(|(name, value)| format!("export {name}={}\n", shell_quote(&value)))
+            .collect(),
         Format::Table => {
-            let task = match (task_type, task_id) {
+            let task = match (&found.task_type, found.task_id) {
                 (Some(job), Some(id)) => format!("{job} {id}"),
                 (Some(job), None) => format!("{job} (no index)"),
                 _ => "(none)".into(),
             };
             format!(
-                "source:    {source}\ncluster:   {spec}\ntask:      {task}\nrpc_layer: {}\nmaster:    {}\n",
-                rpc_layer.as_deref().unwrap_or("(none)"),
-                if master.is_empty() { "(none)" } else { &master },
+                "source:    {}\ncluster:   {}\ntask:      {task}\nrpc_layer: {}\nmaster:    {}\n",
+                found.source,
+                found.spec,
+                found.rpc_layer.as_deref().unwrap_or("(none)"),
+                if found.master.is_empty() {
+                    "(none)"
+                } else {
+                    &found.master
+                },
             )
         }
-    })
-}
-
-/// What `resolve` reports.
-struct Found {
-    spec: cluster_spec::ClusterSpec,
-    task_type: Option<String>,
-    task_id: Option<u32>,
-    master: String,
-    rpc_layer: Option<String>,
-    /// This task's GPUs, where the source decides them (Slurm).
-    cuda_visible_devices: Option<String>,
-}
-
-/// A Slurm step, resolved once: the resolver's accessors each resolve the step again, which
-/// for millions of tasks is seconds each.
-fn slurm() -> Result<Found, Failure> {
-    let resolver = SlurmClusterResolver::new(Env::process());
-    let step = resolver
-        .resolve()
-        .map_err(|e| Failure::Input(e.to_string()))?;
-    let rpc_layer = resolver.rpc_layer();
-    Ok(Found {
-        master: format_master_url(&step.address(), rpc_layer.as_deref()),
-        task_type: Some(step.task_type().to_owned()),
-        task_id: Some(step.task_id()),
-        cuda_visible_devices: step.cuda_visible_devices().map(str::to_owned),
-        rpc_layer,
-        spec: step.into_spec(),
     })
 }
 

@@ -3,11 +3,11 @@
 use std::net::SocketAddr;
 
 use remote_connect::TaskServer;
-use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::args::{Failure, runtime};
 use crate::cluster_arg::ClusterArgs;
 use crate::output::emit;
+use crate::stop_signal::Stop;
 
 /// Serve one task of a cluster: TensorFlow's device discovery and remote contexts, so real
 /// TensorFlow (`tf.config.experimental_connect_to_cluster`) and `tfcluster connect` can
@@ -88,36 +88,4 @@ async fn serve(args: Args) -> Result<(), Failure> {
         .shutdown()
         .await
         .map_err(|e| Failure::Input(e.to_string()))
-}
-
-/// SIGINT and SIGTERM, caught from the moment this is made (so a signal that arrives right
-/// after the "serving" line is not lost).
-pub(crate) struct Stop {
-    interrupt: Option<Signal>,
-    terminate: Option<Signal>,
-}
-
-impl Stop {
-    pub(crate) fn install() -> Self {
-        Self {
-            interrupt: signal(SignalKind::interrupt()).ok(),
-            terminate: signal(SignalKind::terminate()).ok(),
-        }
-    }
-
-    /// Resolves on the first of the two signals.
-    pub(crate) async fn wait(mut self) {
-        async fn next(signal: &mut Option<Signal>) {
-            match signal {
-                Some(signal) => {
-                    signal.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        }
-        tokio::select! {
-            () = next(&mut self.interrupt) => {}
-            () = next(&mut self.terminate) => {}
-        }
-    }
 }

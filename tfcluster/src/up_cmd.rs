@@ -11,7 +11,7 @@ use remote_connect::{ConnectOptions, Context, RunningServer, TaskServer};
 use crate::args::{Failure, runtime};
 use crate::output::emit;
 use crate::report::{self, Format};
-use crate::serve_cmd::Stop;
+use crate::stop_signal::Stop;
 
 /// Start a local cluster in this process (a chief, workers and parameter servers, each a task
 /// server on a free 127.0.0.1 port), connect to it with ParameterServerStrategy's device

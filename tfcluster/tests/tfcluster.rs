@@ -172,3 +172,12 @@ mod network;
 
 #[path = "tfcluster/forms.rs"]
 mod forms;
+
+#[path = "tfcluster/launch.rs"]
+mod launch;
+
+#[path = "tfcluster/run.rs"]
+mod run;
+
+#[path = "tfcluster/train.rs"]
+mod train;

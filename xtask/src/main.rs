@@ -34,9 +34,12 @@ tasks:
                      enforced by the workers, results equal to Python's)
   op-signatures      regenerate remote-connect/src/op/signatures.txt from TensorFlow 2.21's
                      op registry (the output dtypes of ops run remotely)
-  slurm [--env]      start a local 3-node Slurm cluster (installing slurm-wlm and munge with
-                     apt-get if missing), check srun's task placement on it and that the
-                     Slurm resolver (example slurm_rank) computes it on every rank, stop it;
+  slurm [--env]      start a local 3-node Slurm cluster, each node a network namespace of its
+                     own at 192.0.2.11-13 (installing slurm-wlm, munge and iproute2 with
+                     apt-get if missing), check srun's task placement on it, that the Slurm
+                     resolver (example slurm_rank) computes it on every rank, and that
+                     `tfcluster run --from slurm` trains MultiWorkerMirroredStrategy across the
+                     nodes (TensorFlow's venv: TFCLUSTER_PYTHON or target/tf-venv), stop it;
                      --env also prints every rank's SLURM* variables
   tf-venv            create target/tf-venv with tensorflow-cpu 2.21.0 if missing; print its python
 ";

@@ -1,15 +1,20 @@
-//! `cargo xtask slurm`: a real three-node Slurm 22.05 cluster on this one machine, for tests
-//! that need srun's own view of a job.
+//! `cargo xtask slurm`: a real three-node Slurm 22.05 cluster on this one machine, each node a
+//! host of its own on a real (virtual) network, for tests that need srun's own view of a job.
 //!
-//! [`ensure_installed`] installs Debian's `slurm-wlm` and `munge` when missing (`cargo xtask
-//! test` calls it: the client tools are a test oracle). [`Cluster::start`] runs munged,
-//! slurmctld and `slurmd -N node1..node3` as children of this process with their files under
+//! [`ensure_installed`] installs Debian's `slurm-wlm` and `munge` (and `iproute2`) when missing
+//! (`cargo xtask test` calls it: the client tools are a test oracle). [`Cluster::start`] makes
+//! the hosts' network (a namespace per host, 192.0.2.10 for the controller and
+//! 192.0.2.11..13 for `node1..node3`, see [`network`]) and runs munged, slurmctld and
+//! `slurmd -N node1..node3` as children of this process with their files under
 //! `target/slurm/run`; [`Cluster::srun`] runs a program on it and returns each rank's output;
-//! stopping or dropping the cluster stops every daemon. The task itself builds the
-//! `slurm_rank` example of `cluster-resolver`, starts a cluster, runs the shell placement
-//! [`Scenario`]s and the resolver scenarios (every rank runs the example; see [`resolver`]),
-//! prints timings and stops it.
+//! stopping or dropping the cluster stops every daemon and removes the network. The task itself
+//! builds the `slurm_rank` example of `cluster-resolver` and the `tfcluster` binary, starts a
+//! cluster, runs the shell placement [`Scenario`]s, the resolver scenarios (every rank runs the
+//! example; see [`resolver`]) and the TensorFlow ones (`srun -N3 -n3 tfcluster run --from slurm
+//! -- python mwms_train.py`, and TensorFlow's own SlurmClusterResolver in the same steps; see
+//! [`tensorflow`]), prints timings and stops it.
 
+mod build;
 mod cluster;
 mod config;
 mod daemon;
@@ -17,10 +22,12 @@ mod deadline;
 mod install;
 mod leftovers;
 mod munge;
+mod network;
 mod oracle;
 mod placement;
 mod resolver;
 mod srun;
+mod tensorflow;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -30,7 +37,7 @@ pub(crate) use install::ensure_installed;
 pub(crate) use oracle::oracle_conf;
 pub(crate) use placement::Scenario;
 
-use crate::workspace;
+use crate::{tf_venv, workspace};
 
 /// Everything the local cluster writes: apt logs, and `run/` with config, state and daemon logs.
 fn state_dir() -> PathBuf {
@@ -43,15 +50,13 @@ pub(crate) fn run(show_env: bool) -> Result<(), String> {
     ensure_installed()?;
     check_oracle()?;
     let building = Instant::now();
-    let example = resolver::build_example()?;
-    let example = example
-        .to_str()
-        .ok_or_else(|| format!("the example's path {} is not UTF-8", example.display()))?
-        .to_owned();
+    let example = text(resolver::build_example()?)?;
+    let tfcluster = text(build::artifact("tfcluster", "--bin", "tfcluster")?)?;
     eprintln!(
-        "xtask: slurm: built {example} in {:.2?}",
+        "xtask: slurm: built {example} and {tfcluster} in {:.2?}",
         building.elapsed()
     );
+    let python = text(tf_venv::python()?)?;
     let plain = [example.as_str()];
     let with_jobs = [
         example.as_str(),
@@ -69,6 +74,7 @@ pub(crate) fn run(show_env: bool) -> Result<(), String> {
         run_scenario(&cluster, scenario)?;
     }
     resolver::check_refused(&cluster, &plain)?;
+    tensorflow::run(&cluster, &tfcluster, &python)?;
     if show_env {
         for scenario in &scenarios {
             let ranks = cluster.srun(scenario.srun_args, &placement::PRINT_SLURM_ENV)?;
@@ -90,6 +96,13 @@ pub(crate) fn run(show_env: bool) -> Result<(), String> {
         started.elapsed()
     );
     Ok(())
+}
+
+/// `path` as text, for a program's argument list (srun's arguments are strings).
+pub(crate) fn text(path: PathBuf) -> Result<String, String> {
+    path.into_os_string()
+        .into_string()
+        .map_err(|path| format!("the path {} is not UTF-8", PathBuf::from(path).display()))
 }
 
 /// Runs one scenario on `cluster` and checks it, printing its timing.

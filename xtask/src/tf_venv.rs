@@ -11,6 +11,19 @@ use crate::workspace;
 /// The TensorFlow release every differential test compares against.
 const TENSORFLOW: &str = "tensorflow-cpu==2.21.0";
 
+/// TensorFlow's python: `TFCLUSTER_PYTHON` when set (as the tests read it), else the venv's,
+/// made by [`ensure`] when missing.
+pub(crate) fn python() -> Result<PathBuf, String> {
+    match std::env::var_os("TFCLUSTER_PYTHON") {
+        Some(python) if has_tensorflow(&PathBuf::from(&python)) => Ok(python.into()),
+        Some(python) => Err(format!(
+            "TFCLUSTER_PYTHON={} cannot import tensorflow 2.21",
+            PathBuf::from(python).display()
+        )),
+        None => ensure(),
+    }
+}
+
 /// Creates the venv when it is missing or lacks TensorFlow; returns its python.
 pub(crate) fn ensure() -> Result<PathBuf, String> {
     let venv = workspace::root().join("target/tf-venv");

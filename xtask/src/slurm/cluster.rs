@@ -1,24 +1,27 @@
 //! Starting and stopping the local cluster: munged, slurmctld and three slurmd's, all children
-//! of this process, all stopped again when the [`Cluster`] is stopped or dropped.
+//! of this process, slurmctld and each slurmd on a host of its own (a network namespace, see
+//! `network.rs`), all stopped again, and the network removed, when the [`Cluster`] is stopped
+//! or dropped.
 
 use std::fs;
-use std::net::TcpListener;
 use std::process::Command;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use super::config::{self, CONTROLLER_PORT, Layout, NODES};
+use super::config::{self, Layout, NODES};
 use super::daemon::{Daemon, MARKER};
 use super::deadline::NotReady;
+use super::network::{CONTROLLER, Host, NODE_HOSTS, Network};
 use super::{deadline, install, leftovers, munge};
 
 /// How long the three nodes get to register and turn idle. Seen: about 2 s.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A running local Slurm cluster: `node1`..`node3` in partition `debug`, 2 CPUs each.
+/// A running local Slurm cluster: `node1`..`node3` in partition `debug`, 2 CPUs each, at
+/// 192.0.2.11..13.
 ///
-/// One per machine at a time (the ports are fixed): starting one stops the daemons of any
-/// earlier one, even one of another checkout.
+/// One per machine at a time (the namespaces, addresses and MUNGE socket are fixed): starting
+/// one stops the daemons of any earlier one, even one of another checkout.
 #[derive(Debug)]
 pub(crate) struct Cluster {
     /// Its files.
@@ -27,6 +30,8 @@ pub(crate) struct Cluster {
     daemons: Vec<Daemon>,
     /// Numbers the scratch directories of client calls, so concurrent calls do not share one.
     pub(super) calls: AtomicUsize,
+    /// The hosts' network; `None` once removed.
+    network: Option<Network>,
 }
 
 impl Cluster {
@@ -37,7 +42,7 @@ impl Cluster {
     pub(crate) fn start() -> Result<Cluster, String> {
         install::ensure_installed()?;
         leftovers::kill_marked(None)?;
-        check_ports_free()?;
+        let network = Network::create()?;
         let layout = Layout::new(&super::state_dir());
         if layout.run.exists() {
             fs::remove_dir_all(&layout.run)
@@ -49,16 +54,15 @@ impl Cluster {
             layout,
             daemons: Vec::new(),
             calls: AtomicUsize::new(0),
+            network: Some(network),
         };
         cluster.daemons.push(munge::start(&cluster.layout)?);
         let conf = cluster.layout.slurm_conf();
-        let mut controller =
-            Command::new(install::program("slurmctld").ok_or("slurmctld is not installed")?);
+        let mut controller = cluster.command(CONTROLLER, "slurmctld")?;
         controller.arg("-D").arg("-f").arg(&conf);
         cluster.spawn("slurmctld", controller)?;
-        for (node, _) in NODES {
-            let mut slurmd =
-                Command::new(install::program("slurmd").ok_or("slurmd is not installed")?);
+        for ((node, _), host) in NODES.into_iter().zip(NODE_HOSTS) {
+            let mut slurmd = cluster.command(host, "slurmd")?;
             slurmd.arg("-D").arg("-N").arg(node).arg("-f").arg(&conf);
             cluster.spawn(&format!("slurmd-{node}"), slurmd)?;
         }
@@ -66,12 +70,19 @@ impl Cluster {
         Ok(cluster)
     }
 
-    /// A command for a Slurm client tool, reading this cluster's configuration and none of the
-    /// `SLURM_*` variables this process may have inherited (they would change srun's behaviour).
+    /// `program` (found by [`install::program`]) to be run on `host`.
+    fn command(&self, host: Host, program: &str) -> Result<Command, String> {
+        let path =
+            install::program(program).ok_or_else(|| format!("{program} is not installed"))?;
+        let network = self.network.as_ref().ok_or("the network was removed")?;
+        Ok(network.command(host, &path))
+    }
+
+    /// A command for a Slurm client tool on the controller's host, reading this cluster's
+    /// configuration and none of the `SLURM_*` variables this process may have inherited (they
+    /// would change srun's behaviour).
     pub(super) fn client(&self, program: &str) -> Result<Command, String> {
-        let mut command = Command::new(
-            install::program(program).ok_or_else(|| format!("{program} is not installed"))?,
-        );
+        let mut command = self.command(CONTROLLER, program)?;
         for (name, _) in std::env::vars_os() {
             if name.to_string_lossy().starts_with("SLURM") {
                 command.env_remove(name);
@@ -159,6 +170,9 @@ impl Cluster {
         if let Err(e) = leftovers::kill_marked(Some(&self.layout.run)) {
             failures.push(e);
         }
+        if let Some(network) = self.network.take() {
+            network.remove();
+        }
         if failures.is_empty() {
             Ok(())
         } else {
@@ -169,7 +183,8 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        // Empty after `stop` (nothing left to do) or when `start` failed before any daemon.
+        // Empty after `stop` (nothing left to do) or when `start` failed before any daemon;
+        // a network still up is then removed by its own drop.
         if self.daemons.is_empty() {
             return;
         }
@@ -177,33 +192,4 @@ impl Drop for Cluster {
             eprintln!("xtask: stopping the slurm cluster: {e}");
         }
     }
-}
-
-/// Fails, naming the port and any Slurm or MUNGE daemon we did not start, when a port the
-/// cluster needs is taken.
-fn check_ports_free() -> Result<(), String> {
-    let ports = std::iter::once(CONTROLLER_PORT).chain(NODES.iter().map(|(_, port)| *port));
-    let taken: Vec<String> = ports
-        .filter(|port| TcpListener::bind(("0.0.0.0", *port)).is_err())
-        .map(|port| port.to_string())
-        .collect();
-    if taken.is_empty() {
-        return Ok(());
-    }
-    let others: Vec<String> = leftovers::unmarked_daemons()
-        .into_iter()
-        .map(|p| format!("\n    pid {} {}", p.pid, p.command))
-        .collect();
-    Err(format!(
-        "port(s) {} needed by the local slurm cluster are in use (`ss -ltnp` shows by whom){}",
-        taken.join(", "),
-        if others.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; Slurm/MUNGE daemons not started by xtask are running:{}",
-                others.concat()
-            )
-        }
-    ))
 }

@@ -8,11 +8,14 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The nodes, each a `slurmd -N <name>` listening on its own port (DESIGN.md's 6821-6823).
+use super::network::{CONTROLLER, NODE_HOSTS};
+
+/// The nodes, each a `slurmd -N <name>` in its own network namespace (see `network.rs`),
+/// listening on its own port (DESIGN.md's 6821-6823).
 pub(crate) const NODES: [(&str, u16); 3] = [("node1", 6821), ("node2", 6822), ("node3", 6823)];
 
-/// slurmctld's port, Slurm's default, written out so the port check below can name it.
-pub(crate) const CONTROLLER_PORT: u16 = 6817;
+/// slurmctld's port, Slurm's default.
+const CONTROLLER_PORT: u16 = 6817;
 
 /// CPUs per node: with 3 nodes that is 6 slots, room for `srun -N3 -n5`.
 const CPUS: u32 = 2;
@@ -92,8 +95,8 @@ impl Layout {
             "\
 # Written by `cargo xtask slurm`; rewritten at every start.
 ClusterName=tfcluster
-# The address in parentheses spares clients a lookup of the host name.
-SlurmctldHost={hostname}(127.0.0.1)
+# The address in parentheses (the controller's network namespace) spares clients a lookup.
+SlurmctldHost={hostname}({controller})
 SlurmctldPort={CONTROLLER_PORT}
 SlurmUser=root
 SlurmdUser=root
@@ -122,11 +125,13 @@ SlurmdParameters=config_overrides
             socket = self.munge_socket().display(),
             state = self.controller_state().display(),
             spool = self.spool().display(),
+            controller = CONTROLLER.address,
         );
-        for (node, port) in NODES {
+        for ((node, port), host) in NODES.into_iter().zip(NODE_HOSTS) {
             let _ = writeln!(
                 conf,
-                "NodeName={node} NodeHostname={hostname} NodeAddr=127.0.0.1 CPUs={CPUS} Port={port} State=UNKNOWN"
+                "NodeName={node} NodeHostname={hostname} NodeAddr={} CPUs={CPUS} Port={port} State=UNKNOWN",
+                host.address
             );
         }
         conf.push_str("PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::deadline;
 
 /// Every program the local cluster runs; any one missing means the packages need installing.
-const PROGRAMS: [&str; 8] = [
+const PROGRAMS: [&str; 10] = [
     "slurmctld",
     "slurmd",
     "srun",
@@ -18,16 +18,19 @@ const PROGRAMS: [&str; 8] = [
     "munged",
     "munge",
     "unmunge",
+    "ip",
+    "nsenter",
 ];
 
 /// Debian's packages that provide [`PROGRAMS`] (`slurm-wlm` pulls slurmctld, slurmd and the
-/// client tools; `munge` brings munged and mungekey).
-const PACKAGES: [&str; 2] = ["slurm-wlm", "munge"];
+/// client tools; `munge` brings munged and mungekey; `iproute2` and `util-linux`, `ip` and
+/// `nsenter` for the hosts' network namespaces).
+const PACKAGES: [&str; 4] = ["slurm-wlm", "munge", "iproute2", "util-linux"];
 
 /// A package download on a slow mirror can take minutes; more than this means apt is stuck.
 const APT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
-/// Installs `slurm-wlm` and `munge` with apt-get unless all their programs are already there.
+/// Installs [`PACKAGES`] with apt-get unless all their programs are already there.
 ///
 /// Quiet when nothing is missing. apt's output goes to `target/slurm/apt-*` and is shown
 /// only when it fails. Needs root, as CI and the development machines run.

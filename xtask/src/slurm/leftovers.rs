@@ -3,7 +3,7 @@
 //! environment, so a re-run starts from a clean machine.
 //!
 //! Only marked processes are touched: a Slurm or MUNGE someone else runs on this machine is
-//! reported when it is in the way, never killed.
+//! never killed (and, its ports being in the root network namespace, not in the way).
 
 use std::fs;
 use std::path::Path;
@@ -12,9 +12,6 @@ use std::time::{Duration, Instant};
 
 use super::daemon::MARKER;
 use super::deadline;
-
-/// The names of the daemons the cluster runs, to report unmarked ones that may be in the way.
-const DAEMONS: [&str; 4] = ["slurmctld", "slurmd", "slurmstepd", "munged"];
 
 /// A process found in `/proc`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,20 +57,6 @@ pub(crate) fn kill_marked(run: Option<&Path>) -> Result<(), String> {
     }
 }
 
-/// Running Slurm or MUNGE daemons that we did not start (no marker): the likely holders of a
-/// port or socket we need.
-pub(crate) fn unmarked_daemons() -> Vec<Process> {
-    processes()
-        .filter(|(process, environ)| {
-            !has_marker(environ)
-                && DAEMONS
-                    .iter()
-                    .any(|name| comm(process.pid).as_deref() == Some(*name))
-        })
-        .map(|(process, _)| process)
-        .collect()
-}
-
 /// Every live process carrying [`MARKER`] (with the value `run`, if given), except this one.
 fn marked(run: Option<&Path>) -> Vec<Process> {
     let wanted = run.map(|run| format!("{MARKER}={}", run.display()).into_bytes());
@@ -114,13 +97,6 @@ fn has_marker(environ: &[u8]) -> bool {
     environ
         .split(|&b| b == 0)
         .any(|var| var.starts_with(prefix.as_bytes()))
-}
-
-/// The process's short name (`/proc/PID/comm`).
-fn comm(pid: u32) -> Option<String> {
-    fs::read_to_string(format!("/proc/{pid}/comm"))
-        .ok()
-        .map(|s| s.trim().to_owned())
 }
 
 /// Whether `pid` is a live process: it exists and is not a zombie (a zombie has exited; only its

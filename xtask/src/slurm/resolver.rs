@@ -10,15 +10,14 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde_json::Value;
 
+use super::build;
 use super::cluster::Cluster;
 use super::placement::Scenario;
 use super::srun::RankOutput;
-use crate::workspace;
 
 /// The example that resolves and prints one rank's view.
 const EXAMPLE: &str = "slurm_rank";
@@ -31,38 +30,9 @@ const JOBS: [(&str, u32); 2] = [("ps", 2), ("worker", 3)];
 const BLOCK: [&str; 5] = ["node1", "node1", "node2", "node2", "node3"];
 const CYCLIC: [&str; 5] = ["node1", "node2", "node3", "node1", "node2"];
 
-/// Builds the example with the cargo running this task (so `CARGO_TARGET_DIR` and any
-/// configured target directory are honoured) and returns the executable cargo reports.
+/// Builds the example and returns its executable.
 pub(crate) fn build_example() -> Result<PathBuf, String> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
-    command
-        .args([
-            "build",
-            "--package",
-            "cluster-resolver",
-            "--example",
-            EXAMPLE,
-        ])
-        .arg("--message-format=json-render-diagnostics")
-        .current_dir(workspace::root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    let shown = format!("{command:?}");
-    let output = command
-        .output()
-        .map_err(|e| format!("could not start {shown}: {e}"))?;
-    if !output.status.success() {
-        return Err(format!("{shown} failed: {}", output.status));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == EXAMPLE)
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .ok_or_else(|| format!("{shown} reported no executable for example {EXAMPLE}"))
+    build::artifact("cluster-resolver", "--example", EXAMPLE)
 }
 
 /// The resolver scenarios: `plain` runs the example alone, `with_jobs` with [`JOB_ARGS`].

@@ -1,0 +1,106 @@
+//! This process's place in its cluster, found from a `--from` source: what `resolve` prints
+//! and what `run` hands to the command it starts.
+
+use cluster_resolver::{
+    ClusterResolver, ClusterSource, Env, SlurmClusterResolver, detect, format_master_url,
+    tf_config_for,
+};
+use cluster_spec::ClusterSpec;
+
+use crate::args::Failure;
+use crate::cluster_arg::{From, SourceArgs, resolver};
+
+/// The cluster and this task, as one source resolved them.
+pub(crate) struct Identity {
+    /// The source that answered (`TF_CONFIG`, `Slurm`, `file PATH`, …).
+    pub(crate) source: String,
+    pub(crate) spec: ClusterSpec,
+    pub(crate) task_type: Option<String>,
+    pub(crate) task_id: Option<u32>,
+    pub(crate) master: String,
+    pub(crate) rpc_layer: Option<String>,
+    /// This task's GPUs, where the source decides them (Slurm).
+    pub(crate) cuda_visible_devices: Option<String>,
+}
+
+/// Resolves `from` against the process environment (and `args` for the sources that need
+/// more).
+pub(crate) async fn identify(from: From, args: &SourceArgs) -> Result<Identity, Failure> {
+    let detected = match from {
+        From::Auto => Some(detect(&Env::process()).map_err(invalid)?),
+        From::TfConfig => Some(ClusterSource::TfConfig),
+        From::Slurm => Some(ClusterSource::Slurm),
+        From::Sagemaker => Some(ClusterSource::SageMaker),
+        From::File => None,
+        #[cfg(feature = "kubernetes")]
+        From::Kubernetes => Some(ClusterSource::Kubernetes),
+        #[cfg(feature = "gce")]
+        From::Gce | From::Tpu => None,
+    };
+    let source = match detected {
+        Some(source) => source.to_string(),
+        None => match from {
+            From::File => format!("file {}", args.file.as_deref().unwrap_or("")),
+            other => format!("{other:?}"),
+        },
+    };
+    if detected == Some(ClusterSource::Slurm) {
+        return slurm(source);
+    }
+    let resolver: Box<dyn ClusterResolver> = resolver(from, args).await?;
+    Ok(Identity {
+        spec: resolver.cluster_spec().await.map_err(invalid)?,
+        task_type: resolver.task_type(),
+        task_id: resolver.task_id(),
+        master: resolver.master(None, None, None).await.map_err(invalid)?,
+        rpc_layer: resolver.rpc_layer(),
+        cuda_visible_devices: None,
+        source,
+    })
+}
+
+impl Identity {
+    /// The TF_CONFIG of this task.
+    pub(crate) fn tf_config(&self) -> Result<String, Failure> {
+        match (&self.task_type, self.task_id) {
+            (Some(job), Some(id)) => {
+                tf_config_for(&self.spec, job, id, self.rpc_layer.as_deref()).map_err(invalid)
+            }
+            _ => Err(Failure::Input(format!(
+                "{} names no task of this process, so there is no TF_CONFIG to write",
+                self.source
+            ))),
+        }
+    }
+
+    /// The variables a TensorFlow process of this task needs: TF_CONFIG, and
+    /// CUDA_VISIBLE_DEVICES where the source decides it.
+    pub(crate) fn env(&self) -> Result<Vec<(&'static str, String)>, Failure> {
+        let mut vars = vec![("TF_CONFIG", self.tf_config()?)];
+        if let Some(devices) = &self.cuda_visible_devices {
+            vars.push(("CUDA_VISIBLE_DEVICES", devices.clone()));
+        }
+        Ok(vars)
+    }
+}
+
+/// A Slurm step, resolved once: the resolver's accessors each resolve the step again, which
+/// for millions of tasks is seconds each.
+fn slurm(source: String) -> Result<Identity, Failure> {
+    let resolver = SlurmClusterResolver::new(Env::process());
+    let step = resolver.resolve().map_err(invalid)?;
+    let rpc_layer = resolver.rpc_layer();
+    Ok(Identity {
+        source,
+        master: format_master_url(&step.address(), rpc_layer.as_deref()),
+        task_type: Some(step.task_type().to_owned()),
+        task_id: Some(step.task_id()),
+        cuda_visible_devices: step.cuda_visible_devices().map(str::to_owned),
+        rpc_layer,
+        spec: step.into_spec(),
+    })
+}
+
+fn invalid(e: cluster_resolver::Error) -> Failure {
+    Failure::Input(e.to_string())
+}

@@ -1,0 +1,166 @@
+//! `tfcluster run`: start a TensorFlow program with the TF_CONFIG of its task, or a whole
+//! cluster of them on this machine (`--local`).
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::args::{Failure, runtime};
+use crate::child_process::{self, exit_code};
+use crate::cluster_arg::{From, SourceArgs};
+use crate::identity::identify;
+use crate::local_cluster::LocalJobs;
+use crate::output::emit;
+use crate::run_local::{self, task_env};
+use crate::stop_signal::Stop;
+
+/// Run a TensorFlow program with the TF_CONFIG of its task, found as `resolve` finds it (a
+/// Slurm step, TF_CONFIG, SageMaker, a file, …), or a whole cluster of it on this machine.
+///
+/// One task (the default): the cluster and this process's task are resolved first (an error
+/// stops here, before anything runs); CMD then runs with TF_CONFIG set, and under Slurm with
+/// the CUDA_VISIBLE_DEVICES the resolver computed for the rank. CMD's output passes through
+/// untouched, SIGINT and SIGTERM are passed on to it (it runs in a process group of its own),
+/// and its exit status is this command's (128 + the signal if a signal ended it).
+///
+/// `--local JOB=COUNT,...`: every task of the cluster as a child process, each on its own free
+/// port of 127.0.0.1 with its own TF_CONFIG, each line of its output behind `[job:index]`.
+/// The job succeeds when the chief (or worker 0 without a chief) exits 0 and no other task
+/// failed; the others then have `--grace` to exit on their own and are stopped after it
+/// (ParameterServerStrategy's servers run until stopped; that is no failure). When a task
+/// fails first, the others are stopped (SIGTERM, SIGKILL after `--grace`) and the error names
+/// it (exit status 1). SIGINT or SIGTERM stops every task the same way (exit status 128 + the
+/// signal; a second signal kills at once). Python's output is unbuffered unless
+/// PYTHONUNBUFFERED is set, so lines come as they are printed.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+srun -N3 -n3 tfcluster run --from slurm -- python train.py\n  \
+tfcluster run --local worker=2 -- python mwms_train.py\n  \
+tfcluster run --local chief=1,worker=2,ps=1 --grace 5s -- python pss_train.py\n  \
+tfcluster run --from file --file cluster.json --job worker --task 1 -- python train.py\n  \
+tfcluster run --dry-run --format json")]
+pub(crate) struct Args {
+    /// Where to find the cluster and this task.
+    #[arg(long, value_enum, default_value = "auto", conflicts_with = "local")]
+    from: From,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// This process's job, when the source names none (a bare cluster file) or to override it.
+    #[arg(long, conflicts_with = "local")]
+    job: Option<String>,
+    /// This process's task index, when the source names none or to override it.
+    #[arg(long, conflicts_with = "local")]
+    task: Option<u32>,
+    /// Run the whole cluster here: JOB=COUNT pairs, e.g. `chief=1,worker=2,ps=1`.
+    #[arg(long, value_name = "JOBS")]
+    local: Option<LocalJobs>,
+    /// With --local: how long the other tasks may run on after the chief succeeded, and how
+    /// long a stopped task has between SIGTERM and SIGKILL.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    grace: Duration,
+    /// Print the environment CMD would get instead of running it.
+    #[arg(long)]
+    dry_run: bool,
+    /// With --dry-run: env, `NAME=VALUE` lines (each behind `[job:index]` with --local); or
+    /// json, one object {"tasks": [{"task", "env"}], "command"}.
+    #[arg(long, value_enum, default_value = "env")]
+    format: Format,
+    /// The program to run and its arguments, after `--`.
+    #[arg(last = true, value_name = "CMD", required_unless_present = "dry_run")]
+    command: Vec<String>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Env,
+    Json,
+}
+
+pub(crate) fn run(args: Args) -> Result<(), Failure> {
+    runtime()?.block_on(launch(args))
+}
+
+async fn launch(args: Args) -> Result<(), Failure> {
+    if let Some(jobs) = &args.local {
+        if args.dry_run {
+            let spec = jobs.cluster().map_err(Failure::Input)?;
+            let tasks = jobs
+                .tasks()
+                .into_iter()
+                .map(|task| Ok((task.to_string(), task_env(&spec, &task)?)))
+                .collect::<Result<Vec<_>, Failure>>()?;
+            return emit(&render(&tasks, &args.command, args.format));
+        }
+        return run_local::run(jobs, &args.command, args.grace).await;
+    }
+    let mut found = identify(args.from, &args.source).await?;
+    if args.job.is_some() {
+        found.task_type = args.job;
+    }
+    if args.task.is_some() {
+        found.task_id = args.task;
+    }
+    let env: Vec<(String, String)> = found
+        .env()?
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+    if args.dry_run {
+        return emit(&render(&[(String::new(), env)], &args.command, args.format));
+    }
+    run_one(&args.command, env).await
+}
+
+/// Runs `command` with `env` added, passing SIGINT and SIGTERM on, and ends with its status.
+async fn run_one(command: &[String], env: Vec<(String, String)>) -> Result<(), Failure> {
+    let mut process = child_process::command(command)?;
+    process.envs(env);
+    let mut signals = Stop::install();
+    let started = child_process::start(process)?;
+    let mut child = started.child;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            signal = signals.next() => started.group.signal(signal),
+        }
+    }
+    .map_err(|e| Failure::Input(format!("cannot wait for {}: {e}", command[0])))?;
+    match exit_code(status) {
+        0 => Ok(()),
+        code => Err(Failure::Status {
+            code,
+            message: None,
+        }),
+    }
+}
+
+/// The environment of each task, as `--format` asks; `task` is empty for this process's own.
+fn render(tasks: &[(String, Vec<(String, String)>)], command: &[String], format: Format) -> String {
+    match format {
+        Format::Env => tasks
+            .iter()
+            .flat_map(|(task, env)| {
+                env.iter().map(move |(name, value)| match task.as_str() {
+                    "" => format!("{name}={value}\n"),
+                    task => format!("[{task}] {name}={value}\n"),
+                })
+            })
+            .collect(),
+        Format::Json => {
+            let tasks: Vec<serde_json::Value> = tasks
+                .iter()
+                .map(|(task, env)| {
+                    let env: serde_json::Map<String, serde_json::Value> = env
+                        .iter()
+                        .map(|(name, value)| (name.clone(), value.clone().into()))
+                        .collect();
+                    match task.as_str() {
+                        "" => json!({ "env": env }),
+                        task => json!({ "task": task, "env": env }),
+                    }
+                })
+                .collect();
+            format!("{}\n", json!({ "tasks": tasks, "command": command }))
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! Real distributed training with TensorFlow 2.21 under `tfcluster run --local`: the two
+//! scripts in `tests/scripts/` (MultiWorkerMirroredStrategy with a custom loop,
+//! ParameterServerStrategy with a ClusterCoordinator) train to completion, TensorFlow agrees
+//! with the TF_CONFIG each task got, and every task saw the same cluster.
+//!
+//! These need TensorFlow's python (`tf_oracle::python()`); without it they fail, saying how to
+//! get it.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::launch::Launch;
+
+/// Importing TensorFlow in four processes on a loaded two-core machine takes a while.
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// `tfcluster run --local JOBS --grace GRACE -- python SCRIPT`, waited for; returns the job's
+/// stdout.
+fn train(jobs: &str, grace: &str, script: &str) -> String {
+    let python = tf_oracle::python();
+    assert!(
+        python.exists(),
+        "TensorFlow's python {} is missing: run `cargo xtask tf-venv` or set TFCLUSTER_PYTHON \
+         to a python with tensorflow-cpu==2.21.0",
+        python.display()
+    );
+    let script: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "scripts", script]
+        .iter()
+        .collect();
+    let started = Instant::now();
+    let mut job = Launch::start(
+        &[
+            "run",
+            "--local",
+            jobs,
+            "--grace",
+            grace,
+            "--",
+            python.to_str().expect("a UTF-8 path"),
+            script.to_str().expect("a UTF-8 path"),
+        ],
+        &[],
+    );
+    let status = job.wait(TIMEOUT);
+    if !status.success() {
+        job.fail(&format!("training failed: {status}"));
+    }
+    eprintln!("{jobs} {} took {:.1?}", script.display(), started.elapsed());
+    job.stdout()
+}
+
+/// The `cluster DIGEST` line of each task, checked equal, and their number.
+fn same_cluster(stdout: &str, tasks: usize) {
+    let digests: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.split_once("] cluster ").map(|(_, digest)| digest))
+        .collect();
+    assert_eq!(digests.len(), tasks, "{stdout}");
+    assert!(digests.iter().all(|d| *d == digests[0]), "{stdout}");
+}
+
+#[test]
+fn multi_worker_mirrored_custom_loop_trains() {
+    let stdout = train("worker=2", "10s", "mwms_train.py");
+    same_cluster(&stdout, 2);
+    for task in ["worker:0", "worker:1"] {
+        assert!(
+            stdout.contains(&format!("[{task}] mwms ok {task} replicas=2 steps=30")),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn parameter_server_strategy_with_a_coordinator_trains() {
+    // The workers and the ps serve until stopped: a short grace after the chief's success.
+    let stdout = train("chief=1,worker=2,ps=1", "2s", "pss_train.py");
+    same_cluster(&stdout, 4);
+    assert!(
+        stdout.contains("[chief:0] pss ok chief:0 workers=2 ps=1 replicas=1 steps=40"),
+        "{stdout}"
+    );
+    for task in ["worker:0", "worker:1", "ps:0"] {
+        assert!(
+            stdout.contains(&format!("[{task}] serving {task}")),
+            "{stdout}"
+        );
+    }
+}
