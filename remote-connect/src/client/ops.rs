@@ -186,15 +186,7 @@ impl Batch {
         run: &[Step],
     ) -> Result<Vec<Outputs>, Error> {
         let context_id = snapshot.context_id;
-        let mut queue: Vec<QueueItem> = self
-            .ctx
-            .releases()
-            .take(context_id, task)
-            .into_iter()
-            .map(|h| QueueItem {
-                item: Some(queue_item::Item::HandleToDecref(h)),
-            })
-            .collect();
+        let mut queue = self.ctx.releases().take(context_id, task);
         let releases = queue.len();
         for step in run {
             queue.push(QueueItem {
@@ -323,6 +315,15 @@ fn operation(step: &Step, context_id: u64) -> Result<Operation, Error> {
     })
 }
 
+fn op_failure(task: &TaskId, address: &str, ops: Vec<String>, error: TaskError) -> Error {
+    Error::Op(Box::new(OpFailure {
+        task: task.clone(),
+        address: address.to_owned(),
+        ops,
+        error,
+    }))
+}
+
 /// One Enqueue under the connect's `rpc_timeout`.
 async fn enqueue(
     channel: &TaskChannel,
@@ -405,24 +406,10 @@ impl Context {
         let Some((address, channel)) = snapshot.channels.get(task) else {
             return Ok(());
         };
-        let queue = self
-            .releases()
-            .take(context_id, task)
-            .into_iter()
-            .map(|h| QueueItem {
-                item: Some(queue_item::Item::HandleToDecref(h)),
-            })
-            .collect();
+        let queue = self.releases().take(context_id, task);
         enqueue(channel, context_id, queue, &snapshot)
             .await
             .map(drop)
-            .map_err(|error| {
-                Error::Op(Box::new(OpFailure {
-                    task: task.clone(),
-                    address: address.clone(),
-                    ops: Vec::new(),
-                    error,
-                }))
-            })
+            .map_err(|error| op_failure(task, address, Vec::new(), error))
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use cluster_proto::eager::RemoteTensorHandle;
+use cluster_proto::eager::{QueueItem, RemoteTensorHandle, queue_item};
 
 use crate::TaskId;
 
@@ -19,9 +19,10 @@ impl Releases {
         self.lock().push((context_id, task, handle));
     }
 
-    /// Takes the releases due to `task` in context `context_id`; releases of other contexts
-    /// are dropped, as closing or replacing a context frees all its tensors.
-    pub(crate) fn take(&self, context_id: u64, task: &TaskId) -> Vec<RemoteTensorHandle> {
+    /// Takes the releases due to `task` in context `context_id`, as the queue items that
+    /// carry them; releases of other contexts are dropped, as closing or replacing a context
+    /// frees all its tensors.
+    pub(crate) fn take(&self, context_id: u64, task: &TaskId) -> Vec<QueueItem> {
         let mut pending = self.lock();
         let mut due = Vec::new();
         pending.retain(|(ctx, t, handle)| {
@@ -29,7 +30,9 @@ impl Releases {
                 return false;
             }
             if t == task {
-                due.push(handle.clone());
+                due.push(QueueItem {
+                    item: Some(queue_item::Item::HandleToDecref(handle.clone())),
+                });
                 return false;
             }
             true
