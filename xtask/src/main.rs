@@ -3,6 +3,7 @@
 //! `codegen [--check]` regenerates (or checks) `cluster-proto/src/generated/`; `test` runs every
 //! check CI runs. Each task lives in its own module; this file only dispatches.
 
+mod bench_vs_tf;
 mod codegen;
 mod features;
 mod interop;
@@ -18,6 +19,10 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
+  bench-vs-tf        the same work in TensorFlow 2.21 and tfcluster, one after the other (a
+                     10,000-task spec, a 100,000-host hostlist, connecting 16 tasks both ways,
+                     a task server process, our connect at 16 to 1,024 tasks); prints medians
+                     and ratios and writes docs/benchmarks.md (release builds; ~10 minutes)
   codegen [--check]  regenerate cluster-proto/src/generated/ from cluster-proto/proto/ with protox;
                      --check fails if the committed files differ from what would be generated
   test               everything CI runs: installs what the tests need when missing (the
@@ -48,6 +53,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
+        ["bench-vs-tf"] => bench_vs_tf::run(),
         ["codegen"] => codegen::run(false),
         ["codegen", "--check"] => codegen::run(true),
         ["test"] => test::run(),
