@@ -10,6 +10,8 @@ mod cluster;
 mod faults;
 #[path = "remote_connect/interop.rs"]
 mod interop;
+#[path = "remote_connect/load.rs"]
+mod load;
 #[path = "remote_connect/server.rs"]
 mod server;
 #[path = "remote_connect/tensor.rs"]

@@ -9,6 +9,7 @@ mod features;
 mod interop;
 mod op_signatures;
 mod slurm;
+mod soak;
 mod test;
 mod tf_venv;
 mod workspace;
@@ -46,6 +47,9 @@ tasks:
                      `tfcluster run --from slurm` trains MultiWorkerMirroredStrategy across the
                      nodes (TensorFlow's venv: TFCLUSTER_PYTHON or target/tf-venv), stop it;
                      --env also prints every rank's SLURM* variables
+  soak [CYCLES]      the long robustness run kept out of `test`: CYCLES (10,000) connect/close
+                     cycles against in-process task servers (release build); fails if a context
+                     is left behind or resident memory grows over the second half
   tf-venv            create target/tf-venv with tensorflow-cpu 2.21.0 if missing; print its python
 ";
 
@@ -61,6 +65,8 @@ fn main() -> ExitCode {
         ["op-signatures"] => op_signatures::run(),
         ["slurm"] => slurm::run(false),
         ["slurm", "--env"] => slurm::run(true),
+        ["soak"] => soak::run(None),
+        ["soak", cycles] => soak::run(Some(cycles)),
         ["tf-venv"] => tf_venv::ensure().map(|python| println!("{}", python.display())),
         ["help" | "--help" | "-h"] => {
             print!("{USAGE}");
