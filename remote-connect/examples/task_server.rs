@@ -1,7 +1,8 @@
 //! One task server in its own process, for measuring start-to-serving time and resident memory
-//! against a `tf.distribute.Server`: `task_server JOB TASK` serves task TASK of job JOB on a
-//! free loopback port, prints `SERVING <addr> <microseconds since start>` once it accepts
-//! connections, then serves until stdin closes.
+//! against a `tf.distribute.Server`, and as a host's task in the fault tests across network
+//! namespaces: `task_server JOB TASK [BIND]` serves task TASK of job JOB on BIND (a free
+//! loopback port by default), prints `SERVING <addr> <microseconds since start>` once it
+//! accepts connections, then serves until stdin closes.
 
 use std::io::Read;
 use std::time::Instant;
@@ -15,11 +16,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let job = args.next().unwrap_or_else(|| "worker".to_owned());
     let task: u32 = args.next().map_or(Ok(0), |t| t.parse())?;
+    let bind = args.next().unwrap_or_else(|| "127.0.0.1:0".to_owned());
     let spec = ClusterSpec::builder()
         .sparse_job(&job, [(task, "localhost:0")])
         .build()?;
     let server = TaskServer::builder(spec, &job, task)
-        .bind("127.0.0.1:0".parse()?)
+        .bind(bind.parse()?)
         .start()
         .await?;
     println!(
