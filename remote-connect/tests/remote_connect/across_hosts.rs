@@ -42,7 +42,7 @@ async fn connect_fails_naming(spec: &ClusterSpec, task: &TaskId) {
         took < TIMEOUT + Duration::from_secs(1),
         "took {took:?}: {error}"
     );
-    assert_eq!(failed(&error), [task.clone()], "{error}");
+    assert_eq!(failed(&error), std::slice::from_ref(task), "{error}");
 }
 
 /// Waits (at most 10 s) for an event about `task` whose health passes `want`.
