@@ -14,7 +14,8 @@ use crate::probe;
 use crate::report::{self, Format};
 
 /// Connect to a running cluster (TensorFlow's `experimental_connect_to_cluster`) and print
-/// every task's devices, and with filters what each task may see.
+/// every task's devices, and with filters what each task may see; with --probe, also run an
+/// op on every task and check each one's view on the workers themselves.
 ///
 /// Finishes within --timeout even when tasks are down or silent: every task that failed is
 /// listed with its address and cause, and the exit status is 1. On a terminal, a progress bar
