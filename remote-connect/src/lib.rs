@@ -181,6 +181,7 @@
 //! stale context is OK; `clear_existing_contexts` drops every context of the server first;
 //! an unknown context is `ABORTED` with TensorFlow's message; contexts
 //! idle past their `keep_alive_secs` are collected once a second.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod accelerators;
 mod client;
@@ -192,6 +193,8 @@ mod op;
 mod server;
 mod task_id;
 mod tensor;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use accelerators::num_accelerators;
 pub use client::{
@@ -201,8 +204,13 @@ pub use client::{
 pub use devices::LocalDevice;
 pub use error::{Error, OpFailure, Stage, TaskError, TaskFailure};
 pub use op::{Attr, Input, Op};
-pub use server::{ContextInfo, RunningServer, ServerError, TaskServer, TaskServerBuilder};
+pub use server::{
+    ContextInfo, InvalidNetwork, Network, RunningServer, ServerError, TaskServer, TaskServerBuilder,
+};
 pub use task_id::TaskId;
 pub use tensor::{Element, Tensor, TensorError};
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+pub use tls::{TlsConfig, TlsError};
 /// The tonic this crate's API uses ([`OpFailure::status`] is a `tonic::Status`).
 pub use tonic;

@@ -1,9 +1,12 @@
 //! Integration tests of `remote-connect`: the TaskServer's TensorFlow semantics, connects to
 //! in-process servers on loopback (large clusters, dead, refusing, silent, killed and
-//! restarted tasks), the update/reset decision, and interop with real TensorFlow 2.21
+//! restarted tasks), TLS with client certificates (feature `tls`) and allow lists, the
+//! update/reset decision, and interop with real TensorFlow 2.21
 //! (`interop`: python found through `TFCLUSTER_PYTHON`, default
 //! `<workspace>/target/tf-venv/bin/python`; it fails, never skips, when TensorFlow cannot run).
 
+#[path = "remote_connect/allow.rs"]
+mod allow;
 #[path = "remote_connect/cluster.rs"]
 mod cluster;
 #[path = "remote_connect/faults.rs"]
@@ -14,3 +17,6 @@ mod interop;
 mod server;
 #[path = "remote_connect/tensor.rs"]
 mod tensor;
+#[cfg(feature = "tls")]
+#[path = "remote_connect/tls.rs"]
+mod tls;
