@@ -236,7 +236,7 @@ impl TaskServerBuilder {
             .add_service(EagerRoutes::new(state.clone()));
         // Sockets accepted from our own listener get no TCP_NODELAY from tonic; without it
         // every small response waits ~40 ms for the peer's delayed ACK.
-        let task: Arc<str> = format!("/job:{}/task:{}", self.job, self.task).into();
+        let task: Arc<str> = format!("/job:{}/replica:0/task:{}", self.job, self.task).into();
         let incoming = Allowed::new(
             TcpIncoming::from(listener).with_nodelay(Some(true)),
             self.allow,
