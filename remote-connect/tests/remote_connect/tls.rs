@@ -9,18 +9,11 @@ use cluster_proto::worker_service_client::WorkerServiceClient;
 use cluster_spec::ClusterSpec;
 use remote_connect::tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 use remote_connect::{
-    ConnectOptions, Context, Error, RunningServer, Stage, TaskHealth, TaskId, TaskServer,
-    TlsConfig, TlsError,
+    ConnectOptions, Context, RunningServer, TaskHealth, TaskId, TaskServer, TlsConfig, TlsError,
 };
 use tf_oracle::TestCa;
 
-use crate::cluster::server;
-
-fn fast() -> ConnectOptions {
-    ConnectOptions::default()
-        .rpc_timeout(Duration::from_millis(500))
-        .timeout(Duration::from_secs(2))
-}
+use crate::cluster::{discovery_failures, fast, placeholder, server};
 
 /// A TLS config for a peer called `names` (its certificate's subject alternative names).
 fn config(ca: &TestCa, names: &[&str]) -> TlsConfig {
@@ -35,11 +28,7 @@ async fn tls_server(ca: &TestCa, job: &str) -> RunningServer {
 }
 
 async fn tls_server_named(ca: &TestCa, job: &str, names: &[&str]) -> RunningServer {
-    let placeholder = ClusterSpec::builder()
-        .job(job, ["localhost:0"])
-        .build()
-        .unwrap();
-    TaskServer::builder(placeholder, job, 0)
+    TaskServer::builder(placeholder(job), job, 0)
         .bind("127.0.0.1:0".parse().unwrap())
         .tls(config(ca, names))
         .start()
@@ -58,28 +47,9 @@ fn spec_of(servers: &[RunningServer], host: &str) -> ClusterSpec {
         .unwrap()
 }
 
-/// Connects with `options` to `spec`, expecting discovery to fail for every task within the
-/// deadline; returns the failures' text.
+/// The failures of a connect refused within the deadline.
 async fn refused(spec: ClusterSpec, options: ConnectOptions) -> Vec<String> {
-    let start = Instant::now();
-    let err = Context::new()
-        .connect_to_cluster(spec, options)
-        .await
-        .unwrap_err();
-    assert!(
-        start.elapsed() < Duration::from_secs(3),
-        "took {:?}",
-        start.elapsed()
-    );
-    let Error::Tasks {
-        stage: Stage::Discovery,
-        failures,
-        ..
-    } = err
-    else {
-        panic!("not a discovery failure: {err:?}");
-    };
-    failures.iter().map(|f| f.to_string()).collect()
+    discovery_failures(spec, options, Duration::from_secs(3)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

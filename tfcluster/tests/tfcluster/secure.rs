@@ -2,6 +2,7 @@
 //! and `serve --allow`: certificates from a test CA made when the test runs.
 
 use std::path::PathBuf;
+use std::process::Output;
 
 use tf_oracle::{PemFiles, TestCa};
 
@@ -15,39 +16,51 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-fn tls_flags(files: &PemFiles) -> [String; 6] {
+/// `--tls-cert FILE --tls-key FILE --tls-ca FILE`.
+fn tls_flags(files: &PemFiles) -> Vec<String> {
     [
-        "--tls-cert".into(),
-        files.cert.display().to_string(),
-        "--tls-key".into(),
-        files.key.display().to_string(),
-        "--tls-ca".into(),
-        files.ca.display().to_string(),
+        ("--tls-cert", &files.cert),
+        ("--tls-key", &files.key),
+        ("--tls-ca", &files.ca),
     ]
+    .into_iter()
+    .flat_map(|(flag, path)| [flag.to_owned(), path.display().to_string()])
+    .collect()
 }
 
-fn cluster_of(served: &Served) -> String {
-    format!(r#"{{"worker": ["{}"]}}"#, served.address)
+/// `tfcluster connect` to the one task `served`, with `more` arguments.
+fn connect(served: &Served, more: &[String]) -> Output {
+    let cluster = format!(r#"{{"worker": ["{}"]}}"#, served.address);
+    let mut args = vec!["connect", "--cluster", &cluster, "--timeout", "2s"];
+    args.extend(more.iter().map(String::as_str));
+    tfcluster(&args)
+}
+
+/// `out` failed (exit status `code`) and its stderr holds `expected`.
+fn assert_failed(out: &Output, code: i32, expected: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    assert!(stderr.contains(expected), "{stderr}");
+}
+
+/// Which task a failed connect to `served` names.
+fn names_the_task(served: &Served) -> String {
+    format!("/job:worker/replica:0/task:0 at {}", served.address)
 }
 
 #[test]
 fn connect_with_tls_client_certificates_to_a_tls_serve() {
     let dir = scratch("tls");
     let ca = TestCa::new("cluster CA");
-    let server = ca.write(&dir, "server", &["127.0.0.1", "localhost"]);
-    let client = ca.write(&dir, "client", &["client"]);
-    let server_flags = tls_flags(&server);
+    let server = tls_flags(&ca.write(&dir, "server", &["127.0.0.1", "localhost"]));
+    let client = tls_flags(&ca.write(&dir, "client", &["client"]));
     let served = serve_with(
         "worker",
         0,
-        &server_flags.iter().map(String::as_str).collect::<Vec<_>>(),
+        &server.iter().map(String::as_str).collect::<Vec<_>>(),
     );
-    let cluster = cluster_of(&served);
 
-    let client_flags = tls_flags(&client);
-    let mut args = vec!["connect", "--cluster", &cluster, "--timeout", "2s"];
-    args.extend(client_flags.iter().map(String::as_str));
-    let out = tfcluster(&args);
+    let out = connect(&served, &client);
     assert!(
         out.status.success(),
         "{}",
@@ -57,16 +70,7 @@ fn connect_with_tls_client_certificates_to_a_tls_serve() {
     assert!(text.contains(&served.address), "{text}");
 
     // Without TLS flags: refused, naming the task.
-    let out = tfcluster(&["connect", "--cluster", &cluster, "--timeout", "2s"]);
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!(
-            "/job:worker/replica:0/task:0 at {}",
-            served.address
-        )),
-        "{stderr}"
-    );
+    assert_failed(&connect(&served, &[]), 1, &names_the_task(&served));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -79,38 +83,25 @@ fn tls_flags_come_all_three_or_none_and_bad_files_are_named() {
         "--tls-cert",
         "c.pem",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("--tls-key <FILE>") && stderr.contains("--tls-ca <FILE>"),
-        "{stderr}"
-    );
+    assert_failed(&out, 2, "--tls-key <FILE>");
+    assert_failed(&out, 2, "--tls-ca <FILE>");
 
     let dir = scratch("tls-bad");
     let ca = TestCa::new("cluster CA");
-    let files = ca.write(&dir, "server", &["localhost"]);
-    let key = files.key.display().to_string();
-    let out = tfcluster(&[
-        "serve",
-        "--cluster",
-        r#"{"worker": ["localhost:0"]}"#,
-        "--job",
-        "worker",
-        "--task",
-        "0",
-        "--tls-cert",
-        &key,
-        "--tls-key",
-        &key,
-        "--tls-ca",
-        &files.ca.display().to_string(),
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!("the TLS certificate chain ({key}) is unusable")),
-        "{stderr}"
+    let mut files = ca.write(&dir, "server", &["localhost"]);
+    // A key where the certificate should be.
+    files.cert = files.key.clone();
+    let mut args = ["serve", "--cluster", r#"{"worker": ["localhost:0"]}"#]
+        .map(str::to_owned)
+        .to_vec();
+    args.extend(["--job", "worker", "--task", "0"].map(str::to_owned));
+    args.extend(tls_flags(&files));
+    let out = tfcluster(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let expected = format!(
+        "the TLS certificate chain ({}) is unusable",
+        files.key.display()
     );
+    assert_failed(&out, 1, &expected);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -118,31 +109,10 @@ fn tls_flags_come_all_three_or_none_and_bad_files_are_named() {
 fn serve_allow_refuses_clients_outside_its_networks() {
     // 192.0.2.1 is reserved for documentation: never this test's address.
     let closed = serve_with("worker", 0, &["--allow", "192.0.2.1,2001:db8::/32"]);
-    let out = tfcluster(&[
-        "connect",
-        "--cluster",
-        &cluster_of(&closed),
-        "--timeout",
-        "2s",
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!(
-            "/job:worker/replica:0/task:0 at {}",
-            closed.address
-        )),
-        "{stderr}"
-    );
+    assert_failed(&connect(&closed, &[]), 1, &names_the_task(&closed));
 
     let open = serve_with("worker", 0, &["--allow", "192.0.2.0/24,127.0.0.0/8"]);
-    let out = tfcluster(&[
-        "connect",
-        "--cluster",
-        &cluster_of(&open),
-        "--timeout",
-        "2s",
-    ]);
+    let out = connect(&open, &[]);
     assert!(
         out.status.success(),
         "{}",
@@ -156,12 +126,9 @@ fn serve_allow_refuses_clients_outside_its_networks() {
         "--allow",
         "10.0.0.1/8",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(
-            "invalid network \"10.0.0.1/8\": host bits are set (the network is 10.0.0.0/8)"
-        ),
-        "{stderr}"
+    assert_failed(
+        &out,
+        2,
+        "invalid network \"10.0.0.1/8\": host bits are set (the network is 10.0.0.0/8)",
     );
 }
