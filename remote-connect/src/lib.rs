@@ -204,10 +204,10 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //! small RPC waits ~40 ms for a delayed ACK.
 //!
 //! mTLS costs a TLS 1.3 handshake per task (ECDSA P-256 certificates, both sides verified):
-//! `benches/connect.rs` (`connect_mtls`) connects to 16 task servers in about 26 ms with mTLS against 4 ms in
-//! plaintext in the same run (a 2-core machine shared with other work), about 1.4 ms per task
-//! with client and servers on the same cores; the channels then stay open, so later RPCs pay
-//! only the record encryption.
+//! `benches/connect.rs` (`connect_mtls`) connects to 16 task servers in about 13 ms with mTLS
+//! against 3 ms in plaintext in the same run (medians, 2 shared cores), about 0.6 ms more per
+//! task with client and servers on the same cores; the channels then stay open, so later RPCs
+//! pay only the record encryption.
 //!
 //! ## Differences from TensorFlow
 //!
