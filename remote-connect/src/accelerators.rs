@@ -8,8 +8,8 @@ use std::time::Duration;
 use cluster_resolver::ClusterResolver;
 
 use crate::TaskId;
-use crate::client::Deadline;
 use crate::client::status_of_address;
+use crate::client::{Deadline, Transport};
 use crate::error::{Error, Stage, TaskFailure};
 
 /// Counts the accelerators of the resolver's master task by device type, as TensorFlow's
@@ -48,7 +48,8 @@ pub async fn num_accelerators(
     } else {
         let deadline = Deadline::new(timeout, timeout, 1);
         let task = TaskId::new(task_type.unwrap_or("master"), task_id.unwrap_or(0));
-        status_of_address(&deadline, &address)
+        // TensorFlow's function has no TLS settings: its master is dialled in plaintext.
+        status_of_address(&deadline, &Transport::default(), &address)
             .await
             .map_err(|error| Error::Tasks {
                 stage: Stage::Discovery,

@@ -19,6 +19,7 @@ mod remote_tensor;
 mod requests;
 mod reset;
 mod target;
+mod transport;
 mod update;
 mod visible;
 
@@ -30,3 +31,4 @@ pub use ops::{Batch, Outputs, Pending};
 pub use options::{ConnectOptions, Progress};
 pub use remote_tensor::RemoteTensor;
 pub use target::ConnectTarget;
+pub(crate) use transport::Transport;

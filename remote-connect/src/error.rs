@@ -20,6 +20,22 @@ pub enum TaskError {
         #[source]
         source: tonic::transport::Error,
     },
+    /// Under TLS, the first RPC failed because the connection closed right after the TLS
+    /// handshake: what a server does when it refuses this client's certificate (TLS 1.3
+    /// finishes the client's side of the handshake before the server checks the certificate,
+    /// so the refusal arrives as a closed connection).
+    #[error(
+        "{method} failed: the connection closed right after the TLS handshake; the task \
+         likely refused this client's certificate (not signed by its CA): {code:?}: {message}",
+        code = .status.code(), message = .status.message()
+    )]
+    TlsRefused {
+        /// The RPC.
+        method: &'static str,
+        /// The status the transport reported.
+        #[source]
+        status: tonic::Status,
+    },
     /// The task did not answer within the deadline (down, frozen, or overloaded).
     #[error("{method}: no answer within {timeout:?}")]
     Timeout {

@@ -1,14 +1,16 @@
 //! Integration tests of `remote-connect`: the TaskServer's TensorFlow semantics, connects to
 //! in-process servers on loopback (large clusters, dead, refusing, silent, killed and
 //! restarted tasks), faults across real hosts made of network namespaces (`across_hosts`,
-//! needs root), hostile and heavy traffic (`load`), tensors against TensorFlow's own
-//! encodings and print form (`tensor`), the update/reset decision, and interop with real
-//! TensorFlow 2.21
+//! needs root), hostile and heavy traffic (`load`), TLS with client certificates (feature
+//! `tls`) and allow lists, tensors against TensorFlow's own encodings and print form
+//! (`tensor`), the update/reset decision, and interop with real TensorFlow 2.21
 //! (`interop`: python found through `TFCLUSTER_PYTHON`, default
 //! `<workspace>/target/tf-venv/bin/python`; it fails, never skips, when TensorFlow cannot run).
 
 #[path = "remote_connect/across_hosts.rs"]
 mod across_hosts;
+#[path = "remote_connect/allow.rs"]
+mod allow;
 #[path = "remote_connect/cluster.rs"]
 mod cluster;
 #[path = "remote_connect/faults.rs"]
@@ -23,3 +25,6 @@ mod load;
 mod server;
 #[path = "remote_connect/tensor.rs"]
 mod tensor;
+#[cfg(feature = "tls")]
+#[path = "remote_connect/tls.rs"]
+mod tls;

@@ -9,7 +9,8 @@
 //! it; it never skips silently.
 //!
 //! The same test suites share [`assert_bounded`], the check that an error message stays short
-//! however large the input it quotes.
+//! however large the input it quotes, and [`TestCa`], certificates for the TLS tests made when
+//! they run.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -18,12 +19,14 @@ use std::time::{Duration, Instant};
 
 mod json;
 mod messages;
+mod pki;
 mod process;
 mod servers;
 mod tally;
 
 pub use json::run_json;
 pub use messages::{MAX_MESSAGE_BYTES, assert_bounded};
+pub use pki::{Issued, PemFiles, TestCa};
 pub use process::{Process, STARTUP};
 pub use servers::tf_servers;
 pub use tally::Tally;

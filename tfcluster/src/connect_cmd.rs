@@ -12,6 +12,7 @@ use crate::cluster_arg::ClusterArgs;
 use crate::output::emit;
 use crate::probe;
 use crate::report::{self, Format};
+use crate::tls_args::TlsArgs;
 
 /// Connect to a running cluster (TensorFlow's `experimental_connect_to_cluster`) and print
 /// every task's devices, and with filters what each task may see; with --probe, also run an
@@ -24,7 +25,8 @@ use crate::report::{self, Format};
 #[command(after_help = "Examples:\n  \
 tfcluster connect --cluster '{\"worker\": [\"localhost:2222\", \"localhost:2223\"], \"ps\": [\"localhost:2224\"]}' --filters ps\n  \
 tfcluster connect --from tf-config --timeout 2s --format json\n  \
-tfcluster connect --cluster cluster.json --filters ps --probe")]
+tfcluster connect --cluster cluster.json --filters ps --probe\n  \
+tfcluster connect --cluster cluster.json --tls-cert client.crt --tls-key client.key --tls-ca ca.crt")]
 pub(crate) struct Args {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -40,6 +42,8 @@ pub(crate) struct Args {
     /// inputs and compare it with what the filters predict (any difference: exit status 1).
     #[arg(long)]
     probe: bool,
+    #[command(flatten)]
+    tls: TlsArgs,
     /// Output form.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
@@ -64,6 +68,9 @@ async fn connect(args: Args) -> Result<(), Failure> {
                 .map_err(|e| Failure::Input(format!("device filters from {origin}: {e}")))?
         };
         options = options.cluster_device_filters(filters);
+    }
+    if let Some(tls) = args.tls.config()? {
+        options = options.tls(tls);
     }
     let ctx = Context::new();
     let tasks = spec.total_tasks();

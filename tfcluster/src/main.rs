@@ -23,6 +23,7 @@ mod serve_cmd;
 mod spec_cmd;
 mod spec_convert;
 mod stop_signal;
+mod tls_args;
 mod up_cmd;
 
 use std::process::ExitCode;

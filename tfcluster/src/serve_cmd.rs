@@ -2,12 +2,13 @@
 
 use std::net::SocketAddr;
 
-use remote_connect::TaskServer;
+use remote_connect::{Network, TaskServer};
 
 use crate::args::{Failure, runtime};
 use crate::cluster_arg::ClusterArgs;
 use crate::output::emit;
 use crate::stop_signal::Stop;
+use crate::tls_args::TlsArgs;
 
 /// Serve one task of a cluster: TensorFlow's device discovery and remote contexts, so real
 /// TensorFlow (`tf.config.experimental_connect_to_cluster`) and `tfcluster connect` can
@@ -18,7 +19,9 @@ use crate::stop_signal::Stop;
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
 tfcluster serve --cluster '{\"worker\": [\"localhost:2222\", \"localhost:2223\"]}' --job worker --task 1\n  \
-TF_CONFIG=... tfcluster serve --from tf-config")]
+TF_CONFIG=... tfcluster serve --from tf-config\n  \
+tfcluster serve --cluster cluster.json --job worker --task 0 --allow 10.0.0.0/8,::1 \\\n    \
+--tls-cert worker0.crt --tls-key worker0.key --tls-ca ca.crt")]
 pub(crate) struct Args {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -31,6 +34,13 @@ pub(crate) struct Args {
     /// Listen here (default: all interfaces, the port of this task's address).
     #[arg(long)]
     bind: Option<SocketAddr>,
+    /// Accept connections only from these client addresses or networks, comma-separated
+    /// (`127.0.0.1`, `192.0.2.0/24`, `::1`, `2001:db8::/32`); others are closed at once.
+    /// Default: every client.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    allow: Option<Vec<Network>>,
+    #[command(flatten)]
+    tls: TlsArgs,
     /// How to announce that it serves: `serving /job:J/replica:0/task:T at ADDRESS (devices)`,
     /// or one JSON object {"task", "address", "devices"}.
     #[arg(long, value_enum, default_value = "table")]
@@ -59,6 +69,12 @@ async fn serve(args: Args) -> Result<(), Failure> {
     let mut builder = TaskServer::builder(spec, &job, task);
     if let Some(bind) = args.bind {
         builder = builder.bind(bind);
+    }
+    if let Some(networks) = args.allow {
+        builder = builder.allow(networks);
+    }
+    if let Some(tls) = args.tls.config()? {
+        builder = builder.tls(tls);
     }
     let stop = Stop::install();
     let server = builder

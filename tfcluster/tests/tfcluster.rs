@@ -176,6 +176,9 @@ mod forms;
 #[path = "tfcluster/launch.rs"]
 mod launch;
 
+#[path = "tfcluster/secure.rs"]
+mod secure;
+
 #[path = "tfcluster/run.rs"]
 mod run;
 

@@ -16,6 +16,7 @@ use crate::workspace;
 const CRATES: &[(&str, &[&str])] = &[
     ("cluster-proto", &["grpc"]),
     ("cluster-resolver", &["k8s-openapi-earliest", "gce"]),
+    ("remote-connect", &["tls"]),
 ];
 
 /// The binaries with features: checked like [`CRATES`], but not documented for docs.rs.

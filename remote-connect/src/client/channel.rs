@@ -8,8 +8,9 @@ use cluster_proto::eager::eager_service_client::EagerServiceClient;
 use cluster_proto::worker_service_client::WorkerServiceClient;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
+use super::Transport;
 use crate::error::{TaskError, describe};
 use crate::server::MAX_MESSAGE_SIZE;
 
@@ -56,9 +57,14 @@ impl Deadline {
     }
 
     /// Dials `address` (`host:port`) under the deadline.
-    pub(crate) async fn dial(&self, address: &str) -> Result<TaskChannel, TaskError> {
+    pub(crate) async fn dial(
+        &self,
+        transport: &Transport,
+        address: &str,
+    ) -> Result<TaskChannel, TaskError> {
         let timeout = self.budget();
-        let endpoint = Endpoint::from_shared(format!("http://{address}"))
+        let endpoint = transport
+            .endpoint(address)
             .map_err(|source| TaskError::Connect {
                 reason: describe(&source),
                 source,

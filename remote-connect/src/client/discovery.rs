@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use cluster_proto::{DeviceAttributes, GetStatusRequest};
 use device_filter::DeviceName;
 
-use super::{Deadline, TaskChannel};
+use super::{Deadline, TaskChannel, Transport};
 use crate::TaskId;
 use crate::error::TaskError;
 
@@ -21,12 +21,34 @@ pub(crate) struct Remote {
 /// Dials `address` and asks the task at it for its devices.
 pub(crate) async fn discover(
     deadline: Deadline,
+    transport: Transport,
     task: TaskId,
     address: String,
 ) -> Result<Remote, TaskError> {
-    let channel = deadline.dial(&address).await?;
-    let devices = status(&deadline, &channel, &task).await?;
+    let channel = deadline.dial(&transport, &address).await?;
+    let devices = match status(&deadline, &channel, &task).await {
+        Err(TaskError::Rpc { method, status })
+            if transport.is_tls() && closed_by_transport(&status) =>
+        {
+            return Err(TaskError::TlsRefused { method, status });
+        }
+        other => other?,
+    };
     Ok(Remote { channel, devices })
+}
+
+/// Whether the RPC failed because the connection went away rather than with a status the
+/// task sent: tonic reports a dropped connection as `Cancelled`, or as `Unknown` or
+/// `Unavailable` caused by a transport error.
+fn closed_by_transport(status: &tonic::Status) -> bool {
+    use std::error::Error as _;
+    match status.code() {
+        tonic::Code::Cancelled => true,
+        tonic::Code::Unknown | tonic::Code::Unavailable => status
+            .source()
+            .is_some_and(|s| s.is::<tonic::transport::Error>()),
+        _ => false,
+    }
 }
 
 /// `GetStatus` on an open channel, renamed.
@@ -77,9 +99,10 @@ pub(crate) fn rename(
 /// `GetStatus` to `address`, devices as reported (not renamed).
 pub(crate) async fn status_of_address(
     deadline: &Deadline,
+    transport: &Transport,
     address: &str,
 ) -> Result<Vec<DeviceAttributes>, TaskError> {
-    let channel = deadline.dial(address).await?;
+    let channel = deadline.dial(transport, address).await?;
     let mut worker = channel.worker;
     Ok(deadline
         .run("GetStatus", worker.get_status(GetStatusRequest {}))

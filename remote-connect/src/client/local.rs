@@ -10,7 +10,7 @@ use super::ConnectOptions;
 use super::cluster;
 use crate::error::Error;
 use crate::server::port_of;
-use crate::{RunningServer, TaskId, TaskServer};
+use crate::{RunningServer, TaskId, TaskServer, TaskServerBuilder};
 
 /// This process's task in a connected cluster.
 #[derive(Clone, Debug)]
@@ -69,7 +69,7 @@ pub(crate) async fn start(
             None,
             Some((&task.job, "localhost:0")),
         )?;
-        let server = TaskServer::builder(placeholder, &task.job, 0)
+        let server = secured(TaskServer::builder(placeholder, &task.job, 0), options)
             .bind(bind)
             .start()
             .await?;
@@ -87,7 +87,10 @@ pub(crate) async fn start(
                 task: task.task,
             })?
             .to_owned();
-        let mut builder = TaskServer::builder(spec.clone(), &task.job, task.task);
+        let mut builder = secured(
+            TaskServer::builder(spec.clone(), &task.job, task.task),
+            options,
+        );
         if let Some(bind) = options.local_bind {
             builder = builder.bind(bind);
         }
@@ -101,6 +104,17 @@ pub(crate) async fn start(
     };
     let full = full_spec(spec, &local)?;
     Ok((local, full))
+}
+
+/// The local task is a task of the cluster like the others: served under the same TLS.
+fn secured(builder: TaskServerBuilder, options: &ConnectOptions) -> TaskServerBuilder {
+    #[cfg(feature = "tls")]
+    if let Some(tls) = &options.tls {
+        return builder.tls(tls.clone());
+    }
+    #[cfg(not(feature = "tls"))]
+    let _ = options;
+    builder
 }
 
 fn full_spec(spec: &ClusterSpec, local: &Local) -> Result<ClusterSpec, Error> {

@@ -43,6 +43,13 @@ pub struct ConnectOptions {
     /// job is added (advertised as `localhost:<port>`, as TensorFlow does), else
     /// `0.0.0.0:<port of the local task's address>`.
     pub local_bind: Option<SocketAddr>,
+    /// TLS with this process's client certificate to every task, each server checked against
+    /// the CA and the host of its address; this process's own task server requires client
+    /// certificates too (default: plaintext, which TensorFlow's servers speak). A reconnect
+    /// that keeps the local task keeps its server, and the TLS it started with.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub tls: Option<crate::TlsConfig>,
     /// Told how a connect advances: `(stage, tasks done, tasks in the stage)` after each task
     /// answers or fails (for progress bars).
     pub progress: Option<Progress>,
@@ -77,6 +84,8 @@ impl Default for ConnectOptions {
             max_in_flight: 1024,
             keep_alive_secs: 600,
             local_bind: None,
+            #[cfg(feature = "tls")]
+            tls: None,
             progress: None,
         }
     }
@@ -140,6 +149,14 @@ impl ConnectOptions {
     /// Sets [`local_bind`](Self::local_bind).
     pub fn local_bind(mut self, addr: SocketAddr) -> Self {
         self.local_bind = Some(addr);
+        self
+    }
+
+    /// Sets [`tls`](Self::tls).
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn tls(mut self, config: crate::TlsConfig) -> Self {
+        self.tls = Some(config);
         self
     }
 

@@ -17,7 +17,7 @@ use super::fan_out::fan_out_reporting;
 use super::local::{self, Local};
 use super::requests::Blueprint;
 use super::visible::Sent;
-use super::{ConnectOptions, Deadline};
+use super::{ConnectOptions, Deadline, Transport};
 use crate::TaskId;
 use crate::error::{Error, Stage};
 use crate::ids::random_nonzero_u64;
@@ -36,6 +36,7 @@ pub(crate) async fn connect(
         return Err(Error::Protocol(options.protocol));
     }
     let deadline = Deadline::new(options.rpc_timeout, options.timeout, options.max_in_flight);
+    let transport = Transport::of(&options);
     let (local, full_spec) = local::start(&spec, &options, previous.map(|p| p.0)).await?;
     let mut filters = previous.map(|p| p.1.clone()).unwrap_or_default();
     if let Some(new) = &options.cluster_device_filters {
@@ -55,7 +56,7 @@ pub(crate) async fn connect(
     let total = tasks.len();
     let (found, failures) = fan_out_reporting(
         tasks,
-        |task, address, ()| discover(deadline.clone(), task, address),
+        |task, address, ()| discover(deadline.clone(), transport.clone(), task, address),
         |done, total| report(&options, Stage::Discovery, done, total),
     )
     .await;

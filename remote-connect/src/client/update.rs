@@ -16,7 +16,7 @@ use super::discovery::discover;
 use super::fan_out::fan_out;
 use super::requests::Blueprint;
 use super::visible::{Sent, Visible};
-use super::{ConnectOptions, Deadline};
+use super::{ConnectOptions, Deadline, Transport};
 use crate::TaskId;
 use crate::error::{Error, Stage};
 
@@ -50,6 +50,7 @@ pub(crate) async fn update(
         );
     }
     let deadline = Deadline::new(options.rpc_timeout, options.timeout, options.max_in_flight);
+    let transport = Transport::of(options);
     let local = connection.local.clone();
     // The job we added is added again, unless the new spec already has it (the cluster as
     // `Context::cluster_spec` reports it): adding it twice would be a duplicate job.
@@ -110,7 +111,7 @@ pub(crate) async fn update(
         .map(|(task, address)| (task.clone(), address.clone(), ()))
         .collect();
     let (found, discovery_failures) = fan_out(to_discover, |task, address, ()| {
-        discover(deadline.clone(), task, address)
+        discover(deadline.clone(), transport.clone(), task, address)
     })
     .await;
     let discovery_ok = discovery_failures.is_empty();

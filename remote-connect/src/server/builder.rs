@@ -15,9 +15,11 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
 use super::ServerError;
+use super::allow::Allowed;
 use super::contexts::{ContextInfo, Contexts};
 use super::create_context::EagerRoutes;
 use super::identity::Identity;
+use super::network::Network;
 use super::state::TaskState;
 use super::worker_service::Worker;
 use crate::devices::{self, LocalDevice};
@@ -68,6 +70,9 @@ impl TaskServer {
             bind: None,
             routes: None,
             gc_interval: GC_INTERVAL,
+            allow: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 
@@ -109,6 +114,9 @@ pub struct TaskServerBuilder {
     bind: Option<SocketAddr>,
     routes: Option<Routes>,
     gc_interval: Duration,
+    allow: Option<Arc<[Network]>>,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::TlsConfig>,
 }
 
 impl TaskServerBuilder {
@@ -138,6 +146,38 @@ impl TaskServerBuilder {
     /// TensorFlow).
     pub fn gc_interval(mut self, interval: Duration) -> Self {
         self.gc_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Accept connections only from peers in `networks` (addresses or CIDR networks, IPv4 or
+    /// IPv6; an IPv4 peer of a dual-stack socket counts as its IPv4 address). Any other peer's
+    /// connection is closed as soon as it is accepted, before TLS or HTTP/2, and logged as a
+    /// warning. An empty list refuses everyone. Default: every peer.
+    ///
+    /// ```
+    /// # use cluster_spec::ClusterSpec;
+    /// # use remote_connect::{Network, TaskServer};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let spec = ClusterSpec::from_json(r#"{"worker": ["localhost:2222"]}"#)?;
+    /// let networks = ["127.0.0.0/8", "192.0.2.0/24", "::1"]
+    ///     .into_iter()
+    ///     .map(str::parse::<Network>)
+    ///     .collect::<Result<Vec<_>, _>>()?;
+    /// let builder = TaskServer::builder(spec, "worker", 0).allow(networks);
+    /// # Ok(()) }
+    /// ```
+    pub fn allow(mut self, networks: impl IntoIterator<Item = Network>) -> Self {
+        self.allow = Some(networks.into_iter().collect());
+        self
+    }
+
+    /// Serve over TLS only, requiring every client to present a certificate that chains to
+    /// the config's CA ([`TlsConfig`](crate::TlsConfig)). TensorFlow's clients speak
+    /// plaintext only, so they cannot connect to such a server.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn tls(mut self, config: crate::TlsConfig) -> Self {
+        self.tls = Some(config);
         self
     }
 
@@ -196,17 +236,27 @@ impl TaskServerBuilder {
             .add_service(EagerRoutes::new(state.clone()));
         // Sockets accepted from our own listener get no TCP_NODELAY from tonic; without it
         // every small response waits ~40 ms for the peer's delayed ACK.
-        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-        let (stop, stopped) = oneshot::channel::<()>();
-        let serve = tokio::spawn(
-            Server::builder()
-                .add_routes(routes)
-                .serve_with_incoming_shutdown(incoming, async {
-                    let _ = stopped.await;
-                }),
+        let task: Arc<str> = format!("/job:{}/replica:0/task:{}", self.job, self.task).into();
+        let incoming = Allowed::new(
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            self.allow,
+            task.clone(),
         );
+        #[allow(unused_mut)]
+        let mut server = Server::builder();
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            server = server.tls_config(tls.server()).map_err(ServerError::Tls)?;
+        }
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serve = tokio::spawn(server.add_routes(routes).serve_with_incoming_shutdown(
+            incoming,
+            async {
+                let _ = stopped.await;
+            },
+        ));
         let gc = tokio::spawn(collect_idle(Arc::downgrade(&state), self.gc_interval));
-        tracing::debug!(task = %format!("/job:{}/task:{}", self.job, self.task), %local_addr, "TaskServer serving");
+        tracing::debug!(%task, %local_addr, "TaskServer serving");
         Ok(RunningServer {
             local_addr,
             state,

@@ -61,7 +61,23 @@ pub enum ServerError {
     /// it does not exist.
     #[error("{0} unknown device.")]
     UnknownDevice(String),
+    /// The server's TLS could not be set up.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    #[error("cannot set up TLS: {0}")]
+    Tls(#[source] tonic::transport::Error),
     /// The gRPC server stopped with an error.
     #[error("the gRPC server failed: {0}")]
     Serve(#[source] tonic::transport::Error),
+}
+
+/// An entry of an allow list that is no IP address or network.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid network {}: {reason}", cluster_spec::quote::quote(.input, 0))]
+#[non_exhaustive]
+pub struct InvalidNetwork {
+    /// The entry as given.
+    pub input: String,
+    /// What is wrong with it.
+    pub reason: String,
 }

@@ -4,22 +4,60 @@
 
 use std::marker::PhantomData;
 use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use cluster_proto::eager::eager_service_client::EagerServiceClient;
 use cluster_proto::worker_service_client::WorkerServiceClient;
 use cluster_spec::ClusterSpec;
-use remote_connect::{LocalDevice, RunningServer, TaskServer};
+use remote_connect::{
+    ConnectOptions, Context, Error, LocalDevice, RunningServer, Stage, TaskServer,
+};
 use tonic::Status;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::{Channel, Endpoint};
 
-/// A server for `job`, task 0 of a one-task placeholder cluster, on a free loopback port.
-pub(crate) async fn server(job: &str) -> RunningServer {
-    let placeholder = ClusterSpec::builder()
+/// A one-task cluster of `job`, for a server that binds where it is told.
+pub(crate) fn placeholder(job: &str) -> ClusterSpec {
+    ClusterSpec::builder()
         .job(job, ["localhost:0"])
         .build()
-        .unwrap();
-    TaskServer::builder(placeholder, job, 0)
+        .unwrap()
+}
+
+/// Short deadlines, for connects expected to fail.
+pub(crate) fn fast() -> ConnectOptions {
+    ConnectOptions::default()
+        .rpc_timeout(Duration::from_millis(500))
+        .timeout(Duration::from_secs(2))
+}
+
+/// Connects with `options` to `spec`, expecting discovery to fail within `within`; returns
+/// each failure's text (task, address, cause).
+pub(crate) async fn discovery_failures(
+    spec: ClusterSpec,
+    options: ConnectOptions,
+    within: Duration,
+) -> Vec<String> {
+    let start = Instant::now();
+    let err = Context::new()
+        .connect_to_cluster(spec, options)
+        .await
+        .unwrap_err();
+    assert!(start.elapsed() < within, "took {:?}", start.elapsed());
+    let Error::Tasks {
+        stage: Stage::Discovery,
+        failures,
+        ..
+    } = err
+    else {
+        panic!("not a discovery failure: {err:?}");
+    };
+    failures.iter().map(|f| f.to_string()).collect()
+}
+
+/// A server for `job`, task 0 of a one-task placeholder cluster, on a free loopback port.
+pub(crate) async fn server(job: &str) -> RunningServer {
+    TaskServer::builder(placeholder(job), job, 0)
         .bind("127.0.0.1:0".parse().unwrap())
         .start()
         .await
@@ -45,11 +83,7 @@ pub(crate) async fn servers(jobs: &[(&str, usize)]) -> (ClusterSpec, Vec<Running
 /// A CPU-only server for `job`, task 0, listening on exactly `addr` (to restart a task on the
 /// port it had).
 pub(crate) async fn server_at(job: &str, addr: SocketAddr) -> RunningServer {
-    let placeholder = ClusterSpec::builder()
-        .job(job, ["localhost:0"])
-        .build()
-        .unwrap();
-    TaskServer::builder(placeholder, job, 0)
+    TaskServer::builder(placeholder(job), job, 0)
         .devices(vec![LocalDevice::cpu()])
         .bind(addr)
         .start()

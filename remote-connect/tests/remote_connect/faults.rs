@@ -24,13 +24,7 @@ use remote_connect::{
 };
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::cluster::{dead_addr, server_at, servers, shutdown_all};
-
-fn fast() -> ConnectOptions {
-    ConnectOptions::default()
-        .rpc_timeout(Duration::from_millis(500))
-        .timeout(Duration::from_secs(2))
-}
+use crate::cluster::{dead_addr, fast, server_at, servers, shutdown_all};
 
 /// Every server's contexts as `(id, view)`.
 fn contexts(servers: &[RunningServer]) -> Vec<Vec<(u64, u64)>> {

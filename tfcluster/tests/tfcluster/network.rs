@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use super::{stdout, tfcluster};
 
 /// A `tfcluster serve` process, killed on drop.
-struct Served {
+pub(crate) struct Served {
     child: Child,
-    address: String,
+    /// Where it listens.
+    pub(crate) address: String,
 }
 
 impl Drop for Served {
@@ -24,6 +25,11 @@ impl Drop for Served {
 /// `tfcluster serve` for task `task` of `job` on a free loopback port; waits for its
 /// `serving ... at ADDRESS` line.
 fn serve(job: &str, task: u32) -> Served {
+    serve_with(job, task, &[])
+}
+
+/// [`serve`] with more arguments.
+pub(crate) fn serve_with(job: &str, task: u32, more: &[&str]) -> Served {
     let cluster = format!(r#"{{"{job}": {{"{task}": "localhost:0"}}}}"#);
     let mut child = Command::new(env!("CARGO_BIN_EXE_tfcluster"))
         .args([
@@ -36,6 +42,7 @@ fn serve(job: &str, task: u32) -> Served {
             &task.to_string(),
         ])
         .args(["--bind", "127.0.0.1:0"])
+        .args(more)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
