@@ -1,0 +1,53 @@
+//! TensorFlow's `TensorProto`, as a peer sends it in op results, read into a `Tensor`.
+
+use cluster_proto::TensorProto;
+use prost::Message;
+use remote_connect::Tensor;
+
+/// The largest tensor compared and round-tripped. The decoder may build a filled tensor of up
+/// to 64 MiB from a few bytes (its stated bound); the checks hold a tensor three times over
+/// (two reads and a proto), which for such a tensor would measure this harness against the
+/// memory cap rather than the decoder. Every tensor is still read both ways and printed.
+const CHECKED_BYTES: u64 = 4 << 20;
+
+/// `TensorProto` bytes decoded with prost, then read by `Tensor::from_proto` and
+/// `Tensor::from_proto_owned`, which must agree; a tensor read is printed as TensorFlow
+/// prints it, and must read back equal from its own proto.
+pub fn tensor_proto(data: &[u8]) {
+    let Ok(proto) = TensorProto::decode(data) else {
+        return;
+    };
+    let borrowed = Tensor::from_proto(&proto).map(|tensor| {
+        let _ = tensor.to_string();
+        (size_bound(&tensor, data.len()) <= CHECKED_BYTES).then_some(tensor)
+    });
+    let owned = Tensor::from_proto_owned(proto);
+    match (borrowed, owned) {
+        (Ok(Some(borrowed)), Ok(owned)) => {
+            assert_eq!(borrowed, owned, "from_proto and from_proto_owned disagree");
+            assert_eq!(
+                Tensor::from_proto(&owned.to_proto()),
+                Ok(owned),
+                "a tensor does not read back from its own proto"
+            );
+        }
+        (Ok(_), Ok(_)) => {}
+        (Err(borrowed), Err(owned)) => assert_eq!(borrowed, owned),
+        (borrowed, owned) => panic!(
+            "from_proto and from_proto_owned disagree: {:?} and {:?}",
+            borrowed.err(),
+            owned.err()
+        ),
+    }
+}
+
+/// At least the bytes `tensor`'s elements take, read from an `input`-byte proto: a string
+/// element is at most the whole input, plus its `Vec`.
+fn size_bound(tensor: &Tensor, input: usize) -> u64 {
+    match tensor.as_bytes() {
+        Some(bytes) => bytes.len() as u64,
+        None => tensor
+            .num_elements()
+            .saturating_mul((size_of::<Vec<u8>>() + input) as u64),
+    }
+}
