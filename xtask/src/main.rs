@@ -1,10 +1,12 @@
 //! Developer tasks for the tfcluster workspace, run as `cargo xtask <task>`.
 //!
 //! `codegen [--check]` regenerates (or checks) `cluster-proto/src/generated/`; `test` runs every
-//! check CI runs. Each task lives in its own module; this file only dispatches.
+//! check CI runs; `fuzz` runs the fuzz targets. Each task lives in its own module; this file
+//! only dispatches.
 
 mod codegen;
 mod features;
+mod fuzz;
 mod interop;
 mod op_signatures;
 mod slurm;
@@ -38,6 +40,12 @@ tasks:
                      apt-get if missing), check srun's task placement on it and that the
                      Slurm resolver (example slurm_rank) computes it on every rank, stop it;
                      --env also prints every rank's SLURM* variables
+  fuzz [--seconds N] [TARGET...]
+                     every cargo-fuzz target of fuzz/ (or the named ones) for N seconds each
+                     (default 60) on its corpus under the memory cap (1 MiB inputs, 64 MiB
+                     allocations, 160 MiB RSS, 10 s per input; see xtask/src/fuzz.rs); fails
+                     at the first crash, hang or out-of-memory, naming the input it left.
+                     Needs nightly and cargo-fuzz (cargo install cargo-fuzz)
   tf-venv            create target/tf-venv with tensorflow-cpu 2.21.0 if missing; print its python
 ";
 
@@ -52,6 +60,7 @@ fn main() -> ExitCode {
         ["op-signatures"] => op_signatures::run(),
         ["slurm"] => slurm::run(false),
         ["slurm", "--env"] => slurm::run(true),
+        ["fuzz", rest @ ..] => fuzz::run(rest),
         ["tf-venv"] => tf_venv::ensure().map(|python| println!("{}", python.display())),
         ["help" | "--help" | "-h"] => {
             print!("{USAGE}");
