@@ -4,6 +4,10 @@
 //! (`interop`: python found through `TFCLUSTER_PYTHON`, default
 //! `<workspace>/target/tf-venv/bin/python`; it fails, never skips, when TensorFlow cannot run).
 
+// Counts each thread's heap, for the tests that bound a call's memory.
+#[global_allocator]
+static METER: memory_meter::Meter = memory_meter::Meter;
+
 #[path = "remote_connect/cluster.rs"]
 mod cluster;
 #[path = "remote_connect/faults.rs"]

@@ -10,6 +10,9 @@ use super::{Data, Tensor, TensorError, element_count};
 /// The most bytes a decoded tensor may take: TensorFlow's own 2 GiB protobuf limit.
 const MAX_BYTES: u64 = i32::MAX as u64;
 
+/// The most dimensions a shape may have: TensorFlow's `TensorShape::MaxDimensions()`.
+const MAX_RANK: usize = 254;
+
 /// The most bytes a tensor filled from fewer typed values than elements may take. One
 /// `float_val` can fill any shape, so a small proto could otherwise ask for gigabytes;
 /// TensorFlow's runtime sends large tensors in `tensor_content`, which is never expanded.
@@ -37,8 +40,8 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// [`TensorError::InvalidProto`] for an unknown dtype, a negative or unknown dimension, or
-    /// content of the wrong size; [`TensorError::UnsupportedDtype`] for resource, variant and
+    /// [`TensorError::InvalidProto`] for an unknown dtype, a negative or unknown dimension,
+    /// more than 254 dimensions (TensorFlow's limit), or content of the wrong size; [`TensorError::UnsupportedDtype`] for resource, variant and
     /// reference dtypes; [`TensorError::TooLarge`] past 2 GiB, or past 64 MiB for a tensor
     /// filled from fewer typed values than it has elements (a few bytes of proto could
     /// otherwise ask for gigabytes; TensorFlow's runtime sends large tensors in
@@ -109,6 +112,12 @@ pub(crate) fn shape_of(proto: Option<&TensorShapeProto>) -> Result<Vec<u64>, Ten
         return Err(TensorError::InvalidProto(
             "the shape's rank is unknown".into(),
         ));
+    }
+    if proto.dim.len() > MAX_RANK {
+        return Err(TensorError::InvalidProto(format!(
+            "the shape has {} dimensions, more than TensorFlow's {MAX_RANK}",
+            proto.dim.len()
+        )));
     }
     proto
         .dim

@@ -223,3 +223,60 @@ fn small_protos_cannot_ask_for_huge_tensors() {
         "invalid TensorProto: string tensor_content is malformed"
     );
 }
+
+/// A shape of `dims`.
+fn shape(dims: &[i64]) -> Option<cluster_proto::TensorShapeProto> {
+    Some(cluster_proto::TensorShapeProto {
+        dim: dims
+            .iter()
+            .map(|&size| cluster_proto::tensor_shape_proto::Dim {
+                size,
+                name: String::new(),
+            })
+            .collect(),
+        unknown_rank: false,
+    })
+}
+
+/// Found with the tensor_proto fuzz target (its corpus keeps the input,
+/// crash-display-rank-80.bin): a tensor of more
+/// than 75 dimensions made `Display` subtract past zero from numpy's line width. TensorFlow
+/// refuses shapes of more than 254 dimensions; so does `from_proto`.
+#[test]
+fn deep_tensors_print_and_ranks_past_254_are_refused() {
+    let deep = Tensor::new(&[1; 100], vec![7i32]).unwrap();
+    let nested = format!("tf.Tensor({}7{}, shape=(", "[".repeat(100), "]".repeat(100));
+    assert!(deep.to_string().starts_with(&nested), "{deep}");
+    let proto = |rank: usize| TensorProto {
+        dtype: DataType::DtInt32 as i32,
+        tensor_shape: shape(&vec![1; rank]),
+        int_val: vec![7],
+        ..TensorProto::default()
+    };
+    assert_eq!(Tensor::from_proto(&proto(254)).unwrap().shape(), [1; 254]);
+    assert_eq!(
+        Tensor::from_proto(&proto(255)).unwrap_err().to_string(),
+        "invalid TensorProto: the shape has 255 dimensions, more than TensorFlow's 254"
+    );
+}
+
+/// Found with the tensor_proto fuzz target: `Display` turned every element into text before
+/// choosing the few it shows, so printing a filled 16-MiB tensor (one `bool_val`, a few bytes
+/// of proto) took hundreds of megabytes of heap. Now only the shown elements are converted.
+#[test]
+fn printing_converts_only_the_elements_shown() {
+    let proto = TensorProto {
+        dtype: DataType::DtBool as i32,
+        tensor_shape: shape(&[4096, 4096]),
+        bool_val: vec![true],
+        ..TensorProto::default()
+    };
+    let tensor = Tensor::from_proto(&proto).unwrap();
+    let (text, bytes) = memory_meter::peak(|| tensor.to_string());
+    let row = "[ True  True  True ...  True  True  True]";
+    let expected = format!(
+        "tf.Tensor(\n[{row}\n {row}\n {row}\n ...\n {row}\n {row}\n {row}], shape=(4096, 4096), dtype=bool)"
+    );
+    assert_eq!(text, expected);
+    assert!(bytes < 64 << 10, "printing took {bytes} bytes of heap");
+}
