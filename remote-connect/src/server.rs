@@ -8,6 +8,7 @@ mod eager_service;
 mod error;
 mod identity;
 mod state;
+mod whole_messages;
 mod worker_service;
 
 pub(crate) use builder::{MAX_MESSAGE_SIZE, port_of};

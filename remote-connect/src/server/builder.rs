@@ -19,6 +19,7 @@ use super::contexts::{ContextInfo, Contexts};
 use super::create_context::EagerRoutes;
 use super::identity::Identity;
 use super::state::TaskState;
+use super::whole_messages::Guarded;
 use super::worker_service::Worker;
 use crate::devices::{self, LocalDevice};
 use crate::ids::random_nonzero_u64;
@@ -234,14 +235,14 @@ impl TaskServerBuilder {
             .routes
             .take()
             .unwrap_or_default()
-            .add_service(
+            .add_service(Guarded(
                 WorkerServiceServer::new(Worker(state.clone()))
                     .max_decoding_message_size(MAX_MESSAGE_SIZE)
                     .max_encoding_message_size(MAX_MESSAGE_SIZE)
                     .accept_compressed(CompressionEncoding::Gzip)
                     .accept_compressed(CompressionEncoding::Deflate),
-            )
-            .add_service(EagerRoutes::new(state.clone()));
+            ))
+            .add_service(Guarded(EagerRoutes::new(state.clone())));
         Ok((state, routes))
     }
 }
