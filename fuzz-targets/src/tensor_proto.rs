@@ -10,15 +10,23 @@ use remote_connect::Tensor;
 /// memory cap rather than the decoder. Every tensor is still read both ways and printed.
 const CHECKED_BYTES: u64 = 4 << 20;
 
+/// The most shown elements times axes a tensor printed may have. `Display` prints numpy's
+/// text, which for a summarized tensor shows 6 elements per axis, each line indented by its
+/// depth: a tensor of 80 axes, six of them long, is 6^6 elements of 80-column lines (numpy's
+/// own output takes as long). Larger texts are that format's size, not a bug to find here.
+const PRINTED: u64 = 1 << 16;
+
 /// `TensorProto` bytes decoded with prost, then read by `Tensor::from_proto` and
 /// `Tensor::from_proto_owned`, which must agree; a tensor read is printed as TensorFlow
-/// prints it, and must read back equal from its own proto.
+/// prints it (up to [`PRINTED`]), and must read back equal from its own proto.
 pub fn tensor_proto(data: &[u8]) {
     let Ok(proto) = TensorProto::decode(data) else {
         return;
     };
     let borrowed = Tensor::from_proto(&proto).map(|tensor| {
-        let _ = tensor.to_string();
+        if printed_size(&tensor) <= PRINTED {
+            let _ = tensor.to_string();
+        }
         (size_bound(&tensor, data.len()) <= CHECKED_BYTES).then_some(tensor)
     });
     let owned = Tensor::from_proto_owned(proto);
@@ -50,4 +58,17 @@ fn size_bound(tensor: &Tensor, input: usize) -> u64 {
             .num_elements()
             .saturating_mul((size_of::<Vec<u8>>() + input) as u64),
     }
+}
+
+/// The elements `Display` shows (all up to 1,000, else at most 6 per axis) times the axes.
+fn printed_size(tensor: &Tensor) -> u64 {
+    let shown = if tensor.num_elements() > 1000 {
+        tensor
+            .shape()
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(d.min(6)))
+    } else {
+        tensor.num_elements()
+    };
+    shown.saturating_mul(tensor.shape().len() as u64 + 1)
 }
