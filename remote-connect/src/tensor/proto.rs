@@ -246,8 +246,7 @@ fn strings(
     // Filled elements are empty or repeated strings: bound them as a filled tensor, counting
     // each element's own allocation.
     let filled = n.saturating_sub(vals.len() as u64);
-    let per_element =
-        std::mem::size_of::<Vec<u8>>() as u64 + vals.last().map_or(0, |v| v.len() as u64);
+    let per_element = vals.last().map_or(VEC, |v| VEC + heap_chunk(v.len()));
     if filled.saturating_mul(per_element) > MAX_FILLED_BYTES {
         return Err(TensorError::TooLarge {
             shape: shape.to_vec(),
@@ -262,6 +261,19 @@ fn strings(
             out
         }
     })
+}
+
+/// The bytes of a string element's `Vec`.
+const VEC: u64 = std::mem::size_of::<Vec<u8>>() as u64;
+
+/// The heap a `len`-byte allocation really takes: malloc adds 8 bytes of header and rounds up
+/// to 16, at least 32 (glibc). A million one-byte strings hold 32 MB, not 1 MB.
+fn heap_chunk(len: usize) -> u64 {
+    if len == 0 {
+        0
+    } else {
+        ((len as u64).saturating_add(8 + 15) & !15).max(32)
+    }
 }
 
 fn content_strings(content: &[u8], n: u64) -> Result<Vec<Vec<u8>>, TensorError> {
