@@ -30,8 +30,11 @@ pub use spec::{cluster_def, cluster_json};
 pub use task_server::task_server;
 pub use tensor_proto::tensor_proto;
 
+/// A fuzz target's body: any bytes, no panic.
+pub type Target = fn(&[u8]);
+
 /// Every target by the name of its cargo-fuzz binary and corpus directory.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("cluster_json", cluster_json),
     ("cluster_def", cluster_def),
     ("tf_config", tf_config),

@@ -44,7 +44,7 @@ tasks:
                      every cargo-fuzz target of fuzz/ (or the named ones) for N seconds each
                      (default 60) on its corpus under the memory cap (1 MiB inputs, 64 MiB
                      allocations, 160 MiB RSS, 10 s per input; see xtask/src/fuzz.rs); fails
-                     at the first crash, hang or out-of-memory, naming the input it left.
+                     on any crash, hang or out-of-memory, naming the input each left.
                      Needs nightly and cargo-fuzz (cargo install cargo-fuzz)
   tf-venv            create target/tf-venv with tensorflow-cpu 2.21.0 if missing; print its python
 ";
