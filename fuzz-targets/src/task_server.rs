@@ -39,9 +39,11 @@ const CLUSTER: &str =
 /// answered before the next is sent, so that one input can create a context and then update,
 /// touch or close it. Each request is a byte, then a 16-bit little-endian length (cut to the
 /// bytes left), then that many bytes of message. The byte's low four bits pick the method
-/// (modulo [`METHODS`]), bits 4 and 5 the framing: a plain gRPC frame, a gzip or a deflate
-/// one (the message is the compressed bytes), or the message sent as the whole HTTP body,
-/// unframed. Every request must be answered with a gRPC status; a panic anywhere is a bug.
+/// (modulo 11: GetStatus, the eight EagerService methods, a WorkerService method the server
+/// does not register, a service it does not serve), bits 4 and 5 the framing: a plain gRPC
+/// frame, a gzip or a deflate one (the message is the compressed bytes), or the message sent
+/// as the whole HTTP body, unframed. Every request must be answered with a gRPC status; a
+/// panic anywhere is a bug.
 pub fn task_server(data: &[u8]) {
     let mut routes = TaskServer::builder(cluster().clone(), "worker", 0)
         .devices(vec![LocalDevice::cpu(), gpu()])

@@ -18,7 +18,7 @@ const PRINTED: u64 = 1 << 16;
 
 /// `TensorProto` bytes decoded with prost, then read by `Tensor::from_proto` and
 /// `Tensor::from_proto_owned`, which must agree; a tensor read is printed as TensorFlow
-/// prints it (up to [`PRINTED`]), and must read back equal from its own proto.
+/// prints it (when its text is no more than 65,536 elements times axes), and must read back equal from its own proto.
 pub fn tensor_proto(data: &[u8]) {
     let Ok(proto) = TensorProto::decode(data) else {
         return;
