@@ -152,3 +152,74 @@ impl HttpBody for WholeMessages {
         self.inner.size_hint()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use http_body_util::StreamBody;
+    use tonic::codegen::tokio_stream::{self, StreamExt};
+
+    use super::*;
+
+    /// Three messages (3, 0 and 4 bytes of payload).
+    const MESSAGES: &[u8] = &[
+        0, 0, 0, 0, 3, 7, 8, 9, 0, 0, 0, 0, 0, 1, 0, 0, 0, 4, 1, 2, 3, 4,
+    ];
+
+    /// Polls `body` until it is pending or done: the data it yields, and whether it ended (or
+    /// failed, with `Err`).
+    fn drain(body: &mut WholeMessages) -> (Vec<u8>, Result<bool, tonic::Status>) {
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let mut data = Vec::new();
+        loop {
+            match Pin::new(&mut *body).poll_frame(&mut cx) {
+                Poll::Ready(Some(Ok(frame))) => data.extend_from_slice(&frame.into_data().unwrap()),
+                Poll::Ready(Some(Err(status))) => return (data, Err(status)),
+                Poll::Ready(None) => return (data, Ok(true)),
+                Poll::Pending => return (data, Ok(false)),
+            }
+        }
+    }
+
+    /// A body of `chunks`, then pending forever when `open`, else ended.
+    fn body(chunks: Vec<&'static [u8]>, open: bool) -> WholeMessages {
+        let chunks = tokio_stream::iter(chunks)
+            .map(|c| Ok::<_, Infallible>(Frame::data(Bytes::from_static(c))));
+        let inner = if open {
+            Body::new(StreamBody::new(chunks.chain(tokio_stream::pending())))
+        } else {
+            Body::new(StreamBody::new(chunks))
+        };
+        WholeMessages::new(inner)
+    }
+
+    #[test]
+    fn whole_messages_pass_however_they_are_cut() {
+        for cut in 0..=MESSAGES.len() {
+            for second in cut..=MESSAGES.len() {
+                let parts = vec![
+                    &MESSAGES[..cut],
+                    &MESSAGES[cut..second],
+                    &MESSAGES[second..],
+                ];
+                let (data, ended) = drain(&mut body(parts, false));
+                assert_eq!(data, MESSAGES, "cut at {cut} and {second}");
+                assert!(ended.unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn a_message_is_held_until_all_of_it_came() {
+        // Two whole messages, the third's header and half its payload, then nothing yet.
+        let (data, ended) = drain(&mut body(vec![&MESSAGES[..8], &MESSAGES[8..20]], true));
+        assert_eq!(data, &MESSAGES[..13], "only the first two messages");
+        assert!(!ended.unwrap());
+        // A header declaring 2 GiB and a few bytes, then the end: refused, never passed on.
+        let (data, ended) = drain(&mut body(vec![&[0, 0x7f, 0xff, 0xff, 0xff, 1, 2]], false));
+        assert!(data.is_empty());
+        assert_eq!(ended.unwrap_err().code(), tonic::Code::Internal);
+    }
+}
