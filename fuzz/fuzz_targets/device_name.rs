@@ -1,10 +1,4 @@
 #![no_main]
-//! `DeviceName`'s `FromStr` (`/job:worker/replica:0/task:1/device:GPU:0` and its short forms).
+//! `fuzz_targets::device_name`: its doc says what it reads.
 
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    if let Ok(s) = std::str::from_utf8(data) {
-        let _ = s.parse::<device_filter::DeviceName>();
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::device_name(data));

@@ -1,24 +1,4 @@
 #![no_main]
-//! Slurm hostlists: `HostList::parse` on everything (stated factor: 22 bytes per input byte),
-//! and the eager `hostlist::expand` on lists without ranges (stated factor: 48). A list with
-//! ranges expands to up to `MAX_HOSTS` names whatever its length, a bound of the output rather
-//! than a factor of the input, so those are walked lazily instead, with a cursor that holds
-//! one name at a time.
+//! `fuzz_targets::hostlist`: its doc says what it reads.
 
-use cluster_resolver::hostlist::{self, HostList};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    if let Ok(s) = std::str::from_utf8(data) {
-        if let Ok(list) = HostList::parse(s) {
-            let mut cursor = list.cursor();
-            let mut walked = 0usize;
-            while cursor.next_name().is_some() && walked < 4096 {
-                walked += 1;
-            }
-        }
-        if !s.contains('[') {
-            let _ = hostlist::expand(s);
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::hostlist(data));

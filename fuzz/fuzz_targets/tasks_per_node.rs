@@ -1,11 +1,4 @@
 #![no_main]
-//! `hostlist::expand_tasks_per_node` (`SLURM_STEP_TASKS_PER_NODE`, e.g. `2(x3),1`).
+//! `fuzz_targets::tasks_per_node`: its doc says what it reads.
 
-use cluster_resolver::hostlist;
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    if let Ok(s) = std::str::from_utf8(data) {
-        let _ = hostlist::expand_tasks_per_node(s);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::tasks_per_node(data));

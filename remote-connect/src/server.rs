@@ -10,6 +10,7 @@ mod error;
 mod identity;
 mod network;
 mod state;
+mod whole_messages;
 mod worker_service;
 
 pub(crate) use builder::{MAX_MESSAGE_SIZE, port_of};

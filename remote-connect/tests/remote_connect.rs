@@ -7,6 +7,10 @@
 //! (`interop`: python found through `TFCLUSTER_PYTHON`, default
 //! `<workspace>/target/tf-venv/bin/python`; it fails, never skips, when TensorFlow cannot run).
 
+// Counts each thread's heap, for the tests that bound a call's memory.
+#[global_allocator]
+static METER: memory_meter::Meter = memory_meter::Meter;
+
 #[path = "remote_connect/across_hosts.rs"]
 mod across_hosts;
 #[path = "remote_connect/allow.rs"]

@@ -1,11 +1,13 @@
 //! Developer tasks for the tfcluster workspace, run as `cargo xtask <task>`.
 //!
 //! `codegen [--check]` regenerates (or checks) `cluster-proto/src/generated/`; `test` runs every
-//! check CI runs. Each task lives in its own module; this file only dispatches.
+//! check CI runs; `fuzz` runs the fuzz targets. Each task lives in its own module; this file
+//! only dispatches.
 
 mod bench_vs_tf;
 mod codegen;
 mod features;
+mod fuzz;
 mod interop;
 mod op_signatures;
 mod slurm;
@@ -47,6 +49,12 @@ tasks:
                      `tfcluster run --from slurm` trains MultiWorkerMirroredStrategy across the
                      nodes (TensorFlow's venv: TFCLUSTER_PYTHON or target/tf-venv), stop it;
                      --env also prints every rank's SLURM* variables
+  fuzz [--seconds N] [TARGET...]
+                     every cargo-fuzz target of fuzz/ (or the named ones) for N seconds each
+                     (default 60) on its corpus under the memory cap (1 MiB inputs, 64 MiB
+                     allocations, 160 MiB RSS, 10 s per input; see xtask/src/fuzz.rs); fails
+                     on any crash, hang or out-of-memory, naming the input each left.
+                     Needs nightly and cargo-fuzz (cargo install cargo-fuzz)
   soak [CYCLES]      the long robustness run kept out of `test`: CYCLES (10,000) connect/close
                      cycles against in-process task servers (release build); fails if a context
                      is left behind or resident memory grows over the second half
@@ -65,6 +73,7 @@ fn main() -> ExitCode {
         ["op-signatures"] => op_signatures::run(),
         ["slurm"] => slurm::run(false),
         ["slurm", "--env"] => slurm::run(true),
+        ["fuzz", rest @ ..] => fuzz::run(rest),
         ["soak"] => soak::run(None),
         ["soak", cycles] => soak::run(Some(cycles)),
         ["tf-venv"] => tf_venv::ensure().map(|python| println!("{}", python.display())),

@@ -21,6 +21,7 @@ use super::create_context::EagerRoutes;
 use super::identity::Identity;
 use super::network::Network;
 use super::state::TaskState;
+use super::whole_messages::Guarded;
 use super::worker_service::Worker;
 use crate::devices::{self, LocalDevice};
 use crate::ids::random_nonzero_u64;
@@ -187,16 +188,13 @@ impl TaskServerBuilder {
     ///
     /// The job or task is not in the spec, a device name is invalid or repeated, GPU
     /// discovery failed, or the address cannot be bound.
-    pub async fn start(self) -> Result<RunningServer, ServerError> {
+    pub async fn start(mut self) -> Result<RunningServer, ServerError> {
         let address = self.spec.task_address(&self.job, self.task)?.to_owned();
-        let devices = match self.devices {
+        let devices = match self.devices.take() {
             Some(devices) => devices,
             None => devices::discover(DISCOVERY_TIMEOUT).await?,
         };
-        devices::check_unique(&devices)?;
-        for device in &devices {
-            device.name(&self.job, 0, self.task)?;
-        }
+        let (state, routes) = self.services(devices)?;
         let addr = match self.bind {
             Some(addr) => addr,
             None => {
@@ -212,28 +210,6 @@ impl TaskServerBuilder {
             .local_addr()
             .map_err(|source| ServerError::Bind { addr, source })?;
 
-        let incarnations = devices.iter().map(|_| random_nonzero_u64()).collect();
-        let state = Arc::new(TaskState {
-            own: Identity {
-                job: self.job.clone(),
-                replica: 0,
-                task: self.task,
-            },
-            devices,
-            incarnations,
-            contexts: Contexts::default(),
-        });
-        let routes = self
-            .routes
-            .unwrap_or_default()
-            .add_service(
-                WorkerServiceServer::new(Worker(state.clone()))
-                    .max_decoding_message_size(MAX_MESSAGE_SIZE)
-                    .max_encoding_message_size(MAX_MESSAGE_SIZE)
-                    .accept_compressed(CompressionEncoding::Gzip)
-                    .accept_compressed(CompressionEncoding::Deflate),
-            )
-            .add_service(EagerRoutes::new(state.clone()));
         // Sockets accepted from our own listener get no TCP_NODELAY from tonic; without it
         // every small response waits ~40 ms for the peer's delayed ACK.
         let task: Arc<str> = format!("/job:{}/replica:0/task:{}", self.job, self.task).into();
@@ -264,6 +240,60 @@ impl TaskServerBuilder {
             serve: Some(serve),
             gc,
         })
+    }
+
+    /// The services a started server answers with, without a port, a runtime or idle-context
+    /// collection: the fuzz targets (`fuzz-targets`) drive requests through these real
+    /// handlers in-process, as `tower` services, with no socket in the way. Uses the devices
+    /// given with [`devices`](Self::devices), or `CPU:0` alone (no GPU discovery). Not a
+    /// stable API.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start), less discovery and binding.
+    #[doc(hidden)]
+    pub fn into_routes(mut self) -> Result<Routes, ServerError> {
+        self.spec.task_address(&self.job, self.task)?;
+        let devices = self
+            .devices
+            .take()
+            .unwrap_or_else(|| vec![LocalDevice::cpu()]);
+        Ok(self.services(devices)?.1)
+    }
+
+    /// Checks `devices` and builds the state and services of this task.
+    fn services(
+        &mut self,
+        devices: Vec<LocalDevice>,
+    ) -> Result<(Arc<TaskState>, Routes), ServerError> {
+        devices::check_unique(&devices)?;
+        for device in &devices {
+            device.name(&self.job, 0, self.task)?;
+        }
+        let incarnations = devices.iter().map(|_| random_nonzero_u64()).collect();
+        let state = Arc::new(TaskState {
+            own: Identity {
+                job: self.job.clone(),
+                replica: 0,
+                task: self.task,
+            },
+            devices,
+            incarnations,
+            contexts: Contexts::default(),
+        });
+        let routes = self
+            .routes
+            .take()
+            .unwrap_or_default()
+            .add_service(Guarded(
+                WorkerServiceServer::new(Worker(state.clone()))
+                    .max_decoding_message_size(MAX_MESSAGE_SIZE)
+                    .max_encoding_message_size(MAX_MESSAGE_SIZE)
+                    .accept_compressed(CompressionEncoding::Gzip)
+                    .accept_compressed(CompressionEncoding::Deflate),
+            ))
+            .add_service(Guarded(EagerRoutes::new(state.clone())));
+        Ok((state, routes))
     }
 }
 

@@ -87,26 +87,53 @@ fn floats<T: Into<f64>>(values: Vec<T>, single: bool) -> Vec<Element> {
 }
 
 fn numpy_str(tensor: &Tensor) -> String {
-    let Some(all) = elements(tensor) else {
+    let n = tensor.num_elements();
+    if !tensor.shape.is_empty() && n == 0 {
+        return elements(tensor).map_or_else(|| "<0 bytes>".into(), |_| "[]".into());
+    }
+    let shape: Vec<usize> = tensor.shape.iter().map(|&d| d as usize).collect();
+    let summarize = n > THRESHOLD;
+    let shown = shown_indices(&shape, summarize);
+    // Only the shown elements become text: a tensor of millions prints a few dozen.
+    let Some(picked) = elements(&pick(tensor, &shown)) else {
         return format!("<{} bytes>", tensor.as_bytes().map_or(0, <[u8]>::len));
     };
     if tensor.shape.is_empty() {
-        return all.first().map(scalar).unwrap_or_default();
+        return picked.first().map(scalar).unwrap_or_default();
     }
-    if all.is_empty() {
-        return "[]".into();
-    }
-    let summarize = tensor.num_elements() > THRESHOLD;
-    let shape: Vec<usize> = tensor.shape.iter().map(|&d| d as usize).collect();
-    let shown = shown_indices(&shape, summarize);
-    let format = Format::of(shown.iter().map(|&i| &all[i]));
+    let format = Format::of(picked.iter());
     Printer {
-        all: &all,
+        shown: &shown,
+        picked: &picked,
         shape: &shape,
         summarize,
         format: &format,
     }
     .recurse(&mut Vec::new(), " ", LINE_WIDTH)
+}
+
+/// The elements of `tensor` at the row-major indices `shown`, as a vector of its dtype.
+fn pick(tensor: &Tensor, shown: &[usize]) -> Tensor {
+    let data = match &tensor.data {
+        Data::Packed(bytes) => {
+            let width = bytes.len() / tensor.num_elements().max(1) as usize;
+            Data::Packed(
+                shown
+                    .iter()
+                    .flat_map(|&i| &bytes[i * width..(i + 1) * width])
+                    .copied()
+                    .collect(),
+            )
+        }
+        Data::Strings(strings) => {
+            Data::Strings(shown.iter().map(|&i| strings[i].clone()).collect())
+        }
+    };
+    Tensor {
+        dtype: tensor.dtype,
+        shape: vec![shown.len() as u64],
+        data,
+    }
 }
 
 /// Row-major indices of the elements numpy shows (all, or the edges of each axis).
@@ -141,7 +168,9 @@ fn axis_items(n: usize, summarize: bool) -> Vec<Option<usize>> {
 }
 
 struct Printer<'a> {
-    all: &'a [Element],
+    /// The row-major indices shown, ascending, and their elements.
+    shown: &'a [usize],
+    picked: &'a [Element],
     shape: &'a [usize],
     summarize: bool,
     format: &'a Format,
@@ -156,10 +185,15 @@ impl Printer<'_> {
                 .iter()
                 .zip(self.shape)
                 .fold(0, |acc, (&i, &n)| acc * n + i);
-            return self.format.apply(&self.all[flat]);
+            let at = self
+                .shown
+                .binary_search(&flat)
+                .expect("the printer visits only shown elements");
+            return self.format.apply(&self.picked[at]);
         }
         let next_hanging = format!("{hanging} ");
-        let next_width = width - 1;
+        // numpy's width goes negative past 75 axes (then every element wraps); ours stops at 0.
+        let next_width = width.saturating_sub(1);
         let axes_left = self.shape.len() - axis;
         let items = axis_items(self.shape[axis], self.summarize);
         let mut s = String::new();
@@ -177,7 +211,7 @@ impl Printer<'_> {
                     None => "...".to_string(),
                 };
                 // Room for the closing bracket.
-                extend_line(&mut s, &mut line, &word, width - 1, hanging);
+                extend_line(&mut s, &mut line, &word, width.saturating_sub(1), hanging);
                 if k != last {
                     line.push(' ');
                 }

@@ -10,6 +10,9 @@ use super::{Data, Tensor, TensorError, element_count};
 /// The most bytes a decoded tensor may take: TensorFlow's own 2 GiB protobuf limit.
 const MAX_BYTES: u64 = i32::MAX as u64;
 
+/// The most dimensions a shape may have: TensorFlow's `TensorShape::MaxDimensions()`.
+const MAX_RANK: usize = 254;
+
 /// The most bytes a tensor filled from fewer typed values than elements may take. One
 /// `float_val` can fill any shape, so a small proto could otherwise ask for gigabytes;
 /// TensorFlow's runtime sends large tensors in `tensor_content`, which is never expanded.
@@ -37,8 +40,8 @@ impl Tensor {
     ///
     /// # Errors
     ///
-    /// [`TensorError::InvalidProto`] for an unknown dtype, a negative or unknown dimension, or
-    /// content of the wrong size; [`TensorError::UnsupportedDtype`] for resource, variant and
+    /// [`TensorError::InvalidProto`] for an unknown dtype, a negative or unknown dimension,
+    /// more than 254 dimensions (TensorFlow's limit), or content of the wrong size; [`TensorError::UnsupportedDtype`] for resource, variant and
     /// reference dtypes; [`TensorError::TooLarge`] past 2 GiB, or past 64 MiB for a tensor
     /// filled from fewer typed values than it has elements (a few bytes of proto could
     /// otherwise ask for gigabytes; TensorFlow's runtime sends large tensors in
@@ -109,6 +112,12 @@ pub(crate) fn shape_of(proto: Option<&TensorShapeProto>) -> Result<Vec<u64>, Ten
         return Err(TensorError::InvalidProto(
             "the shape's rank is unknown".into(),
         ));
+    }
+    if proto.dim.len() > MAX_RANK {
+        return Err(TensorError::InvalidProto(format!(
+            "the shape has {} dimensions, more than TensorFlow's {MAX_RANK}",
+            proto.dim.len()
+        )));
     }
     proto
         .dim
@@ -237,8 +246,7 @@ fn strings(
     // Filled elements are empty or repeated strings: bound them as a filled tensor, counting
     // each element's own allocation.
     let filled = n.saturating_sub(vals.len() as u64);
-    let per_element =
-        std::mem::size_of::<Vec<u8>>() as u64 + vals.last().map_or(0, |v| v.len() as u64);
+    let per_element = vals.last().map_or(VEC, |v| VEC + heap_chunk(v.len()));
     if filled.saturating_mul(per_element) > MAX_FILLED_BYTES {
         return Err(TensorError::TooLarge {
             shape: shape.to_vec(),
@@ -253,6 +261,19 @@ fn strings(
             out
         }
     })
+}
+
+/// The bytes of a string element's `Vec`.
+const VEC: u64 = std::mem::size_of::<Vec<u8>>() as u64;
+
+/// The heap a `len`-byte allocation really takes: malloc adds 8 bytes of header and rounds up
+/// to 16, at least 32 (glibc). A million one-byte strings hold 32 MB, not 1 MB.
+fn heap_chunk(len: usize) -> u64 {
+    if len == 0 {
+        0
+    } else {
+        ((len as u64).saturating_add(8 + 15) & !15).max(32)
+    }
 }
 
 fn content_strings(content: &[u8], n: u64) -> Result<Vec<Vec<u8>>, TensorError> {

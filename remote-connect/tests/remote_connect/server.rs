@@ -703,3 +703,47 @@ async fn clear_existing_contexts_starts_the_worker_over() {
     assert_eq!(ids, [33]);
     s.shutdown().await.unwrap();
 }
+
+/// Found by the `task_server` fuzz target (its corpus keeps the input,
+/// oom-declared-length-reserved.bin): tonic reserves the length a message header declares
+/// before the bytes arrive, so 11 bytes declaring a 2-GiB message made the server allocate
+/// 2 GiB. The server now hands tonic whole messages only: a request that ends inside one is
+/// refused, having cost what was sent.
+#[test]
+fn a_declared_message_length_costs_nothing_until_sent() {
+    use http_body_util::{BodyExt, Full};
+
+    let spec = ClusterSpec::from_json(r#"{"worker": ["localhost:2222"]}"#).unwrap();
+    let mut routes = TaskServer::builder(spec, "worker", 0)
+        .devices(vec![LocalDevice::cpu()])
+        .into_routes()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for path in [
+        "/tensorflow.WorkerService/GetStatus",
+        "/tensorflow.eager.EagerService/CreateContext",
+        "/tensorflow.eager.EagerService/KeepAlive",
+    ] {
+        // An uncompressed message of i32::MAX bytes (TensorFlow's limit), six of them sent.
+        let body = bytes::Bytes::from_static(&[0, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5, 6]);
+        let request = http::Request::post(path)
+            .header("content-type", "application/grpc")
+            .body(Full::new(body))
+            .unwrap();
+        let (code, bytes) = memory_meter::peak(|| {
+            runtime.block_on(async {
+                let response = routes.call(request).await.unwrap();
+                let in_headers = response.headers().get("grpc-status").cloned();
+                let body = response.into_body().collect().await.unwrap();
+                let status = in_headers
+                    .or_else(|| body.trailers().and_then(|t| t.get("grpc-status").cloned()))
+                    .unwrap();
+                status.to_str().unwrap().parse::<i32>().unwrap()
+            })
+        });
+        assert_ne!(code, Code::Ok as i32, "{path}");
+        assert!(bytes < 1 << 20, "{path}: {bytes} bytes of heap");
+    }
+}

@@ -127,16 +127,7 @@ fn tensorflow_reads_our_protos() {
 fn typed_fields_fill_as_tensorflow_does() {
     let proto = |float_val: Vec<f32>, dims: &[i64]| TensorProto {
         dtype: DataType::DtFloat as i32,
-        tensor_shape: Some(cluster_proto::TensorShapeProto {
-            dim: dims
-                .iter()
-                .map(|&size| cluster_proto::tensor_shape_proto::Dim {
-                    size,
-                    name: String::new(),
-                })
-                .collect(),
-            unknown_rank: false,
-        }),
+        tensor_shape: shape(dims),
         float_val,
         ..TensorProto::default()
     };
@@ -182,15 +173,7 @@ fn op_signatures_are_tensorflows_registry() {
 
 #[test]
 fn small_protos_cannot_ask_for_huge_tensors() {
-    let dims = |size: i64| {
-        Some(cluster_proto::TensorShapeProto {
-            dim: vec![cluster_proto::tensor_shape_proto::Dim {
-                size,
-                name: String::new(),
-            }],
-            unknown_rank: false,
-        })
-    };
+    let dims = |size: i64| shape(&[size]);
     let strings = TensorProto {
         dtype: DataType::DtString as i32,
         tensor_shape: dims(100_000_000),
@@ -222,4 +205,83 @@ fn small_protos_cannot_ask_for_huge_tensors() {
         Tensor::from_proto(&overrun).unwrap_err().to_string(),
         "invalid TensorProto: string tensor_content is malformed"
     );
+}
+
+/// A shape of `dims`.
+fn shape(dims: &[i64]) -> Option<cluster_proto::TensorShapeProto> {
+    Some(cluster_proto::TensorShapeProto {
+        dim: dims
+            .iter()
+            .map(|&size| cluster_proto::tensor_shape_proto::Dim {
+                size,
+                name: String::new(),
+            })
+            .collect(),
+        unknown_rank: false,
+    })
+}
+
+/// Found with the tensor_proto fuzz target (its corpus keeps the input,
+/// crash-display-rank-80.bin): a tensor of more
+/// than 75 dimensions made `Display` subtract past zero from numpy's line width. TensorFlow
+/// refuses shapes of more than 254 dimensions; so does `from_proto`.
+#[test]
+fn deep_tensors_print_and_ranks_past_254_are_refused() {
+    let deep = Tensor::new(&[1; 100], vec![7i32]).unwrap();
+    let nested = format!("tf.Tensor({}7{}, shape=(", "[".repeat(100), "]".repeat(100));
+    assert!(deep.to_string().starts_with(&nested), "{deep}");
+    let proto = |rank: usize| TensorProto {
+        dtype: DataType::DtInt32 as i32,
+        tensor_shape: shape(&vec![1; rank]),
+        int_val: vec![7],
+        ..TensorProto::default()
+    };
+    assert_eq!(Tensor::from_proto(&proto(254)).unwrap().shape(), [1; 254]);
+    assert_eq!(
+        Tensor::from_proto(&proto(255)).unwrap_err().to_string(),
+        "invalid TensorProto: the shape has 255 dimensions, more than TensorFlow's 254"
+    );
+}
+
+/// Found with the tensor_proto fuzz target: `Display` turned every element into text before
+/// choosing the few it shows, so printing a filled 16-MiB tensor (one `bool_val`, a few bytes
+/// of proto) took hundreds of megabytes of heap. Now only the shown elements are converted.
+#[test]
+fn printing_converts_only_the_elements_shown() {
+    let proto = TensorProto {
+        dtype: DataType::DtBool as i32,
+        tensor_shape: shape(&[4096, 4096]),
+        bool_val: vec![true],
+        ..TensorProto::default()
+    };
+    let tensor = Tensor::from_proto(&proto).unwrap();
+    let (text, bytes) = memory_meter::peak(|| tensor.to_string());
+    let row = "[ True  True  True ...  True  True  True]";
+    let expected = format!(
+        "tf.Tensor(\n[{row}\n {row}\n {row}\n ...\n {row}\n {row}\n {row}], shape=(4096, 4096), dtype=bool)"
+    );
+    assert_eq!(text, expected);
+    assert!(bytes < 64 << 10, "printing took {bytes} bytes of heap");
+}
+
+/// Found with the tensor_proto fuzz target (oom-filled-one-byte-strings.bin in its corpus): a
+/// filled string tensor was bounded at 64 MiB counting each element as its `Vec` plus its
+/// bytes, but the bytes are an allocation of their own, which malloc makes at least 32 bytes:
+/// a tensor of one-byte strings held more than twice the bound. Now counted as allocated.
+#[test]
+fn filled_strings_are_bounded_by_the_heap_they_take() {
+    let strings = |n: i64| TensorProto {
+        dtype: DataType::DtString as i32,
+        tensor_shape: shape(&[n]),
+        string_val: vec![b"c".to_vec()],
+        ..TensorProto::default()
+    };
+    // 56 bytes an element (a 24-byte `Vec` and a 32-byte chunk): a million fit in 64 MiB.
+    let (tensor, bytes) = memory_meter::peak(|| Tensor::from_proto(&strings(1_000_000)));
+    assert_eq!(tensor.unwrap().num_elements(), 1_000_000);
+    assert!(bytes <= 64 << 20, "{bytes} bytes of heap");
+    assert!(matches!(
+        Tensor::from_proto(&strings(2_000_000)),
+        Err(TensorError::TooLarge { .. })
+    ));
 }
