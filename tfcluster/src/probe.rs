@@ -38,24 +38,26 @@ pub(crate) struct Probe {
     pub(crate) predicted: BTreeMap<(TaskId, TaskId), Seen>,
 }
 
-/// The device every probe op runs on: the task's first device.
-fn first_device(ctx: &Context, task: &TaskId) -> Option<DeviceHandle> {
+/// The device every probe op runs on: the task's first device, from the context's listing
+/// (read once for all tasks).
+fn first_device(ctx: &Context, devices: &[String], task: &TaskId) -> Option<DeviceHandle> {
     let prefix = format!("{task}/device:");
-    let name = ctx
-        .list_logical_devices()
-        .into_iter()
-        .find(|d| d.name.starts_with(&prefix))?
-        .name;
-    ctx.device(&name).ok()
+    let name = devices.iter().find(|d| d.starts_with(&prefix))?;
+    ctx.device(name).ok()
 }
 
 pub(crate) async fn run(ctx: &Context, cross: bool) -> Probe {
     let tasks: Vec<TaskId> = ctx.remote_tasks().into_iter().map(|(t, _)| t).collect();
+    let devices: Vec<String> = ctx
+        .list_logical_devices()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
     let mut outcomes = Vec::new();
     // Each computing task's device and a tensor placed on it.
     let mut placed: Vec<(TaskId, DeviceHandle, RemoteTensor)> = Vec::new();
     for task in &tasks {
-        let Some(device) = first_device(ctx, task) else {
+        let Some(device) = first_device(ctx, &devices, task) else {
             outcomes.push((task.clone(), Outcome::Failed("no device".into())));
             continue;
         };

@@ -12,6 +12,7 @@ use cluster_proto::eager::{
 use device_filter::DeviceName;
 
 use super::connection::Snapshot;
+use super::remote_tensor::handle_proto;
 use super::{Context, Deadline, DeviceHandle, RemoteTensor, TaskChannel};
 use crate::op::{Source, signature};
 use crate::{Error, Input, Op, OpFailure, TaskError, TaskId, Tensor};
@@ -294,14 +295,9 @@ fn operation(step: &Step, context_id: u64) -> Result<Operation, Error> {
                 output,
                 device,
                 dtype,
-            } => operation::input::Item::RemoteHandle(RemoteTensorHandle {
-                op_id: *op_id,
-                output_num: *output,
-                device: device.clone(),
-                op_device: device.clone(),
-                dtype: dtype.unwrap_or(DataType::DtInvalid) as i32,
-                resource_dtypes_and_shapes: Vec::new(),
-            }),
+            } => {
+                operation::input::Item::RemoteHandle(handle_proto(*op_id, *output, device, *dtype))
+            }
         };
         op_inputs.push(operation::Input { item: Some(item) });
     }

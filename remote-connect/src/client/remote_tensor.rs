@@ -136,15 +136,7 @@ impl RemoteTensor {
 
     /// The handle TensorFlow's protocol names this tensor by.
     pub(crate) fn proto(&self) -> RemoteTensorHandle {
-        let h = &self.inner;
-        RemoteTensorHandle {
-            op_id: h.op_id,
-            output_num: h.output,
-            device: h.device.clone(),
-            op_device: h.device.clone(),
-            dtype: h.dtype.unwrap_or(DataType::DtInvalid) as i32,
-            resource_dtypes_and_shapes: Vec::new(),
-        }
+        self.inner.proto()
     }
 
     /// Fails for a tensor of an older context or one released.
@@ -163,19 +155,38 @@ impl RemoteTensor {
     }
 }
 
+impl Handle {
+    fn proto(&self) -> RemoteTensorHandle {
+        handle_proto(self.op_id, self.output, &self.device, self.dtype)
+    }
+}
+
 impl Drop for Handle {
     fn drop(&mut self) {
         if !self.released.load(Ordering::Acquire) {
-            let handle = RemoteTensorHandle {
-                op_id: self.op_id,
-                output_num: self.output,
-                device: self.device.clone(),
-                ..RemoteTensorHandle::default()
-            };
+            let handle = self.proto();
             self.ctx
                 .releases()
                 .push(self.context_id, self.task.clone(), handle);
         }
+    }
+}
+
+/// How TensorFlow's protocol names output `output` of op `op_id`, held on `device` (where the
+/// op ran, too): for inputs, releases, and outputs of the same batch not yet made.
+pub(crate) fn handle_proto(
+    op_id: i64,
+    output: i32,
+    device: &str,
+    dtype: Option<DataType>,
+) -> RemoteTensorHandle {
+    RemoteTensorHandle {
+        op_id,
+        output_num: output,
+        device: device.to_owned(),
+        op_device: device.to_owned(),
+        dtype: dtype.unwrap_or(DataType::DtInvalid) as i32,
+        resource_dtypes_and_shapes: Vec::new(),
     }
 }
 
