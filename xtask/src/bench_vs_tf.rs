@@ -4,7 +4,7 @@
 //!
 //! Ours is measured by the criterion benches (in-process work, their medians read from
 //! `target/criterion`) and by release binaries in their own processes (`tfcluster serve`, the
-//! `connect_time` example); TensorFlow's by `tf_side.py` in the TensorFlow venv.
+//! `connect_time` and `task_server` examples); TensorFlow's by `tf_side.py` in the TensorFlow venv.
 
 mod machine;
 mod processes;
@@ -72,7 +72,7 @@ pub(crate) fn run() -> Result<(), String> {
         Target::None,
     ));
 
-    eprintln!("xtask: 3/5 connect and discover 16 tasks, each in its own process");
+    eprintln!("xtask: 3/5 connect and discover 16 tasks");
     rows.extend(processes::connect_16(&python, TF_SIDE)?);
 
     eprintln!("xtask: 4/5 one task server process");
@@ -141,6 +141,8 @@ fn build() -> Result<(), String> {
         "tfcluster",
         "--example",
         "connect_time",
+        "--example",
+        "task_server",
     ]))
 }
 
