@@ -18,10 +18,10 @@ use tonic::codec::CompressionEncoding;
 use tonic::codegen::{BoxFuture, Service, http};
 use tonic::server::{NamedService, UnaryService};
 use tonic::{Request, Response, Status};
-use tonic_prost::ProstCodec;
 
 use super::MAX_MESSAGE_SIZE;
 use super::contexts::utf8_name;
+use super::contiguous::Contiguous;
 use super::eager_service::Eager;
 use super::identity::Claim;
 use super::state::TaskState;
@@ -81,16 +81,22 @@ impl From<LeanServerDef> for Claim {
 pub(crate) struct EagerRoutes {
     state: Arc<TaskState>,
     generated: EagerServiceServer<Eager>,
+    /// The largest request message decoded, in bytes.
+    max_decoding: usize,
 }
 
 impl EagerRoutes {
-    pub(crate) fn new(state: Arc<TaskState>) -> Self {
+    pub(crate) fn new(state: Arc<TaskState>, max_decoding: usize) -> Self {
         let generated = EagerServiceServer::new(Eager(state.clone()))
-            .max_decoding_message_size(MAX_MESSAGE_SIZE)
+            .max_decoding_message_size(max_decoding)
             .max_encoding_message_size(MAX_MESSAGE_SIZE)
             .accept_compressed(CompressionEncoding::Gzip)
             .accept_compressed(CompressionEncoding::Deflate);
-        Self { state, generated }
+        Self {
+            state,
+            generated,
+            max_decoding,
+        }
     }
 }
 
@@ -112,14 +118,15 @@ impl Service<http::Request<Body>> for EagerRoutes {
             return self.generated.call(request);
         }
         let handler = Create(self.state.clone());
+        let max_decoding = self.max_decoding;
         Box::pin(async move {
-            let mut grpc = tonic::server::Grpc::new(ProstCodec::<
+            let mut grpc = tonic::server::Grpc::new(Contiguous::<
                 CreateContextResponse,
                 LeanCreateContextRequest,
             >::default())
             .accept_compressed(CompressionEncoding::Gzip)
             .accept_compressed(CompressionEncoding::Deflate)
-            .apply_max_message_size_config(Some(MAX_MESSAGE_SIZE), Some(MAX_MESSAGE_SIZE));
+            .apply_max_message_size_config(Some(max_decoding), Some(MAX_MESSAGE_SIZE));
             Ok(grpc.unary(handler, request).await)
         })
     }
