@@ -249,6 +249,12 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //! - **The server checks the cluster clients send**: its addresses and job names must be
 //!   valid (TensorFlow's worker accepts more and fails later). The device names a context is
 //!   given are kept as sent and parsed only when looked up.
+//! - **A compressed request may inflate to 64 MiB at most** (`RESOURCE_EXHAUSTED` past it).
+//!   TensorFlow's gRPC inflates gzip and deflate up to its 2 GiB message limit, so about 2 MB
+//!   sent could make a worker hold 2 GiB. Requests sent plain keep TensorFlow's 2 GiB limit,
+//!   and a TaskServer's memory follows the bytes actually received. Every request a
+//!   TaskServer serves is far smaller: a `CreateContext` for 10,000 tasks of 8 devices is
+//!   about 8 MB.
 //!
 //! Kept as TensorFlow does: a connect updates the context in place only when the local job
 //! and task are the same and the `ClusterDef` compares equal as a protobuf, job order

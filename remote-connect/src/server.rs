@@ -3,7 +3,9 @@
 
 mod allow;
 mod builder;
+mod by_encoding;
 mod contexts;
+mod contiguous;
 mod create_context;
 mod eager_service;
 mod error;

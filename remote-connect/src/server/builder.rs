@@ -16,6 +16,7 @@ use tonic::transport::server::TcpIncoming;
 
 use super::ServerError;
 use super::allow::Allowed;
+use super::by_encoding::ByEncoding;
 use super::contexts::{ContextInfo, Contexts};
 use super::create_context::EagerRoutes;
 use super::identity::Identity;
@@ -31,6 +32,12 @@ pub(crate) const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
 
 /// How long GPU discovery (`nvidia-smi`) may take when a server starts.
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// HTTP/2 receive windows. At the default 64 KiB a `CreateContext` for a large cluster (every
+/// task's devices, ~80 bytes each) stalls for a window update mid-request.
+const STREAM_WINDOW: u32 = 1 << 20;
+const CONNECTION_WINDOW: u32 = 2 << 20;
+const MAX_FRAME: u32 = 1 << 20;
 
 /// How often idle contexts are looked for (TensorFlow's `EagerServiceContextGC`: every second).
 const GC_INTERVAL: Duration = Duration::from_secs(1);
@@ -219,7 +226,10 @@ impl TaskServerBuilder {
             task.clone(),
         );
         #[allow(unused_mut)]
-        let mut server = Server::builder();
+        let mut server = Server::builder()
+            .initial_stream_window_size(Some(STREAM_WINDOW))
+            .initial_connection_window_size(Some(CONNECTION_WINDOW))
+            .max_frame_size(Some(MAX_FRAME));
         #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {
             server = server.tls_config(tls.server()).map_err(ServerError::Tls)?;
@@ -285,14 +295,16 @@ impl TaskServerBuilder {
             .routes
             .take()
             .unwrap_or_default()
-            .add_service(Guarded(
+            .add_service(Guarded(ByEncoding::new(|limit| {
                 WorkerServiceServer::new(Worker(state.clone()))
-                    .max_decoding_message_size(MAX_MESSAGE_SIZE)
+                    .max_decoding_message_size(limit)
                     .max_encoding_message_size(MAX_MESSAGE_SIZE)
                     .accept_compressed(CompressionEncoding::Gzip)
-                    .accept_compressed(CompressionEncoding::Deflate),
-            ))
-            .add_service(Guarded(EagerRoutes::new(state.clone())));
+                    .accept_compressed(CompressionEncoding::Deflate)
+            })))
+            .add_service(Guarded(ByEncoding::new(|limit| {
+                EagerRoutes::new(state.clone(), limit)
+            })));
         Ok((state, routes))
     }
 }

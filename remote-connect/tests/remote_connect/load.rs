@@ -1,5 +1,5 @@
 //! One TaskServer under hostile and heavy traffic: garbage and truncated HTTP/2, malformed and
-//! oversized gRPC messages on every method, a request flood, and 256 clients connecting at
+//! oversized gRPC messages on every method, a compression bomb, a request flood, and 256 clients connecting at
 //! once. Each time the server answers with gRPC errors or closes that connection, and keeps
 //! serving everyone else within the usual time.
 
@@ -119,12 +119,22 @@ async fn garbage_and_truncated_http2_close_only_that_connection() {
     s.shutdown().await.unwrap();
 }
 
-/// The gRPC status of a request to `path` whose body is exactly `body` (a gRPC frame or not).
-async fn grpc_status(addr: SocketAddr, path: &str, body: Vec<u8>) -> String {
+/// The gRPC status of a request to `path` whose body is exactly `body` (a gRPC frame or not),
+/// sent with `grpc-encoding: encoding` if given.
+async fn grpc_status(
+    addr: SocketAddr,
+    path: &str,
+    body: Vec<u8>,
+    encoding: Option<&str>,
+) -> String {
     let mut channel = channel(addr).await;
-    let request = http::Request::post(format!("http://{addr}{path}"))
+    let mut request = http::Request::post(format!("http://{addr}{path}"))
         .header("content-type", "application/grpc")
-        .header("te", "trailers")
+        .header("te", "trailers");
+    if let Some(encoding) = encoding {
+        request = request.header("grpc-encoding", encoding);
+    }
+    let request = request
         .body(Body::new(Full::new(Bytes::from(body))))
         .unwrap();
     std::future::poll_fn(|cx| channel.poll_ready(cx))
@@ -174,10 +184,60 @@ async fn malformed_grpc_messages_get_grpc_errors_on_every_method() {
     ];
     for method in METHODS {
         for (what, body) in &cases {
-            let status = grpc_status(addr, method, body.clone()).await;
+            let status = grpc_status(addr, method, body.clone(), None).await;
             assert_ne!(status, "0", "{method}, {what}: answered OK");
         }
     }
+    still_serving(addr).await;
+    s.shutdown().await.unwrap();
+}
+
+/// `len` zero bytes, gzip-compressed (about 1,000 to 1).
+fn gzip_zeros(len: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        encoder.write_all(&chunk[..n]).unwrap();
+        left -= n;
+    }
+    encoder.finish().unwrap()
+}
+
+/// A compression bomb: 100 MiB of zeros sent as about 100 KB of gzip. TensorFlow's gRPC would
+/// inflate it up to its 2 GiB limit; a TaskServer stops at 64 MiB with RESOURCE_EXHAUSTED, on
+/// the methods decoded lean and on the generated ones, and answers compressed requests within
+/// the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_request_inflates_to_64_mib_at_most() {
+    let s = server("worker").await;
+    let addr = s.local_addr();
+    let bomb = gzip_zeros(100 << 20);
+    assert!(bomb.len() < 200_000, "{} bytes of gzip", bomb.len());
+    for method in [METHODS[0], METHODS[1], METHODS[2], METHODS[7]] {
+        let start = Instant::now();
+        let status = grpc_status(
+            addr,
+            method,
+            frame(true, bomb.len() as u32, &bomb),
+            Some("gzip"),
+        )
+        .await;
+        assert_eq!(status, "8", "{method}: not RESOURCE_EXHAUSTED");
+        assert!(start.elapsed() < Duration::from_secs(5), "{method}");
+    }
+    // An empty GetStatusRequest, compressed: answered.
+    let empty = gzip_zeros(0);
+    let status = grpc_status(
+        addr,
+        METHODS[0],
+        frame(true, empty.len() as u32, &empty),
+        Some("gzip"),
+    )
+    .await;
+    assert_eq!(status, "0");
     still_serving(addr).await;
     s.shutdown().await.unwrap();
 }
