@@ -6,8 +6,9 @@
 //!   bytes sent grow as n²;
 //! - `ps_filters`: ParameterServerStrategy's filters with 1/8 of the tasks `ps`, the rest
 //!   `worker`: a worker is sent the ps and itself, a ps the workers and itself;
-//! - `bare_tonic_floor`: what the transport alone costs for the discovery half: a fresh tonic
-//!   channel and one `GetStatus` to every task, concurrently, nothing else.
+//! - `bare_tonic_floor`: what the transport alone costs for a connect's shape: a fresh tonic
+//!   channel and two small RPCs (`GetStatus` twice) to every task, concurrently, nothing else.
+//!   A real connect's second RPC is a `CreateContext` carrying the cluster and its devices.
 //!
 //! With the `tls` feature, `connect_mtls` times the same connect to 16 tasks in plaintext and
 //! with TLS client certificates (a TLS 1.3 handshake per task, ECDSA P-256 certificates from a
@@ -111,7 +112,7 @@ async fn connect_many(spec: &ClusterSpec, options: &ConnectOptions, iters: u64) 
     total
 }
 
-/// A fresh channel and one GetStatus to every server, concurrently, `iters` times.
+/// A fresh channel and two GetStatus calls to every server, concurrently, `iters` times.
 async fn bare_many(servers: &[RunningServer], n: usize, iters: u64) -> Duration {
     let endpoints: Vec<Endpoint> = servers[..n]
         .iter()
@@ -129,13 +130,18 @@ async fn bare_many(servers: &[RunningServer], n: usize, iters: u64) -> Duration 
             let endpoint = endpoint.clone();
             set.spawn(async move {
                 let channel = endpoint.connect().await.expect("a connection");
-                WorkerServiceClient::new(channel)
-                    .get_status(GetStatusRequest {})
-                    .await
-                    .expect("GetStatus answers")
-                    .into_inner()
-                    .device_attributes
-                    .len()
+                let mut client = WorkerServiceClient::new(channel);
+                let mut devices = 0;
+                for _ in 0..2 {
+                    devices = client
+                        .get_status(GetStatusRequest {})
+                        .await
+                        .expect("GetStatus answers")
+                        .into_inner()
+                        .device_attributes
+                        .len();
+                }
+                devices
             });
         }
         while let Some(devices) = set.join_next().await {

@@ -105,7 +105,7 @@ pub(crate) fn run() -> Result<(), String> {
         };
         rows.push(Row::ours_only(
             &format!(
-                "our connect + discovery, {n} in-process task servers, no filters (bare tonic dial + GetStatus: {:.1} ms)",
+                "our connect + discovery, {n} in-process task servers, no filters (bare tonic, dial + 2 small RPCs per task: {:.1} ms)",
                 criterion_ms("connect", &format!("bare_tonic_floor/{n}"))?
             ),
             criterion_ms("connect", &format!("no_filters/{n}"))?,
