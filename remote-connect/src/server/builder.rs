@@ -33,12 +33,6 @@ pub(crate) const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
 /// How long GPU discovery (`nvidia-smi`) may take when a server starts.
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// HTTP/2 receive windows. At the default 64 KiB a `CreateContext` for a large cluster (every
-/// task's devices, ~80 bytes each) stalls for a window update mid-request.
-const STREAM_WINDOW: u32 = 1 << 20;
-const CONNECTION_WINDOW: u32 = 2 << 20;
-const MAX_FRAME: u32 = 1 << 20;
-
 /// How often idle contexts are looked for (TensorFlow's `EagerServiceContextGC`: every second).
 const GC_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -226,10 +220,7 @@ impl TaskServerBuilder {
             task.clone(),
         );
         #[allow(unused_mut)]
-        let mut server = Server::builder()
-            .initial_stream_window_size(Some(STREAM_WINDOW))
-            .initial_connection_window_size(Some(CONNECTION_WINDOW))
-            .max_frame_size(Some(MAX_FRAME));
+        let mut server = Server::builder();
         #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {
             server = server.tls_config(tls.server()).map_err(ServerError::Tls)?;
