@@ -14,7 +14,6 @@ use std::task::{Context, Poll, ready};
 
 use tonic::body::Body;
 use tonic::codegen::{Service, http};
-use tonic::server::NamedService;
 
 use super::MAX_MESSAGE_SIZE;
 
@@ -22,7 +21,8 @@ use super::MAX_MESSAGE_SIZE;
 pub(crate) const MAX_DECOMPRESSED_SIZE: usize = 64 << 20;
 
 /// A service built twice, with the decoding limit for requests sent plain and for compressed
-/// ones; each request goes to the one its `grpc-encoding` calls for.
+/// ones; [`Guarded`](super::whole_messages::Guarded) sends each request to the one its
+/// `grpc-encoding` calls for.
 #[derive(Clone)]
 pub(crate) struct ByEncoding<S> {
     plain: S,
@@ -39,29 +39,24 @@ impl<S> ByEncoding<S> {
     }
 }
 
-impl<S: NamedService> NamedService for ByEncoding<S> {
-    const NAME: &'static str = S::NAME;
-}
-
-impl<S: Service<http::Request<Body>>> Service<http::Request<Body>> for ByEncoding<S> {
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+impl<S: Service<http::Request<Body>>> ByEncoding<S> {
+    /// Ready when both are.
+    pub(crate) fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         ready!(self.plain.poll_ready(cx))?;
         self.compressed.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+    /// The service for `request`: the compressed one when its `grpc-encoding` is not
+    /// `identity`.
+    pub(crate) fn pick(&mut self, request: &http::Request<Body>) -> &mut S {
         let compressed = request
             .headers()
             .get("grpc-encoding")
             .is_some_and(|encoding| encoding != "identity");
         if compressed {
-            self.compressed.call(request)
+            &mut self.compressed
         } else {
-            self.plain.call(request)
+            &mut self.plain
         }
     }
 }

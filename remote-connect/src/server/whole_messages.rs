@@ -17,12 +17,15 @@ use tonic::body::Body;
 use tonic::codegen::{Service, http};
 use tonic::server::NamedService;
 
+use super::by_encoding::ByEncoding;
+
 /// A gRPC message's header: a compression flag and a 32-bit big-endian length.
 const HEADER: usize = 5;
 
-/// A service whose requests' bodies reach it as [`WholeMessages`].
+/// A service (built for plain and for compressed requests, [`ByEncoding`]) whose requests'
+/// bodies reach it as [`WholeMessages`].
 #[derive(Clone)]
-pub(crate) struct Guarded<S>(pub(crate) S);
+pub(crate) struct Guarded<S>(pub(crate) ByEncoding<S>);
 
 impl<S: NamedService> NamedService for Guarded<S> {
     const NAME: &'static str = S::NAME;
@@ -39,6 +42,7 @@ impl<S: Service<http::Request<Body>>> Service<http::Request<Body>> for Guarded<S
 
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         self.0
+            .pick(&request)
             .call(request.map(|body| Body::new(WholeMessages::new(body))))
     }
 }
