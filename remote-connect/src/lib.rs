@@ -190,18 +190,19 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //! ## Performance
 //!
 //! Measured on a 2-core machine (`benches/connect.rs`, `examples/task_server.rs`; the workspace
-//! README has the table): connecting to 16 in-process task servers on loopback (discovery and
-//! context creation included) takes about 2 ms, where TensorFlow's Python client takes about
-//! 88 ms for 16 TensorFlow servers; 64 tasks take about 7 ms, 256 about 36 ms and 1,024 about
-//! 230 ms with ParameterServerStrategy filters and 300 ms without. The growth is faster than
-//! linear because TensorFlow's protocol gives every task the whole cluster: each
-//! `CreateContext` carries the full `ClusterDef` and every device the task may see. So the
-//! client encodes the shared `ServerDef` and each device once for all tasks, and a
-//! [`TaskServer`] decodes a `CreateContext` lean (the cluster checked straight from its bytes,
-//! only the device names kept). One task server as its own process serves within a few
-//! milliseconds of starting and holds about 4.3 MB resident (a `tf.distribute.Server`:
-//! seconds and ~530 MB). Every connection has `TCP_NODELAY` on both ends; without it each
-//! small RPC waits ~40 ms for a delayed ACK.
+//! README and `docs/benchmarks.md` have the tables): connecting to 16 task servers in one
+//! process on loopback (discovery and context creation included) takes about 2.4 ms, where
+//! TensorFlow's Python client takes about 81 ms for 16 TensorFlow servers in one process;
+//! 64 tasks take about 10 ms, 256 about 57 ms and 1,024 about 400 ms with ParameterServerStrategy
+//! filters and 500 ms without, 2.1× and 2.6× what bare tonic takes in the same run to dial and
+//! make two small RPCs per task. The growth is faster than linear because TensorFlow's protocol
+//! gives every task the whole cluster: each `CreateContext` carries the full `ClusterDef` and
+//! every device the task may see. So the client encodes the shared `ServerDef` and each device
+//! once for all tasks, and a [`TaskServer`] decodes a `CreateContext` lean (from its whole
+//! bytes, the cluster checked straight from them, only the device names kept). One task
+//! server as its own process serves within a few milliseconds of starting and holds about
+//! 8 MB resident (a `tf.distribute.Server`: seconds and ~530 MB). Every connection has
+//! `TCP_NODELAY` on both ends; without it each small RPC waits ~40 ms for a delayed ACK.
 //!
 //! mTLS costs a TLS 1.3 handshake per task (ECDSA P-256 certificates, both sides verified):
 //! `benches/connect.rs` (`connect_mtls`) connects to 16 task servers in about 13 ms with mTLS
