@@ -16,6 +16,7 @@ mod ops;
 mod options;
 mod releases;
 mod remote_tensor;
+mod rendezvous_fetch;
 mod requests;
 mod reset;
 mod target;

@@ -2,7 +2,7 @@
 //! written to TensorFlow's `TensorProto`.
 
 mod display;
-mod element;
+pub(crate) mod element;
 mod error;
 mod proto;
 

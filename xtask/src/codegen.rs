@@ -66,6 +66,8 @@ fn generate(proto_dir: &Path, out: &Path) -> Result<(), String> {
         .build_server(true)
         .build_transport(false)
         .btree_map(".")
+        // A large tensor's bytes stay in the buffer they arrived in (no copy on decode).
+        .bytes(".tensorflow.TensorProto.tensor_content")
         .client_mod_attribute(".", GRPC_GATE)
         .client_mod_attribute(".", GRPC_DOC_GATE)
         .server_mod_attribute(".", GRPC_GATE)

@@ -375,8 +375,8 @@ pub struct TensorProto {
     #[prost(int32, tag = "3")]
     pub version_number: i32,
     /// The elements as raw little-endian bytes (numeric dtypes).
-    #[prost(bytes = "vec", tag = "4")]
-    pub tensor_content: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "bytes", tag = "4")]
+    pub tensor_content: ::prost::bytes::Bytes,
     /// DT_HALF and DT_BFLOAT16 elements, one 16-bit pattern per int32.
     #[prost(int32, repeated, tag = "13")]
     pub half_val: ::prost::alloc::vec::Vec<i32>,
@@ -658,6 +658,37 @@ pub struct GetStatusResponse {
     #[prost(message, repeated, tag = "1")]
     pub device_attributes: ::prost::alloc::vec::Vec<DeviceAttributes>,
 }
+/// Asks a worker for the tensor a `_Send` op put in its rendezvous.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RecvTensorRequest {
+    /// The rendezvous: an eager context's is its context id.
+    #[prost(int64, tag = "1")]
+    pub step_id: i64,
+    /// "src_device;src_incarnation (16 hex digits);dst_device;tensor_name;frame:iter".
+    #[prost(string, tag = "2")]
+    pub rendezvous_key: ::prost::alloc::string::String,
+    /// Whether the tensor may be sent by DMA (false over gRPC).
+    #[prost(bool, tag = "3")]
+    pub dma_ok: bool,
+    /// Fields 4-6 (localities, transport options) are not used.
+    /// Distinguishes retries of one request.
+    #[prost(int64, tag = "7")]
+    pub request_id: i64,
+}
+/// The tensor a RecvTensor asked for.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RecvTensorResponse {
+    #[prost(message, optional, tag = "1")]
+    pub tensor: ::core::option::Option<TensorProto>,
+    /// A tensor of a branch not taken (graph control flow; not in eager mode).
+    #[prost(bool, tag = "2")]
+    pub is_dead: bool,
+    #[prost(int64, tag = "3")]
+    pub send_start_micros: i64,
+    /// Field 4 (transport options) is not used.
+    #[prost(bool, tag = "5")]
+    pub require_ack: bool,
+}
 /// Generated client implementations.
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
@@ -767,6 +798,31 @@ pub mod worker_service_client {
                 .insert(GrpcMethod::new("tensorflow.WorkerService", "GetStatus"));
             self.inner.unary(req, path, codec).await
         }
+        /// Receives a tensor from the worker's rendezvous.
+        pub async fn recv_tensor(
+            &mut self,
+            request: impl tonic::IntoRequest<super::RecvTensorRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::RecvTensorResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/tensorflow.WorkerService/RecvTensor",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("tensorflow.WorkerService", "RecvTensor"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -790,6 +846,14 @@ pub mod worker_service_server {
             request: tonic::Request<super::GetStatusRequest>,
         ) -> std::result::Result<
             tonic::Response<super::GetStatusResponse>,
+            tonic::Status,
+        >;
+        /// Receives a tensor from the worker's rendezvous.
+        async fn recv_tensor(
+            &self,
+            request: tonic::Request<super::RecvTensorRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::RecvTensorResponse>,
             tonic::Status,
         >;
     }
@@ -901,6 +965,51 @@ pub mod worker_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = GetStatusSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/tensorflow.WorkerService/RecvTensor" => {
+                    #[allow(non_camel_case_types)]
+                    struct RecvTensorSvc<T: WorkerService>(pub Arc<T>);
+                    impl<
+                        T: WorkerService,
+                    > tonic::server::UnaryService<super::RecvTensorRequest>
+                    for RecvTensorSvc<T> {
+                        type Response = super::RecvTensorResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::RecvTensorRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as WorkerService>::recv_tensor(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = RecvTensorSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

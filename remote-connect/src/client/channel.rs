@@ -14,6 +14,11 @@ use super::Transport;
 use crate::error::{TaskError, describe};
 use crate::server::MAX_MESSAGE_SIZE;
 
+/// The largest HTTP/2 frame a task may send this client: 1 MiB. Fetching 100 MB from a
+/// TensorFlow worker took 150–290 ms at the default 16 KiB frames and about 110 ms at 1 MiB
+/// (measured in the same run; 16 MiB gained little more).
+const MAX_FRAME_SIZE: u32 = 1 << 20;
+
 /// The deadlines of one operation: each RPC gets `rpc`, cut short by the operation's end; and
 /// a cap on RPCs in flight.
 #[derive(Clone, Debug)]
@@ -74,6 +79,9 @@ impl Deadline {
             // round trip; let the window grow with the measured bandwidth-delay product, as
             // gRPC C++ (BDP probing) does.
             .http2_adaptive_window(true)
+            // And let peers send large frames: at HTTP/2's default 16 KiB a 100 MB tensor is
+            // 6,100 frames, each its own trip through the connection's reader.
+            .max_frame_size(MAX_FRAME_SIZE)
             .connect_timeout(timeout);
         let connect = async {
             let _permit = self.permits.acquire().await;

@@ -255,7 +255,7 @@ impl Batch {
 }
 
 /// The task, address and channel that run ops on `device`.
-fn target(
+pub(super) fn target(
     snapshot: &Snapshot,
     device: &DeviceHandle,
 ) -> Result<(TaskId, String, TaskChannel), Error> {
@@ -311,7 +311,12 @@ fn operation(step: &Step, context_id: u64) -> Result<Operation, Error> {
     })
 }
 
-fn op_failure(task: &TaskId, address: &str, ops: Vec<String>, error: TaskError) -> Error {
+pub(super) fn op_failure(
+    task: &TaskId,
+    address: &str,
+    ops: Vec<String>,
+    error: TaskError,
+) -> Error {
     Error::Op(Box::new(OpFailure {
         task: task.clone(),
         address: address.to_owned(),

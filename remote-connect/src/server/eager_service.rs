@@ -20,11 +20,11 @@ use prost::Message;
 
 pub(crate) struct Eager(pub(crate) Arc<TaskState>);
 
-/// The answer to every operation-running method: a TensorFlow client raises
-/// `UnimplementedError` on it instead of waiting.
-fn not_served(method: &str) -> Status {
+/// The answer to every operation-running method (`Service.Method`): a TensorFlow client
+/// raises `UnimplementedError` on it instead of waiting.
+pub(crate) fn not_served(method: &str) -> Status {
     Status::unimplemented(format!(
-        "EagerService.{method} is not served by this tfcluster TaskServer: its devices can be \
+        "{method} is not served by this tfcluster TaskServer: its devices can be \
          discovered and given contexts, but it runs no operations"
     ))
 }
@@ -72,7 +72,7 @@ impl EagerService for Eager {
         &self,
         _request: Request<EnqueueRequest>,
     ) -> Result<Response<EnqueueResponse>, Status> {
-        Err(not_served("Enqueue"))
+        Err(not_served("EagerService.Enqueue"))
     }
 
     type StreamingEnqueueStream = tokio_stream::Empty<Result<EnqueueResponse, Status>>;
@@ -81,21 +81,21 @@ impl EagerService for Eager {
         &self,
         _request: Request<Streaming<EnqueueRequest>>,
     ) -> Result<Response<Self::StreamingEnqueueStream>, Status> {
-        Err(not_served("StreamingEnqueue"))
+        Err(not_served("EagerService.StreamingEnqueue"))
     }
 
     async fn wait_queue_done(
         &self,
         _request: Request<WaitQueueDoneRequest>,
     ) -> Result<Response<WaitQueueDoneResponse>, Status> {
-        Err(not_served("WaitQueueDone"))
+        Err(not_served("EagerService.WaitQueueDone"))
     }
 
     async fn run_component_function(
         &self,
         _request: Request<RunComponentFunctionRequest>,
     ) -> Result<Response<RunComponentFunctionResponse>, Status> {
-        Err(not_served("RunComponentFunction"))
+        Err(not_served("EagerService.RunComponentFunction"))
     }
 
     async fn keep_alive(

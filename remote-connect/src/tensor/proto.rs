@@ -1,6 +1,7 @@
 //! [`Tensor`] to and from TensorFlow's `TensorProto`: both encodings TensorFlow writes
 //! (`tensor_content`, and the typed `*_val` fields) are read; `tensor_content` is written.
 
+use bytes::Bytes;
 use cluster_proto::tensor_shape_proto::Dim;
 use cluster_proto::{DataType, TensorProto, TensorShapeProto};
 
@@ -28,7 +29,7 @@ impl Tensor {
             ..TensorProto::default()
         };
         match &self.data {
-            Data::Packed(bytes) => proto.tensor_content = bytes.clone(),
+            Data::Packed(bytes) => proto.tensor_content = Bytes::from(bytes.clone()),
             Data::Strings(strings) => proto.string_val = strings.clone(),
         }
         proto
@@ -51,7 +52,8 @@ impl Tensor {
     }
 
     /// As [`from_proto`](Self::from_proto), taking the proto so that `tensor_content` is
-    /// kept rather than copied (large tensors fetched from a worker).
+    /// kept rather than copied (large tensors fetched from a worker): when the proto holds the
+    /// only reference to the buffer its bytes arrived in, the tensor takes that buffer over.
     ///
     /// # Errors
     ///
@@ -62,7 +64,7 @@ impl Tensor {
     }
 
     /// Reads `proto`, whose `tensor_content` is `content` when taken out of it.
-    fn read(proto: &TensorProto, content: Option<Vec<u8>>) -> Result<Self, TensorError> {
+    fn read(proto: &TensorProto, content: Option<Bytes>) -> Result<Self, TensorError> {
         let dtype = DataType::try_from(proto.dtype)
             .map_err(|_| TensorError::InvalidProto(format!("unknown dtype {}", proto.dtype)))?;
         let shape = shape_of(proto.tensor_shape.as_ref())?;
@@ -131,7 +133,7 @@ pub(crate) fn shape_of(proto: Option<&TensorShapeProto>) -> Result<Vec<u64>, Ten
 
 fn packed(
     proto: &TensorProto,
-    content: Vec<u8>,
+    content: Bytes,
     dtype: DataType,
     w: usize,
     n: u64,
@@ -144,7 +146,8 @@ fn packed(
                 content.len()
             )));
         }
-        return Ok(content);
+        // Without a copy when `content` is the buffer's only reference.
+        return Ok(Vec::from(content));
     }
     use DataType as D;
     let values: Vec<u8> = match dtype {

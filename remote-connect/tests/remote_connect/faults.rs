@@ -14,7 +14,9 @@ use cluster_proto::eager::{
     UpdateContextResponse, WaitQueueDoneRequest, WaitQueueDoneResponse,
 };
 use cluster_proto::worker_service_server::{WorkerService, WorkerServiceServer};
-use cluster_proto::{DeviceAttributes, GetStatusRequest, GetStatusResponse};
+use cluster_proto::{
+    DeviceAttributes, GetStatusRequest, GetStatusResponse, RecvTensorRequest, RecvTensorResponse,
+};
 use cluster_resolver::SimpleClusterResolver;
 use cluster_spec::ClusterSpec;
 use device_filter::ClusterDeviceFilters;
@@ -245,6 +247,13 @@ impl WorkerService for Refusing {
                 ..DeviceAttributes::default()
             }],
         }))
+    }
+
+    async fn recv_tensor(
+        &self,
+        _request: Request<RecvTensorRequest>,
+    ) -> Result<Response<RecvTensorResponse>, Status> {
+        Err(refused())
     }
 }
 

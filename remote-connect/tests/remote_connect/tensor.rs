@@ -148,7 +148,7 @@ fn typed_fields_fill_as_tensorflow_does() {
         "invalid TensorProto: dimension size -1"
     );
     let short = TensorProto {
-        tensor_content: vec![0; 5],
+        tensor_content: vec![0; 5].into(),
         ..proto(vec![], &[2])
     };
     assert_eq!(
@@ -198,7 +198,7 @@ fn small_protos_cannot_ask_for_huge_tensors() {
     let overrun = TensorProto {
         dtype: DataType::DtString as i32,
         tensor_shape: dims(2),
-        tensor_content: vec![5, 1, b'a'],
+        tensor_content: vec![5, 1, b'a'].into(),
         ..TensorProto::default()
     };
     assert_eq!(
