@@ -200,7 +200,7 @@ fn every_field_matches_tensorflow_2_21() {
     }
     // Guards against an empty descriptor set passing vacuously.
     assert!(
-        checked >= 150 && paths.len() == 9 && enums >= 1,
+        checked >= 150 && paths.len() == 10 && enums >= 1,
         "{checked} fields, {} paths, {enums} enums",
         paths.len()
     );
