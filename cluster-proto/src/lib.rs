@@ -3,6 +3,7 @@
 //! The bottom layer of the tfcluster workspace. It holds the protobuf messages TensorFlow 2.21
 //! puts on the wire for cluster descriptions ([`ClusterDef`], [`ServerDef`]), device filters
 //! ([`ClusterDeviceFilters`]), device discovery ([`GetStatusResponse`], [`DeviceAttributes`]),
+//! tensor transfer from a worker ([`RecvTensorRequest`], [`RecvTensorResponse`]),
 //! remote eager contexts and the operations run in them ([`eager`]), and the values those
 //! operations carry ([`TensorProto`], [`TensorShapeProto`], [`DataType`], [`AttrValue`]), with
 //! TensorFlow's packages, message names and field numbers. Depend on it directly only if you speak TensorFlow's protocol yourself; most users
