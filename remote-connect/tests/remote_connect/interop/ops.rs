@@ -514,11 +514,17 @@ async fn results_equal_python_tensorflow_on_the_same_cluster() {
 }
 
 /// Tensors of 1 MiB and more come back through `_Send` and `RecvTensor`, from every task,
-/// with their dtype, shape and values; smaller ones through `Identity`, as before.
+/// with their dtype, shape and values; smaller ones through `Identity`, as before. Worker 1
+/// sees only itself (device filters): the receiving device it is told of is not among its
+/// devices, and it sends all the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_tensors_are_fetched_through_the_rendezvous() {
     let (mut tf, spec) = tf_cluster(&[("worker", 2)]);
-    let ctx = connect(&spec, None).await;
+    let mut filters = ClusterDeviceFilters::default();
+    filters
+        .set_device_filters("worker", 1, ["/job:worker/task:1"])
+        .unwrap();
+    let ctx = connect(&spec, Some(filters)).await;
     for name in [W0, W1] {
         let device = ctx.device(name).unwrap();
         // 4 MB of f32, 1000 × 1000.
