@@ -196,15 +196,16 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //!
 //! Measured on a 2-core machine (`benches/connect.rs`, `examples/task_server.rs`; the workspace
 //! README and `docs/benchmarks.md` have the tables): connecting to 16 task servers in one
-//! process on loopback (discovery and context creation included) takes about 2.4 ms, where
-//! TensorFlow's Python client takes about 81 ms for 16 TensorFlow servers in one process;
-//! 64 tasks take about 10 ms, 256 about 57 ms and 1,024 about 400 ms with ParameterServerStrategy
-//! filters and 500 ms without, 2.1× and 2.6× what bare tonic takes in the same run to dial and
-//! make two small RPCs per task. The growth is faster than linear because TensorFlow's protocol
-//! gives every task the whole cluster: each `CreateContext` carries the full `ClusterDef` and
-//! every device the task may see. So the client encodes the shared `ServerDef` and each device
-//! once for all tasks, and a [`TaskServer`] decodes a `CreateContext` lean (from its whole
-//! bytes, the cluster checked straight from them, only the device names kept). One task
+//! process on loopback (discovery and context creation included) takes about 2 ms, within
+//! 1.2× of bare tonic dialling and making two small RPCs to each, where TensorFlow's Python
+//! client takes 32–95 ms for 16 TensorFlow servers in one process; 64 tasks take about 9 ms,
+//! 256 about 52 ms and 1,024 about 310 ms with ParameterServerStrategy filters and 370 ms
+//! without, 1.8× and 2.2× bare tonic in the same run. The growth is faster than linear
+//! because TensorFlow's protocol gives every task the whole cluster: each `CreateContext`
+//! carries the full `ClusterDef` and every device the task may see. So the client encodes the
+//! shared `ServerDef` and each device once for all tasks, and a [`TaskServer`] decodes a
+//! `CreateContext` lean (from its whole bytes, the cluster checked straight from them, only
+//! the device names kept). One task
 //! server as its own process serves within a few milliseconds of starting and holds about
 //! 8 MB resident (a `tf.distribute.Server`: seconds and ~530 MB). Every connection has
 //! `TCP_NODELAY` on both ends; without it each small RPC waits ~40 ms for a delayed ACK.
