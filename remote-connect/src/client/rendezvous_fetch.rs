@@ -27,8 +27,11 @@ impl Context {
         let (task, address, channel) = target(&snapshot, device)?;
         let incarnation = self.device_attributes(device)?.incarnation;
         // The receiving device only names the transfer: any device of this process.
-        let local = snapshot.devices[..snapshot.local_devices]
-            .first()
+        let local = snapshot
+            .devices
+            .iter()
+            .take(snapshot.local_devices)
+            .next()
             .map(|(_, a)| a.name.clone())
             .ok_or(Error::NotConnected)?;
         let name = format!("tfcluster_fetch_{}", self.next_op_id());
