@@ -12,8 +12,8 @@ use super::discovery::Remote;
 use super::local::Local;
 use super::requests::Blueprint;
 use super::visible::Sent;
-use super::{ConnectOptions, TaskChannel};
-use crate::TaskId;
+use super::{ConnectOptions, DeviceHandle, TaskChannel};
+use crate::{Error, TaskId};
 
 /// One remote task of a connection.
 #[derive(Clone, Debug)]
@@ -120,5 +120,27 @@ impl Snapshot {
             rpc_timeout: connection.options.rpc_timeout,
             default_device: connection.default_device.clone(),
         }
+    }
+
+    /// Fails for a handle from another context than this snapshot's.
+    pub(crate) fn check_current(&self, handle: &DeviceHandle) -> Result<(), Error> {
+        if self.context_id != handle.context_id() {
+            return Err(Error::StaleDevice {
+                name: handle.name().to_owned(),
+                handle_context: handle.context_id(),
+                current_context: self.context_id,
+            });
+        }
+        Ok(())
+    }
+
+    /// The device `handle` names, if the handle is from this snapshot's context.
+    pub(crate) fn attributes(&self, handle: &DeviceHandle) -> Result<&DeviceAttributes, Error> {
+        self.check_current(handle)?;
+        self.devices
+            .iter()
+            .find(|(_, a)| a.name == handle.name())
+            .map(|(_, a)| a)
+            .ok_or_else(|| Error::UnknownDevice(handle.name().to_owned()))
     }
 }

@@ -286,20 +286,7 @@ impl Context {
     /// [`Error::StaleDevice`] for a handle from before a full reconnect;
     /// [`Error::UnknownDevice`] when an update removed the device's task.
     pub fn device_attributes(&self, handle: &DeviceHandle) -> Result<DeviceAttributes, Error> {
-        let snapshot = self.snapshot();
-        if snapshot.context_id != handle.context_id {
-            return Err(Error::StaleDevice {
-                name: handle.name.clone(),
-                handle_context: handle.context_id,
-                current_context: snapshot.context_id,
-            });
-        }
-        snapshot
-            .devices
-            .iter()
-            .find(|(_, a)| a.name == handle.name)
-            .map(|(_, a)| a.clone())
-            .ok_or_else(|| Error::UnknownDevice(handle.name.clone()))
+        self.snapshot().attributes(handle).cloned()
     }
 
     /// The devices remote task `task` was given (after its filters): all it may use.

@@ -259,13 +259,7 @@ pub(super) fn target(
     snapshot: &Snapshot,
     device: &DeviceHandle,
 ) -> Result<(TaskId, String, TaskChannel), Error> {
-    if device.context_id() != snapshot.context_id {
-        return Err(Error::StaleDevice {
-            name: device.name().to_owned(),
-            handle_context: device.context_id(),
-            current_context: snapshot.context_id,
-        });
-    }
+    snapshot.check_current(device)?;
     let parsed: DeviceName = device.name().parse()?;
     let task = TaskId::new(
         parsed.job().unwrap_or_default(),

@@ -25,7 +25,7 @@ impl Context {
     ) -> Result<Tensor, Error> {
         let snapshot = self.snapshot();
         let (task, address, channel) = target(&snapshot, device)?;
-        let incarnation = self.device_attributes(device)?.incarnation;
+        let incarnation = snapshot.attributes(device)?.incarnation;
         // The receiving device only names the transfer: any device of this process.
         let local = snapshot
             .devices
