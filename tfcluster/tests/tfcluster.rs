@@ -184,3 +184,6 @@ mod run;
 
 #[path = "tfcluster/train.rs"]
 mod train;
+
+#[path = "tfcluster/attacks.rs"]
+mod attacks;

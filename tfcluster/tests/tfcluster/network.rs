@@ -15,6 +15,13 @@ pub(crate) struct Served {
     pub(crate) address: String,
 }
 
+impl Served {
+    /// The process id of the `tfcluster serve` process.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -30,8 +37,20 @@ fn serve(job: &str, task: u32) -> Served {
 
 /// [`serve`] with more arguments.
 pub(crate) fn serve_with(job: &str, task: u32, more: &[&str]) -> Served {
+    serve_under(
+        Command::new(env!("CARGO_BIN_EXE_tfcluster")),
+        job,
+        task,
+        more,
+    )
+}
+
+/// [`serve_with`] started by `command`: the binary itself, or a wrapper that execs it with
+/// the arguments that follow (`prlimit --nofile=1024:20000 -- BINARY`, which keeps the pid).
+/// Its stderr goes where `command` sends it (inherited unless set).
+pub(crate) fn serve_under(mut command: Command, job: &str, task: u32, more: &[&str]) -> Served {
     let cluster = format!(r#"{{"{job}": {{"{task}": "localhost:0"}}}}"#);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tfcluster"))
+    let mut child = command
         .args([
             "serve",
             "--cluster",
@@ -44,7 +63,6 @@ pub(crate) fn serve_with(job: &str, task: u32, more: &[&str]) -> Served {
         .args(["--bind", "127.0.0.1:0"])
         .args(more)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
         .spawn()
         .expect("the binary runs");
     let mut line = String::new();

@@ -1,0 +1,563 @@
+//! Attacks on a `tfcluster serve` process (issue 23), each bounded in count and time: 100,000
+//! partial streams on one connection, 6,000 idle connections under a 1,024-descriptor limit, a
+//! compressed CreateContext that inflates to 30 MB, 100,000 contexts without keep-alive, and
+//! 5,000 refused connections. Each measures the server from outside (`/proc`) and holds it to
+//! the same targets:
+//!
+//! - resident memory at most 256 MB during the attack, and at most 64 MB within 10 s after
+//!   the attack's connections close (1 MB = 10^6 bytes);
+//! - a legitimate `tfcluster connect --timeout 1s` succeeds while the attack's connections are
+//!   still open;
+//! - less than 0.2 s of CPU over 2 s of idle afterwards.
+//!
+//! Every figure is printed as it is taken (`--nocapture` shows them), and a failure names every
+//! target missed, not only the first. The attacks take turns: on a 2-core machine two at once
+//! would measure each other.
+
+use std::fmt::Display;
+use std::fs::File;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::network::{Served, serve_under};
+use super::tfcluster;
+
+#[path = "process_meter.rs"]
+mod process_meter;
+#[path = "raw_http2.rs"]
+mod raw_http2;
+
+use process_meter::{MB, PeakRss, cpu_over, cpu_time, rss, settle_rss};
+use raw_http2::{PREFACE, RawConnection, grpc_request_headers, open_stream};
+
+/// The most resident memory the server may hold during an attack.
+const PEAK_TARGET: u64 = 256 * MB;
+/// What it must be back to after the attack's connections close ...
+const AFTER_TARGET: u64 = 64 * MB;
+/// ... within this long.
+const SETTLE_WITHIN: Duration = Duration::from_secs(10);
+/// Idle, the server spends less than `IDLE_CPU_TARGET` of CPU over `IDLE_WINDOW`.
+const IDLE_WINDOW: Duration = Duration::from_secs(2);
+const IDLE_CPU_TARGET: Duration = Duration::from_millis(200);
+
+/// The served task's name, which a refused client's error names.
+const TASK: &str = "/job:worker/replica:0/task:0";
+
+/// Held by the attack running; the others wait their turn.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn take_turn() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / MB as f64)
+}
+
+/// An attack's figures, printed as they are taken, and the targets it missed.
+struct Report {
+    attack: &'static str,
+    missed: Vec<String>,
+}
+
+impl Report {
+    fn new(attack: &'static str) -> Self {
+        eprintln!("[{attack}] started");
+        Self {
+            attack,
+            missed: Vec::new(),
+        }
+    }
+
+    fn figure(&self, what: &str, value: impl Display) {
+        eprintln!("[{}] {what}: {value}", self.attack);
+    }
+
+    /// Records `missed` unless `met`.
+    fn require(&mut self, met: bool, missed: impl FnOnce() -> String) {
+        if !met {
+            let missed = missed();
+            eprintln!("[{}] MISSED: {missed}", self.attack);
+            self.missed.push(missed);
+        }
+    }
+
+    /// Fails, naming every target missed.
+    fn finish(self) {
+        assert!(
+            self.missed.is_empty(),
+            "{}: {} target(s) missed:\n  - {}",
+            self.attack,
+            self.missed.len(),
+            self.missed.join("\n  - ")
+        );
+    }
+}
+
+/// A `tfcluster serve` process under attack; its stderr goes to a file.
+struct Target {
+    served: Served,
+    addr: SocketAddr,
+    pid: u32,
+    log: PathBuf,
+}
+
+impl Target {
+    /// Serves task worker:0 on a free loopback port with `more` arguments, under a soft
+    /// RLIMIT_NOFILE of `soft_nofile` if given (through util-linux's `prlimit`, which execs
+    /// the binary: the pid stays the server's). RUST_LOG is unset: the default log level.
+    fn serve(attack: &str, soft_nofile: Option<u32>, more: &[&str]) -> Self {
+        let log = std::env::temp_dir().join(format!(
+            "tfcluster-attack-{attack}-{}.log",
+            std::process::id()
+        ));
+        let binary = env!("CARGO_BIN_EXE_tfcluster");
+        let mut command = match soft_nofile {
+            Some(soft) => {
+                let mut prlimit = Command::new("prlimit");
+                prlimit
+                    .arg(format!("--nofile={soft}:"))
+                    .args(["--", binary]);
+                prlimit
+            }
+            None => Command::new(binary),
+        };
+        command
+            .env_remove("RUST_LOG")
+            .stderr(File::create(&log).expect("a log file in the temp dir"));
+        let served = serve_under(command, "worker", 0, more);
+        let addr = served.address.parse().expect("a socket address");
+        let pid = served.pid();
+        Self {
+            served,
+            addr,
+            pid,
+            log,
+        }
+    }
+
+    /// The server's stderr so far, line by line.
+    fn log_lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// `tfcluster connect --timeout 1s` to the one task at `address`: its output and how long
+/// the whole command took.
+fn legit_connect(address: &str) -> (Output, Duration) {
+    let cluster = format!(r#"{{"worker": ["{address}"]}}"#);
+    let started = Instant::now();
+    let out = tfcluster(&["connect", "--cluster", &cluster, "--timeout", "1s"]);
+    (out, started.elapsed())
+}
+
+/// The server during an attack: its memory, sampled, and the CPU time it had at the start.
+struct Watch {
+    rss: PeakRss,
+    cpu_before: Duration,
+}
+
+/// Before the attack: the server's memory, and a watch on it from now on.
+fn watch(report: &Report, target: &Target) -> Watch {
+    report.figure("RSS before the attack", mb(rss(target.pid).unwrap_or(0)));
+    Watch {
+        rss: PeakRss::watch(target.pid),
+        cpu_before: cpu_time(target.pid).unwrap_or_default(),
+    }
+}
+
+/// A legitimate client while the attack's connections are open: it must connect.
+fn connect_during(report: &mut Report, target: &Target) {
+    let (out, took) = legit_connect(&target.served.address);
+    let ok = out.status.success();
+    let outcome = if ok { "succeeded" } else { "FAILED" };
+    report.figure(
+        "legit connect during the attack",
+        format!("{outcome} in {took:.2?}"),
+    );
+    report.require(ok, || {
+        format!(
+            "a legitimate `tfcluster connect --timeout 1s` during the attack failed after \
+             {took:.2?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    });
+}
+
+/// The attack is over: its peak memory at most 256 MB.
+fn check_peak(report: &mut Report, target: &Target, watch: Watch) {
+    let (peak, killed) = watch.rss.stop();
+    if let Some(cpu) = cpu_time(target.pid) {
+        let spent = cpu.saturating_sub(watch.cpu_before);
+        report.figure("server CPU during the attack", format!("{spent:.2?}"));
+    }
+    report.figure("peak RSS during the attack", mb(peak));
+    report.require(peak <= PEAK_TARGET && !killed, || {
+        let killed = if killed {
+            " (the test killed the server there)"
+        } else {
+            ""
+        };
+        format!(
+            "peak RSS during the attack was {}{killed}, over the {} target",
+            mb(peak),
+            mb(PEAK_TARGET)
+        )
+    });
+}
+
+/// The attack's connections are closed: memory back to at most 64 MB within 10 s, then less
+/// than 0.2 s of CPU over 2 s.
+fn check_aftermath(report: &mut Report, target: &Target) {
+    let (after, took) = settle_rss(target.pid, AFTER_TARGET, SETTLE_WITHIN);
+    let Some(after) = after else {
+        report.figure("RSS after the attack", "the server is gone");
+        report.require(false, || "the server did not survive the attack".to_owned());
+        return;
+    };
+    report.figure(
+        "RSS after the attack",
+        format!("{} ({took:.1?} after its connections closed)", mb(after)),
+    );
+    report.require(after <= AFTER_TARGET, || {
+        format!(
+            "RSS {took:.1?} after the attack's connections closed was {}, over the {} target",
+            mb(after),
+            mb(AFTER_TARGET)
+        )
+    });
+    let cpu = cpu_over(target.pid, IDLE_WINDOW);
+    report.figure(
+        "CPU while idle after the attack",
+        format!("{cpu:.2?} over {IDLE_WINDOW:?}"),
+    );
+    report.require(cpu < IDLE_CPU_TARGET, || {
+        format!(
+            "the idle server used {cpu:.2?} of CPU over {IDLE_WINDOW:?} after the attack, \
+             {IDLE_CPU_TARGET:?} at most"
+        )
+    });
+    report.figure("server log", format!("{} lines", target.log_lines().len()));
+}
+
+/// HTTP/2's flow control gives the attack no more, and lets the server drop it: 100,000
+/// streams on one connection, each a POST to a TensorFlow method with a partial gRPC message
+/// (300 bytes declared, 150 sent), none ever ended, written as fast as the socket takes them.
+#[test]
+fn attack_partial_streams_on_one_connection() {
+    const STREAMS: u32 = 100_000;
+    const BOUND: Duration = Duration::from_secs(15);
+    let _turn = take_turn();
+    let mut report = Report::new("partial streams");
+    let target = Target::serve("streams", None, &[]);
+    let watch = watch(&report, &target);
+
+    let conn = RawConnection::open(target.addr).expect("connects");
+    let headers = [
+        "/tensorflow.WorkerService/GetStatus",
+        "/tensorflow.eager.EagerService/KeepAlive",
+    ]
+    .map(|path| grpc_request_headers(&target.served.address, path));
+    let mut data = vec![0u8];
+    data.extend_from_slice(&300u32.to_be_bytes());
+    data.extend_from_slice(&[0u8; 150]);
+
+    let started = Instant::now();
+    let (mut opened, mut waited) = (0u32, Duration::ZERO);
+    let mut batch = Vec::new();
+    let going = |conn: &RawConnection| {
+        let received = conn.received();
+        !received.closed && received.goaway.is_none() && !watch.rss.killed()
+    };
+    while opened < STREAMS && started.elapsed() < BOUND && going(&conn) {
+        if !conn.take_window(data.len()) {
+            // Wait for the server's WINDOW_UPDATE, as a client must.
+            if !batch.is_empty() {
+                conn.send(std::mem::take(&mut batch));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            waited += Duration::from_millis(1);
+            continue;
+        }
+        let stream = 2 * opened + 1;
+        open_stream(stream, &headers[opened as usize % 2], &data, &mut batch);
+        opened += 1;
+        if batch.len() >= 16 << 10 {
+            conn.send(std::mem::take(&mut batch));
+        }
+    }
+    conn.send(batch);
+    report.figure(
+        "streams opened",
+        format!(
+            "{opened} in {:.1?} ({waited:.1?} waiting for flow control)",
+            started.elapsed()
+        ),
+    );
+    // Whatever is still queued reaches the server first.
+    std::thread::sleep(Duration::from_millis(500));
+
+    connect_during(&mut report, &target);
+    let read = conn.bytes_read();
+    let received = conn.close();
+    report.figure(
+        "server's answer",
+        format!(
+            "SETTINGS_MAX_CONCURRENT_STREAMS {:?}, {} RST_STREAM, GOAWAY {:?}, connection \
+             closed by the server: {}, {read} bytes read",
+            received.max_concurrent_streams, received.rst_streams, received.goaway, received.closed
+        ),
+    );
+    check_peak(&mut report, &target, watch);
+    check_aftermath(&mut report, &target);
+    report.finish();
+}
+
+/// Connections that never finish (or never start) HTTP/2 do not exhaust the server's file
+/// descriptors: 5,000 idle TCP connections and 1,000 that send only the 24-byte preface,
+/// against a server whose soft RLIMIT_NOFILE is 1,024, held a few seconds. The server stays
+/// idle while they are held (no accept loop retrying at EMFILE) and a legitimate client gets in.
+#[test]
+fn attack_idle_connections_at_a_low_descriptor_limit() {
+    const CONNECTIONS: usize = 6_000;
+    const BOUND: Duration = Duration::from_secs(10);
+    let _turn = take_turn();
+    // This process holds the 6,000 client ends.
+    rlimit::increase_nofile_limit(20_000).expect("the open-file limit can be raised");
+    let mut report = Report::new("idle connections");
+    let target = Target::serve("idle", Some(1_024), &[]);
+    let watch = watch(&report, &target);
+
+    let started = Instant::now();
+    let mut held = Vec::with_capacity(CONNECTIONS);
+    let (mut failed, mut first_failure) = (0, None);
+    for i in 0..CONNECTIONS {
+        if started.elapsed() >= BOUND {
+            break;
+        }
+        match TcpStream::connect_timeout(&target.addr, Duration::from_millis(500)) {
+            Ok(mut stream) => {
+                // One in six sends the preface and nothing more.
+                if i % 6 == 5 {
+                    let _ = stream.write_all(PREFACE);
+                }
+                held.push(stream);
+            }
+            Err(e) => {
+                failed += 1;
+                first_failure.get_or_insert(e);
+            }
+        }
+    }
+    report.figure(
+        "connections opened",
+        format!(
+            "{} of {CONNECTIONS} in {:.1?} ({failed} failed: {first_failure:?})",
+            held.len(),
+            started.elapsed()
+        ),
+    );
+
+    connect_during(&mut report, &target);
+    let cpu = cpu_over(target.pid, IDLE_WINDOW);
+    report.figure(
+        "CPU while the idle connections are held",
+        format!("{cpu:.2?} over {IDLE_WINDOW:?}"),
+    );
+    report.require(cpu < IDLE_CPU_TARGET, || {
+        format!(
+            "the server used {cpu:.2?} of CPU over {IDLE_WINDOW:?} while idle connections were \
+             held, {IDLE_CPU_TARGET:?} at most"
+        )
+    });
+    let closed = held.iter().filter(|s| closed_by_peer(s)).count();
+    report.figure(
+        "connections the server had closed",
+        format!("{closed} of {}", held.len()),
+    );
+    drop(held);
+    check_peak(&mut report, &target, watch);
+    check_aftermath(&mut report, &target);
+    report.finish();
+}
+
+/// Whether the peer has closed `stream` (EOF or reset), without waiting.
+fn closed_by_peer(mut stream: &TcpStream) -> bool {
+    stream.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 64];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Refusals are not a log flood: 5,000 connections to a server that allows only 192.0.2.1
+/// (never this test's address) are each closed by the server, and its log says so in 1 to 10
+/// lines. A refused `tfcluster connect` during the flood fails within its timeout, naming the
+/// task and saying that the server closed the connection.
+#[test]
+fn attack_refused_connections() {
+    const CONNECTIONS: usize = 5_000;
+    const THREADS: usize = 4;
+    const BOUND: Duration = Duration::from_secs(15);
+    const MAX_LOG_LINES: usize = 10;
+    let _turn = take_turn();
+    let mut report = Report::new("refused connections");
+    let target = Target::serve("refused", None, &["--allow", "192.0.2.1"]);
+    let watch = watch(&report, &target);
+
+    let started = Instant::now();
+    let next = Arc::new(AtomicUsize::new(0));
+    let (closed, kept_open, failed) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let flood: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (next, closed, kept_open, failed) = (
+                next.clone(),
+                closed.clone(),
+                kept_open.clone(),
+                failed.clone(),
+            );
+            let addr = target.addr;
+            std::thread::spawn(move || {
+                while next.fetch_add(1, Ordering::Relaxed) < CONNECTIONS
+                    && started.elapsed() < BOUND
+                {
+                    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(1))
+                    else {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    };
+                    stream
+                        .set_read_timeout(Some(Duration::from_secs(1)))
+                        .unwrap();
+                    match stream.read(&mut [0u8; 64]) {
+                        Ok(0) => &closed,
+                        Err(e)
+                            if !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) =>
+                        {
+                            &closed
+                        }
+                        _ => &kept_open,
+                    }
+                    .fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+
+    std::thread::sleep(Duration::from_millis(200));
+    let (out, took) = legit_connect(&target.served.address);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    report.figure(
+        "refused connect during the flood",
+        format!(
+            "exit {:?} in {took:.2?}: {}",
+            out.status.code(),
+            stderr.trim()
+        ),
+    );
+    let names = format!("{TASK} at {}", target.served.address);
+    report.require(
+        out.status.code() == Some(1)
+            && stderr.contains(&names)
+            && stderr.to_lowercase().contains("closed the connection"),
+        || {
+            format!(
+                "a refused `tfcluster connect` should fail naming {names:?} and saying the \
+                 server closed the connection; it said: {}",
+                stderr.trim()
+            )
+        },
+    );
+    for thread in flood {
+        thread.join().unwrap();
+    }
+    let (closed, kept_open, failed) = (
+        closed.load(Ordering::Relaxed),
+        kept_open.load(Ordering::Relaxed),
+        failed.load(Ordering::Relaxed),
+    );
+    report.figure(
+        "connections",
+        format!(
+            "{closed} closed by the server, {kept_open} kept open past 1 s, {failed} failed to \
+             connect, in {:.1?}",
+            started.elapsed()
+        ),
+    );
+    report.require(closed + kept_open + failed == CONNECTIONS, || {
+        format!(
+            "the flood made {} of {CONNECTIONS} connections within {BOUND:?}",
+            closed + kept_open + failed
+        )
+    });
+    report.require(kept_open == 0 && failed == 0, || {
+        format!(
+            "of {CONNECTIONS} connections from outside the allow list, {kept_open} were kept \
+             open past 1 s and {failed} failed to connect; each should be accepted and closed"
+        )
+    });
+
+    check_peak(&mut report, &target, watch);
+    check_aftermath(&mut report, &target);
+    let lines = target.log_lines();
+    let about_refusals: Vec<String> = lines
+        .iter()
+        .map(|l| without_ansi_colours(l))
+        .filter(|l| l.to_lowercase().contains("refus"))
+        .collect();
+    report.figure(
+        "log lines about refusals",
+        format!("{} of {} lines", about_refusals.len(), lines.len()),
+    );
+    report.require((1..=MAX_LOG_LINES).contains(&about_refusals.len()), || {
+        format!(
+            "the server logged {} lines about refusals (matching \"refus\") for {} refused \
+                 connections; 1 to {MAX_LOG_LINES} expected. The first: {}",
+            about_refusals.len(),
+            closed,
+            about_refusals
+                .first()
+                .map(String::as_str)
+                .unwrap_or_default()
+        )
+    });
+    report.finish();
+}
+
+/// `line` without the ANSI colour sequences (`ESC [ ... m`) the server's log writes.
+fn without_ansi_colours(line: &str) -> String {
+    let mut plain = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|&c| c == 'm');
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
