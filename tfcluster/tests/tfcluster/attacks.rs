@@ -20,18 +20,26 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+
+use cluster_proto::eager::CreateContextRequest;
+use cluster_proto::eager::eager_service_client::EagerServiceClient;
+use cluster_proto::{DeviceAttributes, ServerDef};
+use tonic::codegen::Bytes;
 
 use super::network::{Served, serve_under};
 use super::tfcluster;
 
+#[path = "grpc_calls.rs"]
+mod grpc_calls;
 #[path = "process_meter.rs"]
 mod process_meter;
 #[path = "raw_http2.rs"]
 mod raw_http2;
 
+use grpc_calls::{channel, gzip_call, runtime};
 use process_meter::{MB, PeakRss, cpu_over, cpu_time, rss, settle_rss};
 use raw_http2::{PREFACE, RawConnection, grpc_request_headers, open_stream};
 
@@ -408,6 +416,243 @@ fn closed_by_peer(mut stream: &TcpStream) -> bool {
             Err(_) => return true,
         }
     }
+}
+
+/// A CreateContextRequest of 30 MB of empty devices (field 6, `cluster_device_attributes`,
+/// as the two bytes 0x32 0x00, 15 million times), gzip-compressed, in a gRPC message frame
+/// with the compression flag set.
+fn inflating_create_context() -> Bytes {
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let chunk = [0x32u8, 0x00].repeat(1 << 15);
+    for _ in 0..15_000_000 / (1 << 15) {
+        gzip.write_all(&chunk).unwrap();
+    }
+    gzip.write_all(&[0x32, 0x00].repeat(15_000_000 % (1 << 15)))
+        .unwrap();
+    let gzip = gzip.finish().unwrap();
+    let mut frame = vec![1u8];
+    frame.extend_from_slice(&u32::try_from(gzip.len()).unwrap().to_be_bytes());
+    frame.extend_from_slice(&gzip);
+    Bytes::from(frame)
+}
+
+/// A gzip bomb the size of a small request does not cost the server its decoded size: a
+/// 30 MB CreateContext sent as tens of KiB of gzip, 8 times at once. Each is answered (a gRPC
+/// error, RESOURCE_EXHAUSTED once limits exist, or success) within 10 s.
+#[test]
+fn attack_compressed_create_context_inflating_to_30_mb() {
+    const COPIES: usize = 8;
+    const DEADLINE: Duration = Duration::from_secs(10);
+    let _turn = take_turn();
+    let mut report = Report::new("gzip CreateContext");
+    let body = inflating_create_context();
+    report.figure(
+        "request",
+        format!("{} bytes of gzip inflating to 30,000,000", body.len()),
+    );
+    let target = Target::serve("gzip", None, &[]);
+    let watch = watch(&report, &target);
+
+    let rt = runtime();
+    let started = Instant::now();
+    let calls: Vec<_> = (0..COPIES)
+        .map(|_| {
+            rt.spawn(gzip_call(
+                target.addr,
+                "/tensorflow.eager.EagerService/CreateContext",
+                body.clone(),
+                DEADLINE,
+                started,
+            ))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    connect_during(&mut report, &target);
+    for (i, call) in calls.into_iter().enumerate() {
+        let (answer, at) = rt.block_on(call).expect("the call's task");
+        report.figure(&format!("answer {i}"), format!("{answer:?} at {at:.1?}"));
+        report.require(answer.is_ok(), || {
+            format!("CreateContext {i} of {COPIES} got no gRPC answer: {answer:?}")
+        });
+    }
+    drop(rt);
+    check_peak(&mut report, &target, watch);
+    check_aftermath(&mut report, &target);
+    report.finish();
+}
+
+/// A CreateContextRequest as a TensorFlow client sends worker:0 of the cluster
+/// `{"worker": [address, "localhost:1"]}`: the ServerDef, and the cluster's devices (the
+/// other task's with `physical_device_desc` set to `desc`), without keep-alive.
+fn create_context_request(address: &str, desc: &str) -> CreateContextRequest {
+    let cluster = format!(r#"{{"worker": ["{address}", "localhost:1"]}}"#);
+    let device = |task: u32, desc: &str| DeviceAttributes {
+        name: format!("/job:worker/replica:0/task:{task}/device:CPU:0"),
+        device_type: "CPU".to_owned(),
+        memory_limit: 268_435_456,
+        incarnation: 7 + u64::from(task),
+        physical_device_desc: desc.to_owned(),
+        xla_global_id: -1,
+        ..DeviceAttributes::default()
+    };
+    CreateContextRequest {
+        server_def: Some(ServerDef {
+            cluster: Some(
+                cluster_spec::ClusterSpec::from_json(&cluster)
+                    .unwrap()
+                    .as_cluster_def(),
+            ),
+            job_name: "worker".to_owned(),
+            task_index: 0,
+            protocol: "grpc".to_owned(),
+            ..ServerDef::default()
+        }),
+        keep_alive_secs: 0,
+        cluster_device_attributes: vec![device(0, ""), device(1, desc)],
+        ..CreateContextRequest::default()
+    }
+}
+
+/// Outcomes of the CreateContext calls.
+#[derive(Default)]
+struct Tally {
+    ok: u64,
+    resource_exhausted: u64,
+    other: u64,
+    first_other: Option<String>,
+}
+
+/// How many CreateContexts a contexts attack sends, and how.
+struct ContextFlood {
+    attack: &'static str,
+    /// Contexts to create (ids 1 to `contexts`).
+    contexts: u64,
+    /// The `physical_device_desc` of the other task's device in each request.
+    desc_len: usize,
+    connections: usize,
+    /// Calls in flight on each connection.
+    in_flight: usize,
+    /// The most time the calls may take.
+    bound: Duration,
+}
+
+/// Contexts nobody keeps alive do not pile up: 100,000 CreateContexts with distinct ids and
+/// `keep_alive_secs` 0, each as a TensorFlow client sends it, over 4 connections with 16 calls
+/// in flight on each, for 15 s at most. Each succeeds or is RESOURCE_EXHAUSTED.
+#[test]
+fn attack_contexts_without_keep_alive() {
+    flood_contexts(&ContextFlood {
+        attack: "contexts without keep-alive",
+        contexts: 100_000,
+        desc_len: 0,
+        connections: 4,
+        in_flight: 16,
+        bound: Duration::from_secs(15),
+    });
+}
+
+/// A context keeps no more of its request than it uses: 400 CreateContexts of 1 MB each
+/// (the other task's device carries a 1 MB `physical_device_desc`, which the server does not
+/// use), without keep-alive, over 2 connections with 4 calls in flight on each, for 15 s at
+/// most. Each succeeds or is RESOURCE_EXHAUSTED.
+#[test]
+fn attack_contexts_from_megabyte_requests() {
+    flood_contexts(&ContextFlood {
+        attack: "contexts from 1 MB requests",
+        contexts: 400,
+        desc_len: 1_000_000,
+        connections: 2,
+        in_flight: 4,
+        bound: Duration::from_secs(15),
+    });
+}
+
+/// The contexts attacks: `flood`'s CreateContexts, then a legitimate connect while their
+/// connections are open, then the memory and CPU targets once they are closed.
+fn flood_contexts(flood: &ContextFlood) {
+    const CALL_DEADLINE: Duration = Duration::from_secs(5);
+    let _turn = take_turn();
+    let mut report = Report::new(flood.attack);
+    let target = Target::serve("contexts", None, &[]);
+    let template = create_context_request(&target.served.address, &"d".repeat(flood.desc_len));
+    let watch = watch(&report, &target);
+
+    let rt = runtime();
+    let started = Instant::now();
+    let next = Arc::new(AtomicU64::new(1));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let channels = rt.block_on(async {
+        let mut channels = Vec::new();
+        for _ in 0..flood.connections {
+            channels.push(channel(target.addr).await.expect("connects"));
+        }
+        let mut callers = Vec::new();
+        for channel in &channels {
+            for _ in 0..flood.in_flight {
+                let mut client =
+                    EagerServiceClient::new(channel.clone()).max_encoding_message_size(usize::MAX);
+                let (next, tally, template) = (next.clone(), tally.clone(), template.clone());
+                let (contexts, bound) = (flood.contexts, flood.bound);
+                callers.push(tokio::spawn(async move {
+                    loop {
+                        let id = next.fetch_add(1, Ordering::Relaxed);
+                        if id > contexts || started.elapsed() >= bound {
+                            return;
+                        }
+                        let request = CreateContextRequest {
+                            context_id: id,
+                            ..template.clone()
+                        };
+                        let answer =
+                            tokio::time::timeout(CALL_DEADLINE, client.create_context(request))
+                                .await;
+                        let mut tally = tally.lock().unwrap();
+                        match answer {
+                            Ok(Ok(_)) => tally.ok += 1,
+                            Ok(Err(s)) if s.code() == tonic::Code::ResourceExhausted => {
+                                tally.resource_exhausted += 1;
+                            }
+                            other => {
+                                tally.other += 1;
+                                tally.first_other.get_or_insert(format!("{other:?}"));
+                            }
+                        }
+                    }
+                }));
+            }
+        }
+        for caller in callers {
+            caller.await.unwrap();
+        }
+        channels
+    });
+    let tally = std::mem::take(&mut *tally.lock().unwrap());
+    report.figure(
+        "CreateContext calls",
+        format!(
+            "{} of {} in {:.1?}: {} created, {} RESOURCE_EXHAUSTED, {} other",
+            tally.ok + tally.resource_exhausted + tally.other,
+            flood.contexts,
+            started.elapsed(),
+            tally.ok,
+            tally.resource_exhausted,
+            tally.other
+        ),
+    );
+    report.require(tally.other == 0, || {
+        format!(
+            "{} CreateContext calls neither succeeded nor were RESOURCE_EXHAUSTED, the first: {}",
+            tally.other,
+            tally.first_other.as_deref().unwrap_or_default()
+        )
+    });
+
+    connect_during(&mut report, &target);
+    drop(channels);
+    drop(rt);
+    check_peak(&mut report, &target, watch);
+    check_aftermath(&mut report, &target);
+    report.finish();
 }
 
 /// Refusals are not a log flood: 5,000 connections to a server that allows only 192.0.2.1
