@@ -41,7 +41,7 @@ mod process_meter;
 mod raw_http2;
 
 use grpc_calls::{channel, gzip_call, runtime};
-use process_meter::{MB, PeakRss, cpu_over, cpu_time, rss, settle_rss};
+use process_meter::{MB, PeakRss, cpu_over, cpu_time, open_files_soft_limit, rss, settle_rss};
 use raw_http2::{PREFACE, RawConnection, grpc_request_headers, open_stream};
 
 /// The most resident memory the server may hold during an attack.
@@ -353,6 +353,11 @@ fn attack_idle_connections_at_a_low_descriptor_limit() {
     rlimit::increase_nofile_limit(20_000).expect("the open-file limit can be raised");
     let mut report = Report::new("idle connections");
     let target = Target::serve("idle", Some(1_024), &[]);
+    assert_eq!(
+        open_files_soft_limit(target.pid),
+        Some(1_024),
+        "prlimit set the server's soft RLIMIT_NOFILE"
+    );
     let watch = watch(&report, &target);
 
     let started = Instant::now();

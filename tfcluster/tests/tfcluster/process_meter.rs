@@ -25,6 +25,13 @@ pub(crate) fn rss(pid: u32) -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// The soft limit on open files of process `pid` (`Max open files` in `/proc/PID/limits`).
+pub(crate) fn open_files_soft_limit(pid: u32) -> Option<u64> {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
 /// The CPU time process `pid` has used, user and system; `None` once it is gone.
 pub(crate) fn cpu_time(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
