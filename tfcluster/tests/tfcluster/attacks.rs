@@ -267,9 +267,11 @@ fn check_aftermath(report: &mut Report, target: &Target) {
     report.figure("server log", format!("{} lines", target.log_lines().len()));
 }
 
-/// HTTP/2's flow control gives the attack no more, and lets the server drop it: 100,000
-/// streams on one connection, each a POST to a TensorFlow method with a partial gRPC message
-/// (300 bytes declared, 150 sent), none ever ended, written as fast as the socket takes them.
+/// Streams left open cost the server a bounded amount of memory: 100,000 streams on one
+/// connection, each a POST to a TensorFlow method with a partial gRPC message (300 bytes
+/// declared, 280 sent), none ever ended, written as fast as the socket and the server's
+/// flow-control window take them, for 15 s at most. What the server answers (RST_STREAM,
+/// GOAWAY, its SETTINGS_MAX_CONCURRENT_STREAMS) is printed, not asserted.
 #[test]
 fn attack_partial_streams_on_one_connection() {
     const STREAMS: u32 = 100_000;
@@ -285,9 +287,11 @@ fn attack_partial_streams_on_one_connection() {
         "/tensorflow.eager.EagerService/KeepAlive",
     ]
     .map(|path| grpc_request_headers(&target.served.address, path));
+    // 280 of the 300 bytes: a DATA payload of 256 bytes or more, which h2's budget for small
+    // DATA frames (GOAWAY "too_many_data_frames" once too many are buffered) does not count.
     let mut data = vec![0u8];
     data.extend_from_slice(&300u32.to_be_bytes());
-    data.extend_from_slice(&[0u8; 150]);
+    data.extend_from_slice(&[0u8; 280]);
 
     let started = Instant::now();
     let (mut opened, mut waited) = (0u32, Duration::ZERO);
@@ -325,8 +329,8 @@ fn attack_partial_streams_on_one_connection() {
     std::thread::sleep(Duration::from_millis(500));
 
     connect_during(&mut report, &target);
-    let read = conn.bytes_read();
-    let received = conn.close();
+    let (received, read) = (conn.received(), conn.bytes_read());
+    drop(conn);
     report.figure(
         "server's answer",
         format!(

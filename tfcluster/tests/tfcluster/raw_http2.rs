@@ -184,25 +184,17 @@ impl RawConnection {
     pub(crate) fn bytes_read(&self) -> u64 {
         self.shared.read.load(Ordering::Relaxed)
     }
+}
 
-    /// Closes the connection and waits for its threads: what the server had sent.
-    pub(crate) fn close(mut self) -> Received {
-        self.shut();
-        self.received()
-    }
-
-    fn shut(&mut self) {
+impl Drop for RawConnection {
+    /// Closes the connection (a blocked write fails, the reader sees the end) and waits for
+    /// its threads.
+    fn drop(&mut self) {
         self.to_writer = None;
         let _ = self.socket.shutdown(Shutdown::Both);
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
-    }
-}
-
-impl Drop for RawConnection {
-    fn drop(&mut self) {
-        self.shut();
     }
 }
 
