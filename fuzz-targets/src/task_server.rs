@@ -122,11 +122,13 @@ async fn answer(routes: &mut Routes, request: http::Request<Full<Bytes>>) {
     );
 }
 
-/// One current-thread runtime for every input: the handlers never wait on I/O or timers.
+/// One current-thread runtime for every input: the handlers never wait on I/O; the timer
+/// is there for each request's deadline (`message_timeout`), which never fires here.
 fn runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .expect("a current-thread runtime")
     })

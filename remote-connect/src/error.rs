@@ -36,6 +36,23 @@ pub enum TaskError {
         #[source]
         status: tonic::Status,
     },
+    /// The first RPC failed because the server closed the connection before answering: what
+    /// a server does at accept when its allow list or its connection limit refuses this
+    /// client (a tfcluster TaskServer says which in its `GOAWAY`, shown here), or a task that
+    /// went away.
+    #[error(
+        "{method} failed: the server closed the connection before answering (refused at \
+         accept by an allow list or a connection limit, or the task went away): {reason}"
+    )]
+    Closed {
+        /// The RPC.
+        method: &'static str,
+        /// The transport's reason, with its causes (the server's own words when it gave any).
+        reason: String,
+        /// The status the transport reported.
+        #[source]
+        status: tonic::Status,
+    },
     /// The task did not answer within the deadline (down, frozen, or overloaded).
     #[error("{method}: no answer within {timeout:?}")]
     Timeout {

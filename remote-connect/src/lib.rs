@@ -299,7 +299,8 @@ pub use devices::LocalDevice;
 pub use error::{Error, OpFailure, Stage, TaskError, TaskFailure};
 pub use op::{Attr, Input, Op};
 pub use server::{
-    ContextInfo, InvalidNetwork, Network, RunningServer, ServerError, TaskServer, TaskServerBuilder,
+    ContextInfo, InvalidNetwork, Limits, Network, RunningServer, ServerError, TaskServer,
+    TaskServerBuilder,
 };
 pub use task_id::TaskId;
 pub use tensor::{Element, Tensor, TensorError};

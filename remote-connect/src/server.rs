@@ -1,16 +1,20 @@
 //! The server side: [`TaskServer`], one task of a cluster that TensorFlow clients (and ours)
 //! connect to, like `tf.distribute.Server` for discovery and remote contexts.
 
-mod allow;
+mod admission;
 mod builder;
-mod by_encoding;
+mod connection;
 mod contexts;
 mod contiguous;
-mod create_context;
+mod eager_routes;
 mod eager_service;
 mod error;
 mod identity;
+mod inflate;
+mod limits;
 mod network;
+mod refusals;
+mod request_memory;
 mod state;
 mod whole_messages;
 mod worker_service;
@@ -19,4 +23,5 @@ pub(crate) use builder::{MAX_MESSAGE_SIZE, port_of};
 pub use builder::{RunningServer, TaskServer, TaskServerBuilder};
 pub use contexts::ContextInfo;
 pub use error::{InvalidNetwork, ServerError};
+pub use limits::Limits;
 pub use network::Network;

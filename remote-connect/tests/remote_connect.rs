@@ -23,6 +23,8 @@ mod faults;
 mod hosts;
 #[path = "remote_connect/interop.rs"]
 mod interop;
+#[path = "remote_connect/limits.rs"]
+mod limits;
 #[path = "remote_connect/load.rs"]
 mod load;
 #[path = "remote_connect/server.rs"]

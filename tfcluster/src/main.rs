@@ -11,6 +11,7 @@ mod cluster_arg;
 mod connect_cmd;
 mod hostlist_cmd;
 mod identity;
+mod limit_args;
 mod local_cluster;
 mod output;
 mod prefix;
@@ -67,9 +68,20 @@ enum Command {
     },
 }
 
+/// Raises the soft limit on open files to the hard one, as servers commonly do: a task server
+/// holds a descriptor per client connection, and a connect one per task, and the usual soft
+/// limit (1,024) is far below what a large cluster needs (or what the hard limit allows).
+fn raise_open_file_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::debug!(limit, "open-file limit"),
+        Err(error) => tracing::debug!(%error, "could not raise the open-file limit"),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logs(cli.verbose);
+    raise_open_file_limit();
     let result = match cli.command {
         Command::Up(args) => up_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args),

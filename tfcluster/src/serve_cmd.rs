@@ -6,6 +6,7 @@ use remote_connect::{Network, TaskServer};
 
 use crate::args::{Failure, runtime};
 use crate::cluster_arg::ClusterArgs;
+use crate::limit_args::LimitArgs;
 use crate::output::emit;
 use crate::stop_signal::Stop;
 use crate::tls_args::TlsArgs;
@@ -21,7 +22,8 @@ use crate::tls_args::TlsArgs;
 tfcluster serve --cluster '{\"worker\": [\"localhost:2222\", \"localhost:2223\"]}' --job worker --task 1\n  \
 TF_CONFIG=... tfcluster serve --from tf-config\n  \
 tfcluster serve --cluster cluster.json --job worker --task 0 --allow 10.0.0.0/8,::1 \\\n    \
---tls-cert worker0.crt --tls-key worker0.key --tls-ca ca.crt")]
+--tls-cert worker0.crt --tls-key worker0.key --tls-ca ca.crt\n  \
+tfcluster serve --from tf-config --max-connections 2000 --idle-timeout 1h --context-idle-limit 24h")]
 pub(crate) struct Args {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -41,6 +43,8 @@ pub(crate) struct Args {
     allow: Option<Vec<Network>>,
     #[command(flatten)]
     tls: TlsArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
     /// How to announce that it serves: `serving /job:J/replica:0/task:T at ADDRESS (devices)`,
     /// or one JSON object {"task", "address", "devices"}.
     #[arg(long, value_enum, default_value = "table")]
@@ -66,7 +70,7 @@ async fn serve(args: Args) -> Result<(), Failure> {
     let task = args.task.or_else(|| resolver.task_id()).ok_or_else(|| {
         Failure::Input("which task to serve? give --task (the cluster source names none)".into())
     })?;
-    let mut builder = TaskServer::builder(spec, &job, task);
+    let mut builder = TaskServer::builder(spec, &job, task).limits(args.limits.limits());
     if let Some(bind) = args.bind {
         builder = builder.bind(bind);
     }

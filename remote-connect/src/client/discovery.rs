@@ -32,6 +32,17 @@ pub(crate) async fn discover(
         {
             return Err(TaskError::TlsRefused { method, status });
         }
+        Err(TaskError::Rpc { method, status }) if closed_by_transport(&status) => {
+            use std::error::Error as _;
+            let reason = status
+                .source()
+                .map_or_else(|| status.message().to_owned(), crate::error::describe);
+            return Err(TaskError::Closed {
+                method,
+                reason,
+                status,
+            });
+        }
         other => other?,
     };
     Ok(Remote { channel, devices })

@@ -9,18 +9,19 @@ use cluster_proto::worker_service_server::WorkerServiceServer;
 use cluster_spec::ClusterSpec;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tonic::codec::CompressionEncoding;
 use tonic::service::Routes;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
 use super::ServerError;
-use super::allow::Allowed;
-use super::by_encoding::ByEncoding;
+use super::admission::{Admission, Rules};
+use super::connection::{CountStreams, OpenConnections};
 use super::contexts::{ContextInfo, Contexts};
-use super::create_context::EagerRoutes;
+use super::eager_routes::EagerRoutes;
 use super::identity::Identity;
+use super::limits::Limits;
 use super::network::Network;
+use super::request_memory::RequestMemory;
 use super::state::TaskState;
 use super::whole_messages::Guarded;
 use super::worker_service::Worker;
@@ -73,6 +74,7 @@ impl TaskServer {
             routes: None,
             gc_interval: GC_INTERVAL,
             allow: None,
+            limits: Limits::default(),
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -117,6 +119,7 @@ pub struct TaskServerBuilder {
     routes: Option<Routes>,
     gc_interval: Duration,
     allow: Option<Arc<[Network]>>,
+    limits: Limits,
     #[cfg(feature = "tls")]
     tls: Option<crate::TlsConfig>,
 }
@@ -173,6 +176,13 @@ impl TaskServerBuilder {
         self
     }
 
+    /// What the server lets its clients hold before it refuses them: streams, connections,
+    /// request memory, contexts ([`Limits`]; default [`Limits::default`]).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// Serve over TLS only, requiring every client to present a certificate that chains to
     /// the config's CA ([`TlsConfig`](crate::TlsConfig)). TensorFlow's clients speak
     /// plaintext only, so they cannot connect to such a server.
@@ -214,13 +224,26 @@ impl TaskServerBuilder {
         // Sockets accepted from our own listener get no TCP_NODELAY from tonic; without it
         // every small response waits ~40 ms for the peer's delayed ACK.
         let task: Arc<str> = format!("/job:{}/replica:0/task:{}", self.job, self.task).into();
-        let incoming = Allowed::new(
+        let limits = &self.limits;
+        let connections = OpenConnections::default();
+        let incoming = Admission::new(
             TcpIncoming::from(listener).with_nodelay(Some(true)),
-            self.allow,
+            Rules {
+                allowed: self.allow,
+                max_connections: limits.max_connections.min(descriptors_for_connections()),
+                handshake_timeout: limits.handshake_timeout,
+                idle_timeout: limits.idle_timeout,
+            },
+            connections.clone(),
             task.clone(),
         );
         #[allow(unused_mut)]
-        let mut server = Server::builder();
+        let mut server = Server::builder()
+            .max_concurrent_streams(limits.max_streams_per_connection)
+            .http2_max_local_error_reset_streams(Some(limits.max_reset_streams))
+            .http2_keepalive_interval(limits.keepalive_interval)
+            .http2_keepalive_timeout(Some(limits.keepalive_timeout))
+            .layer(tower_layer::layer_fn(CountStreams));
         #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {
             server = server.tls_config(tls.server()).map_err(ServerError::Tls)?;
@@ -237,6 +260,7 @@ impl TaskServerBuilder {
         Ok(RunningServer {
             local_addr,
             state,
+            connections,
             stop: Some(stop),
             serve: Some(serve),
             gc,
@@ -246,7 +270,8 @@ impl TaskServerBuilder {
     /// The services a started server answers with, without a port, a runtime or idle-context
     /// collection: the fuzz targets (`fuzz-targets`) drive requests through these real
     /// handlers in-process, as `tower` services, with no socket in the way. Uses the devices
-    /// given with [`devices`](Self::devices), or `CPU:0` alone (no GPU discovery). Not a
+    /// given with [`devices`](Self::devices), or `CPU:0` alone (no GPU discovery). They are
+    /// called on a tokio runtime with its timer enabled (each request has a deadline). Not a
     /// stable API.
     ///
     /// # Errors
@@ -272,6 +297,8 @@ impl TaskServerBuilder {
             device.name(&self.job, 0, self.task)?;
         }
         let incarnations = devices.iter().map(|_| random_nonzero_u64()).collect();
+        let memory = RequestMemory::new(self.limits.request_memory);
+        let timeout = self.limits.message_timeout;
         let state = Arc::new(TaskState {
             own: Identity {
                 job: self.job.clone(),
@@ -280,22 +307,24 @@ impl TaskServerBuilder {
             },
             devices,
             incarnations,
-            contexts: Contexts::default(),
+            contexts: Contexts::new(&self.limits),
         });
         let routes = self
             .routes
             .take()
             .unwrap_or_default()
-            .add_service(Guarded(ByEncoding::new(|limit| {
+            .add_service(Guarded::new(
                 WorkerServiceServer::new(Worker(state.clone()))
-                    .max_decoding_message_size(limit)
-                    .max_encoding_message_size(MAX_MESSAGE_SIZE)
-                    .accept_compressed(CompressionEncoding::Gzip)
-                    .accept_compressed(CompressionEncoding::Deflate)
-            })))
-            .add_service(Guarded(ByEncoding::new(|limit| {
-                EagerRoutes::new(state.clone(), limit)
-            })));
+                    .max_decoding_message_size(MAX_MESSAGE_SIZE)
+                    .max_encoding_message_size(MAX_MESSAGE_SIZE),
+                memory.clone(),
+                timeout,
+            ))
+            .add_service(Guarded::new(
+                EagerRoutes::new(state.clone(), memory.clone()),
+                memory,
+                timeout,
+            ));
         Ok((state, routes))
     }
 }
@@ -313,6 +342,19 @@ fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServerError> {
     let listener = std::net::TcpListener::bind(addr).map_err(bind_error)?;
     listener.set_nonblocking(true).map_err(bind_error)?;
     tokio::net::TcpListener::from_std(listener).map_err(bind_error)
+}
+
+/// How many connections the process's open-file limit leaves room for: the soft limit less
+/// what the rest of the process may need. Past it accepting would fail for want of a
+/// descriptor, and a refused connection could no longer be closed and answered.
+fn descriptors_for_connections() -> usize {
+    const RESERVED: u64 = 64;
+    match rlimit::Resource::NOFILE.get() {
+        Ok((soft, _)) => {
+            usize::try_from(soft.saturating_sub(RESERVED).max(1)).unwrap_or(usize::MAX)
+        }
+        Err(_) => usize::MAX,
+    }
 }
 
 /// Drops contexts idle past their keep-alive until the server is gone.
@@ -335,6 +377,7 @@ async fn collect_idle(state: std::sync::Weak<TaskState>, every: Duration) {
 pub struct RunningServer {
     local_addr: SocketAddr,
     state: Arc<TaskState>,
+    connections: OpenConnections,
     stop: Option<oneshot::Sender<()>>,
     serve: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
     gc: JoinHandle<()>,
@@ -368,6 +411,12 @@ impl RunningServer {
     /// The devices as TensorFlow's `DeviceAttributes`, as GetStatus sends them.
     pub fn device_attributes(&self) -> Vec<cluster_proto::DeviceAttributes> {
         self.state.own_attributes()
+    }
+
+    /// How many connections the server holds open: admitted ones, and ones still waiting for
+    /// their first bytes ([`Limits::max_connections`] counts these).
+    pub fn open_connections(&self) -> usize {
+        self.connections.count()
     }
 
     /// Every live remote context, by id.

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use rustc_hash::FxHashSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -36,12 +36,22 @@ pub struct ContextInfo {
 }
 
 struct Entry {
-    /// Everything but the devices, which are kept as the bytes received (a context of a large
-    /// cluster is given thousands) and turned into text only when asked for.
+    /// Everything but the devices, which are kept as bytes (a context of a large cluster is
+    /// given thousands) and turned into text only when asked for.
     info: ContextInfo,
-    devices: Vec<Bytes>,
+    devices: Devices,
     last_access: Instant,
 }
+
+/// A context's device names, all in one buffer.
+struct Devices {
+    names: Vec<Bytes>,
+    /// What they hold, counted against [`Limits::context_memory`](crate::Limits::context_memory).
+    bytes: usize,
+}
+
+/// What a context holds besides its device names: its entry, its map slot, its info.
+const CONTEXT_OVERHEAD: usize = 256;
 
 /// What a create or full update installs.
 pub(crate) struct Install {
@@ -55,8 +65,9 @@ pub(crate) struct Install {
 impl Install {
     /// This server's devices, then the client's others, each name once (the client's list
     /// includes this task's own devices). Names are compared as text, as clients write them
-    /// in the canonical form, so a context of a large cluster costs no parsing.
-    fn devices(self) -> Vec<Bytes> {
+    /// in the canonical form, so a context of a large cluster costs no parsing. They are
+    /// copied into one buffer, so the context does not keep the request it came in alive.
+    fn devices(self) -> Devices {
         let mut names: Vec<Bytes> = Vec::with_capacity(self.own.len() + self.cluster.len());
         names.extend(
             self.own
@@ -78,14 +89,100 @@ impl Install {
                 .zip(keep)
                 .filter_map(|(name, keep)| keep.then_some(name)),
         );
-        names
+        let mut buffer = BytesMut::with_capacity(names.iter().map(Bytes::len).sum());
+        names.iter().for_each(|name| buffer.extend_from_slice(name));
+        let mut buffer = buffer.freeze();
+        let names: Vec<Bytes> = names
+            .iter()
+            .map(|name| buffer.split_to(name.len()))
+            .collect();
+        let bytes = names.iter().map(Bytes::len).sum::<usize>()
+            + names.capacity() * std::mem::size_of::<Bytes>()
+            + CONTEXT_OVERHEAD;
+        Devices { names, bytes }
     }
 }
 
-/// The contexts of one server.
-#[derive(Default)]
+/// The contexts of one server, within its limits.
 pub(crate) struct Contexts {
-    map: Mutex<HashMap<u64, Entry>>,
+    map: Mutex<Map>,
+    /// [`Limits::max_contexts`](crate::Limits::max_contexts).
+    max_count: usize,
+    /// [`Limits::context_memory`](crate::Limits::context_memory).
+    max_bytes: usize,
+    /// [`Limits::context_idle_limit`](crate::Limits::context_idle_limit).
+    idle_limit: Option<Duration>,
+}
+
+#[derive(Default)]
+struct Map {
+    entries: HashMap<u64, Entry>,
+    /// What every entry's devices hold together.
+    bytes: usize,
+}
+
+impl Map {
+    /// Counts a context of `devices` bytes in place of what `id` had, if it fits the limits
+    /// with that replaced; the caller then puts the context in place. To make it fit, the
+    /// contexts without keep-alive that were used least recently are dropped first: they are
+    /// the ones TensorFlow would keep forever, and what a client that floods the server with
+    /// contexts creates. Contexts with a keep-alive are never dropped to make room (they
+    /// expire on their own), so a full table of them refuses with `RESOURCE_EXHAUSTED`.
+    fn make_room(&mut self, id: u64, devices: usize, limits: &Contexts) -> Result<(), Status> {
+        if devices > limits.max_bytes {
+            return Err(over_memory(devices, limits.max_bytes));
+        }
+        let mut dropped = 0;
+        loop {
+            let replaced = self.entries.get(&id).map(|e| e.devices.bytes);
+            let count = self.entries.len() + usize::from(replaced.is_none());
+            let bytes = self.bytes - replaced.unwrap_or(0) + devices;
+            if count <= limits.max_count && bytes <= limits.max_bytes {
+                self.bytes = bytes;
+                if dropped > 0 {
+                    tracing::info!(
+                        dropped,
+                        "dropped the least recently used contexts without keep-alive to make \
+                         room for a new one (max_contexts, context_memory)"
+                    );
+                }
+                return Ok(());
+            }
+            let oldest = self
+                .entries
+                .iter()
+                .filter(|&(&other, e)| other != id && e.info.keep_alive_secs <= 0)
+                .min_by_key(|(_, e)| e.last_access)
+                .map(|(&other, _)| other);
+            match oldest {
+                Some(other) => {
+                    self.remove(other);
+                    dropped += 1;
+                }
+                None if count > limits.max_count => {
+                    return Err(Status::resource_exhausted(format!(
+                        "this server holds {} contexts with a keep-alive, its limit \
+                         (max_contexts): close contexts or wait for idle ones to expire",
+                        limits.max_count
+                    )));
+                }
+                None => return Err(over_memory(bytes, limits.max_bytes)),
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        if let Some(entry) = self.entries.remove(&id) {
+            self.bytes -= entry.devices.bytes;
+        }
+    }
+}
+
+fn over_memory(bytes: usize, limit: usize) -> Status {
+    Status::resource_exhausted(format!(
+        "this server's contexts would hold {bytes} bytes of device names, past its limit of \
+         {limit} (context_memory): close contexts or connect with device filters"
+    ))
 }
 
 fn unknown(id: u64) -> Status {
@@ -93,9 +190,19 @@ fn unknown(id: u64) -> Status {
 }
 
 impl Contexts {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
+    pub(crate) fn new(limits: &crate::Limits) -> Self {
+        Self {
+            map: Mutex::default(),
+            max_count: limits.max_contexts,
+            max_bytes: limits.context_memory,
+            idle_limit: limits.context_idle_limit,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Map> {
         // A panic while holding the lock cannot leave the map inconsistent (every update is
-        // one insert or remove), so a poisoned lock is still usable.
+        // one insert or remove, its bytes counted after it fits), so a poisoned lock is still
+        // usable.
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -107,7 +214,7 @@ impl Contexts {
                 "Failed to initialize remote for worker context due to invalid context id",
             ));
         }
-        match self.lock().get(&id) {
+        match self.lock().entries.get(&id) {
             Some(entry) if view_id < entry.info.view_id => Err(Status::invalid_argument(format!(
                 "EagerService:CreateContext failed. Context id: <{id}> already exists."
             ))),
@@ -115,10 +222,19 @@ impl Contexts {
         }
     }
 
-    pub(crate) fn create(&self, id: u64, view_id: u64, keep_alive_secs: i64, install: Install) {
+    /// Installs a new context, or refuses with `RESOURCE_EXHAUSTED` past the limits.
+    pub(crate) fn create(
+        &self,
+        id: u64,
+        view_id: u64,
+        keep_alive_secs: i64,
+        install: Install,
+    ) -> Result<(), Status> {
         let job = install.identity.job.clone();
         let task = install.identity.task;
         let devices = install.devices();
+        let mut map = self.lock();
+        map.make_room(id, devices.bytes, self)?;
         let entry = Entry {
             info: ContextInfo {
                 id,
@@ -131,7 +247,8 @@ impl Contexts {
             devices,
             last_access: Instant::now(),
         };
-        self.lock().insert(id, entry);
+        map.entries.insert(id, entry);
+        Ok(())
     }
 
     /// `UpdateContext`: the view must advance by exactly one; `install` is `None` for a
@@ -143,7 +260,7 @@ impl Contexts {
         install: Option<Install>,
     ) -> Result<(), Status> {
         let mut map = self.lock();
-        let entry = map.get_mut(&id).ok_or_else(|| unknown(id))?;
+        let entry = map.entries.get_mut(&id).ok_or_else(|| unknown(id))?;
         entry.last_access = Instant::now();
         let current = entry.info.view_id;
         if view_id != current.wrapping_add(1) {
@@ -151,19 +268,25 @@ impl Contexts {
                 "EagerService:UpdateContext failed. Context id: <{id}> currently at view #{current} but received update request at view #{view_id}. View id should only be continuously incremented."
             )));
         }
+        let Some(install) = install else {
+            entry.info.view_id = view_id;
+            return Ok(());
+        };
+        let identity = install.identity.clone();
+        let devices = install.devices();
+        map.make_room(id, devices.bytes, self)?;
+        let entry = map.entries.get_mut(&id).expect("checked above");
         entry.info.view_id = view_id;
-        if let Some(install) = install {
-            entry.info.job = install.identity.job.clone();
-            entry.info.task = install.identity.task;
-            entry.devices = install.devices();
-        }
+        entry.info.job = identity.job;
+        entry.info.task = identity.task;
+        entry.devices = devices;
         Ok(())
     }
 
     /// Touches a context and returns its view id.
     pub(crate) fn touch(&self, id: u64) -> Result<u64, Status> {
         let mut map = self.lock();
-        let entry = map.get_mut(&id).ok_or_else(|| unknown(id))?;
+        let entry = map.entries.get_mut(&id).ok_or_else(|| unknown(id))?;
         entry.last_access = Instant::now();
         Ok(entry.info.view_id)
     }
@@ -171,35 +294,50 @@ impl Contexts {
     /// `CloseContext`: an unknown id or a view older than the context's is ignored.
     pub(crate) fn close(&self, id: u64, view_id: u64) {
         let mut map = self.lock();
-        if map.get(&id).is_some_and(|e| view_id >= e.info.view_id) {
-            map.remove(&id);
+        if map
+            .entries
+            .get(&id)
+            .is_some_and(|e| view_id >= e.info.view_id)
+        {
+            map.remove(id);
         }
     }
 
     /// Drops every context (`CreateContext` with `clear_existing_contexts`).
     pub(crate) fn clear(&self) {
-        self.lock().clear();
+        *self.lock() = Map::default();
     }
 
-    /// Drops contexts idle for longer than their `keep_alive_secs`; returns how many.
+    /// Drops contexts idle for longer than their `keep_alive_secs`, and those without one idle
+    /// past the server's `context_idle_limit`; returns how many.
     pub(crate) fn collect_idle(&self, now: Instant) -> usize {
         let mut map = self.lock();
-        let before = map.len();
-        map.retain(|_, e| {
-            let limit = e.info.keep_alive_secs;
-            limit <= 0
-                || now.saturating_duration_since(e.last_access)
-                    <= Duration::from_secs(limit.unsigned_abs())
-        });
-        before - map.len()
+        let idle: Vec<u64> = map
+            .entries
+            .iter()
+            .filter(|(_, e)| {
+                let limit = match e.info.keep_alive_secs {
+                    secs if secs > 0 => Duration::from_secs(secs.unsigned_abs()),
+                    _ => match self.idle_limit {
+                        Some(limit) => limit,
+                        None => return false,
+                    },
+                };
+                now.saturating_duration_since(e.last_access) > limit
+            })
+            .map(|(&id, _)| id)
+            .collect();
+        idle.iter().for_each(|&id| map.remove(id));
+        idle.len()
     }
 
     pub(crate) fn snapshot(&self) -> Vec<ContextInfo> {
         let mut list: Vec<ContextInfo> = self
             .lock()
+            .entries
             .values()
             .map(|e| ContextInfo {
-                devices: e.devices.iter().map(|d| text(d).to_owned()).collect(),
+                devices: e.devices.names.iter().map(|d| text(d).to_owned()).collect(),
                 ..e.info.clone()
             })
             .collect();
@@ -212,12 +350,16 @@ impl Contexts {
     /// created).
     pub(crate) fn lookup_device(&self, id: u64, name: &str) -> Result<String, ServerError> {
         let map = self.lock();
-        let entry = map.get(&id).ok_or(ServerError::UnknownContext(id))?;
+        let entry = map
+            .entries
+            .get(&id)
+            .ok_or(ServerError::UnknownContext(id))?;
         let parsed: DeviceName = name
             .parse()
             .map_err(|_| ServerError::UnknownDevice(cluster_spec::quote::excerpt(name, 0)))?;
         entry
             .devices
+            .names
             .iter()
             .map(text)
             .find(|known| known.parse::<DeviceName>().is_ok_and(|n| n == parsed))

@@ -13,12 +13,17 @@ use cluster_proto::eager::{
 use tonic::codegen::tokio_stream;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::create_context::{LeanCreateContextRequest as Lean, create};
-use super::identity::Claim;
+use super::eager_routes::{create, update};
 use super::state::TaskState;
 use prost::Message;
 
 pub(crate) struct Eager(pub(crate) Arc<TaskState>);
+
+/// A fully decoded request read again as its lean form.
+fn relean<L: Message + Default>(request: impl Message) -> Result<L, Status> {
+    L::decode(request.encode_to_vec().as_slice())
+        .map_err(|e| Status::invalid_argument(e.to_string()))
+}
 
 /// The answer to every operation-running method (`Service.Method`): a TensorFlow client
 /// raises `UnimplementedError` on it instead of waiting.
@@ -31,41 +36,21 @@ pub(crate) fn not_served(method: &str) -> Status {
 
 #[tonic::async_trait]
 impl EagerService for Eager {
+    // `eager_routes::EagerRoutes` serves CreateContext and UpdateContext before this service
+    // sees them; these paths, kept because the trait requires them, go through the same
+    // handlers.
     async fn create_context(
         &self,
         request: Request<CreateContextRequest>,
     ) -> Result<Response<CreateContextResponse>, Status> {
-        // `create_context::EagerRoutes` serves CreateContext before this service sees it; this
-        // path, kept because the trait requires it, goes through the same handler.
-        let lean = Lean::decode(request.into_inner().encode_to_vec().as_slice())
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        create(&self.0, lean)
+        create(&self.0, relean(request.into_inner())?).map(Response::new)
     }
 
     async fn update_context(
         &self,
         request: Request<UpdateContextRequest>,
     ) -> Result<Response<UpdateContextResponse>, Status> {
-        let request = request.into_inner();
-        // A request without devices is TensorFlow's simplified update: only the view moves.
-        let install = if request.cluster_device_attributes.is_empty() {
-            None
-        } else {
-            let names = request
-                .cluster_device_attributes
-                .into_iter()
-                .map(|d| bytes::Bytes::from(d.name))
-                .collect();
-            Some(self.0.install(request.server_def.map(Claim::from), names)?)
-        };
-        let device_attributes = install
-            .as_ref()
-            .map(|i| i.own.iter().map(|(_, a)| a.clone()).collect())
-            .unwrap_or_default();
-        self.0
-            .contexts
-            .update(request.context_id, request.context_view_id, install)?;
-        Ok(Response::new(UpdateContextResponse { device_attributes }))
+        update(&self.0, relean(request.into_inner())?).map(Response::new)
     }
 
     async fn enqueue(

@@ -79,7 +79,8 @@ impl TaskState {
         }
         let install = self.install(claim, cluster)?;
         let devices = install.own.iter().map(|(_, a)| a.clone()).collect();
-        self.contexts.create(id, view_id, keep_alive_secs, install);
+        self.contexts
+            .create(id, view_id, keep_alive_secs, install)?;
         Ok(devices)
     }
 }

@@ -1,31 +1,54 @@
-//! Request bodies handed to tonic one whole gRPC message at a time.
+//! Request bodies handed to tonic one whole gRPC message at a time, each byte charged to the
+//! server's request memory, compressed messages inflated, and the whole request due within
+//! the server's message timeout.
 //!
 //! tonic's decoder reserves the length a message's 5-byte header declares as soon as it reads
 //! the header, before the bytes arrive. With TensorFlow's message limit (2 GiB), which the
 //! server keeps, a 16-byte request declaring a 2-GiB message made the server allocate 2 GiB
 //! (found by the `task_server` fuzz target). Here each message's bytes are held, without
 //! copying, until all of them have arrived, so tonic's reservation is never more than what the
-//! peer really sent.
+//! peer really sent; and what is held counts against
+//! [`Limits::request_memory`](crate::Limits::request_memory), so many slow or large requests
+//! together cannot hold more than it either.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body as HttpBody, Frame, SizeHint};
+use tokio::task::JoinHandle;
+use tokio::time::Sleep;
 use tonic::body::Body;
 use tonic::codegen::{Service, http};
 use tonic::server::NamedService;
 
-use super::by_encoding::ByEncoding;
+use super::inflate::{Encoding, MAX_INFLATED_SIZE};
+use super::request_memory::{Charge, RequestMemory};
 
 /// A gRPC message's header: a compression flag and a 32-bit big-endian length.
 const HEADER: usize = 5;
 
-/// A service (built for plain and for compressed requests, [`ByEncoding`]) whose requests'
-/// bodies reach it as [`WholeMessages`].
+/// A service whose requests' bodies reach it as [`WholeMessages`].
 #[derive(Clone)]
-pub(crate) struct Guarded<S>(pub(crate) ByEncoding<S>);
+pub(crate) struct Guarded<S> {
+    inner: S,
+    memory: RequestMemory,
+    timeout: Duration,
+}
+
+impl<S> Guarded<S> {
+    /// `inner`, its requests charged to `memory` and due whole within `timeout`.
+    pub(crate) fn new(inner: S, memory: RequestMemory, timeout: Duration) -> Self {
+        Self {
+            inner,
+            memory,
+            timeout,
+        }
+    }
+}
 
 impl<S: NamedService> NamedService for Guarded<S> {
     const NAME: &'static str = S::NAME;
@@ -37,33 +60,61 @@ impl<S: Service<http::Request<Body>>> Service<http::Request<Body>> for Guarded<S
     type Future = S::Future;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.0.poll_ready(cx)
+        self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        self.0
-            .pick(&request)
-            .call(request.map(|body| Body::new(WholeMessages::new(body))))
+    fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
+        let encoding = Encoding::take_from(request.headers_mut());
+        let charge = self.memory.charge();
+        let timeout = self.timeout;
+        self.inner.call(
+            request.map(|body| Body::new(WholeMessages::new(body, charge, encoding, timeout))),
+        )
     }
 }
 
-/// A request body that yields its data only in whole gRPC messages.
+/// A whole message to yield, or one being inflated.
+enum Piece {
+    Data(Bytes),
+    /// Inflating runs on tokio's blocking threads: a message of 30 MB inflated from 30 KB
+    /// takes tens of milliseconds of CPU, which would stall every other request on the
+    /// runtime thread. The request's charge travels with it and comes back.
+    Inflating(JoinHandle<(Result<Bytes, tonic::Status>, Charge)>),
+}
+
+/// A request body that yields its data only in whole gRPC messages, inflated if they came
+/// compressed.
 pub(crate) struct WholeMessages {
     inner: Body,
     /// Chunks of the message still arriving.
     held: Vec<Bytes>,
-    /// Chunks of whole messages, to yield.
-    ready: VecDeque<Bytes>,
+    /// Whole messages, to yield in order.
+    ready: VecDeque<Piece>,
     /// The bytes of the current message's header seen so far.
     header: [u8; HEADER],
     header_seen: usize,
     /// The current message's bytes still to arrive after its header.
     body_left: u64,
     ended: bool,
+    /// What this request holds of the server's request memory; given back when it is dropped
+    /// (tonic drops the body once the request's message is decoded).
+    charge: Charge,
+    /// How the request's compressed messages are inflated (`grpc-encoding`).
+    encoding: Option<Encoding>,
+    /// When the request must have arrived whole.
+    deadline: Pin<Box<Sleep>>,
+    timeout: Duration,
 }
 
 impl WholeMessages {
-    pub(crate) fn new(inner: Body) -> Self {
+    /// `inner`, charged to `charge`, inflated by `encoding`, due whole within `timeout`
+    /// (needs a tokio runtime).
+    pub(crate) fn new(
+        inner: Body,
+        charge: Charge,
+        encoding: Option<Encoding>,
+        timeout: Duration,
+    ) -> Self {
         Self {
             inner,
             held: Vec::new(),
@@ -72,11 +123,16 @@ impl WholeMessages {
             header_seen: 0,
             body_left: 0,
             ended: false,
+            charge,
+            encoding,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            timeout,
         }
     }
 
     /// Takes in `chunk`, moving every message it completes to `ready`.
-    fn take(&mut self, mut chunk: Bytes) {
+    fn take(&mut self, mut chunk: Bytes) -> Result<(), tonic::Status> {
+        self.charge.add(chunk.len())?;
         let mut at = 0;
         while at < chunk.len() {
             if self.header_seen < HEADER {
@@ -97,15 +153,41 @@ impl WholeMessages {
             }
             if self.header_seen == HEADER && self.body_left == 0 {
                 // A message ends at `at`: it and everything held before it may go.
-                self.ready.extend(self.held.drain(..));
-                self.ready.push_back(chunk.split_to(at));
+                let last = chunk.split_to(at);
                 at = 0;
                 self.header_seen = 0;
+                match self.encoding {
+                    Some(encoding) if self.header[0] == 1 => {
+                        let parts: Vec<Bytes> = self.held.drain(..).chain([last]).collect();
+                        let mut charge = self.charge.split_off_all();
+                        self.ready
+                            .push_back(Piece::Inflating(tokio::task::spawn_blocking(move || {
+                                let mut message =
+                                    Vec::with_capacity(parts.iter().map(Bytes::len).sum());
+                                parts
+                                    .iter()
+                                    .for_each(|part| message.extend_from_slice(part));
+                                drop(parts);
+                                let inflated = encoding.inflate(
+                                    &message[HEADER..],
+                                    MAX_INFLATED_SIZE,
+                                    &mut charge,
+                                );
+                                (inflated, charge)
+                            })));
+                    }
+                    // Plain, or compressed with no encoding named: tonic refuses the latter.
+                    _ => {
+                        self.ready.extend(self.held.drain(..).map(Piece::Data));
+                        self.ready.push_back(Piece::Data(last));
+                    }
+                }
             }
         }
         if !chunk.is_empty() {
             self.held.push(chunk);
         }
+        Ok(())
     }
 }
 
@@ -118,8 +200,23 @@ impl HttpBody for WholeMessages {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         loop {
-            if let Some(chunk) = self.ready.pop_front() {
-                return Poll::Ready(Some(Ok(Frame::data(chunk))));
+            match self.ready.front_mut() {
+                Some(Piece::Data(_)) => {
+                    let Some(Piece::Data(chunk)) = self.ready.pop_front() else {
+                        unreachable!("just matched")
+                    };
+                    return Poll::Ready(Some(Ok(Frame::data(chunk))));
+                }
+                Some(Piece::Inflating(job)) => {
+                    let done = ready!(Pin::new(job).poll(cx));
+                    self.ready.pop_front();
+                    let (inflated, charge) = done.map_err(|_| {
+                        tonic::Status::internal("inflating the request's message failed")
+                    })?;
+                    self.charge.absorb(charge);
+                    return Poll::Ready(Some(inflated.map(Frame::data)));
+                }
+                None => {}
             }
             if self.ended {
                 return Poll::Ready(if self.held.is_empty() && self.header_seen == 0 {
@@ -130,9 +227,15 @@ impl HttpBody for WholeMessages {
                     )))
                 });
             }
+            if self.deadline.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Some(Err(tonic::Status::deadline_exceeded(format!(
+                    "the request did not arrive whole within {:?} (the server's message_timeout)",
+                    self.timeout
+                )))));
+            }
             match ready!(Pin::new(&mut self.inner).poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => self.take(data),
+                    Ok(data) => self.take(data)?,
                     // Trailers: passed on once every message before them has gone.
                     Err(frame) if self.held.is_empty() && self.header_seen == 0 => {
                         return Poll::Ready(Some(Ok(frame)));
@@ -196,11 +299,12 @@ mod tests {
         } else {
             Body::new(StreamBody::new(chunks))
         };
-        WholeMessages::new(inner)
+        let memory = RequestMemory::new(1 << 20);
+        WholeMessages::new(inner, memory.charge(), None, Duration::from_secs(60))
     }
 
-    #[test]
-    fn whole_messages_pass_however_they_are_cut() {
+    #[tokio::test]
+    async fn whole_messages_pass_however_they_are_cut() {
         for cut in 0..=MESSAGES.len() {
             for second in cut..=MESSAGES.len() {
                 let parts = vec![
@@ -215,8 +319,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_message_is_held_until_all_of_it_came() {
+    #[tokio::test]
+    async fn a_message_is_held_until_all_of_it_came() {
         // Two whole messages, the third's header and half its payload, then nothing yet.
         let (data, ended) = drain(&mut body(vec![&MESSAGES[..8], &MESSAGES[8..20]], true));
         assert_eq!(data, &MESSAGES[..13], "only the first two messages");
@@ -225,5 +329,85 @@ mod tests {
         let (data, ended) = drain(&mut body(vec![&[0, 0x7f, 0xff, 0xff, 0xff, 1, 2]], false));
         assert!(data.is_empty());
         assert_eq!(ended.unwrap_err().code(), tonic::Code::Internal);
+    }
+
+    #[tokio::test]
+    async fn what_is_held_counts_against_the_request_memory() {
+        let memory = RequestMemory::new(16);
+        let open = |chunks: Vec<&'static [u8]>| {
+            let chunks = tokio_stream::iter(chunks)
+                .map(|c| Ok::<_, Infallible>(Frame::data(Bytes::from_static(c))))
+                .chain(tokio_stream::pending());
+            let inner = Body::new(StreamBody::new(chunks));
+            WholeMessages::new(inner, memory.charge(), None, Duration::from_secs(60))
+        };
+        // 13 bytes of a message declaring 100: held, and charged.
+        let mut first = open(vec![&[0, 0, 0, 0, 100, 1, 2, 3, 4, 5, 6, 7, 8]]);
+        assert!(!drain(&mut first).1.unwrap());
+        // 8 more would make 21 of the 16 bytes: refused, naming the limit.
+        let mut second = open(vec![&[0, 0, 0, 0, 100, 1, 2, 3]]);
+        let err = drain(&mut second).1.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::ResourceExhausted);
+        assert!(
+            err.message().contains("request_memory"),
+            "{}",
+            err.message()
+        );
+        // Given back when the first request is dropped.
+        drop(first);
+        let mut third = open(vec![&[0, 0, 0, 0, 100, 1, 2, 3]]);
+        assert!(!drain(&mut third).1.unwrap());
+    }
+
+    #[tokio::test]
+    async fn compressed_messages_are_inflated_and_passed_on_plain() {
+        use std::io::Write;
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gzip.write_all(&[7; 1000]).unwrap();
+        let payload = gzip.finish().unwrap();
+        let mut message = vec![1];
+        message.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        message.extend_from_slice(&payload);
+        let message: &'static [u8] = message.leak();
+        let memory = RequestMemory::new(1 << 20);
+        // Cut in three, so the inflated message is put together from held parts.
+        let parts = [&message[..3], &message[3..10], &message[10..]];
+        let chunks = tokio_stream::iter(parts)
+            .map(|c| Ok::<_, Infallible>(Frame::data(Bytes::from_static(c))));
+        let inner = Body::new(StreamBody::new(chunks));
+        let body = WholeMessages::new(
+            inner,
+            memory.charge(),
+            Some(Encoding::Gzip),
+            Duration::from_secs(60),
+        );
+        // Inflated on a blocking thread: waited for.
+        use http_body_util::BodyExt;
+        let data = body.collect().await.unwrap().to_bytes();
+        assert_eq!(&data[..5], &[0, 0, 0, 0x03, 0xe8], "plain, 1,000 bytes");
+        assert!(data[5..].iter().all(|&b| b == 7));
+        assert_eq!(data.len(), 1005);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_not_whole_by_the_timeout_fails() {
+        let memory = RequestMemory::new(1 << 20);
+        let chunks = tokio_stream::iter([Ok::<_, Infallible>(Frame::data(Bytes::from_static(&[
+            0, 0, 0, 0, 9, 1,
+        ])))])
+        .chain(tokio_stream::pending());
+        let inner = Body::new(StreamBody::new(chunks));
+        let mut body = WholeMessages::new(inner, memory.charge(), None, Duration::from_secs(60));
+        assert!(!drain(&mut body).1.unwrap(), "waiting before the timeout");
+        tokio::time::advance(Duration::from_secs(59)).await;
+        assert!(!drain(&mut body).1.unwrap(), "still waiting at 59 s");
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let err = drain(&mut body).1.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::DeadlineExceeded);
+        assert!(
+            err.message().contains("message_timeout"),
+            "{}",
+            err.message()
+        );
     }
 }

@@ -38,6 +38,12 @@ async fn a_peer_outside_the_allowed_networks_is_refused_at_once() {
         "{}",
         failures[0]
     );
+    // Told why, in the server's GOAWAY.
+    assert!(
+        failures[0].contains("127.0.0.1 is not in this server's allowed networks (--allow)"),
+        "{}",
+        failures[0]
+    );
     assert!(s.contexts().is_empty());
     s.shutdown().await.unwrap();
 }

@@ -719,6 +719,7 @@ fn a_declared_message_length_costs_nothing_until_sent() {
         .into_routes()
         .unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .unwrap();
     for path in [

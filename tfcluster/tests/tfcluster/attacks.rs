@@ -123,17 +123,19 @@ impl Target {
     /// Serves task worker:0 on a free loopback port with `more` arguments, under a soft
     /// RLIMIT_NOFILE of `soft_nofile` if given (through util-linux's `prlimit`, which execs
     /// the binary: the pid stays the server's). RUST_LOG is unset: the default log level.
-    fn serve(attack: &str, soft_nofile: Option<u32>, more: &[&str]) -> Self {
+    /// `nofile`: the server's open-file limit as `prlimit --nofile` takes it (`SOFT:` or
+    /// `SOFT:HARD`).
+    fn serve(attack: &str, nofile: Option<&str>, more: &[&str]) -> Self {
         let log = std::env::temp_dir().join(format!(
             "tfcluster-attack-{attack}-{}.log",
             std::process::id()
         ));
         let binary = env!("CARGO_BIN_EXE_tfcluster");
-        let mut command = match soft_nofile {
-            Some(soft) => {
+        let mut command = match nofile {
+            Some(nofile) => {
                 let mut prlimit = Command::new("prlimit");
                 prlimit
-                    .arg(format!("--nofile={soft}:"))
+                    .arg(format!("--nofile={nofile}"))
                     .args(["--", binary]);
                 prlimit
             }
@@ -346,22 +348,39 @@ fn attack_partial_streams_on_one_connection() {
 
 /// Connections that never finish (or never start) HTTP/2 do not exhaust the server's file
 /// descriptors: 5,000 idle TCP connections and 1,000 that send only the 24-byte preface,
-/// against a server whose soft RLIMIT_NOFILE is 1,024, held a few seconds. The server stays
-/// idle while they are held (no accept loop retrying at EMFILE) and a legitimate client gets in.
+/// against a server started with a soft RLIMIT_NOFILE of 1,024 (the common default) under a
+/// hard one of 20,000, held a few seconds. The server raises its soft limit to the hard one,
+/// stays idle while they are held and a legitimate client gets in.
 #[test]
 fn attack_idle_connections_at_a_low_descriptor_limit() {
-    const CONNECTIONS: usize = 6_000;
-    const BOUND: Duration = Duration::from_secs(10);
     let _turn = take_turn();
-    // This process holds the 6,000 client ends.
-    rlimit::increase_nofile_limit(20_000).expect("the open-file limit can be raised");
-    let mut report = Report::new("idle connections");
-    let target = Target::serve("idle", Some(1_024), &[]);
+    let target = Target::serve("idle", Some("1024:20000"), &[]);
     assert_eq!(
         open_files_soft_limit(target.pid),
-        Some(1_024),
-        "prlimit set the server's soft RLIMIT_NOFILE"
+        Some(20_000),
+        "the server raised its soft RLIMIT_NOFILE from 1,024 to the hard limit"
     );
+    idle_connections(Report::new("idle connections"), target);
+}
+
+/// The same connections against a server whose hard RLIMIT_NOFILE is 1,024, which it cannot
+/// raise: it caps its connections below its descriptors, so accepting never fails for want of
+/// one, and a new connection takes the place of the oldest that has not started HTTP/2 yet,
+/// so the legitimate client still gets in and the server does not spin.
+#[test]
+fn attack_idle_connections_at_a_hard_descriptor_limit() {
+    let _turn = take_turn();
+    let target = Target::serve("idle-hard", Some("1024:1024"), &[]);
+    assert_eq!(open_files_soft_limit(target.pid), Some(1_024));
+    idle_connections(Report::new("idle connections, hard limit"), target);
+}
+
+/// Holds 6,000 idle or preface-only connections to `target` and checks the targets.
+fn idle_connections(mut report: Report, target: Target) {
+    const CONNECTIONS: usize = 6_000;
+    const BOUND: Duration = Duration::from_secs(10);
+    // This process holds the 6,000 client ends.
+    rlimit::increase_nofile_limit(20_000).expect("the open-file limit can be raised");
     let watch = watch(&report, &target);
 
     let started = Instant::now();
@@ -711,16 +730,24 @@ fn attack_refused_connections() {
                     stream
                         .set_read_timeout(Some(Duration::from_secs(1)))
                         .unwrap();
-                    match stream.read(&mut [0u8; 64]) {
-                        Ok(0) => &closed,
-                        Err(e)
-                            if !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) =>
-                        {
-                            &closed
+                    // The server may say why (a GOAWAY) before it closes: read to the end.
+                    let mut buf = [0u8; 256];
+                    let outcome = loop {
+                        match stream.read(&mut buf) {
+                            Ok(0) => break &closed,
+                            Ok(_) => {}
+                            Err(e)
+                                if !matches!(
+                                    e.kind(),
+                                    ErrorKind::WouldBlock | ErrorKind::TimedOut
+                                ) =>
+                            {
+                                break &closed;
+                            }
+                            Err(_) => break &kept_open,
                         }
-                        _ => &kept_open,
-                    }
-                    .fetch_add(1, Ordering::Relaxed);
+                    };
+                    outcome.fetch_add(1, Ordering::Relaxed);
                 }
             })
         })

@@ -1,0 +1,95 @@
+//! [`Limits`]: what one [`TaskServer`](crate::TaskServer) gives any one client, and all of
+//! them together, before it refuses.
+
+use std::time::Duration;
+
+/// The resources a [`TaskServer`](crate::TaskServer) lets its clients hold. The defaults are
+/// far above what a TensorFlow client uses (a connect opens one connection per task and a
+/// handful of streams on it, and sends a `CreateContext` of about 8 MB for a 10,000-task
+/// cluster of 8 devices each), and far below what exhausts a server: under every default
+/// together, a server stays within a few hundred MB however its clients behave.
+///
+/// Set with [`TaskServerBuilder::limits`](crate::TaskServerBuilder::limits):
+///
+/// ```
+/// # use std::time::Duration;
+/// use remote_connect::Limits;
+///
+/// let mut limits = Limits::default();
+/// limits.max_connections = 100;
+/// limits.context_idle_limit = Some(Duration::from_secs(3600));
+/// ```
+///
+/// TensorFlow's gRPC server sets none of these: its streams, connections, contexts and
+/// decoded requests are unbounded, it never closes an idle connection, and it waits 120 s for
+/// a connection's handshake.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Concurrent streams (requests) on one connection, announced in HTTP/2's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`; a stream past it is refused (`REFUSED_STREAM`).
+    /// Default 256.
+    pub max_streams_per_connection: u32,
+    /// Streams one connection may make the server reset (refused, malformed) before it is
+    /// closed with `GOAWAY` (`ENHANCE_YOUR_CALM`). Default 1,024.
+    pub max_reset_streams: usize,
+    /// How long a request may take to arrive whole, from its headers to its last byte; past
+    /// it the request fails with `DEADLINE_EXCEEDED`. Default 60 s.
+    pub message_timeout: Duration,
+    /// Open connections. At the limit a new connection takes the place of the oldest one
+    /// that has not started HTTP/2 yet (see [`handshake_timeout`](Self::handshake_timeout)),
+    /// or is closed as soon as it is accepted, told why in a `GOAWAY`. Never more than the
+    /// process's open-file limit less 64, so accepting never fails for want of a descriptor.
+    /// Default 10,000.
+    pub max_connections: usize,
+    /// How long a new connection has to send the start of HTTP/2 (its preface and first
+    /// frame header) or of TLS; it is closed past it. Default 5 s.
+    pub handshake_timeout: Duration,
+    /// How long a connection may stay open with no request in flight; `None` never closes
+    /// one. A client's gRPC channel reconnects on its next call. Default 10 minutes.
+    pub idle_timeout: Option<Duration>,
+    /// How often the server pings a connection (HTTP/2 `PING`) to find peers that are gone;
+    /// one that does not answer within [`keepalive_timeout`](Self::keepalive_timeout) is
+    /// closed. `None` sends no pings. Default 60 s.
+    pub keepalive_interval: Option<Duration>,
+    /// How long a keep-alive ping may go unanswered. Default 20 s.
+    pub keepalive_timeout: Duration,
+    /// Bytes the server may hold for requests being received and decoded, all connections
+    /// together: what has arrived of each request, inflated when it was compressed, and what
+    /// decoding it makes (a `CreateContext`'s device list costs per device, not per byte).
+    /// A request that would go past it fails with `RESOURCE_EXHAUSTED`. Default 128 MiB.
+    pub request_memory: usize,
+    /// Live remote contexts. A new context past it takes the place of the least recently
+    /// used context without keep-alive (which TensorFlow would keep forever); when every
+    /// context has a keep-alive, it fails with `RESOURCE_EXHAUSTED`. Default 10,000.
+    pub max_contexts: usize,
+    /// Bytes the live contexts may hold together (the names of the devices each was given),
+    /// made room for as [`max_contexts`](Self::max_contexts) is; a `CreateContext` or
+    /// `UpdateContext` that still does not fit fails with `RESOURCE_EXHAUSTED`.
+    /// Default 128 MiB.
+    pub context_memory: usize,
+    /// How long a context created without keep-alive (`keep_alive_secs` 0, which TensorFlow
+    /// keeps until it is closed) may go without a request before it is collected; `None`
+    /// keeps it until it is closed, as TensorFlow. Contexts with a keep-alive are collected
+    /// after it, as TensorFlow. Default `None`.
+    pub context_idle_limit: Option<Duration>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_streams_per_connection: 256,
+            max_reset_streams: 1024,
+            message_timeout: Duration::from_secs(60),
+            max_connections: 10_000,
+            handshake_timeout: Duration::from_secs(5),
+            idle_timeout: Some(Duration::from_secs(600)),
+            keepalive_interval: Some(Duration::from_secs(60)),
+            keepalive_timeout: Duration::from_secs(20),
+            request_memory: 128 << 20,
+            max_contexts: 10_000,
+            context_memory: 128 << 20,
+            context_idle_limit: None,
+        }
+    }
+}
