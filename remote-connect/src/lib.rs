@@ -131,8 +131,10 @@
 //!
 //! - [`TaskServerBuilder::allow`] takes the client addresses or networks ([`Network`]:
 //!   `10.0.0.0/8`, `192.0.2.7`, `2001:db8::/32`) that may connect; any other peer's connection
-//!   is closed as soon as it is accepted, before a byte of TLS or HTTP/2 is read, and logged as
-//!   a warning naming the peer. It works with TensorFlow clients too.
+//!   is closed as soon as it is accepted, before a byte of TLS or HTTP/2 is read. A plaintext
+//!   peer is told why in an HTTP/2 `GOAWAY` (`127.0.0.1 is not in this server's allowed
+//!   networks (--allow)`, which a [`Context`] shows as [`TaskError::Closed`]); refusals are
+//!   logged at most once per 10 s with their count. It works with TensorFlow clients too.
 //! - With the `tls` feature, `TlsConfig` (a certificate chain, its key and a CA, as PEM
 //!   text or files, checked when made) turns on TLS 1.3 with client certificates: a server
 //!   built with `.tls(config)` refuses every client whose certificate does not chain to the
@@ -191,6 +193,45 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 ```
 "##
 )]
+//!
+//! ## Limits: what one client may hold of a TaskServer
+//!
+//! A task's port is reachable by whoever can reach the host, and TensorFlow's gRPC server
+//! bounds almost nothing a client may make it hold. A [`TaskServer`] bounds each resource,
+//! with defaults ([`Limits::default`]) that a TensorFlow client never meets (a connect opens
+//! one connection per task, a handful of streams on it, and sends a `CreateContext` of about
+//! 8 MB for a 10,000-task cluster of 8 devices) and an attacker always does. Set them with
+//! [`TaskServerBuilder::limits`] (or `tfcluster serve --max-connections …`):
+//!
+//! | limit ([`Limits`] field) | default | past it | TensorFlow 2.21 |
+//! |---|---|---|---|
+//! | streams per connection (`max_streams_per_connection`), announced in `SETTINGS_MAX_CONCURRENT_STREAMS` | 256 | the stream is refused (`REFUSED_STREAM`) | no limit |
+//! | streams a connection makes the server reset (`max_reset_streams`) | 1,024 | `GOAWAY` (`ENHANCE_YOUR_CALM`), connection closed | gRPC's own |
+//! | time for a request to arrive whole (`message_timeout`) | 60 s | `DEADLINE_EXCEEDED` | none |
+//! | open connections (`max_connections`), and never more than the open-file limit less 64 | 10,000 | the oldest connection that has not started HTTP/2 makes room; else closed at accept, told why in a `GOAWAY` | no limit |
+//! | time for a new connection to send HTTP/2's preface and first frame header, or TLS's first bytes (`handshake_timeout`) | 5 s | closed (a waiting connection costs a socket and a small task, not HTTP/2 buffers) | 120 s |
+//! | time a connection may stay open with no request in flight (`idle_timeout`) | 10 min | closed; gRPC clients reconnect on their next call | none |
+//! | keep-alive pings (`keepalive_interval`, `keepalive_timeout`) | every 60 s, 20 s to answer | a silent peer's connection closed | every 2 h |
+//! | memory for requests being received, inflated and decoded, all connections together (`request_memory`) | 128 MiB | `RESOURCE_EXHAUSTED` at once | no limit |
+//! | one compressed message, inflated | 64 MiB | `RESOURCE_EXHAUSTED` | 2 GiB |
+//! | live contexts (`max_contexts`) and what they hold (`context_memory`) | 10,000 and 128 MiB | the least recently used context without keep-alive makes room; when every context has a keep-alive, `RESOURCE_EXHAUSTED` | no limit |
+//! | how long a context without keep-alive may stay unused (`context_idle_limit`) | forever, as TensorFlow | collected | forever |
+//!
+//! Memory follows what a request makes the server hold, not its length: its bytes as they
+//! arrive, its inflated bytes (a compressed message is inflated by the server itself, on
+//! tokio's blocking threads, each inflated byte charged as it is made), and what decoding it
+//! allocates (a `CreateContext` or `UpdateContext` costs 256 bytes per device record and 8
+//! per byte of its `ClusterDef`, counted before it is decoded), so 57 KB of gzip declaring 15
+//! million empty device records is refused in milliseconds instead of costing a gigabyte.
+//! A context keeps only its device names, copied out of the request. The methods that run
+//! operations (`Enqueue`, `StreamingEnqueue`, `WaitQueueDone`, `RunComponentFunction`) are
+//! answered `UNIMPLEMENTED` without reading the request. `tfcluster serve` also raises its
+//! soft open-file limit to the hard one. Measured against a `tfcluster serve` process (the
+//! `attacks` tests of the `tfcluster` crate, debug build): 100,000 partial streams on one
+//! connection, 6,000 idle and preface-only connections, 8 concurrent 29 KB gzip requests
+//! inflating to 30 MB, 100,000 contexts without keep-alive and 5,000 refused connections each
+//! leave the server under 140 MB resident at its peak and back near its idle 20 MB after,
+//! while a legitimate connect succeeds during each within 1 s.
 //!
 //! ## Performance
 //!
@@ -256,12 +297,13 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //! - **The server checks the cluster clients send**: its addresses and job names must be
 //!   valid (TensorFlow's worker accepts more and fails later). The device names a context is
 //!   given are kept as sent and parsed only when looked up.
-//! - **A compressed request may inflate to 64 MiB at most** (`RESOURCE_EXHAUSTED` past it).
-//!   TensorFlow's gRPC inflates gzip and deflate up to its 2 GiB message limit, so about 2 MB
-//!   sent could make a worker hold 2 GiB. Requests sent plain keep TensorFlow's 2 GiB limit,
-//!   and a TaskServer's memory follows the bytes actually received. Every request a
-//!   TaskServer serves is far smaller: a `CreateContext` for 10,000 tasks of 8 devices is
-//!   about 8 MB.
+//! - **A TaskServer bounds what clients may hold** ([Limits](#limits-what-one-client-may-hold-of-a-taskserver)):
+//!   streams, connections, handshake and idle time, request memory (a compressed request
+//!   inflates to 64 MiB at most; TensorFlow's gRPC to its 2 GiB message limit, so about 2 MB
+//!   sent could make a worker hold 2 GiB), contexts. Requests sent plain keep TensorFlow's
+//!   2 GiB message limit. One behaviour differs under pressure only: when 10,000 contexts
+//!   (or 128 MiB of them) are live, a new context takes the place of the least recently
+//!   used one created without keep-alive, which TensorFlow would keep until it is closed.
 //!
 //! Kept as TensorFlow does: a connect updates the context in place only when the local job
 //! and task are the same and the `ClusterDef` compares equal as a protobuf, job order

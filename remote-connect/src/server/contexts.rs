@@ -1,7 +1,7 @@
 //! The remote contexts a server holds, with TensorFlow's `EagerServiceImpl` rules for creating,
 //! updating, touching, closing and collecting them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use bytes::{Bytes, BytesMut};
 use rustc_hash::FxHashSet;
@@ -117,11 +117,35 @@ pub(crate) struct Contexts {
 #[derive(Default)]
 struct Map {
     entries: HashMap<u64, Entry>,
+    /// The contexts without keep-alive, least recently used first: the ones that make room.
+    unkept: BTreeSet<(Instant, u64)>,
     /// What every entry's devices hold together.
     bytes: usize,
 }
 
 impl Map {
+    /// Puts `entry` in place of what `id` had (its bytes are counted by `make_room`).
+    fn insert(&mut self, id: u64, entry: Entry) {
+        if let Some(old) = self.entries.remove(&id) {
+            self.unkept.remove(&(old.last_access, id));
+        }
+        if entry.info.keep_alive_secs <= 0 {
+            self.unkept.insert((entry.last_access, id));
+        }
+        self.entries.insert(id, entry);
+    }
+
+    /// The context `id`, marked as used now.
+    fn touch(&mut self, id: u64) -> Option<&mut Entry> {
+        let entry = self.entries.get_mut(&id)?;
+        let now = Instant::now();
+        if self.unkept.remove(&(entry.last_access, id)) {
+            self.unkept.insert((now, id));
+        }
+        entry.last_access = now;
+        Some(entry)
+    }
+
     /// Counts a context of `devices` bytes in place of what `id` had, if it fits the limits
     /// with that replaced; the caller then puts the context in place. To make it fit, the
     /// contexts without keep-alive that were used least recently are dropped first: they are
@@ -149,11 +173,10 @@ impl Map {
                 return Ok(());
             }
             let oldest = self
-                .entries
+                .unkept
                 .iter()
-                .filter(|&(&other, e)| other != id && e.info.keep_alive_secs <= 0)
-                .min_by_key(|(_, e)| e.last_access)
-                .map(|(&other, _)| other);
+                .map(|&(_, other)| other)
+                .find(|&other| other != id);
             match oldest {
                 Some(other) => {
                     self.remove(other);
@@ -173,6 +196,7 @@ impl Map {
 
     fn remove(&mut self, id: u64) {
         if let Some(entry) = self.entries.remove(&id) {
+            self.unkept.remove(&(entry.last_access, id));
             self.bytes -= entry.devices.bytes;
         }
     }
@@ -247,7 +271,7 @@ impl Contexts {
             devices,
             last_access: Instant::now(),
         };
-        map.entries.insert(id, entry);
+        map.insert(id, entry);
         Ok(())
     }
 
@@ -260,8 +284,7 @@ impl Contexts {
         install: Option<Install>,
     ) -> Result<(), Status> {
         let mut map = self.lock();
-        let entry = map.entries.get_mut(&id).ok_or_else(|| unknown(id))?;
-        entry.last_access = Instant::now();
+        let entry = map.touch(id).ok_or_else(|| unknown(id))?;
         let current = entry.info.view_id;
         if view_id != current.wrapping_add(1) {
             return Err(Status::invalid_argument(format!(
@@ -286,8 +309,7 @@ impl Contexts {
     /// Touches a context and returns its view id.
     pub(crate) fn touch(&self, id: u64) -> Result<u64, Status> {
         let mut map = self.lock();
-        let entry = map.entries.get_mut(&id).ok_or_else(|| unknown(id))?;
-        entry.last_access = Instant::now();
+        let entry = map.touch(id).ok_or_else(|| unknown(id))?;
         Ok(entry.info.view_id)
     }
 
