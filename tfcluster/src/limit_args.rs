@@ -12,7 +12,8 @@ pub(crate) struct LimitArgs {
     /// Concurrent requests on one connection, announced in HTTP/2's SETTINGS [default: 256].
     #[arg(long, value_name = "N")]
     max_streams: Option<u32>,
-    /// Open connections; one past it is closed at accept [default: 10000].
+    /// Open connections, at most the open-file limit less 64; at the limit the oldest that has
+    /// not started HTTP/2 makes room, else a new one is closed at accept [default: 10000].
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
     /// Time a new connection has to start HTTP/2 or TLS [default: 5s].
@@ -20,13 +21,13 @@ pub(crate) struct LimitArgs {
     handshake_timeout: Option<Duration>,
     /// Time a connection may stay open with no request in flight, or `none` [default: 10m].
     #[arg(long, value_name = "DURATION|none", value_parser = duration_or_none)]
-    idle_timeout: Option<Option<Duration>>,
+    idle_timeout: Option<OrNone>,
     /// Time a request has to arrive whole, from its headers to its last byte [default: 60s].
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     message_timeout: Option<Duration>,
     /// How often idle connections are pinged to find dead peers, or `none` [default: 60s].
     #[arg(long, value_name = "DURATION|none", value_parser = duration_or_none)]
-    keepalive: Option<Option<Duration>>,
+    keepalive: Option<OrNone>,
     /// Memory for requests being received and decoded, all clients together: `128MiB`,
     /// `1GiB`, or bytes [default: 128MiB].
     #[arg(long, value_name = "SIZE", value_parser = size)]
@@ -62,9 +63,9 @@ impl LimitArgs {
         set(&mut limits.max_streams_per_connection, max_streams);
         set(&mut limits.max_connections, max_connections);
         set(&mut limits.handshake_timeout, handshake_timeout);
-        set(&mut limits.idle_timeout, idle_timeout);
+        set(&mut limits.idle_timeout, idle_timeout.map(|d| d.0));
         set(&mut limits.message_timeout, message_timeout);
-        set(&mut limits.keepalive_interval, keepalive);
+        set(&mut limits.keepalive_interval, keepalive.map(|d| d.0));
         set(&mut limits.request_memory, request_memory);
         set(&mut limits.max_contexts, max_contexts);
         set(&mut limits.context_memory, context_memory);
@@ -81,13 +82,17 @@ fn set<T>(field: &mut T, flag: Option<T>) {
     }
 }
 
-/// A duration, or `none`.
-fn duration_or_none(s: &str) -> Result<Option<Duration>, String> {
+/// A duration, or none at all (`none`). A type of its own: clap reads a flag of type
+/// `Option<Option<_>>` as one whose value may be left out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct OrNone(Option<Duration>);
+
+fn duration_or_none(s: &str) -> Result<OrNone, String> {
     if s == "none" {
-        return Ok(None);
+        return Ok(OrNone(None));
     }
     humantime::parse_duration(s)
-        .map(Some)
+        .map(|d| OrNone(Some(d)))
         .map_err(|e| format!("{e} (a duration such as 30s or 10m, or none)"))
 }
 
@@ -116,7 +121,7 @@ mod tests {
     fn no_flags_are_the_library_defaults_and_each_flag_sets_its_limit() {
         assert_eq!(LimitArgs::default().limits(), Limits::default());
         let args = LimitArgs {
-            idle_timeout: Some(None),
+            idle_timeout: Some(OrNone(None)),
             request_memory: Some(1 << 20),
             context_idle_limit: Some(Duration::from_secs(60)),
             ..LimitArgs::default()
