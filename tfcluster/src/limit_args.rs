@@ -140,8 +140,11 @@ mod tests {
         assert_eq!(size("1GiB"), Ok(1 << 30));
         assert!(size("12MB").unwrap_err().contains("unknown unit \"MB\""));
         assert!(size("MiB").unwrap_err().contains("is not a size"));
-        assert_eq!(duration_or_none("none"), Ok(None));
-        assert_eq!(duration_or_none("90s"), Ok(Some(Duration::from_secs(90))));
+        assert_eq!(duration_or_none("none"), Ok(OrNone(None)));
+        assert_eq!(
+            duration_or_none("90s"),
+            Ok(OrNone(Some(Duration::from_secs(90))))
+        );
         assert!(duration_or_none("soon").unwrap_err().contains("or none"));
     }
 }
