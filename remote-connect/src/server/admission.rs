@@ -102,7 +102,7 @@ impl<S> Admission<S> {
         if let Some(why) = why {
             goaway(stream, why, &self.lingering);
         }
-        self.refusals.note(cause, peer, std::time::Instant::now());
+        self.refusals.note(cause, peer);
     }
 
     /// A slot for a new connection: a free one, or the one of the oldest connection still
@@ -116,8 +116,7 @@ impl<S> Admission<S> {
         while let Some(oldest) = self.waiting.pop_front() {
             if !oldest.is_finished() {
                 oldest.abort();
-                self.refusals
-                    .note(Cause::NoHandshake, None, std::time::Instant::now());
+                self.refusals.note(Cause::NoHandshake, None);
                 // Its slot is given back once the aborted task is dropped, at once.
                 return Some(self.open.take_over());
             }
@@ -226,8 +225,7 @@ where
             let stream = match Pin::new(&mut this.inner).poll_next(cx) {
                 Poll::Ready(Some(Ok(stream))) => stream,
                 Poll::Ready(Some(Err(error))) if out_of_resources(&error) => {
-                    this.refusals
-                        .note(Cause::AcceptFailed, None, std::time::Instant::now());
+                    this.refusals.note(Cause::AcceptFailed, None);
                     let mut pause = Box::pin(tokio::time::sleep(this.next_pause));
                     this.next_pause = (this.next_pause * 2).min(BACKOFF.1);
                     // Registers the wake-up.
@@ -260,11 +258,14 @@ where
             match this.handshakes.poll_join_next(cx) {
                 Poll::Ready(Some(Ok(Ok(connection)))) => return Poll::Ready(Some(Ok(connection))),
                 Poll::Ready(Some(Ok(Err(Some(peer))))) => {
-                    this.refusals
-                        .note(Cause::NoHandshake, Some(peer), std::time::Instant::now());
+                    this.refusals.note(Cause::NoHandshake, Some(peer));
                 }
                 Poll::Ready(Some(_)) => {}
-                Poll::Ready(None) | Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) | Poll::Pending => {
+                    // Counted refusals are logged when their interval ends.
+                    this.refusals.poll_flush(cx);
+                    return Poll::Pending;
+                }
             }
         }
     }
