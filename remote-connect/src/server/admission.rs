@@ -128,7 +128,11 @@ impl<S> Admission<S> {
     fn handshake(&mut self, stream: TcpStream, slot: Slot) {
         let timeout = self.rules.handshake_timeout;
         let idle = self.rules.idle_timeout;
-        if self.waiting.len() > 2 * self.rules.max_connections {
+        // A handle keeps its finished task's memory: keep only about as many as are waiting.
+        while self.waiting.front().is_some_and(AbortHandle::is_finished) {
+            self.waiting.pop_front();
+        }
+        if self.waiting.len() > 2 * self.handshakes.len() + 16 {
             self.waiting.retain(|h| !h.is_finished());
         }
         let handle = self.handshakes.spawn(async move {
