@@ -31,16 +31,24 @@ fn every_corpus_file_runs_clean() {
 }
 
 /// Each cargo-fuzz binary (a `[[bin]]` of fuzz/Cargo.toml) has its function here and its
-/// corpus directory, and each corpus directory its binary.
+/// corpus directory, and each corpus directory its binary; and each binary calls the function
+/// of its own name, so the corpus replayed here is the one that binary fuzzes.
 #[test]
 fn targets_binaries_and_corpora_match() {
     let manifest = fs::read_to_string(fuzz_dir().join("Cargo.toml")).expect("fuzz/Cargo.toml");
-    let mut binaries: Vec<&str> = manifest
-        .split("[[bin]]")
-        .skip(1)
-        .filter_map(|bin| bin.lines().find_map(|l| l.strip_prefix("name = ")))
-        .map(|name| name.trim_matches('"'))
-        .collect();
+    let mut binaries: Vec<&str> = Vec::new();
+    for bin in manifest.split("[[bin]]").skip(1) {
+        let field = |key: &str| {
+            bin.lines()
+                .find_map(|l| l.strip_prefix(key)?.trim().strip_prefix('='))
+                .map(|value| value.trim().trim_matches('"'))
+                .unwrap_or_else(|| panic!("a [[bin]] of fuzz/Cargo.toml without {key}: {bin}"))
+        };
+        let (name, path) = (field("name"), field("path"));
+        let source = fs::read_to_string(fuzz_dir().join(path)).expect("a fuzz target's source");
+        assert_eq!(called_targets(&source), [name], "fuzz/{path} calls");
+        binaries.push(name);
+    }
     let mut corpora: Vec<String> = fs::read_dir(fuzz_dir().join("corpus"))
         .expect("fuzz/corpus")
         .map(|entry| entry.expect("a directory entry").file_name())
@@ -52,4 +60,14 @@ fn targets_binaries_and_corpora_match() {
     targets.sort_unstable();
     assert_eq!(binaries, targets, "fuzz/Cargo.toml's binaries");
     assert_eq!(corpora, targets, "fuzz/corpus/'s directories");
+}
+
+/// The `fuzz_targets::` functions that `source` calls, comments left out.
+fn called_targets(source: &str) -> Vec<&str> {
+    source
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .flat_map(|line| line.split("fuzz_targets::").skip(1))
+        .filter_map(|call| call.split_once('(').map(|(name, _)| name.trim()))
+        .collect()
 }

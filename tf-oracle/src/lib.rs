@@ -24,7 +24,7 @@ mod process;
 mod servers;
 mod tally;
 
-pub use json::run_json;
+pub use json::{one_per_case, run_json};
 pub use messages::{MAX_MESSAGE_BYTES, assert_bounded};
 pub use pki::{Issued, PemFiles, TestCa};
 pub use process::{Process, STARTUP};

@@ -37,8 +37,7 @@ impl Tally {
         more: usize,
         mut compare: impl FnMut(&mut Self, &C, &Value),
     ) -> &'r [Value] {
-        let results = results.as_array().expect("one result per case");
-        assert_eq!(results.len(), cases.len() + more);
+        let results = crate::one_per_case(results, cases.len() + more);
         for (case, tf) in cases.iter().zip(results) {
             compare(self, case, tf);
         }

@@ -3,6 +3,9 @@
 //! import only one feature needs) fails here rather than in a user's build. The rest of
 //! `cargo xtask test` runs with `--all-features`, which hides such breakage.
 //!
+//! And the tests of what a feature's absence changes, which `--all-features` never runs: a
+//! chosen few, as each such run compiles the crate and its dependencies once more.
+//!
 //! And the docs as docs.rs builds them (`--cfg docsrs`, nightly), so every gated item shows the
 //! feature that enables it.
 
@@ -30,6 +33,30 @@ pub(crate) fn check() -> Result<(), String> {
         for feature in *features {
             clippy(krate, &["--no-default-features", "--features", feature])?;
         }
+    }
+    Ok(())
+}
+
+/// The tests whose behaviour changes without a crate's features: the crate and the test
+/// targets to run with `--no-default-features`.
+const WITHOUT_FEATURES: &[(&str, &str)] = &[
+    // Auto-detection naming the missing `kubernetes` feature when KUBERNETES_SERVICE_HOST is
+    // set (`kubernetes_needs_the_feature`), among the unit tests.
+    ("cluster-resolver", "--lib"),
+    // Serving and connecting, which `tls` changes: the crate's examples do both.
+    ("remote-connect", "--doc"),
+];
+
+/// `cargo test` of [`WITHOUT_FEATURES`].
+pub(crate) fn test() -> Result<(), String> {
+    for (krate, targets) in WITHOUT_FEATURES {
+        workspace::run(Command::new("cargo").args([
+            "test",
+            "-p",
+            krate,
+            "--no-default-features",
+            targets,
+        ]))?;
     }
     Ok(())
 }

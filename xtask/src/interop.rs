@@ -9,9 +9,14 @@ use crate::{tf_venv, workspace};
 /// The test-name filter that selects the interop tests in remote-connect's test binary.
 pub(crate) const FILTER: &str = "interop::";
 
+/// How many tests [`FILTER`] selects. `cargo test` succeeds when a filter matches nothing, so
+/// a renamed module would drop the suite without a sound; fewer passing tests than this fail.
+/// Raise it with each interop test added.
+const TESTS: usize = 9;
+
 pub(crate) fn run() -> Result<(), String> {
     let python = tf_venv::ensure()?;
-    workspace::run(
+    let stdout = workspace::run_echoed(
         Command::new("cargo")
             .args([
                 "test",
@@ -23,5 +28,12 @@ pub(crate) fn run() -> Result<(), String> {
                 FILTER,
             ])
             .env("TFCLUSTER_PYTHON", &python),
-    )
+    )?;
+    let passed = workspace::tests_passed(&stdout);
+    if passed < TESTS {
+        return Err(format!(
+            "{passed} interop tests passed, {TESTS} expected: does {FILTER:?} still select them?"
+        ));
+    }
+    Ok(())
 }

@@ -33,8 +33,8 @@ tasks:
                      then fmt --check, clippy -D warnings (all features, then each crate
                      with no features and each feature alone), codegen --check,
                      doc -D warnings (and as docs.rs builds it, on nightly),
-                     cargo test --workspace --all-features, interop, and the real Slurm
-                     check (slurm)
+                     cargo test --workspace --all-features, the tests of what a missing
+                     feature changes, interop, and the real Slurm check (slurm)
   interop            remote-connect against real TensorFlow 2.21 on loopback: our Context to
                      tf.distribute.Servers, TensorFlow's client to our TaskServers (alone and
                      mixed with a TF worker), the filtered device lists of both clients, and

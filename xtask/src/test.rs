@@ -42,6 +42,7 @@ pub(crate) fn run() -> Result<(), String> {
             ])
             .env("TFCLUSTER_PYTHON", &python),
     )?;
+    features::test()?;
     interop::run()?;
     // The real Slurm cluster last: it needs the daemons, which the unit tests do not.
     slurm::run(false)

@@ -1,6 +1,7 @@
 //! `KubernetesClusterResolver` against a loopback server answering the real API paths with real
 //! PodList documents (`kubernetes/*.json`, as `kubectl get pods -o json` shows them).
 
+mod environment;
 mod tensorflow;
 
 use std::sync::Arc;
@@ -346,29 +347,4 @@ async fn a_stalled_api_server_hits_the_deadline() {
         "listing pods in namespace \"training\" with label selector \"job-name=worker-pod\" timed out after 300ms"
     );
     server.stop().await;
-}
-
-#[tokio::test]
-async fn without_a_client_the_environment_configures_one() {
-    // In-cluster config first, kubeconfig otherwise; on a machine with neither, the error
-    // says why each failed. (The process environment is not changed by tests.)
-    let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
-    let home_config = std::env::var_os("HOME")
-        .map(|h| std::path::Path::new(&h).join(".kube/config").exists())
-        .unwrap_or(false);
-    if in_cluster || home_config || std::env::var_os("KUBECONFIG").is_some() {
-        eprintln!("skipped: this machine has a Kubernetes configuration");
-        return;
-    }
-    let resolver = KubernetesClusterResolver::new().with_request_timeout(Duration::from_secs(5));
-    let err = resolver.cluster_spec().await.unwrap_err();
-    assert!(
-        matches!(err, Error::Kubernetes(kubernetes::Error::Config { .. })),
-        "{err:?}"
-    );
-    let text = err.to_string();
-    assert!(
-        text.contains("in-cluster config: ") && text.contains("kubeconfig: "),
-        "{text}"
-    );
 }

@@ -92,15 +92,16 @@ fn hex_bytes(hex: &str) -> Vec<u8> {
 fn proto_matches_tensorflows_cluster_device_filters() {
     let cases = proto_cases();
     let result = tf::run(&format!("{}{PROTO_SCRIPT}", tf::PRELUDE), &json!(cases));
-    let tf_hex: Vec<String> = serde_json::from_value(result).expect("a list of hex strings");
-    assert_eq!(tf_hex.len(), cases.len());
     let mut identical = 0;
-    for (calls, hex) in cases.iter().zip(&tf_hex) {
+    for (calls, hex) in cases
+        .iter()
+        .zip(tf::answers::<String>(&result, cases.len()))
+    {
         let mut ours = ClusterDeviceFilters::new();
         for (job, task, filters) in calls {
             ours.set_device_filters(job, *task, filters).unwrap();
         }
-        let tf_bytes = hex_bytes(hex);
+        let tf_bytes = hex_bytes(&hex);
         let tf_proto = cluster_proto::ClusterDeviceFilters::decode(&tf_bytes[..])
             .unwrap_or_else(|e| panic!("TensorFlow's bytes decode ({e}): {hex}"));
         assert_eq!(ours.to_proto(), tf_proto, "case {calls:?}");
@@ -329,9 +330,8 @@ fn is_documented_number_difference(result: &Result<DeviceName, Error>) -> bool {
 fn parse_full_name_matches_tensorflows_runtime() {
     let names = oracle_names();
     let result = tf::run(&format!("{}{PARSE_SCRIPT}", tf::PRELUDE), &json!(names));
-    let eager: Vec<String> = serde_json::from_value(result["eager"].clone()).unwrap();
-    let filter: Vec<String> = serde_json::from_value(result["filter"].clone()).unwrap();
-    assert_eq!((eager.len(), filter.len()), (names.len(), names.len()));
+    let eager: Vec<String> = tf::answers(&result["eager"], names.len());
+    let filter: Vec<String> = tf::answers(&result["filter"], names.len());
     let local_cpu: DeviceName = "/job:localhost/replica:0/task:0/device:CPU:0"
         .parse()
         .unwrap();
@@ -450,7 +450,7 @@ fn job_names_match_tensorflows_runtime() {
         "a/",
     ];
     let result = tf::run(&format!("{}{JOB_SCRIPT}", tf::PRELUDE), &json!(names));
-    let answers: Vec<String> = serde_json::from_value(result).unwrap();
+    let answers: Vec<String> = tf::answers(&result, names.len());
     for (name, tf) in names.iter().zip(&answers) {
         let ours = ClusterDeviceFilters::new().set_device_filters(name, 0, ["/job:x"]);
         match (tf.as_str(), &ours) {
@@ -507,7 +507,7 @@ fn parameter_server_preset_matches_tensorflow() {
         .map(|s| serde_json::from_str(s).unwrap())
         .collect();
     let result = tf::run(&format!("{}{PS_SCRIPT}", tf::PRELUDE), &json!(values));
-    let answers: Vec<Value> = serde_json::from_value(result).unwrap();
+    let answers: Vec<Value> = tf::answers(&result, specs.len());
     for (spec_json, answer) in specs.iter().zip(&answers) {
         assert_eq!(
             answer["job"], "chief",

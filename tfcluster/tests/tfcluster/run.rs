@@ -12,25 +12,58 @@ use super::launch::{Launch, assert_all_gone};
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A task that reads its identity from TF_CONFIG and acts on the plan in `sys.argv[1]`
-/// (`worker:1=exit1,*=hang`): `exitN` exits N after a moment, `hang` sleeps until stopped,
-/// `deaf` ignores SIGINT and SIGTERM. First it starts a helper (in its process group, as
-/// TensorFlow's own helpers would be) and prints `pids TASK PID HELPER_PID`.
+/// (`worker:1=exit1,*=hang`): `hang` sleeps until stopped, `obey` exits on SIGINT or SIGTERM,
+/// `deaf` ignores them, `exitN` exits N once every other kind of task is ready, so a stop it
+/// causes finds their handlers in place. First it starts a helper (in its process group, as
+/// TensorFlow's own helpers would be) and prints `pids TASK PID HELPER_PID`; when ready it
+/// listens on its address, as a TensorFlow server would.
+///
+/// It also prints what happens to it as `event TASK WHAT TIME`, on `time.monotonic()`, the
+/// one clock of every process here: `ready`, the name of each signal it handles, `exit` as it
+/// exits, and `deaf` prints `alive` every 0.1 s. The tests time the launcher by these, free
+/// of how late the output reaches them.
 const TASK: &str = r#"
-import json, os, signal, subprocess, sys, time
-task = json.loads(os.environ["TF_CONFIG"])["task"]
+import json, os, signal, socket, subprocess, sys, time
+tf_config = json.loads(os.environ["TF_CONFIG"])
+task = tf_config["task"]
 name = f'{task["type"]}:{task["index"]}'
 plan = dict(part.split("=") for part in sys.argv[1].split(","))
-action = plan.get(name, plan.get("*"))
+def action_of(name):
+    return plan.get(name, plan.get("*"))
+action = action_of(name)
 helper = subprocess.Popen(["sleep", "1000"])
 print(f"pids {name} {os.getpid()} {helper.pid}", flush=True)
+def event(what):
+    print(f"event {name} {what} {time.monotonic():.3f}", flush=True)
+def handle(signum, frame):
+    event(signal.Signals(signum).name)
+    if action == "obey":
+        sys.exit(0)
+if action in ("obey", "deaf"):
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+def address(text):
+    host, port = text.rsplit(":", 1)
+    return host, int(port)
+server = socket.create_server(address(tf_config["cluster"][task["type"]][task["index"]]))
+event("ready")
 if action.startswith("exit"):
-    time.sleep(1)
+    for job, addresses in tf_config["cluster"].items():
+        for index, other in enumerate(addresses):
+            if action_of(f"{job}:{index}").startswith("exit"):
+                continue
+            while True:
+                try:
+                    socket.create_connection(address(other), timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+    event("exit")
     sys.exit(int(action[4:]))
-if action == "deaf":
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 while True:
-    time.sleep(1)
+    if action == "deaf":
+        event("alive")
+    time.sleep(0.1)
 "#;
 
 /// `tfcluster run --local JOBS --grace GRACE -- python -c TASK PLAN`.
@@ -52,6 +85,31 @@ fn pids(launch: &Launch, tasks: usize) -> Vec<u32> {
         .iter()
         .flat_map(|line| line.split_whitespace().skip(3).map(|p| p.parse().unwrap()))
         .collect()
+}
+
+/// When `task` printed event `what`, each time, in seconds on the tasks' clock.
+fn times(launch: &Launch, task: &str, what: &str) -> Vec<f64> {
+    let needle = format!(" event {task} {what} ");
+    launch
+        .stdout()
+        .lines()
+        .filter_map(|line| Some(line.split_once(&needle)?.1.parse().unwrap()))
+        .collect()
+}
+
+/// When `task` first printed event `what`.
+fn first(launch: &Launch, task: &str, what: &str) -> f64 {
+    let times = times(launch, task, what);
+    *times
+        .first()
+        .unwrap_or_else(|| launch.fail(&format!("{task} printed no {what}")))
+}
+
+/// How long `deaf` lived after it first got `signal`: until its last heartbeat before the
+/// SIGKILL, so at most 0.1 s (and whatever it waited for the CPU) short of its death.
+fn survived(launch: &Launch, deaf: &str, signal: &str) -> f64 {
+    let alive = times(launch, deaf, "alive");
+    alive.last().expect("deaf printed alive") - first(launch, deaf, signal)
 }
 
 const TF_CONFIG: &str = r#"{"cluster": {"chief": ["c0:2222"], "worker": ["w0:2222", "w1:2222"]},
@@ -277,10 +335,17 @@ fn local_output_is_prefixed_and_keeps_its_stream() {
     }
 }
 
+/// The `--grace` of the tests that time a stop: long enough that "well before the grace ends"
+/// and "after it" differ by far more than a busy machine's scheduling.
+const GRACE: f64 = 4.0;
+
 #[test]
 fn a_failing_task_stops_the_job_and_is_named() {
-    let started = Instant::now();
-    let mut job = local_job("chief=1,worker=2", "5s", "worker:1=exit1,*=hang");
+    let mut job = local_job(
+        "chief=1,worker=2",
+        &format!("{GRACE}s"),
+        "worker:1=exit1,chief:0=obey,worker:0=deaf",
+    );
     let pids = pids(&job, 3);
     assert_eq!(job.wait(TIMEOUT).code(), Some(1));
     assert!(
@@ -289,16 +354,33 @@ fn a_failing_task_stops_the_job_and_is_named() {
         "{}",
         job.stderr()
     );
-    // The others died of the SIGTERM, well within the grace period.
-    assert!(started.elapsed() < Duration::from_secs(30));
+    // SIGTERM came at once: the task that obeys it was gone well before the grace ended.
+    let failed = first(&job, "worker:1", "exit");
+    for task in ["chief:0", "worker:0"] {
+        let stopped = first(&job, task, "SIGTERM") - failed;
+        assert!(
+            (0.0..GRACE / 2.0).contains(&stopped),
+            "{task}: SIGTERM after {stopped} s"
+        );
+    }
+    // SIGKILL came at the end of the grace: the task that ignores SIGTERM lived it out.
+    let survived = survived(&job, "worker:0", "SIGTERM");
+    assert!(
+        (GRACE - 1.0..GRACE * 1.5).contains(&survived),
+        "lived {survived} s after SIGTERM"
+    );
     assert_all_gone(&pids);
 }
 
 #[test]
 fn sigint_stops_a_hanging_job_and_leaves_nothing_running() {
-    // The chief ignores the signals, so it is killed after the grace period.
-    let mut job = local_job("chief=1,worker=1", "2s", "chief:0=deaf,*=hang");
+    let mut job = local_job(
+        "chief=1,worker=1",
+        &format!("{GRACE}s"),
+        "chief:0=deaf,worker:0=obey",
+    );
     let pids = pids(&job, 2);
+    job.lines_with(" ready ", 2, TIMEOUT);
     job.signal(Signal::SIGINT);
     assert_eq!(job.wait(TIMEOUT).code(), Some(128 + 2));
     assert!(
@@ -307,18 +389,39 @@ fn sigint_stops_a_hanging_job_and_leaves_nothing_running() {
         "{}",
         job.stderr()
     );
+    // Every task got the SIGINT at once; the chief, which ignores it, was killed after the
+    // grace period and not before.
+    let apart = first(&job, "worker:0", "SIGINT") - first(&job, "chief:0", "SIGINT");
+    assert!(apart.abs() < GRACE / 2.0, "SIGINTs {apart} s apart");
+    let survived = survived(&job, "chief:0", "SIGINT");
+    assert!(
+        (GRACE - 1.0..GRACE * 1.5).contains(&survived),
+        "lived {survived} s after SIGINT"
+    );
     assert_all_gone(&pids);
 }
 
 #[test]
 fn chief_success_stops_the_serving_tasks_and_succeeds() {
     // ParameterServerStrategy's shape: workers and ps serve until stopped.
-    let started = Instant::now();
-    let mut job = local_job("chief=1,worker=2,ps=1", "1s", "chief:0=exit0,*=hang");
+    let mut job = local_job(
+        "chief=1,worker=2,ps=1",
+        &format!("{GRACE}s"),
+        "chief:0=exit0,*=obey",
+    );
     let pids = pids(&job, 4);
     let status = job.wait(TIMEOUT);
     assert!(status.success(), "{status}\n{}", job.stderr());
-    assert!(started.elapsed() < Duration::from_secs(30));
+    // The others had the grace period to exit on their own, then got SIGTERM. (The chief's
+    // exit was seen after it printed, so the lower bound needs no slack but the rounding.)
+    let succeeded = first(&job, "chief:0", "exit");
+    for task in ["worker:0", "worker:1", "ps:0"] {
+        let stopped = first(&job, task, "SIGTERM") - succeeded;
+        assert!(
+            (GRACE - 0.01..GRACE * 1.5).contains(&stopped),
+            "{task}: SIGTERM {stopped} s after the chief's success"
+        );
+    }
     assert_all_gone(&pids);
 }
 

@@ -11,7 +11,9 @@ use cluster_proto::eager::{
     EnqueueRequest, Operation, QueueItem, RemoteTensorHandle, operation, queue_item,
 };
 use device_filter::ClusterDeviceFilters;
-use remote_connect::{ConnectOptions, Context, Error, Op, Outputs, RemoteTensor, Tensor};
+use remote_connect::{
+    ConnectOptions, Context, DeviceHandle, Error, Op, Outputs, RemoteTensor, Tensor,
+};
 use tf_oracle::{Process, STARTUP};
 
 use super::{blocking, tf_cluster};
@@ -570,34 +572,80 @@ async fn large_tensors_are_fetched_through_the_rendezvous() {
     blocking(|| tf.send(""));
 }
 
-/// Python TensorFlow's latency on the same servers: one small op with its value back, a
-/// chain of 16 ops, and fetching 100 MB; medians in milliseconds.
+/// Python TensorFlow's latency on the same servers, a round for each line of stdin
+/// (`ONE SIXTEEN FETCH`, counts; an empty line ends): one small op with its value back, a chain
+/// of 16 ops, and fetching 100 MB; each call's time in milliseconds.
 const TF_LATENCY: &str = r#"
-import json, statistics, sys, time
+import json, sys, time
 import tensorflow as tf
 tf.config.experimental_connect_to_cluster(tf.train.ClusterSpec(json.loads(sys.argv[1])))
 x = tf.constant([1.0, 2.0])
-def median(f, n):
-    times = []
+def times(f, n):
+    out = []
     for _ in range(n):
-        t = time.perf_counter(); f(); times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1000
+        t = time.perf_counter(); f(); out.append((time.perf_counter() - t) * 1000)
+    return out
 def chain():
     y = x
     for _ in range(16):
         y = tf.raw_ops.AddV2(x=y, y=x)
     return y.numpy()
 with tf.device("/job:worker/replica:0/task:1/device:CPU:0"):
-    one = median(lambda: tf.raw_ops.AddV2(x=x, y=x).numpy(), 200)
-    sixteen = median(chain, 50)
     big = tf.fill([25_000_000], 1.0)
-    fetch = median(lambda: tf.raw_ops.Identity(input=big).numpy(), 5)
-print("LATENCY", json.dumps([one, sixteen, fetch]), flush=True)
+    print("READY", flush=True)
+    while True:
+        line = sys.stdin.readline()
+        if not line.strip():
+            break
+        one, sixteen, fetch = (int(n) for n in line.split())
+        print("ROUND", json.dumps([
+            times(lambda: tf.raw_ops.AddV2(x=x, y=x).numpy(), one),
+            times(chain, sixteen),
+            times(lambda: tf.raw_ops.Identity(input=big).numpy(), fetch),
+        ]), flush=True)
 "#;
 
-fn median(mut times: Vec<Duration>) -> f64 {
-    times.sort();
-    times[times.len() / 2].as_secs_f64() * 1000.0
+/// The calls of one latency round (one op, 16-op chains, 100 MB fetches), and the rounds.
+/// Ours and Python's rounds alternate, so both sides are timed on the machine as it is at
+/// that moment (a debug build beside the other tests of the binary).
+const ROUND: [usize; 3] = [40, 10, 1];
+const ROUNDS: usize = 5;
+
+/// One round of ours: each call's time in milliseconds, by kind as [`ROUND`].
+async fn our_round(ctx: &Context, w1: &DeviceHandle, big: &RemoteTensor) -> [Vec<f64>; 3] {
+    let x = f32s(&[1.0, 2.0]);
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1000.0;
+    let mut times: [Vec<f64>; 3] = Default::default();
+    for _ in 0..ROUND[0] {
+        let t = Instant::now();
+        ctx.execute(w1, Op::new("AddV2").input(&x).input(&x))
+            .await
+            .unwrap();
+        times[0].push(ms(t));
+    }
+    for _ in 0..ROUND[1] {
+        let t = Instant::now();
+        let mut batch = ctx.batch();
+        let mut last = batch.enqueue(w1, Op::new("AddV2").input(&x).input(&x));
+        for _ in 0..14 {
+            last = batch.enqueue(w1, Op::new("AddV2").input(last.output(0)).input(&x));
+        }
+        batch.execute(w1, Op::new("AddV2").input(last.output(0)).input(&x));
+        batch.run().await.unwrap();
+        times[1].push(ms(t));
+    }
+    for _ in 0..ROUND[2] {
+        let t = Instant::now();
+        let value = big.fetch().await.unwrap();
+        times[2].push(ms(t));
+        assert_eq!(value.num_elements(), 25_000_000);
+    }
+    times
+}
+
+fn median(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -605,27 +653,6 @@ async fn op_latency_beside_python_tensorflow() {
     let (mut tf, spec) = tf_cluster(&[("worker", 2)]);
     let ctx = connect(&spec, None).await;
     let w1 = ctx.device(W1).unwrap();
-    let x = f32s(&[1.0, 2.0]);
-    let mut one = Vec::new();
-    for _ in 0..200 {
-        let t = Instant::now();
-        ctx.execute(&w1, Op::new("AddV2").input(&x).input(&x))
-            .await
-            .unwrap();
-        one.push(t.elapsed());
-    }
-    let mut sixteen = Vec::new();
-    for _ in 0..50 {
-        let t = Instant::now();
-        let mut batch = ctx.batch();
-        let mut last = batch.enqueue(&w1, Op::new("AddV2").input(&x).input(&x));
-        for _ in 0..14 {
-            last = batch.enqueue(&w1, Op::new("AddV2").input(last.output(0)).input(&x));
-        }
-        batch.execute(&w1, Op::new("AddV2").input(last.output(0)).input(&x));
-        batch.run().await.unwrap();
-        sixteen.push(t.elapsed());
-    }
     let big = ctx
         .enqueue(
             &w1,
@@ -635,20 +662,25 @@ async fn op_latency_beside_python_tensorflow() {
         )
         .await
         .unwrap();
-    let mut fetch = Vec::new();
-    for _ in 0..5 {
-        let t = Instant::now();
-        let value = big[0].fetch().await.unwrap();
-        fetch.push(t.elapsed());
-        assert_eq!(value.num_elements(), 25_000_000);
-    }
-    let (one, sixteen, fetch) = (median(one), median(sixteen), median(fetch));
-
     let mut python = Process::spawn(TF_LATENCY, &[&spec.to_json()]);
-    let theirs: Vec<f64> = serde_json::from_str(&blocking(|| {
-        python.expect("LATENCY", Duration::from_secs(600))
-    }))
-    .unwrap();
+    blocking(|| python.expect("READY", STARTUP));
+    let (mut ours, mut theirs): ([Vec<f64>; 3], [Vec<f64>; 3]) = Default::default();
+    for _ in 0..ROUNDS {
+        for (all, round) in ours.iter_mut().zip(our_round(&ctx, &w1, &big[0]).await) {
+            all.extend(round);
+        }
+        let round: [Vec<f64>; 3] = serde_json::from_str(&blocking(|| {
+            python.send(&format!("{} {} {}", ROUND[0], ROUND[1], ROUND[2]));
+            python.expect("ROUND", Duration::from_secs(300))
+        }))
+        .unwrap();
+        for (all, round) in theirs.iter_mut().zip(round) {
+            all.extend(round);
+        }
+    }
+    blocking(|| python.send(""));
+    let [one, sixteen, fetch] = ours.map(median);
+    let theirs = theirs.map(median);
     eprintln!(
         "op latency, medians (ours | Python TF):\n  one op, value back: {one:.2} ms | {:.2} ms\n  \
          16-op chain: {sixteen:.2} ms | {:.2} ms\n  fetch 100 MB: {fetch:.0} ms ({:.0} MB/s) | {:.0} ms",
