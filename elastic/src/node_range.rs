@@ -136,8 +136,14 @@ mod tests {
 
     #[test]
     fn forms() {
-        assert_eq!("1:64".parse::<NodeRange>().unwrap(), NodeRange::new(1, 64).unwrap());
-        assert_eq!("7".parse::<NodeRange>().unwrap(), NodeRange::new(7, 7).unwrap());
+        assert_eq!(
+            "1:64".parse::<NodeRange>().unwrap(),
+            NodeRange::new(1, 64).unwrap()
+        );
+        assert_eq!(
+            "7".parse::<NodeRange>().unwrap(),
+            NodeRange::new(7, 7).unwrap()
+        );
     }
 
     #[test]

@@ -144,7 +144,11 @@ impl fmt::Display for JobDone {
         } else {
             "failed"
         };
-        write!(f, "the job {outcome} in round {}: {}", self.round, self.detail)?;
+        write!(
+            f,
+            "the job {outcome} in round {}: {}",
+            self.round, self.detail
+        )?;
         match &self.first_failure {
             Some(first) if !self.succeeded => write!(f, "; first failure: {first}"),
             _ => Ok(()),

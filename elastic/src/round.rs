@@ -9,8 +9,8 @@
 
 use cluster_spec::ClusterSpec;
 
-pub use crate::error::round::RoundError;
 use crate::JobConfig;
+pub use crate::error::round::RoundError;
 
 /// A node of a round: its id in the job, the host its tasks are reached at, one port per task.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -93,7 +93,9 @@ impl Assignment {
     pub fn node_tasks(&self, rank: u32) -> &[TaskAssignment] {
         let tpn = self.tasks_per_node as usize;
         let start = (rank as usize).saturating_mul(tpn);
-        self.tasks.get(start..start.saturating_add(tpn)).unwrap_or(&[])
+        self.tasks
+            .get(start..start.saturating_add(tpn))
+            .unwrap_or(&[])
     }
 
     /// The task whose success ends the job: the chief when the layout places one, else
@@ -269,7 +271,11 @@ mod tests {
         let mut m = members(2, 2);
         m[1].host = "bad host".into();
         let err = assign(&c, &m).unwrap_err();
-        assert!(err.to_string().starts_with("node \"n1\" has an invalid address"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("node \"n1\" has an invalid address"),
+            "{err}"
+        );
         let mut m = members(2, 2);
         m[1].node_id = "n0".into();
         assert_eq!(

@@ -192,6 +192,10 @@ pub struct HeartbeatRequest {
     pub node_id: ::prost::alloc::string::String,
     #[prost(uint64, tag = "3")]
     pub round: u64,
+    /// How long the server may hold the call while the round runs (0: answer at once). It
+    /// answers as soon as the round ends, so every member learns the end at once.
+    #[prost(uint64, tag = "4")]
+    pub poll_ms: u64,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct HeartbeatResponse {
@@ -427,7 +431,8 @@ pub mod rendezvous_client {
                 .insert(GrpcMethod::new("tfcluster.rendezvous.Rendezvous", "WaitRound"));
             self.inner.unary(req, path, codec).await
         }
-        /// Keeps the node alive and says whether its round still runs.
+        /// Keeps the node alive and says whether its round still runs; with `poll_ms`, a long poll
+        /// that answers as soon as the round ends.
         pub async fn heartbeat(
             &mut self,
             request: impl tonic::IntoRequest<super::HeartbeatRequest>,
@@ -526,7 +531,8 @@ pub mod rendezvous_server {
             tonic::Response<super::WaitRoundResponse>,
             tonic::Status,
         >;
-        /// Keeps the node alive and says whether its round still runs.
+        /// Keeps the node alive and says whether its round still runs; with `poll_ms`, a long poll
+        /// that answers as soon as the round ends.
         async fn heartbeat(
             &self,
             request: tonic::Request<super::HeartbeatRequest>,
