@@ -204,7 +204,8 @@ pub struct RendezvousClient {
 
 impl RendezvousClient {
     /// A client of the rendezvous at `addr` (`HOST:PORT`). Connects on the first call, and
-    /// again whenever the connection is lost.
+    /// again whenever the connection is lost. Call it within a tokio runtime: the
+    /// connection's task is spawned at once.
     pub fn new(addr: impl Into<String>, options: ClientOptions) -> Result<Self, Error> {
         let addr = addr.into();
         let endpoint = Endpoint::from_shared(format!("http://{addr}"))
