@@ -95,8 +95,7 @@ fn run_one(krate: &ProtoCrate, check: bool) -> Result<(), String> {
 }
 
 fn scratch_dir(name: &str) -> Result<PathBuf, String> {
-    let dir =
-        std::env::temp_dir().join(format!("tfcluster-codegen-{}-{name}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("tfcluster-codegen-{}-{name}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     Ok(dir)
