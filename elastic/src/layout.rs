@@ -194,7 +194,8 @@ mod tests {
             evaluator in proptest::option::of(Just(1u32)),
             order in 0usize..3,
         ) {
-            let mut jobs: Vec<(String, u32)> = [("chief", chief), ("ps", ps), ("evaluator", evaluator)]
+            let given = [("chief", chief), ("ps", ps), ("evaluator", evaluator)];
+            let mut jobs: Vec<(String, u32)> = given
                 .into_iter()
                 .filter_map(|(j, n)| n.map(|n| (j.to_owned(), n)))
                 .collect();
@@ -209,7 +210,9 @@ mod tests {
             input in "((chief|ps|worker|evaluator|x)=[0-9]{0,3},?){0,4}|\\PC{0,16}"
         ) {
             match input.parse::<Layout>() {
-                Ok(layout) => prop_assert_eq!(layout.to_string().parse::<Layout>().unwrap(), layout),
+                Ok(layout) => {
+                    prop_assert_eq!(layout.to_string().parse::<Layout>().unwrap(), layout);
+                }
                 Err(e) => {
                     prop_assert!(e.pos <= input.len());
                     prop_assert!(input.is_char_boundary(e.pos));

@@ -62,7 +62,8 @@
 //! let mut b = client.join(&Join::new("job-1", config, vec![2224, 2225])).await?;
 //!
 //! let wait = Duration::from_secs(10);
-//! let (ra, rb) = tokio::try_join!(client.wait_round(&mut a, wait), client.wait_round(&mut b, wait))?;
+//! let (ra, rb) =
+//!     tokio::try_join!(client.wait_round(&mut a, wait), client.wait_round(&mut b, wait))?;
 //! let (Waited::Round(ra), Waited::Round(rb)) = (ra, rb) else { panic!("the job ended") };
 //! assert_eq!((ra.number(), ra.restart_count(), rb.rank()), (1, 0, 1));
 //! assert_eq!(ra.cluster_spec(), rb.cluster_spec());
@@ -98,7 +99,9 @@
 //! joins below `max`. Failures and lost nodes count as restarts; past the config's
 //! `max_restarts` the job fails, and every node learns the job's first failure (task, host,
 //! status, stderr tail, round). The success of the job's first task (the chief, else
-//! worker 0) ends the job for every node.
+//! worker 0) ends the job for every node. A finished job's rendezvous id refuses new joins
+//! until every node has left or gone silent and the timeout has passed again; then the id
+//! may start a new job.
 //!
 //! `WaitRound` and `Heartbeat` are long polls: the server holds them (up to a third of the
 //! heartbeat timeout, so a polling node stays alive) and answers the moment the job changes,

@@ -314,7 +314,8 @@ mod tests {
             for (t, task) in a.tasks().iter().enumerate() {
                 prop_assert_eq!(task.node_rank as usize, t / usize::from(tpn));
                 prop_assert_eq!(task.local_index as usize, t % usize::from(tpn));
-                prop_assert_eq!(spec.task_address(&task.job, task.index).unwrap(), task.address.as_str());
+                let address = spec.task_address(&task.job, task.index).unwrap();
+                prop_assert_eq!(address, task.address.as_str());
                 let t = t as u32;
                 let expect = if chief && t == 0 {
                     ("chief", 0)

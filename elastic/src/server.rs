@@ -180,11 +180,12 @@ impl RendezvousServer {
 }
 
 impl Drop for RendezvousServer {
+    /// Stops serving as [`shutdown`](Self::shutdown) does, without waiting: the serving task
+    /// ends its connections itself (aborting it would leave established connections served
+    /// by their own tasks).
     fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
         self.ticker.abort();
-        if let Some(serve) = &self.serve {
-            serve.abort();
-        }
     }
 }
 

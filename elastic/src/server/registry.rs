@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cluster_spec::ClusterSpec;
+use cluster_spec::quote::quote;
 use tokio::sync::watch;
 
 use crate::JobConfig;
@@ -205,11 +206,9 @@ impl Registry {
             check_node_id(id)?;
         }
         check_text("host", &args.host, MAX_HOST_LEN)?;
-        if args.name.len() > MAX_HOST_LEN {
-            return Err(Refusal::InvalidArgument(format!(
-                "node name of {} bytes is longer than {MAX_HOST_LEN}",
-                args.name.len()
-            )));
+        if !args.name.is_empty() {
+            // Names go into every message about the node: no spaces or control characters.
+            check_text("node name", &args.name, MAX_HOST_LEN)?;
         }
         let tpn = args.config.tasks_per_node() as usize;
         if args.ports.len() != tpn {
@@ -454,7 +453,10 @@ impl Registry {
 
     fn job(&mut self, rdzv_id: &str) -> Result<&mut Job, Refusal> {
         self.jobs.get_mut(rdzv_id).ok_or_else(|| {
-            Refusal::NotFound(format!("no job with rendezvous id {rdzv_id:?}: join first"))
+            Refusal::NotFound(format!(
+                "no job with rendezvous id {}: join first",
+                quote(rdzv_id, 0)
+            ))
         })
     }
 
@@ -801,8 +803,9 @@ impl Job {
 
 fn unknown_node(rdzv_id: &str, node_id: &str, timeout: Duration) -> Refusal {
     Refusal::NotFound(format!(
-        "node {node_id:?} is not in job {rdzv_id:?}: it left, or was silent for more than {}; \
-         join again",
+        "node {} is not in job {}: it left, or was silent for more than {}; join again",
+        quote(node_id, 0),
+        quote(rdzv_id, 0),
         duration(timeout)
     ))
 }
@@ -820,7 +823,7 @@ fn check_text(what: &str, value: &str, max: usize) -> Result<(), Refusal> {
         };
         return Err(Refusal::InvalidArgument(format!(
             "invalid {what} {}: {why}",
-            cluster_spec::quote::quote(value, bad.map_or(0, |(at, _)| at))
+            quote(value, bad.map_or(0, |(at, _)| at))
         )));
     }
     Ok(())
@@ -839,7 +842,7 @@ fn check_node_id(id: &str) -> Result<(), Refusal> {
         };
         return Err(Refusal::InvalidArgument(format!(
             "invalid node id {}: {why}",
-            cluster_spec::quote::quote(id, bad.map_or(0, |(at, _)| at))
+            quote(id, bad.map_or(0, |(at, _)| at))
         )));
     }
     Ok(())
