@@ -200,3 +200,33 @@ mod bytes_codec {
         }
     }
 }
+
+#[test]
+fn shutdown_and_drop_end_long_polls_and_stop_serving() {
+    for drop_it in [false, true] {
+        run(async move {
+            let server = server().await;
+            let client = client(&server);
+            let mut node = join(&client, "job", &config("2", 0), 0).await;
+            let waiting = tokio::spawn({
+                let client = client.clone();
+                async move { client.wait_round(&mut node, Duration::from_secs(20)).await }
+            });
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let start = Instant::now();
+            if drop_it {
+                drop(server);
+            } else {
+                server.shutdown().await;
+            }
+            // The parked poll is answered at once; the client retries for its 2 s, then
+            // says the rendezvous is gone.
+            let err = waiting.await.unwrap().unwrap_err();
+            let took = start.elapsed();
+            assert!(took < Duration::from_secs(5), "{took:?}");
+            let unreachable =
+                matches!(err, elastic::Error::Unreachable { call, .. } if call == "WaitRound");
+            assert!(unreachable, "{err}");
+        });
+    }
+}
