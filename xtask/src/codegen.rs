@@ -1,5 +1,6 @@
-//! `cargo xtask codegen [--check]`: compile `cluster-proto/proto/` with protox (no system protoc)
-//! and tonic-prost-build into `cluster-proto/src/generated/`, the code downstream users compile.
+//! `cargo xtask codegen [--check]`: compile each proto crate's `proto/` with protox (no system
+//! protoc) and tonic-prost-build into its `src/generated/`, the code downstream users compile:
+//! `cluster-proto` (TensorFlow's messages and services) and `elastic` (our rendezvous service).
 //!
 //! With `--check`, generate into a temporary directory and fail if any file differs from the
 //! committed one, so CI catches a `.proto` edit without regenerated code.
@@ -12,8 +13,38 @@ use prost::Message;
 
 use crate::workspace;
 
-/// Every `.proto` file compiled, relative to `cluster-proto/proto/`.
-const PROTOS: &[&str] = &[
+/// A crate whose `proto/` is compiled into its `src/generated/`, and how.
+struct ProtoCrate {
+    /// The crate's directory, relative to the workspace root.
+    dir: &'static str,
+    /// Every `.proto` file compiled, relative to the crate's `proto/`.
+    protos: &'static [&'static str],
+    /// Compile the service stubs only with the crate's `grpc` feature, so users of the
+    /// messages alone compile no tonic.
+    grpc_behind_feature: bool,
+    /// Fields decoded as `bytes::Bytes` (kept in the buffer they arrived in, no copy).
+    bytes_fields: &'static [&'static str],
+}
+
+const CRATES: &[ProtoCrate] = &[
+    ProtoCrate {
+        dir: "cluster-proto",
+        protos: TENSORFLOW_PROTOS,
+        grpc_behind_feature: true,
+        // A large tensor's bytes stay in the buffer they arrived in (no copy on decode).
+        bytes_fields: &[".tensorflow.TensorProto.tensor_content"],
+    },
+    ProtoCrate {
+        dir: "elastic",
+        protos: &["tfcluster/rendezvous.proto"],
+        // The rendezvous crate is its service: the stubs are always compiled.
+        grpc_behind_feature: false,
+        bytes_fields: &[],
+    },
+];
+
+/// cluster-proto's `.proto` files: TensorFlow 2.21's, with its packages and field numbers.
+const TENSORFLOW_PROTOS: &[&str] = &[
     "tensorflow/cluster.proto",
     "tensorflow/device_filters.proto",
     "tensorflow/device_attributes.proto",
@@ -29,54 +60,73 @@ const PROTOS: &[&str] = &[
     "tensorflow/eager_service.proto",
 ];
 
-/// Service stubs are compiled only with the crate's `grpc` feature, so users of the messages
-/// alone compile no tonic.
+/// What gates the service stubs of a crate with `grpc_behind_feature`.
 const GRPC_GATE: &str = "#[cfg(feature = \"grpc\")]";
 
 /// On docs.rs (`--cfg docsrs`), the stubs are shown with the feature that enables them.
 const GRPC_DOC_GATE: &str = "#[cfg_attr(docsrs, doc(cfg(feature = \"grpc\")))]";
 
 pub(crate) fn run(check: bool) -> Result<(), String> {
-    let crate_dir = workspace::root().join("cluster-proto");
-    let committed = crate_dir.join("src/generated");
-    let fresh = scratch_dir()?;
-    generate(&crate_dir.join("proto"), &fresh)?;
-    let result = if check {
-        compare(&fresh, &committed)
+    // Every crate is checked even when an earlier one is stale, so one run names them all.
+    let failures: Vec<String> = CRATES
+        .iter()
+        .filter_map(|krate| run_one(krate, check).err())
+        .collect();
+    if failures.is_empty() {
+        Ok(())
     } else {
-        install(&fresh, &committed)
-    };
+        Err(failures.join("\n"))
+    }
+}
+
+fn run_one(krate: &ProtoCrate, check: bool) -> Result<(), String> {
+    let crate_dir = workspace::root().join(krate.dir);
+    let committed = crate_dir.join("src/generated");
+    let fresh = scratch_dir(krate.dir)?;
+    let result = generate(krate, &crate_dir.join("proto"), &fresh).and_then(|()| {
+        if check {
+            compare(&fresh, &committed)
+        } else {
+            install(&fresh, &committed)
+        }
+    });
     let _ = fs::remove_dir_all(&fresh);
     result
 }
 
-fn scratch_dir() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("tfcluster-codegen-{}", std::process::id()));
+fn scratch_dir(name: &str) -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("tfcluster-codegen-{}-{name}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     Ok(dir)
 }
 
-fn generate(proto_dir: &Path, out: &Path) -> Result<(), String> {
-    let fds = protox::compile(PROTOS, [proto_dir]).map_err(|e| format!("protox: {e:?}"))?;
+fn generate(krate: &ProtoCrate, proto_dir: &Path, out: &Path) -> Result<(), String> {
+    let fds = protox::compile(krate.protos, [proto_dir])
+        .map_err(|e| format!("protox ({}): {e:?}", krate.dir))?;
     fs::write(out.join("file_descriptor_set.bin"), fds.encode_to_vec())
         .map_err(|e| format!("cannot write descriptor set: {e}"))?;
-    tonic_prost_build::configure()
+    let mut builder = tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
         .build_transport(false)
-        .btree_map(".")
-        // A large tensor's bytes stay in the buffer they arrived in (no copy on decode).
-        .bytes(".tensorflow.TensorProto.tensor_content")
-        .client_mod_attribute(".", GRPC_GATE)
-        .client_mod_attribute(".", GRPC_DOC_GATE)
-        .server_mod_attribute(".", GRPC_GATE)
-        .server_mod_attribute(".", GRPC_DOC_GATE)
+        .btree_map(".");
+    for field in krate.bytes_fields {
+        builder = builder.bytes(field);
+    }
+    if krate.grpc_behind_feature {
+        builder = builder
+            .client_mod_attribute(".", GRPC_GATE)
+            .client_mod_attribute(".", GRPC_DOC_GATE)
+            .server_mod_attribute(".", GRPC_GATE)
+            .server_mod_attribute(".", GRPC_DOC_GATE);
+    }
+    builder
         .include_file("mod.rs")
         .emit_rerun_if_changed(false)
         .out_dir(out)
         .compile_fds(fds)
-        .map_err(|e| format!("tonic-prost-build: {e}"))
+        .map_err(|e| format!("tonic-prost-build ({}): {e}", krate.dir))
 }
 
 /// Every file in `dir`, name -> contents.

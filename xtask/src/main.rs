@@ -1,8 +1,8 @@
 //! Developer tasks for the tfcluster workspace, run as `cargo xtask <task>`.
 //!
-//! `codegen [--check]` regenerates (or checks) `cluster-proto/src/generated/`; `test` runs every
-//! check CI runs; `fuzz` runs the fuzz targets. Each task lives in its own module; this file
-//! only dispatches.
+//! `codegen [--check]` regenerates (or checks) `cluster-proto/src/generated/` and
+//! `elastic/src/generated/`; `test` runs every check CI runs; `fuzz` runs the fuzz targets. Each
+//! task lives in its own module; this file only dispatches.
 
 mod bench_vs_tf;
 mod codegen;
@@ -26,8 +26,8 @@ tasks:
                      10,000-task spec, a 100,000-host hostlist, connecting 16 tasks both ways,
                      a task server process, our connect at 16 to 1,024 tasks); prints medians
                      and ratios and writes docs/benchmarks.md (release builds; ~10 minutes)
-  codegen [--check]  regenerate cluster-proto/src/generated/ from cluster-proto/proto/ with protox;
-                     --check fails if the committed files differ from what would be generated
+  codegen [--check]  regenerate cluster-proto/src/generated/ and elastic/src/generated/ from each
+                     crate's proto/ with protox; --check fails if the committed files differ from what would be generated
   test               everything CI runs: installs what the tests need when missing (the
                      TensorFlow 2.21 venv under target/tf-venv, Debian's slurm-wlm and munge),
                      then fmt --check, clippy -D warnings (all features, then each crate

@@ -1,0 +1,97 @@
+//! Time from the last of N agents joining to every agent holding the round (min = max = N),
+//! all in one process on loopback, each agent with a connection of its own: the rendezvous's
+//! share of a restart. Issue 18's target: 50 ms or less for 64 agents.
+
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use elastic::{
+    ClientOptions, JobConfig, Join, NodeRange, RendezvousClient, RendezvousServer, ServerOptions,
+    Waited,
+};
+
+fn rounds(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(async {
+        // Every iteration is a job of its own; old ones are never in the way.
+        let options = ServerOptions::default().max_jobs(usize::MAX);
+        RendezvousServer::start("127.0.0.1:0".parse().unwrap(), options)
+            .await
+            .unwrap()
+    });
+    let addr = server.local_addr().to_string();
+    let mut group = c.benchmark_group("last_join_to_round");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
+    for agents in [8u16, 64] {
+        let _runtime = runtime.enter(); // a client's connection is a tokio task
+        let clients: Vec<RendezvousClient> = (0..agents)
+            .map(|_| RendezvousClient::new(addr.clone(), ClientOptions::default()).unwrap())
+            .collect();
+        let config =
+            JobConfig::new(NodeRange::new(agents.into(), agents.into()).unwrap(), 1).unwrap();
+        let mut job = 0u64;
+        group.bench_function(BenchmarkId::from_parameter(agents), |b| {
+            b.to_async(&runtime).iter_custom(|iters| {
+                let (clients, config) = (clients.clone(), config.clone());
+                job += iters;
+                let first_job = job - iters;
+                async move {
+                    let mut total = Duration::ZERO;
+                    for i in 0..iters {
+                        total +=
+                            one_round(&clients, &config, format!("job{agents}-{}", first_job + i))
+                                .await;
+                    }
+                    total
+                }
+            });
+        });
+    }
+    group.finish();
+    runtime.block_on(server.shutdown());
+}
+
+/// All agents but the last join and wait; then the time from the last join to every agent
+/// holding the round.
+async fn one_round(clients: &[RendezvousClient], config: &JobConfig, rdzv_id: String) -> Duration {
+    let join = |i: usize| Join::new(rdzv_id.clone(), config.clone(), vec![30_000 + i as u16]);
+    let mut waiting = Vec::new();
+    for (i, client) in clients[..clients.len() - 1].iter().enumerate() {
+        let mut node = client.join(&join(i)).await.unwrap();
+        let client = client.clone();
+        waiting.push(tokio::spawn(async move {
+            let waited = client
+                .wait_round(&mut node, Duration::from_secs(30))
+                .await
+                .unwrap();
+            assert!(matches!(waited, Waited::Round(_)));
+        }));
+    }
+    // Let every wait reach the server before the clock starts.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let last = clients.last().unwrap();
+    let start = Instant::now();
+    let mut node = last.join(&join(clients.len() - 1)).await.unwrap();
+    let waited = last
+        .wait_round(&mut node, Duration::from_secs(30))
+        .await
+        .unwrap();
+    for w in waiting {
+        w.await.unwrap();
+    }
+    let took = start.elapsed();
+    let Waited::Round(round) = waited else {
+        panic!("no round");
+    };
+    assert_eq!(round.members().len(), clients.len());
+    took
+}
+
+criterion_group!(benches, rounds);
+criterion_main!(benches);

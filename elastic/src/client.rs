@@ -1,0 +1,529 @@
+//! [`RendezvousClient`]: an agent's side of the rendezvous: join, wait for a round, heartbeat,
+//! report, leave. Every call has a deadline; a rendezvous that cannot be reached is retried
+//! for [`ClientOptions::retry_for`] and then reported as [`Error::Unreachable`].
+
+mod heartbeats;
+mod round;
+
+use std::collections::hash_map::RandomState;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+
+pub use heartbeats::Heartbeats;
+pub use round::Round;
+
+use crate::error::duration;
+use crate::outcome::{JobDone, RoundStatus, TaskStatus};
+use crate::proto;
+use crate::proto::rendezvous_client::RendezvousClient as Stub;
+use crate::server::MAX_STDERR_TAIL;
+use crate::wire;
+use crate::{Error, JobConfig};
+
+/// The largest answer the client decodes: the round of a job at its task limit (65,536 tasks)
+/// is a few MB.
+const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The longest single `WaitRound` long poll the client asks for; the server may cap it lower.
+const MAX_POLL: Duration = Duration::from_secs(10);
+
+/// Deadlines of a [`RendezvousClient`].
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    connect_timeout: Duration,
+    rpc_timeout: Duration,
+    retry_for: Duration,
+}
+
+impl Default for ClientOptions {
+    /// 5 s to connect, 10 s per call, retried for 60 s while the rendezvous is unreachable.
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(5),
+            rpc_timeout: Duration::from_secs(10),
+            retry_for: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ClientOptions {
+    /// How long one connection attempt may take.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long one call may take (a long poll: this much past its poll time).
+    pub fn rpc_timeout(mut self, timeout: Duration) -> Self {
+        self.rpc_timeout = timeout;
+        self
+    }
+
+    /// How long a call keeps retrying while the rendezvous cannot be reached (refused
+    /// connections, calls without an answer) before it fails with [`Error::Unreachable`]:
+    /// agents started before the rendezvous wait for it this long. The last try starts then,
+    /// so a call fails within this plus one [`rpc_timeout`](Self::rpc_timeout).
+    pub fn retry_for(mut self, retry_for: Duration) -> Self {
+        self.retry_for = retry_for;
+        self
+    }
+}
+
+/// What a node asks when it joins: the job, its config, and the ports of its tasks.
+#[derive(Debug, Clone)]
+pub struct Join {
+    rdzv_id: String,
+    config: JobConfig,
+    ports: Vec<u16>,
+    host: String,
+    name: String,
+    node_id: Option<String>,
+}
+
+impl Join {
+    /// A node of job `rdzv_id` with `config`, whose tasks will serve on `ports` (one per
+    /// task, which the agent holds for them).
+    pub fn new(rdzv_id: impl Into<String>, config: JobConfig, ports: Vec<u16>) -> Self {
+        Self {
+            rdzv_id: rdzv_id.into(),
+            config,
+            ports,
+            host: String::new(),
+            name: String::new(),
+            node_id: None,
+        }
+    }
+
+    /// The host other tasks reach this node's tasks at. By default, the address the
+    /// rendezvous sees this node's calls come from.
+    pub fn host(mut self, host: impl Into<String>) -> Self {
+        self.host = host.into();
+        self
+    }
+
+    /// A name for messages, such as the host name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The node's id in the job (letters, digits, `.`, `_`, `-`). By default one is drawn at
+    /// random (from the name, when there is one), so that a retried join is the same node.
+    pub fn node_id(mut self, node_id: impl Into<String>) -> Self {
+        self.node_id = Some(node_id.into());
+        self
+    }
+}
+
+/// A node that joined a job: what later calls name, and which round it waits for.
+#[derive(Debug, Clone)]
+pub struct Node {
+    join: Join,
+    node_id: String,
+    host: String,
+    heartbeat_timeout: Duration,
+    waits_for: u64,
+    note: String,
+    last_round: u64,
+}
+
+impl Node {
+    /// The node's id in the job.
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    /// The job's rendezvous id.
+    pub fn rdzv_id(&self) -> &str {
+        &self.join.rdzv_id
+    }
+
+    /// The job's config.
+    pub fn config(&self) -> &JobConfig {
+        &self.join.config
+    }
+
+    /// The host the node's tasks are advertised at.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The ports of the node's tasks.
+    pub fn ports(&self) -> &[u16] {
+        &self.join.ports
+    }
+
+    /// Sets the ports the next [`rejoin`](RendezvousClient::rejoin) gives.
+    pub fn set_ports(&mut self, ports: Vec<u16>) {
+        self.join.ports = ports;
+    }
+
+    /// How long the node may be silent before the rendezvous declares it gone.
+    pub fn heartbeat_timeout(&self) -> Duration {
+        self.heartbeat_timeout
+    }
+
+    /// The round the node waits for, as of its last join.
+    pub fn waits_for(&self) -> u64 {
+        self.waits_for
+    }
+
+    /// Why it waits for that round, as the rendezvous said when it joined.
+    pub fn note(&self) -> &str {
+        &self.note
+    }
+
+    /// The last round [`wait_round`](RendezvousClient::wait_round) returned (0: none).
+    pub fn last_round(&self) -> u64 {
+        self.last_round
+    }
+}
+
+/// What [`wait_round`](RendezvousClient::wait_round) found.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Waited {
+    /// A round that holds this node.
+    Round(Round),
+    /// The job is done; no round will come.
+    JobDone(JobDone),
+}
+
+/// A connection to a rendezvous; cheap to clone (clones share the connection).
+#[derive(Debug, Clone)]
+pub struct RendezvousClient {
+    addr: String,
+    stub: Stub<Channel>,
+    options: ClientOptions,
+}
+
+impl RendezvousClient {
+    /// A client of the rendezvous at `addr` (`HOST:PORT`). Connects on the first call, and
+    /// again whenever the connection is lost. Call it within a tokio runtime: the
+    /// connection's task is spawned at once.
+    pub fn new(addr: impl Into<String>, options: ClientOptions) -> Result<Self, Error> {
+        let addr = addr.into();
+        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+            .map_err(|source| Error::InvalidAddress {
+                addr: addr.clone(),
+                source,
+            })?
+            .connect_timeout(options.connect_timeout)
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_timeout(Duration::from_secs(20));
+        let stub = Stub::new(endpoint.connect_lazy()).max_decoding_message_size(MAX_RESPONSE_BYTES);
+        Ok(Self {
+            addr,
+            stub,
+            options,
+        })
+    }
+
+    /// The rendezvous address.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Joins the job for its next round. The first node to join creates the job with its
+    /// config; a different config is refused ([`Error::Refused`], naming both values).
+    pub async fn join(&self, join: &Join) -> Result<Node, Error> {
+        let mut join = join.clone();
+        let node_id = join
+            .node_id
+            .get_or_insert_with(|| random_node_id(&join.name))
+            .clone();
+        let request = proto::JoinRequest {
+            rdzv_id: join.rdzv_id.clone(),
+            config: Some(wire::config_to_proto(&join.config)),
+            host: join.host.clone(),
+            ports: join.ports.iter().map(|&p| u32::from(p)).collect(),
+            node_id,
+            name: join.name.clone(),
+        };
+        let response = self
+            .call(
+                "Join",
+                self.give_up(),
+                self.options.rpc_timeout,
+                |mut stub, t| {
+                    let request = timed(request.clone(), t);
+                    async move { stub.join(request).await }
+                },
+            )
+            .await?;
+        Ok(Node {
+            join,
+            node_id: response.node_id,
+            host: response.host,
+            heartbeat_timeout: Duration::from_millis(response.heartbeat_timeout_ms),
+            waits_for: response.round,
+            note: response.note,
+            last_round: 0,
+        })
+    }
+
+    /// Joins again after the node's round ended (same id, so the node keeps its place in the
+    /// order of members), with its current [ports](Node::set_ports).
+    pub async fn rejoin(&self, node: &mut Node) -> Result<(), Error> {
+        let last_round = node.last_round;
+        let join = node.join.clone().node_id(node.node_id.clone());
+        *node = self.join(&join).await?;
+        node.last_round = last_round;
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for the next round that holds this node (after the last one
+    /// this returned), or for the end of the job. Long polls, so the round arrives as soon as
+    /// it closes; polling also keeps the node alive.
+    ///
+    /// Fails with [`Error::WaitTimeout`], saying what the round still waited for, when the
+    /// time runs out.
+    pub async fn wait_round(&self, node: &mut Node, timeout: Duration) -> Result<Waited, Error> {
+        use proto::wait_round_response::Outcome;
+        let start = Instant::now();
+        let deadline = start + timeout;
+        let mut pending = format!("round {}: no answer yet", node.waits_for);
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::WaitTimeout {
+                    rdzv_id: node.join.rdzv_id.clone(),
+                    waited: now - start,
+                    pending,
+                });
+            }
+            let poll = (deadline - now).min(MAX_POLL);
+            let request = proto::WaitRoundRequest {
+                rdzv_id: node.join.rdzv_id.clone(),
+                node_id: node.node_id.clone(),
+                after_round: node.last_round,
+                poll_ms: poll.as_millis() as u64,
+            };
+            let give_up = deadline.min(self.give_up());
+            let response = self
+                .call(
+                    "WaitRound",
+                    give_up,
+                    poll + self.options.rpc_timeout,
+                    |mut stub, t| {
+                        let request = timed(request.clone(), t);
+                        async move { stub.wait_round(request).await }
+                    },
+                )
+                .await?;
+            match response.outcome {
+                Some(Outcome::Round(round)) => {
+                    let round = Round::from_proto(round, node, &self.addr)?;
+                    node.last_round = round.number();
+                    return Ok(Waited::Round(round));
+                }
+                Some(Outcome::Done(done)) => {
+                    let done = wire::done_from_proto(done)
+                        .map_err(|e| e.into_response_error(&self.addr, "WaitRound"))?;
+                    return Ok(Waited::JobDone(done));
+                }
+                Some(Outcome::Pending(p)) => pending = p.detail,
+                None => {
+                    return Err(wire::WireError::Missing("the outcome")
+                        .into_response_error(&self.addr, "WaitRound"));
+                }
+            }
+        }
+    }
+
+    /// Tells the rendezvous this node is alive, and learns whether `round` still runs.
+    pub async fn heartbeat(&self, node: &Node, round: u64) -> Result<RoundStatus, Error> {
+        let (give_up, attempt) = (self.give_up(), self.options.rpc_timeout);
+        self.heartbeat_until(node, round, Duration::ZERO, give_up, attempt)
+            .await
+    }
+
+    /// Heartbeats for `round` in the background until the round ends, the job is done, or
+    /// the rendezvous has been unreachable for the heartbeat timeout; [`Heartbeats::ended`]
+    /// says which, as soon as the rendezvous knows (each heartbeat is a long poll of a third
+    /// of the timeout that answers when the round ends). Dropping it stops the heartbeats.
+    pub fn heartbeats(&self, node: &Node, round: &Round) -> Heartbeats {
+        Heartbeats::start(self.clone(), node.clone(), round.number())
+    }
+
+    /// Reports how local task `local_task` of `round` ended. A failure ends the round (and
+    /// is the job's story if it is its first); the success of the job's first task (chief,
+    /// else worker 0) ends the job. Returns whether the report counted: one for a round that
+    /// already ended changes nothing. The last 8 KiB of `stderr_tail` are kept.
+    pub async fn report(
+        &self,
+        node: &Node,
+        round: u64,
+        local_task: u32,
+        status: TaskStatus,
+        stderr_tail: &str,
+    ) -> Result<bool, Error> {
+        let mut start = stderr_tail.len().saturating_sub(MAX_STDERR_TAIL);
+        while !stderr_tail.is_char_boundary(start) {
+            start += 1;
+        }
+        let request = proto::ReportRequest {
+            rdzv_id: node.join.rdzv_id.clone(),
+            node_id: node.node_id.clone(),
+            round,
+            local_task,
+            status: Some(wire::status_to_proto(&status)),
+            stderr_tail: stderr_tail[start..].to_owned(),
+        };
+        let response = self
+            .call(
+                "Report",
+                self.give_up(),
+                self.options.rpc_timeout,
+                |mut stub, t| {
+                    let request = timed(request.clone(), t);
+                    async move { stub.report(request).await }
+                },
+            )
+            .await?;
+        Ok(response.counted)
+    }
+
+    /// Leaves the job; a round this node is in ends. Leaving twice is fine.
+    pub async fn leave(&self, node: &Node) -> Result<(), Error> {
+        let request = proto::LeaveRequest {
+            rdzv_id: node.join.rdzv_id.clone(),
+            node_id: node.node_id.clone(),
+        };
+        self.call(
+            "Leave",
+            self.give_up(),
+            self.options.rpc_timeout,
+            |mut stub, t| {
+                let request = timed(request.clone(), t);
+                async move { stub.leave(request).await }
+            },
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// One heartbeat the server may hold for `poll` while the round runs, retried until
+    /// `give_up`, each try bounded by `attempt`.
+    pub(crate) async fn heartbeat_until(
+        &self,
+        node: &Node,
+        round: u64,
+        poll: Duration,
+        give_up: Instant,
+        attempt: Duration,
+    ) -> Result<RoundStatus, Error> {
+        use proto::heartbeat_response::State;
+        let request = proto::HeartbeatRequest {
+            rdzv_id: node.join.rdzv_id.clone(),
+            node_id: node.node_id.clone(),
+            round,
+            poll_ms: poll.as_millis() as u64,
+        };
+        let response = self
+            .call("Heartbeat", give_up, attempt, |mut stub, t| {
+                let request = timed(request.clone(), t);
+                async move { stub.heartbeat(request).await }
+            })
+            .await?;
+        let bad = |e: wire::WireError| e.into_response_error(&self.addr, "Heartbeat");
+        match response.state {
+            Some(State::Running(_)) => Ok(RoundStatus::Running),
+            Some(State::Ended(end)) => {
+                Ok(RoundStatus::Ended(wire::end_from_proto(end).map_err(bad)?))
+            }
+            Some(State::Done(done)) => Ok(RoundStatus::JobDone(
+                wire::done_from_proto(done).map_err(bad)?,
+            )),
+            None => Err(bad(wire::WireError::Missing("the round state"))),
+        }
+    }
+
+    fn give_up(&self) -> Instant {
+        Instant::now() + self.options.retry_for
+    }
+
+    /// Calls `f`, each attempt bounded by `attempt`, until it answers, retrying while the
+    /// rendezvous cannot be reached until `give_up` (the last attempt starts then). An answer
+    /// that is an error is returned at once.
+    async fn call<T, F, Fut>(
+        &self,
+        call: &'static str,
+        give_up: Instant,
+        attempt: Duration,
+        mut f: F,
+    ) -> Result<T, Error>
+    where
+        F: FnMut(Stub<Channel>, Duration) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        let start = Instant::now();
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            let status = match tokio::time::timeout(attempt, f(self.stub.clone(), attempt)).await {
+                Ok(Ok(response)) => return Ok(response.into_inner()),
+                Ok(Err(status)) => status,
+                Err(_) => {
+                    Status::deadline_exceeded(format!("no answer within {}", duration(attempt)))
+                }
+            };
+            // Unreachable, no answer in time, or a connection the server closed (shutting
+            // down): worth another try. Anything else is the server's answer.
+            if !matches!(
+                status.code(),
+                Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled
+            ) {
+                return Err(Error::Refused {
+                    addr: self.addr.clone(),
+                    call,
+                    source: status,
+                });
+            }
+            let now = Instant::now();
+            if now >= give_up {
+                return Err(Error::Unreachable {
+                    addr: self.addr.clone(),
+                    call,
+                    waited: start.elapsed(),
+                    source: status,
+                });
+            }
+            tokio::time::sleep(backoff.min(give_up - now)).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    }
+}
+
+/// `message` with a gRPC deadline, so the server stops working for a caller that gave up.
+/// tonic also enforces it on this side; it is a little later than the attempt's own timeout,
+/// so that one fires first and the error says how long the client waited.
+fn timed<T>(message: T, timeout: Duration) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.set_timeout(timeout + Duration::from_millis(50));
+    request
+}
+
+/// A node id that no other node draws: the name's letters (if any) and 64 random bits.
+fn random_node_id(name: &str) -> String {
+    let prefix: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        .take(48)
+        .collect();
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::UNIX_EPOCH
+            .elapsed()
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    hasher.write_u32(std::process::id());
+    let prefix = if prefix.is_empty() { "node" } else { &prefix };
+    format!("{prefix}-{:016x}", hasher.finish())
+}

@@ -1,0 +1,76 @@
+//! [`Heartbeats`]: a round's heartbeats in the background, and how they learn it ended.
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::{Node, RendezvousClient};
+use crate::Error;
+use crate::outcome::RoundStatus;
+
+/// Heartbeats for one round, sent by a tokio task until the round ends; from
+/// [`RendezvousClient::heartbeats`]. Dropping it stops them.
+#[derive(Debug)]
+pub struct Heartbeats {
+    ended: Option<oneshot::Receiver<Result<RoundStatus, Error>>>,
+    task: JoinHandle<()>,
+}
+
+impl Heartbeats {
+    pub(super) fn start(client: RendezvousClient, node: Node, round: u64) -> Self {
+        let (tx, rx) = oneshot::channel();
+        let timeout = node.heartbeat_timeout().max(Duration::from_millis(30));
+        // Three beats per timeout: one lost or slow beat does not make the node look gone.
+        let interval = timeout / 3;
+        let attempt = interval + client.options.rpc_timeout.min(interval);
+        let task = tokio::spawn(async move {
+            let mut last_heard = Instant::now();
+            loop {
+                let sent = Instant::now();
+                // A beat may be retried until the node would be declared gone; past that,
+                // the rendezvous is unreachable for this node's purposes.
+                let give_up = last_heard + timeout;
+                let beat = client.heartbeat_until(&node, round, interval, give_up, attempt);
+                match beat.await {
+                    Ok(RoundStatus::Running) => last_heard = Instant::now(),
+                    Ok(end) => {
+                        let _ = tx.send(Ok(end));
+                        return;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+                // The server held the beat while the round ran; one answered sooner (the
+                // server caps polls lower) is not repeated faster than the interval.
+                tokio::time::sleep_until(sent + interval).await;
+            }
+        });
+        Self {
+            ended: Some(rx),
+            task,
+        }
+    }
+
+    /// Waits until the round ends: [`RoundStatus::Ended`] or [`RoundStatus::JobDone`], or an
+    /// error when the rendezvous was unreachable for the heartbeat timeout or no longer
+    /// knows this node. Cancel safe (use it in `tokio::select!` beside the tasks); after it
+    /// has returned, it returns [`Error::HeartbeatsFinished`].
+    pub async fn ended(&mut self) -> Result<RoundStatus, Error> {
+        let Some(rx) = self.ended.as_mut() else {
+            return Err(Error::HeartbeatsFinished);
+        };
+        let result = rx.await.unwrap_or(Err(Error::HeartbeatsFinished));
+        self.ended = None;
+        result
+    }
+}
+
+impl Drop for Heartbeats {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

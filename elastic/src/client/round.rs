@@ -1,0 +1,166 @@
+//! [`Round`]: a round as an agent holds it, its cluster derived here and checked against the
+//! rendezvous's.
+
+use cluster_spec::ClusterSpec;
+
+use super::Node;
+use crate::proto;
+use crate::resolver::RendezvousClusterResolver;
+use crate::round::{Assignment, Member, TaskAssignment, assign};
+use crate::wire::{self, WireError};
+use crate::{Error, JobConfig};
+
+/// A round that holds this node: its number, the job's restart count, the members in rank
+/// order, this node's rank and its tasks, and the round's cluster.
+#[derive(Debug, Clone)]
+pub struct Round {
+    number: u64,
+    restart_count: u32,
+    rank: u32,
+    node_id: String,
+    config: JobConfig,
+    members: Vec<Member>,
+    assignment: Assignment,
+}
+
+impl Round {
+    pub(super) fn from_proto(round: proto::Round, node: &Node, addr: &str) -> Result<Self, Error> {
+        let bad = |what: String| Error::InvalidResponse {
+            addr: addr.to_owned(),
+            call: "WaitRound",
+            what,
+            source: None,
+        };
+        let config = wire::config_from_proto(round.config)
+            .map_err(|e| e.into_response_error(addr, "WaitRound"))?;
+        if config != node.join.config {
+            return Err(bad(format!(
+                "round {} is of another config: {}",
+                round.number,
+                node.join.config.differences(&config).join(", ")
+            )));
+        }
+        let members = round
+            .members
+            .into_iter()
+            .map(wire::member_from_proto)
+            .collect::<Result<Vec<_>, WireError>>()
+            .map_err(|e| e.into_response_error(addr, "WaitRound"))?;
+        let assignment = assign(&config, &members).map_err(|e| Error::InvalidResponse {
+            addr: addr.to_owned(),
+            call: "WaitRound",
+            what: format!("round {} has members that make no cluster", round.number),
+            source: Some(Box::new(Error::Round(e))),
+        })?;
+        // The rendezvous sends its cluster too. An agent of another version computing another
+        // cluster would start tasks that cannot find each other, so a difference stops here.
+        let theirs =
+            ClusterSpec::from_json(&round.cluster_json).map_err(|e| Error::InvalidResponse {
+                addr: addr.to_owned(),
+                call: "WaitRound",
+                what: format!("round {}'s cluster does not parse", round.number),
+                source: Some(Box::new(Error::Spec(e))),
+            })?;
+        if &theirs != assignment.cluster_spec() {
+            return Err(bad(format!(
+                "round {}'s cluster {theirs} differs from the one its members make, {}",
+                round.number,
+                assignment.cluster_spec()
+            )));
+        }
+        let rank = round.rank;
+        if members.get(rank as usize).map(|m| m.node_id.as_str()) != Some(node.node_id()) {
+            return Err(bad(format!(
+                "rank {rank} of round {} is not node {}",
+                round.number,
+                node.node_id()
+            )));
+        }
+        Ok(Self {
+            number: round.number,
+            restart_count: round.restart_count,
+            rank,
+            node_id: node.node_id().to_owned(),
+            config,
+            members,
+            assignment,
+        })
+    }
+
+    /// The round's number in the job, from 1.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The job's restart count: how many rounds a failure ended before this one. The same
+    /// for every task of the round (`TORCHELASTIC_RESTART_COUNT`'s role).
+    pub fn restart_count(&self) -> u32 {
+        self.restart_count
+    }
+
+    /// This node's rank: its place among the members.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    /// The job's config.
+    pub fn config(&self) -> &JobConfig {
+        &self.config
+    }
+
+    /// The members, in rank order.
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// The round's cluster.
+    pub fn cluster_spec(&self) -> &ClusterSpec {
+        self.assignment.cluster_spec()
+    }
+
+    /// Every task of the round.
+    pub fn assignment(&self) -> &Assignment {
+        &self.assignment
+    }
+
+    /// This node's tasks, in local order: local task `i` serves on the node's `i`-th port.
+    pub fn local_tasks(&self) -> &[TaskAssignment] {
+        self.assignment.node_tasks(self.rank)
+    }
+
+    /// The `TF_CONFIG` for local task `local_task` (RPC layer `grpc`).
+    pub fn tf_config(&self, local_task: u32) -> Result<String, Error> {
+        let task = self.local_task(local_task)?;
+        Ok(cluster_resolver::tf_config_for(
+            self.cluster_spec(),
+            &task.job,
+            task.index,
+            Some("grpc"),
+        )?)
+    }
+
+    /// A [`ClusterResolver`](cluster_resolver::ClusterResolver) for local task `local_task`
+    /// of this round.
+    pub fn resolver(&self, local_task: u32) -> Result<RendezvousClusterResolver, Error> {
+        let task = self.local_task(local_task)?;
+        Ok(RendezvousClusterResolver::new(
+            self.cluster_spec().clone(),
+            task.job.clone(),
+            task.index,
+        ))
+    }
+
+    fn local_task(&self, local_task: u32) -> Result<&TaskAssignment, Error> {
+        self.local_tasks()
+            .get(local_task as usize)
+            .ok_or(Error::NoSuchLocalTask {
+                local_task,
+                tasks: self.config.tasks_per_node(),
+            })
+    }
+}

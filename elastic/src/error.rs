@@ -1,0 +1,195 @@
+//! The crate's error: each area's error wrapped whole, beside the failures of talking to a
+//! rendezvous.
+//!
+//! An area's error lives here, one file each, and the crate root re-exports it; this module
+//! depends on nothing above it.
+
+pub(crate) mod config;
+pub(crate) mod layout;
+pub(crate) mod nodes;
+pub(crate) mod round;
+
+use std::error::Error as _;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use cluster_spec::quote::quote;
+
+use config::ConfigError;
+use layout::LayoutError;
+use nodes::NodesError;
+use round::RoundError;
+
+/// Everything that can go wrong in this crate.
+///
+/// The parsers and the round computation fail with their own types ([`NodesError`],
+/// [`LayoutError`], [`ConfigError`], [`RoundError`]), wrapped whole here and printed as they
+/// print themselves. Talking to a rendezvous fails with the variants that name the
+/// rendezvous's address, the call and, from the server, its gRPC status.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A node range does not parse or is out of bounds.
+    #[error(transparent)]
+    Nodes(#[from] NodesError),
+    /// A layout does not parse.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// A job's config does not fit together.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A round's members make no cluster.
+    #[error(transparent)]
+    Round(#[from] RoundError),
+    /// A cluster is invalid (a round's cluster that does not parse).
+    #[error(transparent)]
+    Spec(#[from] cluster_spec::Error),
+    /// A cluster lookup failed (a TF_CONFIG for a task the round does not have).
+    #[error(transparent)]
+    Resolver(#[from] cluster_resolver::Error),
+    /// The rendezvous address is not `HOST:PORT`.
+    #[error("invalid rendezvous address {}: expected HOST:PORT", quote(.addr, 0))]
+    InvalidAddress {
+        /// The address given.
+        addr: String,
+        /// Why tonic refused it.
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// The server cannot listen where it was told.
+    #[error("cannot serve the rendezvous on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why the bind failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The rendezvous could not be reached (or did not answer) for as long as the client
+    /// keeps trying.
+    #[error(
+        "rendezvous at {addr} unreachable for {} ({call}): {}",
+        duration(*.waited),
+        status_text(.source)
+    )]
+    Unreachable {
+        /// The rendezvous address.
+        addr: String,
+        /// The call that was tried.
+        call: &'static str,
+        /// How long the client tried.
+        waited: Duration,
+        /// The last failure.
+        #[source]
+        source: tonic::Status,
+    },
+    /// The rendezvous answered the call with an error.
+    #[error("rendezvous at {addr} refused {call}: {}", status_text(.source))]
+    Refused {
+        /// The rendezvous address.
+        addr: String,
+        /// The call.
+        call: &'static str,
+        /// The server's status: `INVALID_ARGUMENT` or `FAILED_PRECONDITION` for a request the
+        /// job cannot take (a different config, a finished job), `NOT_FOUND` for a node the
+        /// job no longer knows.
+        #[source]
+        source: tonic::Status,
+    },
+    /// No round came before the caller's deadline.
+    #[error(
+        "no round of job {} within {}: {pending}",
+        quote(.rdzv_id, 0),
+        duration(*.waited)
+    )]
+    WaitTimeout {
+        /// The job's rendezvous id.
+        rdzv_id: String,
+        /// How long the client waited.
+        waited: Duration,
+        /// What the round was still waiting for, as the rendezvous last said.
+        pending: String,
+    },
+    /// The rendezvous answered something this client cannot use.
+    #[error("rendezvous at {addr} answered {call} with an invalid response: {what}")]
+    InvalidResponse {
+        /// The rendezvous address.
+        addr: String,
+        /// The call.
+        call: &'static str,
+        /// What is wrong with it.
+        what: String,
+        /// The error the response's content raised, when there is one.
+        #[source]
+        source: Option<Box<Error>>,
+    },
+    /// A local task index the round does not have.
+    #[error("local task {local_task} is not in the round: this node runs {tasks} tasks")]
+    NoSuchLocalTask {
+        /// The index asked for.
+        local_task: u32,
+        /// The node's tasks per node.
+        tasks: u32,
+    },
+    /// [`Heartbeats::ended`](crate::Heartbeats::ended) was awaited again after it returned.
+    #[error("the heartbeat loop has already reported how its round ended")]
+    HeartbeatsFinished,
+}
+
+/// A duration for a message: milliseconds below a second, else seconds with one decimal.
+pub(crate) fn duration(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// A gRPC status for a message: its code and message, then the innermost cause tonic kept
+/// (the `Connection refused` under a transport error), not tonic's whole debug form.
+fn status_text(status: &tonic::Status) -> String {
+    let mut text = format!("{:?}", status.code());
+    if !status.message().is_empty() {
+        text.push_str(": ");
+        text.push_str(status.message());
+    }
+    let mut cause = status.source();
+    let mut innermost = None;
+    while let Some(c) = cause {
+        innermost = Some(c);
+        cause = c.source();
+    }
+    if let Some(c) = innermost {
+        let c = c.to_string();
+        if !status.message().contains(&c) {
+            text.push_str(" (");
+            text.push_str(&c);
+            text.push(')');
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration(Duration::from_millis(250)), "250 ms");
+        assert_eq!(duration(Duration::from_millis(2500)), "2.5 s");
+    }
+
+    #[test]
+    fn refusal_names_address_call_and_status() {
+        let e = Error::Refused {
+            addr: "127.0.0.1:29400".into(),
+            call: "Join",
+            source: tonic::Status::failed_precondition("different config"),
+        };
+        assert_eq!(
+            e.to_string(),
+            "rendezvous at 127.0.0.1:29400 refused Join: FailedPrecondition: different config"
+        );
+    }
+}

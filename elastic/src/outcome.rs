@@ -1,0 +1,169 @@
+//! How tasks, rounds and jobs end: what agents report and what the rendezvous tells every
+//! node.
+
+use std::fmt;
+
+/// How a task ended, as its agent reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskStatus {
+    /// It exited with this status (0 is success).
+    Exited(i32),
+    /// A signal ended it.
+    Signaled(i32),
+    /// It could not be started or watched (the program is missing, ...).
+    Error(String),
+}
+
+impl TaskStatus {
+    /// Whether the task succeeded (exit status 0).
+    pub fn success(&self) -> bool {
+        matches!(self, Self::Exited(0))
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Exited(code) => write!(f, "exited with status {code}"),
+            Self::Signaled(signal) => write!(f, "was killed by signal {signal}"),
+            Self::Error(error) => write!(f, "could not run: {error}"),
+        }
+    }
+}
+
+/// A task failure, as the rendezvous keeps the first one of a job: which task, where, how.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Failure {
+    /// The round it failed in.
+    pub round: u64,
+    /// The node that ran it.
+    pub node_id: String,
+    /// That node's host.
+    pub host: String,
+    /// That node's name, if it gave one.
+    pub name: String,
+    /// Its index among the node's tasks.
+    pub local_task: u32,
+    /// Its job in the round's cluster.
+    pub job: String,
+    /// Its index in that job.
+    pub index: u32,
+    /// How it ended.
+    pub status: TaskStatus,
+    /// The end of its standard error.
+    pub stderr_tail: String,
+}
+
+impl fmt::Display for Failure {
+    /// `task worker:3 (local task 1 of node n2 on 10.0.0.2) exited with status 1 in round 4`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "task {}:{} (local task {} of node {} on {}) {} in round {}",
+            self.job, self.index, self.local_task, self.node_id, self.host, self.status, self.round
+        )
+    }
+}
+
+/// Why a round ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EndReason {
+    /// A new node asked to join while the round had room for it.
+    NodeJoined,
+    /// A member left, or joined again while the round ran.
+    NodeLeft,
+    /// A member was silent for longer than the heartbeat timeout.
+    NodeLost,
+    /// A task failed.
+    TaskFailed,
+    /// The job's first task (chief, else worker 0) succeeded: the job is done.
+    JobSucceeded,
+}
+
+impl EndReason {
+    /// Whether this end counts against the job's restarts: a failure or a lost node does; a
+    /// membership change someone chose (a node joining or leaving) does not.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::NodeLost | Self::TaskFailed)
+    }
+}
+
+impl fmt::Display for EndReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::NodeJoined => "a node joined",
+            Self::NodeLeft => "a node left",
+            Self::NodeLost => "a node was lost",
+            Self::TaskFailed => "a task failed",
+            Self::JobSucceeded => "the job succeeded",
+        })
+    }
+}
+
+/// The end of a round, as every member learns it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct RoundEnd {
+    /// The round that ended.
+    pub round: u64,
+    /// Why.
+    pub reason: EndReason,
+    /// What happened, naming the node or task.
+    pub detail: String,
+    /// The job's restart count after this end (what the next round's tasks see).
+    pub restart_count: u32,
+}
+
+impl fmt::Display for RoundEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "round {} ended: {}", self.round, self.detail)
+    }
+}
+
+/// The end of a job: its first task succeeded, or failures passed `max_restarts`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct JobDone {
+    /// Whether it succeeded.
+    pub succeeded: bool,
+    /// What ended it.
+    pub detail: String,
+    /// The job's first task failure, if any: the story of a failed job.
+    pub first_failure: Option<Failure>,
+    /// The round it ended in.
+    pub round: u64,
+}
+
+impl fmt::Display for JobDone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let outcome = if self.succeeded {
+            "succeeded"
+        } else {
+            "failed"
+        };
+        write!(
+            f,
+            "the job {outcome} in round {}: {}",
+            self.round, self.detail
+        )?;
+        match &self.first_failure {
+            Some(first) if !self.succeeded => write!(f, "; first failure: {first}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A running round's state, as a heartbeat learns it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RoundStatus {
+    /// The round still runs.
+    Running,
+    /// The round ended; the node joins again for the next one.
+    Ended(RoundEnd),
+    /// The job is done; nothing more will run.
+    JobDone(JobDone),
+}

@@ -1,0 +1,255 @@
+//! Conversions between the wire messages (`proto`) and the crate's types. A message from a
+//! peer is checked here, once: the server refuses a bad request with `INVALID_ARGUMENT`, the
+//! client a bad answer with [`Error::InvalidResponse`].
+
+use crate::outcome::{EndReason, Failure, JobDone, RoundEnd, TaskStatus};
+use crate::proto;
+use crate::{ConfigError, Member};
+use crate::{Error, JobConfig, Layout, LayoutError, NodeRange, NodesError};
+
+/// Why a message cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WireError {
+    /// A field that must be set is not.
+    #[error("{0} is missing")]
+    Missing(&'static str),
+    /// A port is not from 1 to 65535.
+    #[error("port {0} is not from 1 to 65535")]
+    Port(u32),
+    /// An enum value this version does not know.
+    #[error("unknown end reason {0}")]
+    EndReason(i32),
+    #[error(transparent)]
+    Nodes(#[from] NodesError),
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+impl WireError {
+    /// The client's error for an answer to `call` from `addr` that carried this.
+    pub(crate) fn into_response_error(self, addr: &str, call: &'static str) -> Error {
+        let what = self.to_string();
+        let source = match self {
+            Self::Nodes(e) => Some(Box::new(Error::Nodes(e))),
+            Self::Layout(e) => Some(Box::new(Error::Layout(e))),
+            Self::Config(e) => Some(Box::new(Error::Config(e))),
+            Self::Missing(_) | Self::Port(_) | Self::EndReason(_) => None,
+        };
+        Error::InvalidResponse {
+            addr: addr.to_owned(),
+            call,
+            what,
+            source,
+        }
+    }
+}
+
+pub(crate) fn config_to_proto(config: &JobConfig) -> proto::JobConfig {
+    proto::JobConfig {
+        min_nodes: config.nodes().min(),
+        max_nodes: config.nodes().max(),
+        tasks_per_node: config.tasks_per_node(),
+        layout: config
+            .layout()
+            .jobs()
+            .into_iter()
+            .map(|(job, count)| proto::LayoutJob {
+                job: job.to_owned(),
+                count,
+            })
+            .collect(),
+        max_restarts: config.max_restarts(),
+    }
+}
+
+pub(crate) fn config_from_proto(config: Option<proto::JobConfig>) -> Result<JobConfig, WireError> {
+    let config = config.ok_or(WireError::Missing("the job config"))?;
+    let nodes = NodeRange::new(config.min_nodes, config.max_nodes)?;
+    // The layout goes through its parser, the one place its rules live.
+    let layout: Layout = config
+        .layout
+        .iter()
+        .map(|j| format!("{}={}", j.job, j.count))
+        .collect::<Vec<_>>()
+        .join(",")
+        .parse()?;
+    Ok(JobConfig::new(nodes, config.tasks_per_node)?
+        .with_layout(layout)?
+        .with_max_restarts(config.max_restarts))
+}
+
+pub(crate) fn ports_from_proto(ports: &[u32]) -> Result<Vec<u16>, WireError> {
+    ports
+        .iter()
+        .map(|&p| {
+            u16::try_from(p)
+                .ok()
+                .filter(|&p| p != 0)
+                .ok_or(WireError::Port(p))
+        })
+        .collect()
+}
+
+pub(crate) fn member_to_proto(member: &Member) -> proto::Member {
+    proto::Member {
+        node_id: member.node_id.clone(),
+        host: member.host.clone(),
+        ports: member.ports.iter().map(|&p| u32::from(p)).collect(),
+        name: member.name.clone(),
+    }
+}
+
+pub(crate) fn member_from_proto(member: proto::Member) -> Result<Member, WireError> {
+    Ok(Member {
+        ports: ports_from_proto(&member.ports)?,
+        node_id: member.node_id,
+        host: member.host,
+        name: member.name,
+    })
+}
+
+pub(crate) fn status_to_proto(status: &TaskStatus) -> proto::TaskStatus {
+    use proto::task_status::Status;
+    proto::TaskStatus {
+        status: Some(match status {
+            TaskStatus::Exited(code) => Status::ExitCode(*code),
+            TaskStatus::Signaled(signal) => Status::Signal(*signal),
+            TaskStatus::Error(error) => Status::Error(error.clone()),
+        }),
+    }
+}
+
+pub(crate) fn status_from_proto(
+    status: Option<proto::TaskStatus>,
+) -> Result<TaskStatus, WireError> {
+    use proto::task_status::Status;
+    match status.and_then(|s| s.status) {
+        Some(Status::ExitCode(code)) => Ok(TaskStatus::Exited(code)),
+        Some(Status::Signal(signal)) => Ok(TaskStatus::Signaled(signal)),
+        Some(Status::Error(error)) => Ok(TaskStatus::Error(error)),
+        None => Err(WireError::Missing("the task status")),
+    }
+}
+
+pub(crate) fn failure_to_proto(f: &Failure) -> proto::Failure {
+    proto::Failure {
+        round: f.round,
+        node_id: f.node_id.clone(),
+        host: f.host.clone(),
+        name: f.name.clone(),
+        local_task: f.local_task,
+        job: f.job.clone(),
+        index: f.index,
+        status: Some(status_to_proto(&f.status)),
+        stderr_tail: f.stderr_tail.clone(),
+    }
+}
+
+pub(crate) fn failure_from_proto(f: proto::Failure) -> Result<Failure, WireError> {
+    Ok(Failure {
+        status: status_from_proto(f.status)?,
+        round: f.round,
+        node_id: f.node_id,
+        host: f.host,
+        name: f.name,
+        local_task: f.local_task,
+        job: f.job,
+        index: f.index,
+        stderr_tail: f.stderr_tail,
+    })
+}
+
+pub(crate) fn done_to_proto(done: &JobDone) -> proto::JobDone {
+    proto::JobDone {
+        succeeded: done.succeeded,
+        detail: done.detail.clone(),
+        first_failure: done.first_failure.as_ref().map(failure_to_proto),
+        round: done.round,
+    }
+}
+
+pub(crate) fn done_from_proto(done: proto::JobDone) -> Result<JobDone, WireError> {
+    Ok(JobDone {
+        succeeded: done.succeeded,
+        detail: done.detail,
+        first_failure: done.first_failure.map(failure_from_proto).transpose()?,
+        round: done.round,
+    })
+}
+
+pub(crate) fn end_to_proto(end: &RoundEnd) -> proto::RoundEnd {
+    let reason = match end.reason {
+        EndReason::NodeJoined => proto::EndReason::NodeJoined,
+        EndReason::NodeLeft => proto::EndReason::NodeLeft,
+        EndReason::NodeLost => proto::EndReason::NodeLost,
+        EndReason::TaskFailed => proto::EndReason::TaskFailed,
+        EndReason::JobSucceeded => proto::EndReason::JobSucceeded,
+    };
+    proto::RoundEnd {
+        round: end.round,
+        reason: reason.into(),
+        detail: end.detail.clone(),
+        restart_count: end.restart_count,
+    }
+}
+
+pub(crate) fn end_from_proto(end: proto::RoundEnd) -> Result<RoundEnd, WireError> {
+    let reason = match proto::EndReason::try_from(end.reason) {
+        Ok(proto::EndReason::NodeJoined) => EndReason::NodeJoined,
+        Ok(proto::EndReason::NodeLeft) => EndReason::NodeLeft,
+        Ok(proto::EndReason::NodeLost) => EndReason::NodeLost,
+        Ok(proto::EndReason::TaskFailed) => EndReason::TaskFailed,
+        Ok(proto::EndReason::JobSucceeded) => EndReason::JobSucceeded,
+        Ok(proto::EndReason::Unspecified) | Err(_) => {
+            return Err(WireError::EndReason(end.reason));
+        }
+    };
+    Ok(RoundEnd {
+        round: end.round,
+        reason,
+        detail: end.detail,
+        restart_count: end.restart_count,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_round_trips() {
+        let config = JobConfig::new("2:4".parse().unwrap(), 2)
+            .unwrap()
+            .with_layout("chief=1,ps=2".parse().unwrap())
+            .unwrap()
+            .with_max_restarts(3);
+        assert_eq!(
+            config_from_proto(Some(config_to_proto(&config))).unwrap(),
+            config
+        );
+    }
+
+    #[test]
+    fn bad_configs_are_named() {
+        let mut p = config_to_proto(&JobConfig::new(NodeRange::new(1, 2).unwrap(), 1).unwrap());
+        p.layout.push(proto::LayoutJob {
+            job: "boss".into(),
+            count: 1,
+        });
+        assert_eq!(
+            config_from_proto(Some(p)).unwrap_err().to_string(),
+            "invalid layout \"boss=1\": job \"boss\" at byte 0 cannot be placed: a layout places \
+             chief, ps or evaluator tasks, and every other task is a worker"
+        );
+        assert_eq!(
+            ports_from_proto(&[80, 70000]).unwrap_err().to_string(),
+            "port 70000 is not from 1 to 65535"
+        );
+        assert_eq!(
+            config_from_proto(None).unwrap_err().to_string(),
+            "the job config is missing"
+        );
+    }
+}

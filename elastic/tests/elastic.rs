@@ -1,0 +1,13 @@
+//! Integration tests of `elastic`: a `RendezvousServer` on loopback (port 0) and clients as
+//! agents — rounds closing at max and after the last call, late and new joiners, lost nodes,
+//! failures and the shared restart count, success, refusals, hostile peers, an unreachable
+//! rendezvous — and a round's `ClusterResolver`. Every test runs under a deadline.
+
+#[path = "elastic/common.rs"]
+mod common;
+#[path = "elastic/hostile.rs"]
+mod hostile;
+#[path = "elastic/resolver.rs"]
+mod resolver;
+#[path = "elastic/rounds.rs"]
+mod rounds;
