@@ -106,6 +106,17 @@ impl Join {
         self
     }
 
+    /// The ports of the node's tasks, one per task.
+    pub fn ports(mut self, ports: Vec<u16>) -> Self {
+        self.ports = ports;
+        self
+    }
+
+    /// The job's config.
+    pub fn config(&self) -> &JobConfig {
+        &self.config
+    }
+
     /// A name for messages, such as the host name.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();

@@ -154,6 +154,7 @@
 //!   gRPC, the service is plaintext and unauthenticated: serve it on a trusted network.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod agent;
 mod client;
 mod error;
 mod job_config;
@@ -163,6 +164,7 @@ mod outcome;
 mod resolver;
 mod round;
 mod server;
+pub mod supervise;
 mod wire;
 
 mod generated {
@@ -184,6 +186,7 @@ pub mod proto {
     pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("generated/file_descriptor_set.bin");
 }
 
+pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, task_env};
 pub use client::{ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited};
 pub use error::Error;
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};

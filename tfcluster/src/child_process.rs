@@ -1,14 +1,12 @@
-//! Commands `run` starts: each in a process group of its own, signalled as a group, and their
-//! exit status passed on as a shell would.
+//! The one command `run` starts without `--local`: in a process group of its own (the
+//! supervisor's [`spawn_group`]), with our errors.
 
-use std::os::unix::process::ExitStatusExt;
-use std::process::ExitStatus;
-
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use elastic::supervise::{self, Group, spawn_group};
 use tokio::process::{Child, Command};
 
 use crate::args::Failure;
+
+pub(crate) use elastic::supervise::exit_code;
 
 /// A started command and its process group.
 pub(crate) struct Started {
@@ -18,67 +16,14 @@ pub(crate) struct Started {
 
 /// `argv`, a program and its arguments, as a command to start.
 pub(crate) fn command(argv: &[String]) -> Result<Command, Failure> {
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| Failure::Input("no command to run: give it after `--`".into()))?;
-    let mut command = Command::new(program);
-    command.args(args);
-    Ok(command)
+    supervise::command(argv).map_err(|e| Failure::Input(e.to_string()))
 }
 
-/// Starts `command` as the leader of a new process group. A group of its own means a
-/// terminal's Ctrl-C reaches it once (through us) rather than twice, and a signal sent to the
-/// group also reaches what it started (a shell's python, TensorFlow's helpers), so stopping it
-/// leaves nothing behind.
+/// Starts `command` as the leader of a new process group.
 pub(crate) fn start(mut command: Command) -> Result<Started, Failure> {
-    let child = command.process_group(0).spawn().map_err(|e| {
+    let (child, group) = spawn_group(&mut command).map_err(|e| {
         let program = command.as_std().get_program().to_string_lossy();
         Failure::Input(format!("cannot run {program}: {e}"))
     })?;
-    // A child that was spawned has a pid until it is reaped, and it is not reaped yet.
-    let pid = child.id().unwrap_or_default();
-    let group = Group(Pid::from_raw(i32::try_from(pid).unwrap_or_default()));
     Ok(Started { child, group })
-}
-
-/// The process group of a started command (its id is the command's pid).
-#[derive(Clone, Copy)]
-pub(crate) struct Group(Pid);
-
-impl Group {
-    /// Sends `signal` to every process of the group. A group that is already gone is no
-    /// error: stopping is idempotent.
-    pub(crate) fn signal(self, signal: Signal) {
-        if self.0.as_raw() <= 0 {
-            return;
-        }
-        if let Err(e) = killpg(self.0, signal)
-            && e != nix::errno::Errno::ESRCH
-        {
-            tracing::warn!("cannot send {signal} to process group {}: {e}", self.0);
-        }
-    }
-}
-
-/// The exit status a shell reports for `status`: the code, or 128 plus the signal that
-/// ended the process.
-pub(crate) fn exit_code(status: ExitStatus) -> u8 {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => u8::try_from(code).unwrap_or(1),
-        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(255),
-        (None, None) => 1,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn codes_and_signals_become_shell_statuses() {
-        assert_eq!(exit_code(ExitStatus::from_raw(0)), 0);
-        assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
-        assert_eq!(exit_code(ExitStatus::from_raw(9)), 137);
-        assert_eq!(exit_code(ExitStatus::from_raw(15)), 143);
-    }
 }

@@ -14,7 +14,6 @@ mod identity;
 mod limit_args;
 mod local_cluster;
 mod output;
-mod prefix;
 mod probe;
 mod report;
 mod resolve_cmd;

@@ -1,0 +1,293 @@
+//! [`Agent`]: one host's side of an elastic job: join, spawn, watch, stop, rejoin.
+//!
+//! The loop, per round: hold one free port per local task, join (or join again), wait for a
+//! round, start each local task with its `TF_CONFIG` (releasing its port just before), and
+//! heartbeat. A task that exits is reported (status, stderr tail); a failure ends the round
+//! for every node. When the round ends the agent joins again at once (with fresh ports, so
+//! the next round's last call does not close without it), then stops its tasks (SIGTERM,
+//! grace, SIGKILL to each group) and waits for the next round. When the job succeeded the
+//! tasks get the grace to exit on their own; when it failed they are stopped. A stop asked
+//! by the caller (a signal) stops the tasks and leaves.
+//!
+//! **The port window.** A port is held by a listener of the agent until just before its task
+//! starts; between the release and the task's own bind, another process of the host could
+//! take it. The window is a few milliseconds plus the task's start-up (TensorFlow binds when
+//! its server starts); a task that cannot bind fails, and the round restarts with new ports.
+
+use std::future::Future;
+use std::net::{Ipv4Addr, TcpListener};
+use std::time::Duration;
+
+use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec, task_status};
+use crate::{Error, Join, JobDone, Node, RendezvousClient, Round, RoundStatus, Waited};
+
+/// How long the agent waits for a task's last stderr lines before reporting its exit.
+const TAIL_WAIT: Duration = Duration::from_millis(300);
+
+/// What the agent runs and how: see [`Agent::new`].
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// The join: job id, config, host and name (its ports are the agent's to set).
+    pub join: Join,
+    /// The program each local task runs, and its arguments.
+    pub command: Vec<String>,
+    /// How long tasks have between SIGTERM and SIGKILL, and to exit after the job succeeded.
+    pub grace: Duration,
+    /// How long to wait for each round to form.
+    pub join_timeout: Duration,
+}
+
+/// How the agent's job ended.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum AgentOutcome {
+    /// The job's first task succeeded.
+    Succeeded(JobDone),
+    /// Failures passed the job's restarts; [`JobDone::first_failure`] is the story.
+    Failed(JobDone),
+    /// The caller stopped the agent with this signal; the tasks were stopped and the agent
+    /// left.
+    Stopped(Signal),
+}
+
+/// Why an agent could not go on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// Talking to the rendezvous failed (unreachable, refused, no round in time).
+    #[error(transparent)]
+    Rendezvous(#[from] Error),
+    /// The ports of the local tasks could not be reserved.
+    #[error("cannot reserve a port for a local task: {0}")]
+    Reserve(#[source] std::io::Error),
+    /// A local task could not be started.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+}
+
+/// The environment of local task `local_task` of `round`: its `TF_CONFIG`, the round's
+/// number and restart count, the node's rank and the task's local index, and Python's
+/// output unbuffered (unless set) so lines come as they are printed.
+pub fn task_env(round: &Round, local_task: u32) -> Result<Vec<(String, String)>, Error> {
+    let mut env = vec![
+        ("TF_CONFIG".to_owned(), round.tf_config(local_task)?),
+        ("TFCLUSTER_ROUND".to_owned(), round.number().to_string()),
+        (
+            "TFCLUSTER_RESTART_COUNT".to_owned(),
+            round.restart_count().to_string(),
+        ),
+        ("TFCLUSTER_NODE_RANK".to_owned(), round.rank().to_string()),
+        ("TFCLUSTER_LOCAL_TASK".to_owned(), local_task.to_string()),
+    ];
+    if std::env::var_os("PYTHONUNBUFFERED").is_none() {
+        env.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
+    }
+    Ok(env)
+}
+
+/// One listener per local task on a free port of every interface, held until the task
+/// starts (TensorFlow's servers bind every interface too).
+struct Reserved(Vec<TcpListener>);
+
+impl Reserved {
+    fn new(count: u32) -> Result<Self, AgentError> {
+        (0..count)
+            .map(|_| TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0)))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map(Self)
+            .map_err(AgentError::Reserve)
+    }
+
+    fn ports(&self) -> Vec<u16> {
+        self.0
+            .iter()
+            .map(|l| l.local_addr().map(|a| a.port()).unwrap_or_default())
+            .collect()
+    }
+}
+
+/// An elastic agent: runs the local tasks of a job's rounds until the job ends.
+#[derive(Debug)]
+pub struct Agent {
+    client: RendezvousClient,
+    options: AgentOptions,
+}
+
+/// How the tasks of one round ended, as the agent saw it.
+enum RoundEnded {
+    Ended,
+    Done(JobDone),
+    Stopped(Signal),
+}
+
+impl Agent {
+    /// An agent of the rendezvous behind `client`.
+    pub fn new(client: RendezvousClient, options: AgentOptions) -> Self {
+        Self { client, options }
+    }
+
+    /// Joins and waits for the first round, without running anything: what `--dry-run`
+    /// prints. The round forms only when enough nodes join; the node leaves after.
+    pub async fn first_round(&self) -> Result<Waited, AgentError> {
+        let reserved = Reserved::new(self.options.join.config().tasks_per_node())?;
+        let mut node = self
+            .client
+            .join(&self.options.join.clone().ports(reserved.ports()))
+            .await?;
+        let waited = self
+            .client
+            .wait_round(&mut node, self.options.join_timeout)
+            .await;
+        let _ = self.client.leave(&node).await;
+        Ok(waited?)
+    }
+
+    /// Runs the job's rounds until it ends, or until `stop` resolves with a signal.
+    pub async fn run(
+        &self,
+        stop: impl Future<Output = Signal>,
+    ) -> Result<AgentOutcome, AgentError> {
+        tokio::pin!(stop);
+        let mut reserved = Reserved::new(self.options.join.config().tasks_per_node())?;
+        let mut node = self
+            .client
+            .join(&self.options.join.clone().ports(reserved.ports()))
+            .await?;
+        tracing::info!(node = node.node_id(), host = node.host(), waits_for = node.waits_for(), "joined");
+        let mut tasks = Supervisor::new();
+        loop {
+            let waited = tokio::select! {
+                waited = self.client.wait_round(&mut node, self.options.join_timeout) => waited,
+                signal = &mut stop => {
+                    let _ = self.client.leave(&node).await;
+                    return Ok(AgentOutcome::Stopped(signal));
+                }
+            };
+            let round = match waited {
+                Ok(Waited::Round(round)) => round,
+                Ok(Waited::JobDone(done)) => {
+                    let _ = self.client.leave(&node).await;
+                    return Ok(done_outcome(done));
+                }
+                Err(e) => {
+                    let _ = self.client.leave(&node).await;
+                    return Err(e.into());
+                }
+            };
+            tracing::info!(
+                round = round.number(),
+                restart_count = round.restart_count(),
+                rank = round.rank(),
+                cluster = %round.cluster_spec(),
+                "round formed"
+            );
+            // The tasks bind these ports themselves now.
+            drop(reserved);
+            let ended = self.run_round(&mut tasks, &node, &round, &mut stop).await;
+            match ended {
+                Ok(RoundEnded::Ended) => {
+                    // Join before stopping, so the next round's last call waits for us.
+                    reserved = Reserved::new(self.options.join.config().tasks_per_node())?;
+                    node.set_ports(reserved.ports());
+                    let rejoined = self.client.rejoin(&mut node).await;
+                    tasks.stop(self.options.grace).await;
+                    tasks.finish(self.options.grace).await;
+                    rejoined?;
+                }
+                Ok(RoundEnded::Done(done)) => {
+                    if done.succeeded {
+                        tasks.wind_down(self.options.grace).await;
+                    } else {
+                        tasks.stop(self.options.grace).await;
+                    }
+                    tasks.finish(self.options.grace).await;
+                    let _ = self.client.leave(&node).await;
+                    return Ok(done_outcome(done));
+                }
+                Ok(RoundEnded::Stopped(signal)) => {
+                    let left = self.client.leave(&node);
+                    let ((), _) = tokio::join!(self.stop_tasks(&mut tasks, signal), left);
+                    return Ok(AgentOutcome::Stopped(signal));
+                }
+                Err(e) => {
+                    tasks.stop(self.options.grace).await;
+                    tasks.finish(self.options.grace).await;
+                    let _ = self.client.leave(&node).await;
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Passes `signal` on to the tasks, then stops them as usual.
+    async fn stop_tasks(&self, tasks: &mut Supervisor, signal: Signal) {
+        tasks.signal(signal);
+        tasks.stop(self.options.grace).await;
+        tasks.finish(self.options.grace).await;
+    }
+
+    /// Starts the round's local tasks and watches them and the round until it ends.
+    async fn run_round(
+        &self,
+        tasks: &mut Supervisor,
+        node: &Node,
+        round: &Round,
+        stop: &mut (impl Future<Output = Signal> + Unpin),
+    ) -> Result<RoundEnded, AgentError> {
+        for (local, task) in round.local_tasks().iter().enumerate() {
+            let local = local as u32;
+            let spec = TaskSpec {
+                name: format!("{}/{}:{}", node.host(), task.job, task.index),
+                argv: self.options.command.clone(),
+                env: task_env(round, local)?,
+            };
+            if let Err(e) = tasks.start(spec) {
+                // Reported as the task's failure: the round ends for every node, and the
+                // job's story says why.
+                tracing::error!(local_task = local, error = %e, "cannot start a local task");
+                let status = crate::TaskStatus::Error(e.to_string());
+                self.client
+                    .report(node, round.number(), local, status, "")
+                    .await?;
+            }
+        }
+        let mut beats = self.client.heartbeats(node, round);
+        loop {
+            tokio::select! {
+                Some((index, exit)) = tasks.next_exit(), if tasks.running() > 0 => {
+                    let status = task_status(&exit);
+                    let tail = tasks.stderr_tail(index, TAIL_WAIT).await;
+                    tracing::info!(task = tasks.name(index), %status, "task exited");
+                    // Exits are numbered as started, and each round starts from an empty
+                    // supervisor, so the index is the local task.
+                    if let Err(e) = self
+                        .client
+                        .report(node, round.number(), index as u32, status, &tail)
+                        .await
+                    {
+                        tracing::warn!(error = %e, "cannot report a task's exit");
+                    }
+                }
+                ended = beats.ended() => {
+                    return match ended? {
+                        RoundStatus::Running => Ok(RoundEnded::Ended),
+                        RoundStatus::Ended(end) => {
+                            tracing::info!(round = end.round, reason = %end.reason, detail = %end.detail, "round ended");
+                            Ok(RoundEnded::Ended)
+                        }
+                        RoundStatus::JobDone(done) => Ok(RoundEnded::Done(done)),
+                    };
+                }
+                signal = &mut *stop => return Ok(RoundEnded::Stopped(signal)),
+            }
+        }
+    }
+}
+
+fn done_outcome(done: JobDone) -> AgentOutcome {
+    if done.succeeded {
+        AgentOutcome::Succeeded(done)
+    } else {
+        AgentOutcome::Failed(done)
+    }
+}

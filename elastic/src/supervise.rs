@@ -1,0 +1,256 @@
+//! [`Supervisor`]: TensorFlow tasks as child processes, each in a process group of its own,
+//! their output behind their names, and stopped as a whole: SIGTERM to each group, a grace
+//! period, SIGKILL to each group, and waiting for them. `tfcluster run --local` and the
+//! [`Agent`](crate::Agent) both supervise their tasks with it.
+
+mod group;
+mod output;
+
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+pub use nix::sys::signal::Signal;
+use tokio::process::Command;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, timeout_at};
+
+pub use group::{Group, exit_code, spawn_group};
+use output::{Pump, Stream, Tail};
+
+use crate::TaskStatus;
+
+/// A task to start: a name for its output lines, its program and arguments, its extra
+/// environment.
+#[derive(Debug, Clone)]
+pub struct TaskSpec {
+    /// What its output lines are prefixed with, in brackets: `worker:1`, `host/worker:1`.
+    pub name: String,
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    /// Variables added to the supervisor's own environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// Why a task could not be started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// No program was given.
+    #[error("no command to run: give it after `--`")]
+    NoCommand,
+    /// The output pipes could not be made.
+    #[error("cannot make a pipe: {0}")]
+    Pipe(#[source] std::io::Error),
+    /// The program could not be started.
+    #[error("cannot run {program}: {source}")]
+    Start {
+        /// The program.
+        program: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How a task ended: its exit status, or why it could not be waited for.
+pub type Exit = Result<ExitStatus, String>;
+
+/// `exit` as the rendezvous takes it.
+pub fn task_status(exit: &Exit) -> TaskStatus {
+    use std::os::unix::process::ExitStatusExt;
+    match exit {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => TaskStatus::Exited(code),
+            (None, Some(signal)) => TaskStatus::Signaled(signal),
+            (None, None) => TaskStatus::Error(status.to_string()),
+        },
+        Err(e) => TaskStatus::Error(format!("could not be waited for ({e})")),
+    }
+}
+
+/// `argv` as a command to start.
+pub fn command(argv: &[String]) -> Result<Command, SpawnError> {
+    let (program, args) = argv.split_first().ok_or(SpawnError::NoCommand)?;
+    let mut command = Command::new(program);
+    command.args(args);
+    Ok(command)
+}
+
+/// Started tasks, their output pumps and their exits.
+#[derive(Debug)]
+pub struct Supervisor {
+    tasks: Vec<Task>,
+    exited_tx: mpsc::UnboundedSender<(usize, Exit)>,
+    exited: mpsc::UnboundedReceiver<(usize, Exit)>,
+}
+
+#[derive(Debug)]
+struct Task {
+    name: String,
+    group: Group,
+    /// Once it exited: how.
+    status: Option<Exit>,
+    stderr: Tail,
+    pumps: [Pump; 2],
+}
+
+impl Default for Supervisor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Supervisor {
+    /// A supervisor of no tasks yet.
+    pub fn new() -> Self {
+        let (exited_tx, exited) = mpsc::unbounded_channel();
+        Self {
+            tasks: Vec::new(),
+            exited_tx,
+            exited,
+        }
+    }
+
+    /// Starts `task` in a process group of its own, stdin closed, each line of its output
+    /// behind `[name] `; returns its index. Call within a tokio runtime.
+    pub fn start(&mut self, task: TaskSpec) -> Result<usize, SpawnError> {
+        let (stdout, stdout_writer) = std::io::pipe().map_err(SpawnError::Pipe)?;
+        let (stderr, stderr_writer) = std::io::pipe().map_err(SpawnError::Pipe)?;
+        let mut process = command(&task.argv)?;
+        process
+            .envs(task.env)
+            .stdin(Stdio::null())
+            .stdout(stdout_writer)
+            .stderr(stderr_writer);
+        let (mut child, group) = spawn_group(&mut process).map_err(|source| SpawnError::Start {
+            program: task.argv[0].clone(),
+            source,
+        })?;
+        // The command (and the pipe ends it holds) goes now, so the pumps see the end of the
+        // output when the task and everything it started are gone.
+        drop(process);
+        let tail = Tail::default();
+        let pumps = [
+            Pump::start(stdout, &task.name, Stream::Stdout, None),
+            Pump::start(stderr, &task.name, Stream::Stderr, Some(tail.clone())),
+        ];
+        let index = self.tasks.len();
+        let exited = self.exited_tx.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await.map_err(|e| e.to_string());
+            let _ = exited.send((index, status));
+        });
+        tracing::debug!(task = %task.name, group = ?group, "started");
+        self.tasks.push(Task {
+            name: task.name,
+            group,
+            status: None,
+            stderr: tail,
+            pumps,
+        });
+        Ok(index)
+    }
+
+    /// The next task to exit and how, recorded; `None` once none runs. Cancel safe.
+    pub async fn next_exit(&mut self) -> Option<(usize, Exit)> {
+        if self.running() == 0 {
+            return None;
+        }
+        let (index, status) = self.exited.recv().await?;
+        self.tasks[index].status = Some(status.clone());
+        Some((index, status))
+    }
+
+    /// Sends `signal` to the process group of every task still running, and SIGKILL to every
+    /// group (what an exited task started may still run there).
+    pub fn signal(&self, signal: Signal) {
+        for task in &self.tasks {
+            if task.status.is_none() || signal == Signal::SIGKILL {
+                task.group.signal(signal);
+            }
+        }
+    }
+
+    /// How many tasks still run.
+    pub fn running(&self) -> usize {
+        self.tasks.iter().filter(|t| t.status.is_none()).count()
+    }
+
+    /// The names of the tasks still running, for messages.
+    pub fn running_names(&self) -> String {
+        let names: Vec<&str> = self
+            .tasks
+            .iter()
+            .filter(|t| t.status.is_none())
+            .map(|t| t.name.as_str())
+            .collect();
+        names.join(", ")
+    }
+
+    /// Task `index`'s name.
+    pub fn name(&self, index: usize) -> &str {
+        &self.tasks[index].name
+    }
+
+    /// The end of task `index`'s stderr, after waiting up to `wait` for its last lines (what
+    /// it started may hold the pipe open longer).
+    pub async fn stderr_tail(&self, index: usize, wait: Duration) -> String {
+        let task = &self.tasks[index];
+        let _ = tokio::time::timeout(wait, task.pumps[1].finished()).await;
+        task.stderr.text()
+    }
+
+    /// Gives the running tasks `grace` to exit on their own, then [`stop`](Self::stop)s
+    /// them: how a job that succeeded ends (MultiWorkerMirroredStrategy's workers exit by
+    /// themselves, ParameterServerStrategy's servers never do).
+    pub async fn wind_down(&mut self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        while let Ok(Some(_)) = timeout_at(deadline, self.next_exit()).await {}
+        if self.running() > 0 {
+            tracing::info!(tasks = %self.running_names(), "stopping the tasks that still serve");
+        }
+        self.stop(grace).await;
+    }
+
+    /// SIGTERM to every running task's group, up to `grace` for them to exit, SIGKILL to
+    /// every group, and waiting until every task has exited.
+    pub async fn stop(&mut self, grace: Duration) {
+        self.signal(Signal::SIGTERM);
+        let deadline = Instant::now() + grace;
+        while let Ok(Some(_)) = timeout_at(deadline, self.next_exit()).await {}
+        if self.running() > 0 {
+            tracing::warn!(tasks = %self.running_names(), "killing what is still running");
+        }
+        self.signal(Signal::SIGKILL);
+        while self.next_exit().await.is_some() {}
+    }
+
+    /// Kills what the tasks left in their groups and waits up to `drain` for the last lines
+    /// of their output; the supervisor is empty after.
+    pub async fn finish(&mut self, drain: Duration) {
+        self.signal(Signal::SIGKILL);
+        let drained = Instant::now() + drain;
+        for task in self.tasks.drain(..) {
+            for pump in &task.pumps {
+                if timeout_at(drained, pump.finished()).await.is_err() {
+                    tracing::warn!(
+                        task = %task.name,
+                        "a task's output was still open after its process group was killed"
+                    );
+                    return;
+                }
+            }
+        }
+        // Exits of the tasks just dropped are of no interest to the next ones.
+        while self.exited.try_recv().is_ok() {}
+    }
+}
+
+impl Drop for Supervisor {
+    /// Nothing outlives its supervisor: a dropped one kills every group it started.
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.group.signal(Signal::SIGKILL);
+        }
+    }
+}
