@@ -15,10 +15,13 @@ mod limit_args;
 mod local_cluster;
 mod output;
 mod probe;
+mod rdzv_args;
+mod rendezvous_cmd;
 mod report;
 mod resolve_cmd;
 mod run_cmd;
 mod run_local;
+mod run_rdzv;
 mod serve_cmd;
 mod spec_cmd;
 mod spec_convert;
@@ -59,6 +62,7 @@ enum Command {
     Spec(spec_cmd::Args),
     Resolve(resolve_cmd::Args),
     Run(run_cmd::Args),
+    Rendezvous(rendezvous_cmd::Args),
     Hostlist(hostlist_cmd::Args),
     /// Print a shell completion script: `tfcluster completions bash > /etc/bash_completion.d/tfcluster`.
     Completions {
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Command::Spec(args) => spec_cmd::run(args),
         Command::Resolve(args) => resolve_cmd::run(args),
         Command::Run(args) => run_cmd::run(args),
+        Command::Rendezvous(args) => rendezvous_cmd::run(args),
         Command::Hostlist(args) => hostlist_cmd::run(args),
         Command::Completions { shell } => {
             let mut script = Vec::new();

@@ -1,5 +1,6 @@
 //! `tfcluster run`: start a TensorFlow program with the TF_CONFIG of its task, or a whole
-//! cluster of them on this machine (`--local`).
+//! cluster of them on this machine (`--local`), or this host's share of an elastic job
+//! (`--rdzv`).
 
 use std::time::Duration;
 
@@ -11,7 +12,9 @@ use crate::cluster_arg::{From, SourceArgs};
 use crate::identity::identify;
 use crate::local_cluster::LocalJobs;
 use crate::output::emit;
+use crate::rdzv_args::RdzvArgs;
 use crate::run_local::{self, task_env};
+use crate::run_rdzv;
 use crate::stop_signal::Stop;
 
 /// Run a TensorFlow program with the TF_CONFIG of its task, found as `resolve` finds it (a
@@ -32,29 +35,47 @@ use crate::stop_signal::Stop;
 /// it (exit status 1). SIGINT or SIGTERM stops every task the same way (exit status 128 + the
 /// signal; a second signal kills at once). Python's output is unbuffered unless
 /// PYTHONUNBUFFERED is set, so lines come as they are printed.
+///
+/// `--rdzv HOST[:PORT]`: this host's share of an elastic job. Run it on every host; the
+/// agents meet at the rendezvous (the agent on HOST serves it when nothing answers there, or
+/// run `tfcluster rendezvous serve`), which groups them into rounds of MIN to MAX hosts
+/// (`--nodes`). Each round, each host runs `--tasks-per-node` tasks of CMD, each on a free
+/// port with its TF_CONFIG and TFCLUSTER_ROUND, TFCLUSTER_RESTART_COUNT,
+/// TFCLUSTER_NODE_RANK, TFCLUSTER_LOCAL_TASK; output lines are behind `[host/job:index]`.
+/// A failed task, or a lost host, ends the round on every host: all tasks are stopped
+/// (SIGTERM, SIGKILL after `--grace`) and started again in the next round, up to
+/// `--max-restarts` times; then the job fails (exit status 1, naming the first failure: task,
+/// host, status, the end of its stderr; written as JSON to `--error-file`). The job
+/// succeeds when the chief (or worker 0) exits 0 (exit status 0). With --dry-run, the agents
+/// form the first round (so every host must run it) and print its environment.
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
 srun -N3 -n3 tfcluster run --from slurm -- python train.py\n  \
 tfcluster run --local worker=2 -- python mwms_train.py\n  \
 tfcluster run --local chief=1,worker=2,ps=1 --grace 5s -- python pss_train.py\n  \
 tfcluster run --from file --file cluster.json --job worker --task 1 -- python train.py\n  \
-tfcluster run --dry-run --format json")]
+tfcluster run --dry-run --format json
+  tfcluster run --rdzv node0 --nodes 2 --tasks-per-node 2 -- python mwms_train.py   # on node0 and node1
+  tfcluster run --rdzv node0:29400 --nodes 2:4 --layout chief=1,ps=2 --max-restarts 3 \\
+      --error-file /tmp/error.json -- python pss_train.py")]
 pub(crate) struct Args {
     /// Where to find the cluster and this task.
-    #[arg(long, value_enum, default_value = "auto", conflicts_with = "local")]
+    #[arg(long, value_enum, default_value = "auto", conflicts_with_all = ["local", "rdzv"])]
     from: From,
     #[command(flatten)]
     source: SourceArgs,
     /// This process's job, when the source names none (a bare cluster file) or to override it.
-    #[arg(long, conflicts_with = "local")]
+    #[arg(long, conflicts_with_all = ["local", "rdzv"])]
     job: Option<String>,
     /// This process's task index, when the source names none or to override it.
-    #[arg(long, conflicts_with = "local")]
+    #[arg(long, conflicts_with_all = ["local", "rdzv"])]
     task: Option<u32>,
     /// Run the whole cluster here: JOB=COUNT pairs, e.g. `chief=1,worker=2,ps=1`.
-    #[arg(long, value_name = "JOBS")]
+    #[arg(long, value_name = "JOBS", conflicts_with = "rdzv")]
     local: Option<LocalJobs>,
-    /// With --local: how long the other tasks may run on after the chief succeeded, and how
+    #[command(flatten)]
+    rdzv: RdzvArgs,
+    /// With --local or --rdzv: how long the other tasks may run on after the chief succeeded, and how
     /// long a stopped task has between SIGTERM and SIGKILL.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     grace: Duration,
@@ -81,6 +102,13 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
 }
 
 async fn launch(args: Args) -> Result<(), Failure> {
+    if args.rdzv.rdzv.is_some() {
+        if args.dry_run {
+            let tasks = run_rdzv::dry_run(&args.rdzv, &args.command).await?;
+            return emit(&render(&tasks, &args.command, args.format));
+        }
+        return run_rdzv::run(&args.rdzv, &args.command, args.grace).await;
+    }
     if let Some(jobs) = &args.local {
         if args.dry_run {
             let spec = jobs.cluster().map_err(Failure::Input)?;

@@ -1,0 +1,215 @@
+//! `run --rdzv`: this host's agent of an elastic job, and the rendezvous it serves when it
+//! runs on the endpoint's host and nothing answers there yet.
+
+use std::io::ErrorKind;
+use std::time::Duration;
+
+use elastic::{
+    Agent, AgentError, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
+    RendezvousServer, ServerOptions, Waited, task_env,
+};
+use serde_json::json;
+
+use crate::args::Failure;
+use crate::rdzv_args::{Endpoint, RdzvArgs};
+use crate::stop_signal::Stop;
+
+/// How long the agent that serves the rendezvous keeps serving after its own job ended, so
+/// the other agents hear the end (they learn it within a round trip of it).
+const LINGER: Duration = Duration::from_secs(2);
+
+/// Runs this host's tasks of the job until it ends.
+pub(crate) async fn run(
+    args: &RdzvArgs,
+    command: &[String],
+    grace: Duration,
+) -> Result<(), Failure> {
+    let endpoint = endpoint_of(args)?;
+    let mut signals = Stop::install();
+    let server = serve_if_here(&endpoint, args).await;
+    let agent = agent(&endpoint, args, command, grace)?;
+    let outcome = agent.run(signals.next()).await;
+    if let Some(server) = server {
+        // Still caught: a signal cuts the linger short.
+        let _ = tokio::time::timeout(LINGER, signals.next()).await;
+        server.shutdown().await;
+    }
+    match outcome {
+        Ok(AgentOutcome::Succeeded(done)) => {
+            tracing::info!(round = done.round, "{done}");
+            Ok(())
+        }
+        Ok(AgentOutcome::Failed(done)) => {
+            write_error_file(args, &failure_json(args, &done))?;
+            Err(Failure::Input(failure_message(&done)))
+        }
+        Ok(AgentOutcome::Stopped(signal)) => Err(Failure::Status {
+            code: u8::try_from(128 + signal as i32).unwrap_or(1),
+            message: Some(format!("stopped by {signal}: every local task was stopped")),
+        }),
+        Ok(other) => Err(Failure::Input(format!("the job ended: {other:?}"))),
+        Err(e) => {
+            let message = error_message(&e);
+            write_error_file(args, &json!({ "rdzv_id": args.rdzv_id, "error": message }))?;
+            Err(Failure::Input(message))
+        }
+    }
+}
+
+/// `--dry-run`: joins, waits for the first round (so every host must run it), and returns
+/// each local task's name and environment.
+pub(crate) async fn dry_run(
+    args: &RdzvArgs,
+    command: &[String],
+) -> Result<Vec<(String, Vec<(String, String)>)>, Failure> {
+    let endpoint = endpoint_of(args)?;
+    let server = serve_if_here(&endpoint, args).await;
+    let agent = agent(&endpoint, args, command, Duration::ZERO)?;
+    let waited = agent.first_round().await;
+    if let Some(server) = server {
+        tokio::time::sleep(LINGER).await;
+        server.shutdown().await;
+    }
+    let round = match waited.map_err(|e| Failure::Input(error_message(&e)))? {
+        Waited::Round(round) => round,
+        other => return Err(Failure::Input(format!("no round: {other:?}"))),
+    };
+    round
+        .local_tasks()
+        .iter()
+        .enumerate()
+        .map(|(local, task)| {
+            let env = task_env(&round, local as u32).map_err(|e| Failure::Input(e.to_string()))?;
+            Ok((
+                format!(
+                    "{}/{}:{}",
+                    round.members()[round.rank() as usize].host,
+                    task.job,
+                    task.index
+                ),
+                env,
+            ))
+        })
+        .collect()
+}
+
+fn endpoint_of(args: &RdzvArgs) -> Result<Endpoint, Failure> {
+    args.rdzv
+        .clone()
+        .ok_or_else(|| Failure::Input("--rdzv is required".into()))
+}
+
+/// The agent, its client's deadlines from `--rdzv-timeout`.
+fn agent(
+    endpoint: &Endpoint,
+    args: &RdzvArgs,
+    command: &[String],
+    grace: Duration,
+) -> Result<Agent, Failure> {
+    let timeout = args.rdzv_timeout;
+    let options = ClientOptions::default()
+        .connect_timeout((timeout / 3).min(Duration::from_secs(5)))
+        .rpc_timeout(timeout.min(Duration::from_secs(10)))
+        .retry_for(timeout);
+    let client = RendezvousClient::new(endpoint.to_string(), options)
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    let mut join = Join::new(args.rdzv_id.clone(), args.config()?, Vec::new()).name(hostname());
+    if let Some(host) = &args.host {
+        join = join.host(host.clone());
+    }
+    Ok(Agent::new(
+        client,
+        AgentOptions {
+            join,
+            command: command.to_vec(),
+            grace,
+            join_timeout: args.join_timeout,
+        },
+    ))
+}
+
+/// Serves the rendezvous on the endpoint when it is an address of this host and free; the
+/// agent that wins the bind serves, the others (and every other host) are clients.
+async fn serve_if_here(endpoint: &Endpoint, args: &RdzvArgs) -> Option<RendezvousServer> {
+    let addr = tokio::net::lookup_host((endpoint.host.as_str(), endpoint.port))
+        .await
+        .ok()?
+        .next()?;
+    let options = ServerOptions::default()
+        .timeout(args.rdzv_timeout)
+        .last_call(args.rdzv_last_call);
+    match RendezvousServer::start(addr, options).await {
+        Ok(server) => {
+            tracing::info!(%addr, "serving the rendezvous");
+            Some(server)
+        }
+        Err(elastic::Error::Bind { source, .. })
+            if matches!(
+                source.kind(),
+                ErrorKind::AddrInUse | ErrorKind::AddrNotAvailable
+            ) =>
+        {
+            tracing::debug!(%addr, error = %source, "not serving the rendezvous here");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(%addr, error = %e, "cannot serve the rendezvous here; joining it");
+            None
+        }
+    }
+}
+
+/// This host's name, for the rendezvous's messages.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// A failed job's message: what ended it, the first failure, and its stderr tail.
+fn failure_message(done: &JobDone) -> String {
+    let mut message = done.to_string();
+    if let Some(first) = &done.first_failure
+        && !first.stderr_tail.is_empty()
+    {
+        message.push_str("\nits stderr ended with:\n");
+        message.push_str(first.stderr_tail.trim_end());
+    }
+    message
+}
+
+fn error_message(error: &AgentError) -> String {
+    error.to_string()
+}
+
+/// The `--error-file` record of a failed job.
+fn failure_json(args: &RdzvArgs, done: &JobDone) -> serde_json::Value {
+    let first = done.first_failure.as_ref().map(|f| {
+        json!({
+            "task": format!("{}:{}", f.job, f.index),
+            "job": f.job,
+            "index": f.index,
+            "host": f.host,
+            "name": f.name,
+            "node_id": f.node_id,
+            "local_task": f.local_task,
+            "round": f.round,
+            "status": f.status.to_string(),
+            "stderr_tail": f.stderr_tail,
+        })
+    });
+    json!({
+        "rdzv_id": args.rdzv_id,
+        "round": done.round,
+        "error": done.to_string(),
+        "first_failure": first,
+    })
+}
+
+fn write_error_file(args: &RdzvArgs, record: &serde_json::Value) -> Result<(), Failure> {
+    let Some(path) = &args.error_file else {
+        return Ok(());
+    };
+    std::fs::write(path, format!("{record}\n"))
+        .map_err(|e| Failure::Input(format!("cannot write --error-file {}: {e}", path.display())))
+}
