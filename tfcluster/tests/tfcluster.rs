@@ -185,5 +185,8 @@ mod run;
 #[path = "tfcluster/train.rs"]
 mod train;
 
+#[path = "tfcluster/elastic_run.rs"]
+mod elastic_run;
+
 #[path = "tfcluster/attacks.rs"]
 mod attacks;

@@ -1,0 +1,285 @@
+//! `tfcluster run --rdzv` on loopback: two agents (one serving the rendezvous) forming a job
+//! of 2 hosts × 2 tasks, restarting it after a failure, failing it past `--max-restarts`,
+//! and an unreachable rendezvous. The tasks are `sh -c` scripts that print their identity;
+//! every agent is a [`Launch`], stopped and reaped when its test ends.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::launch::Launch;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Prints `seen RANK LOCAL ROUND RESTARTS TF_CONFIG`, then acts on `$PLAN`: `ok` exits 0;
+/// `fail-once` exits 3 (after a line on stderr) for node 1's local task 1 the first time
+/// (a marker file in `$DIR` remembers it), else 0; `fail` always exits 4.
+const TASK: &str = r#"
+echo "seen $TFCLUSTER_NODE_RANK $TFCLUSTER_LOCAL_TASK $TFCLUSTER_ROUND $TFCLUSTER_RESTART_COUNT $TF_CONFIG"
+case "$PLAN" in
+  fail-once)
+    if [ "$TFCLUSTER_NODE_RANK$TFCLUSTER_LOCAL_TASK" = 11 ] && [ ! -e "$DIR/failed" ]; then
+      touch "$DIR/failed"; echo "failing on purpose" >&2; exit 3
+    fi ;;
+  fail) echo "bad step in round $TFCLUSTER_ROUND" >&2; exit 4 ;;
+esac
+sleep 0.3
+"#;
+
+/// A free port of loopback for the rendezvous (free when asked; the agents bind it soon).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A fresh directory for one test's files.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tfcluster-elastic-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+/// Two agents of one job on `port`, each running TASK with `plan`, plus `extra` flags; the
+/// first starts a moment before the second so that it serves the rendezvous.
+fn two_agents(port: u16, dir: &Path, plan: &str, extra: &[&str]) -> [Launch; 2] {
+    let endpoint = format!("127.0.0.1:{port}");
+    let dir = dir.to_str().expect("a UTF-8 path");
+    let agent = |name: &str| {
+        let error_file = format!("{dir}/{name}.json");
+        let mut args = vec![
+            "run",
+            "--rdzv",
+            &endpoint,
+            "--nodes",
+            "2",
+            "--tasks-per-node",
+            "2",
+            "--rdzv-last-call",
+            "1s",
+            "--grace",
+            "2s",
+            "--error-file",
+            &error_file,
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", "-c", TASK]);
+        Launch::start(&args, &[("PLAN", plan), ("DIR", dir)])
+    };
+    let first = agent("a");
+    std::thread::sleep(Duration::from_millis(300));
+    [first, agent("b")]
+}
+
+/// The `seen` lines of both agents, split into fields: rank, local task, round, restarts,
+/// TF_CONFIG.
+fn seen(agents: &[Launch; 2]) -> Vec<(u32, u32, u64, u32, serde_json::Value)> {
+    agents
+        .iter()
+        .flat_map(|a| a.stdout().lines().map(str::to_owned).collect::<Vec<_>>())
+        .filter_map(|line| {
+            let rest = line.split_once("] seen ")?.1.to_owned();
+            let mut fields = rest.splitn(5, ' ');
+            let mut next = || fields.next().expect("five fields").to_owned();
+            Some((
+                next().parse().unwrap(),
+                next().parse().unwrap(),
+                next().parse().unwrap(),
+                next().parse().unwrap(),
+                serde_json::from_str(&next()).expect("TF_CONFIG is JSON"),
+            ))
+        })
+        .collect()
+}
+
+fn wait_both(agents: &mut [Launch; 2]) -> [i32; 2] {
+    let a = agents[0].wait(TIMEOUT).code().unwrap_or(-1);
+    let b = agents[1].wait(TIMEOUT).code().unwrap_or(-1);
+    [a, b]
+}
+
+#[test]
+fn two_agents_give_every_task_the_same_cluster_and_its_own_task() {
+    let dir = scratch("same-cluster");
+    let mut agents = two_agents(free_port(), &dir, "ok", &[]);
+    let codes = wait_both(&mut agents);
+    assert_eq!(
+        codes,
+        [0, 0],
+        "{}\n{}",
+        agents[0].stderr(),
+        agents[1].stderr()
+    );
+    let seen = seen(&agents);
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    let cluster = &seen[0].4["cluster"];
+    let workers = cluster["worker"].as_array().expect("workers");
+    assert_eq!(workers.len(), 4, "{cluster}");
+    let mut indices = Vec::new();
+    for (rank, local, round, restarts, tf_config) in &seen {
+        assert_eq!(
+            &tf_config["cluster"], cluster,
+            "every task sees one cluster"
+        );
+        assert_eq!((*round, *restarts), (1, 0));
+        assert_eq!(tf_config["task"]["type"], "worker");
+        let index = tf_config["task"]["index"].as_u64().unwrap();
+        assert_eq!(
+            index,
+            u64::from(rank * 2 + local),
+            "tasks are consecutive per node"
+        );
+        indices.push(index);
+    }
+    indices.sort_unstable();
+    assert_eq!(indices, [0, 1, 2, 3]);
+    let mut addresses: Vec<&str> = workers.iter().map(|w| w.as_str().unwrap()).collect();
+    addresses.dedup();
+    assert_eq!(addresses.len(), 4, "each task its own port: {cluster}");
+    // Output lines are behind `[host/job:index]`.
+    assert!(
+        agents[0].stdout().contains("[127.0.0.1/worker:"),
+        "{}",
+        agents[0].stdout()
+    );
+}
+
+#[test]
+fn a_task_failing_once_restarts_both_agents_and_the_job_completes() {
+    let dir = scratch("fail-once");
+    let mut agents = two_agents(free_port(), &dir, "fail-once", &[]);
+    let codes = wait_both(&mut agents);
+    assert_eq!(
+        codes,
+        [0, 0],
+        "{}\n{}",
+        agents[0].stderr(),
+        agents[1].stderr()
+    );
+    assert!(dir.join("failed").exists(), "the task failed once");
+    let seen = seen(&agents);
+    let second: Vec<_> = seen.iter().filter(|s| s.3 == 1).collect();
+    assert_eq!(
+        second.len(),
+        4,
+        "all four tasks ran again, with restart count 1: {seen:?}"
+    );
+    assert!(
+        second.iter().all(|s| s.2 >= 2),
+        "in a later round: {seen:?}"
+    );
+}
+
+#[test]
+fn a_job_failing_past_max_restarts_fails_on_every_host_naming_the_first_failure() {
+    let dir = scratch("fail");
+    let mut agents = two_agents(free_port(), &dir, "fail", &["--max-restarts", "1"]);
+    let codes = wait_both(&mut agents);
+    assert_eq!(
+        codes,
+        [1, 1],
+        "{}\n{}",
+        agents[0].stderr(),
+        agents[1].stderr()
+    );
+    for (agent, name) in agents.iter().zip(["a", "b"]) {
+        let stderr = agent.stderr();
+        assert!(stderr.contains("the job failed in round 2"), "{stderr}");
+        assert!(stderr.contains("first failure: task worker:"), "{stderr}");
+        assert!(
+            stderr.contains("on 127.0.0.1) exited with status 4 in round 1"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("its stderr ended with:\nbad step in round 1"),
+            "{stderr}"
+        );
+        let record = std::fs::read_to_string(dir.join(format!("{name}.json"))).expect("error file");
+        let record: serde_json::Value = serde_json::from_str(&record).unwrap();
+        let first = &record["first_failure"];
+        assert_eq!(first["host"], "127.0.0.1");
+        assert_eq!(first["status"], "exited with status 4");
+        assert_eq!(first["round"], 1);
+        assert_eq!(first["stderr_tail"], "bad step in round 1\n");
+    }
+}
+
+#[test]
+fn an_unreachable_rendezvous_fails_within_the_timeout() {
+    // TEST-NET-1: no address of this host, so the agent does not serve it, and nothing
+    // answers there.
+    let started = Instant::now();
+    let mut agent = Launch::start(
+        &[
+            "run",
+            "--rdzv",
+            "192.0.2.1:29400",
+            "--rdzv-timeout",
+            "2s",
+            "--",
+            "true",
+        ],
+        &[],
+    );
+    let status = agent.wait(TIMEOUT);
+    assert_eq!(status.code(), Some(1), "{}", agent.stderr());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let stderr = agent.stderr();
+    assert!(
+        stderr.contains("rendezvous at 192.0.2.1:29400 unreachable for"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_rdzv_flags_are_usage_errors_naming_flag_and_value() {
+    for (flag, value, says) in [
+        ("--nodes", "3:2", "--nodes"),
+        ("--layout", "chief=x", "--layout"),
+        ("--rdzv", "h:0", "--rdzv"),
+    ] {
+        let mut args = vec!["run", "--rdzv", "127.0.0.1:1"];
+        if flag == "--rdzv" {
+            args.clear();
+            args.push("run");
+        }
+        args.extend_from_slice(&[flag, value, "--", "true"]);
+        let mut launch = Launch::start(&args, &[]);
+        assert_eq!(launch.wait(TIMEOUT).code(), Some(2), "{}", launch.stderr());
+        let stderr = launch.stderr();
+        assert!(stderr.contains(says) && stderr.contains(value), "{stderr}");
+    }
+}
+
+#[test]
+fn sigterm_stops_an_agent_and_its_tasks() {
+    let port = free_port();
+    let endpoint = format!("127.0.0.1:{port}");
+    // One node is enough to form the round; the task hangs until stopped.
+    let agent = Launch::start(
+        &[
+            "run",
+            "--rdzv",
+            &endpoint,
+            "--rdzv-last-call",
+            "100ms",
+            "--",
+            "sh",
+            "-c",
+            "echo pid $$; exec sleep 1000",
+        ],
+        &[],
+    );
+    let line = agent.lines_with(" pid ", 1, TIMEOUT).remove(0);
+    let pid: u32 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    let mut agent = agent;
+    agent.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(agent.wait(TIMEOUT).code(), Some(143), "{}", agent.stderr());
+    super::launch::assert_all_gone(&[pid]);
+}
