@@ -19,7 +19,7 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::time::Duration;
 
 use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec, task_status};
-use crate::{Error, Join, JobDone, Node, RendezvousClient, Round, RoundStatus, Waited};
+use crate::{Error, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, Waited};
 
 /// How long the agent waits for a task's last stderr lines before reporting its exit.
 const TAIL_WAIT: Duration = Duration::from_millis(300);
@@ -153,7 +153,12 @@ impl Agent {
             .client
             .join(&self.options.join.clone().ports(reserved.ports()))
             .await?;
-        tracing::info!(node = node.node_id(), host = node.host(), waits_for = node.waits_for(), "joined");
+        tracing::info!(
+            node = node.node_id(),
+            host = node.host(),
+            waits_for = node.waits_for(),
+            "joined"
+        );
         let mut tasks = Supervisor::new();
         loop {
             let waited = tokio::select! {
