@@ -45,8 +45,22 @@ fn scratch(test: &str) -> PathBuf {
 /// Two agents of one job on `port`, each running TASK with `plan`, plus `extra` flags; the
 /// first starts a moment before the second so that it serves the rendezvous.
 fn two_agents(port: u16, dir: &Path, plan: &str, extra: &[&str]) -> [Launch; 2] {
+    let flags = [&["--tasks-per-node", "2", "--grace", "2s"], extra].concat();
+    two_agents_running(port, dir, &[("PLAN", plan)], &flags, &["sh", "-c", TASK])
+}
+
+/// Two agents of a 2-node job on `port`, with `flags`, each running `command` with `env`
+/// (and `DIR`, where each writes its `--error-file`, `a.json` and `b.json`).
+fn two_agents_running(
+    port: u16,
+    dir: &Path,
+    env: &[(&str, &str)],
+    flags: &[&str],
+    command: &[&str],
+) -> [Launch; 2] {
     let endpoint = format!("127.0.0.1:{port}");
     let dir = dir.to_str().expect("a UTF-8 path");
+    let env = [env, &[("DIR", dir)]].concat();
     let agent = |name: &str| {
         let error_file = format!("{dir}/{name}.json");
         let mut args = vec![
@@ -55,18 +69,15 @@ fn two_agents(port: u16, dir: &Path, plan: &str, extra: &[&str]) -> [Launch; 2] 
             &endpoint,
             "--nodes",
             "2",
-            "--tasks-per-node",
-            "2",
             "--rdzv-last-call",
             "1s",
-            "--grace",
-            "2s",
             "--error-file",
             &error_file,
         ];
-        args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", "sh", "-c", TASK]);
-        Launch::start(&args, &[("PLAN", plan), ("DIR", dir)])
+        args.extend_from_slice(flags);
+        args.push("--");
+        args.extend_from_slice(command);
+        Launch::start(&args, &env)
     };
     let first = agent("a");
     std::thread::sleep(Duration::from_millis(300));
@@ -94,9 +105,9 @@ fn seen(agents: &[Launch; 2]) -> Vec<(u32, u32, u64, u32, serde_json::Value)> {
         .collect()
 }
 
-fn wait_both(agents: &mut [Launch; 2]) -> [i32; 2] {
-    let a = agents[0].wait(TIMEOUT).code().unwrap_or(-1);
-    let b = agents[1].wait(TIMEOUT).code().unwrap_or(-1);
+fn wait_both(agents: &mut [Launch; 2], timeout: Duration) -> [i32; 2] {
+    let a = agents[0].wait(timeout).code().unwrap_or(-1);
+    let b = agents[1].wait(timeout).code().unwrap_or(-1);
     [a, b]
 }
 
@@ -104,7 +115,7 @@ fn wait_both(agents: &mut [Launch; 2]) -> [i32; 2] {
 fn two_agents_give_every_task_the_same_cluster_and_its_own_task() {
     let dir = scratch("same-cluster");
     let mut agents = two_agents(free_port(), &dir, "ok", &[]);
-    let codes = wait_both(&mut agents);
+    let codes = wait_both(&mut agents, TIMEOUT);
     assert_eq!(
         codes,
         [0, 0],
@@ -150,7 +161,7 @@ fn two_agents_give_every_task_the_same_cluster_and_its_own_task() {
 fn a_task_failing_once_restarts_both_agents_and_the_job_completes() {
     let dir = scratch("fail-once");
     let mut agents = two_agents(free_port(), &dir, "fail-once", &[]);
-    let codes = wait_both(&mut agents);
+    let codes = wait_both(&mut agents, TIMEOUT);
     assert_eq!(
         codes,
         [0, 0],
@@ -176,7 +187,7 @@ fn a_task_failing_once_restarts_both_agents_and_the_job_completes() {
 fn a_job_failing_past_max_restarts_fails_on_every_host_naming_the_first_failure() {
     let dir = scratch("fail");
     let mut agents = two_agents(free_port(), &dir, "fail", &["--max-restarts", "1"]);
-    let codes = wait_both(&mut agents);
+    let codes = wait_both(&mut agents, TIMEOUT);
     assert_eq!(
         codes,
         [1, 1],
@@ -282,4 +293,60 @@ fn sigterm_stops_an_agent_and_its_tasks() {
     agent.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(agent.wait(TIMEOUT).code(), Some(143), "{}", agent.stderr());
     super::launch::assert_all_gone(&[pid]);
+}
+
+#[test]
+fn multi_worker_mirrored_training_across_two_agents() {
+    let python = tf_oracle::python();
+    assert!(
+        python.exists(),
+        "TensorFlow's python {} is missing: set TFCLUSTER_PYTHON to a python with \
+         tensorflow-cpu==2.21.0",
+        python.display()
+    );
+    let script: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "tests",
+        "scripts",
+        "mwms_train.py",
+    ]
+    .iter()
+    .collect();
+    let dir = scratch("mwms");
+    let command = [
+        python.to_str().expect("a UTF-8 path"),
+        script.to_str().expect("a UTF-8 path"),
+    ];
+    let mut agents = two_agents_running(
+        free_port(),
+        &dir,
+        &[],
+        &["--tasks-per-node", "1", "--grace", "10s"],
+        &command,
+    );
+    // Importing TensorFlow on a loaded two-core machine takes a while.
+    let codes = wait_both(&mut agents, Duration::from_secs(300));
+    assert_eq!(
+        codes,
+        [0, 0],
+        "{}\n{}",
+        agents[0].stderr(),
+        agents[1].stderr()
+    );
+    let stdout = agents[0].stdout() + &agents[1].stdout();
+    let digests: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.split_once("] cluster ").map(|(_, digest)| digest))
+        .collect();
+    assert_eq!(digests.len(), 2, "{stdout}");
+    assert_eq!(
+        digests[0], digests[1],
+        "both workers saw one cluster: {stdout}"
+    );
+    for task in ["worker:0", "worker:1"] {
+        assert!(
+            stdout.contains(&format!("/{task}] mwms ok {task} replicas=2 steps=30")),
+            "{stdout}"
+        );
+    }
 }
