@@ -11,7 +11,7 @@
 //! strategies cannot change their cluster in place, so agents restart their tasks with each
 //! round.
 //!
-//! This crate is that rendezvous and its client:
+//! This crate is that rendezvous, its client, and the agent that drives both:
 //!
 //! - [`RendezvousServer`]: the service (gRPC, our own `tfcluster.rendezvous` package,
 //!   [`proto`]), in process, serving any number of jobs by rendezvous id.
@@ -23,6 +23,16 @@
 //!   [`TF_CONFIG`](Round::tf_config), the job's restart count — and
 //!   [`RendezvousClusterResolver`], a round as a `ClusterResolver`, so `remote-connect`'s
 //!   `connect_to_cluster` can connect to it.
+//! - [`Agent`]: one host's side of a job — hold a free port per local task, join, wait for a
+//!   round, start each local task with [`task_env`] (its `TF_CONFIG`, `TFCLUSTER_ROUND`,
+//!   `TFCLUSTER_RESTART_COUNT`, `TFCLUSTER_NODE_RANK`, `TFCLUSTER_LOCAL_TASK`), heartbeat,
+//!   report each exit with its stderr tail, join again at once when the round ends and stop
+//!   the tasks, until the job succeeds ([`AgentOutcome::Succeeded`]: the tasks get the grace),
+//!   fails past its restarts ([`AgentOutcome::Failed`], with the first failure) or the caller
+//!   stops it ([`AgentOutcome::Stopped`]). `tfcluster run --rdzv` is this agent.
+//! - [`supervise::Supervisor`]: TensorFlow processes, each in a process group of its own,
+//!   each output line behind `[name]`, stopped as a whole (SIGTERM to each group, the grace,
+//!   SIGKILL, waited for). The agent and `tfcluster run --local` both use it.
 //! - The job's shape, parsed and checked at the edge with errors that name the value:
 //!   [`NodeRange`] (`--nodes 2:4`), [`Layout`] (`--layout chief=1,ps=2`), [`JobConfig`].
 //!
@@ -33,7 +43,8 @@
 //!
 //! ## Features
 //!
-//! None. It needs a tokio runtime; the server and the heartbeats run as tokio tasks.
+//! None. It needs a tokio runtime; the server, the heartbeats and the supervisor's waits run
+//! as tokio tasks. The supervisor and the agent are Unix-only (process groups).
 //!
 //! ## Example
 //!
