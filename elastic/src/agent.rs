@@ -239,6 +239,8 @@ impl Agent {
         round: &Round,
         stop: &mut (impl Future<Output = Signal> + Unpin),
     ) -> Result<RoundEnded, AgentError> {
+        // The local task of each started process: one that could not start has none.
+        let mut local_of = Vec::with_capacity(round.local_tasks().len());
         for (local, task) in round.local_tasks().iter().enumerate() {
             let local = local as u32;
             let spec = TaskSpec {
@@ -246,14 +248,17 @@ impl Agent {
                 argv: self.options.command.clone(),
                 env: task_env(round, local)?,
             };
-            if let Err(e) = tasks.start(spec) {
-                // Reported as the task's failure: the round ends for every node, and the
-                // job's story says why.
-                tracing::error!(local_task = local, error = %e, "cannot start a local task");
-                let status = crate::TaskStatus::Error(e.to_string());
-                self.client
-                    .report(node, round.number(), local, status, "")
-                    .await?;
+            match tasks.start(spec) {
+                Ok(_) => local_of.push(local),
+                Err(e) => {
+                    // Reported as the task's failure: the round ends for every node, and the
+                    // job's story says why.
+                    tracing::error!(local_task = local, error = %e, "cannot start a local task");
+                    let status = crate::TaskStatus::Error(e.to_string());
+                    self.client
+                        .report(node, round.number(), local, status, "")
+                        .await?;
+                }
             }
         }
         let mut beats = self.client.heartbeats(node, round);
@@ -263,11 +268,11 @@ impl Agent {
                     let status = task_status(&exit);
                     let tail = tasks.stderr_tail(index, TAIL_WAIT).await;
                     tracing::info!(task = tasks.name(index), %status, "task exited");
-                    // Exits are numbered as started, and each round starts from an empty
-                    // supervisor, so the index is the local task.
+                    // Each round starts from an empty supervisor: its indices are this
+                    // round's started processes.
                     if let Err(e) = self
                         .client
-                        .report(node, round.number(), index as u32, status, &tail)
+                        .report(node, round.number(), local_of[index], status, &tail)
                         .await
                     {
                         tracing::warn!(error = %e, "cannot report a task's exit");

@@ -5,7 +5,7 @@ use std::io::ErrorKind;
 use std::time::Duration;
 
 use elastic::{
-    Agent, AgentError, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
+    Agent, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
     RendezvousServer, ServerOptions, Waited, task_env,
 };
 use serde_json::json;
@@ -49,7 +49,7 @@ pub(crate) async fn run(
         }),
         Ok(other) => Err(Failure::Input(format!("the job ended: {other:?}"))),
         Err(e) => {
-            let message = error_message(&e);
+            let message = e.to_string();
             write_error_file(args, &json!({ "rdzv_id": args.rdzv_id, "error": message }))?;
             Err(Failure::Input(message))
         }
@@ -70,7 +70,7 @@ pub(crate) async fn dry_run(
         tokio::time::sleep(LINGER).await;
         server.shutdown().await;
     }
-    let round = match waited.map_err(|e| Failure::Input(error_message(&e)))? {
+    let round = match waited.map_err(|e| Failure::Input(e.to_string()))? {
         Waited::Round(round) => round,
         other => return Err(Failure::Input(format!("no round: {other:?}"))),
     };
@@ -176,10 +176,6 @@ fn failure_message(done: &JobDone) -> String {
         message.push_str(first.stderr_tail.trim_end());
     }
     message
-}
-
-fn error_message(error: &AgentError) -> String {
-    error.to_string()
 }
 
 /// The `--error-file` record of a failed job.

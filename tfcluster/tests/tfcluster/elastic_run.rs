@@ -350,3 +350,28 @@ fn multi_worker_mirrored_training_across_two_agents() {
         );
     }
 }
+
+#[test]
+fn a_missing_program_fails_the_job_naming_it() {
+    let endpoint = format!("127.0.0.1:{}", free_port());
+    let mut agent = Launch::start(
+        &[
+            "run",
+            "--rdzv",
+            &endpoint,
+            "--rdzv-last-call",
+            "100ms",
+            "--max-restarts",
+            "0",
+            "--",
+            "/no/such/program",
+        ],
+        &[],
+    );
+    assert_eq!(agent.wait(TIMEOUT).code(), Some(1), "{}", agent.stderr());
+    let stderr = agent.stderr();
+    assert!(
+        stderr.contains("could not run: cannot run /no/such/program"),
+        "{stderr}"
+    );
+}
