@@ -13,7 +13,8 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Prints `seen RANK LOCAL ROUND RESTARTS TF_CONFIG`, then acts on `$PLAN`: `ok` exits 0;
 /// `fail-once` exits 3 (after a line on stderr) for node 1's local task 1 the first time
-/// (a marker file in `$DIR` remembers it), else 0; `fail` always exits 4.
+/// (a marker file in `$DIR` remembers it), else 0; `fail` always exits 4; `serve` exits 0
+/// for the chief and serves (sleeps) until stopped for every other task.
 const TASK: &str = r#"
 echo "seen $TFCLUSTER_NODE_RANK $TFCLUSTER_LOCAL_TASK $TFCLUSTER_ROUND $TFCLUSTER_RESTART_COUNT $TF_CONFIG"
 case "$PLAN" in
@@ -22,6 +23,11 @@ case "$PLAN" in
       touch "$DIR/failed"; echo "failing on purpose" >&2; exit 3
     fi ;;
   fail) echo "bad step in round $TFCLUSTER_ROUND" >&2; exit 4 ;;
+  serve)
+    case "$TF_CONFIG" in
+      *'"task":{"type":"chief"'*) ;;
+      *) exec sleep 1000 ;;
+    esac ;;
 esac
 sleep 0.3
 "#;
@@ -137,6 +143,7 @@ fn two_agents_give_every_task_the_same_cluster_and_its_own_task() {
         assert_eq!((*round, *restarts), (1, 0));
         assert_eq!(tf_config["task"]["type"], "worker");
         let index = tf_config["task"]["index"].as_u64().unwrap();
+        // Workers only: a task's index is its place in the job.
         assert_eq!(
             index,
             u64::from(rank * 2 + local),
@@ -374,4 +381,56 @@ fn a_missing_program_fails_the_job_naming_it() {
         stderr.contains("could not run: cannot run /no/such/program"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_layout_places_chief_and_ps_first_and_the_chief_ends_the_job_on_both_hosts() {
+    let dir = scratch("layout");
+    let started = Instant::now();
+    let mut agents = two_agents(free_port(), &dir, "serve", &["--layout", "chief=1,ps=1"]);
+    let codes = wait_both(&mut agents, TIMEOUT);
+    assert_eq!(
+        codes,
+        [0, 0],
+        "{}\n{}",
+        agents[0].stderr(),
+        agents[1].stderr()
+    );
+    // The chief's success ends the job; the serving tasks get the 2 s grace, then a stop.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let seen = seen(&agents);
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    let cluster = &seen[0].4["cluster"];
+    let count = |job: &str| cluster[job].as_array().map_or(0, Vec::len);
+    assert_eq!(
+        (count("chief"), count("ps"), count("worker")),
+        (1, 1, 2),
+        "{cluster}"
+    );
+    let tasks: Vec<(u32, u32, String)> = seen
+        .iter()
+        .map(|(rank, local, _, _, tf)| {
+            let task = &tf["task"];
+            (
+                *rank,
+                *local,
+                format!("{}:{}", task["type"].as_str().unwrap(), task["index"]),
+            )
+        })
+        .collect();
+    for expected in [
+        (0, 0, "chief:0"),
+        (0, 1, "ps:0"),
+        (1, 0, "worker:0"),
+        (1, 1, "worker:1"),
+    ] {
+        assert!(
+            tasks.contains(&(expected.0, expected.1, expected.2.to_owned())),
+            "{tasks:?}"
+        );
+    }
 }
