@@ -434,3 +434,34 @@ fn a_layout_places_chief_and_ps_first_and_the_chief_ends_the_job_on_both_hosts()
         );
     }
 }
+
+#[test]
+fn agents_join_a_rendezvous_served_on_its_own() {
+    let mut server = Launch::start(&["rendezvous", "serve", "--listen", "127.0.0.1:0"], &[]);
+    let line = server
+        .lines_with("serving the rendezvous on ", 1, TIMEOUT)
+        .remove(0);
+    let endpoint = line.rsplit(' ').next().expect("an address").to_owned();
+    let mut agent = Launch::start(
+        &[
+            "run",
+            "--rdzv",
+            &endpoint,
+            "--rdzv-id",
+            "alone",
+            "--",
+            "sh",
+            "-c",
+            "echo round $TFCLUSTER_ROUND",
+        ],
+        &[],
+    );
+    assert_eq!(agent.wait(TIMEOUT).code(), Some(0), "{}", agent.stderr());
+    assert!(
+        agent.stdout().contains("/worker:0] round 1"),
+        "{}",
+        agent.stdout()
+    );
+    server.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(server.wait(TIMEOUT).code(), Some(0), "{}", server.stderr());
+}
