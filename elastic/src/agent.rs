@@ -7,16 +7,18 @@
 //! the next round's last call does not close without it), then stops its tasks (SIGTERM,
 //! grace, SIGKILL to each group) and waits for the next round. When the job succeeded the
 //! tasks get the grace to exit on their own; when it failed they are stopped. A stop asked
-//! by the caller (a signal) stops the tasks and leaves.
+//! by the caller (a signal) is passed on to the tasks, which are then stopped as usual, and
+//! the agent leaves; a second signal kills them at once, as `run --local` does.
 //!
 //! **The port window.** A port is held by a listener of the agent until just before its task
 //! starts; between the release and the task's own bind, another process of the host could
 //! take it. The window is a few milliseconds plus the task's start-up (TensorFlow binds when
 //! its server starts); a task that cannot bind fails, and the round restarts with new ports.
 
-use std::future::Future;
 use std::net::{Ipv4Addr, TcpListener};
 use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec, task_status};
 use crate::{Error, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, Waited};
@@ -142,12 +144,12 @@ impl Agent {
         Ok(waited?)
     }
 
-    /// Runs the job's rounds until it ends, or until `stop` resolves with a signal.
+    /// Runs the job's rounds until it ends, or until a signal comes on `stop` (SIGINT or
+    /// SIGTERM the caller caught: the first stops the tasks, a second kills them).
     pub async fn run(
         &self,
-        stop: impl Future<Output = Signal>,
+        stop: &mut UnboundedReceiver<Signal>,
     ) -> Result<AgentOutcome, AgentError> {
-        tokio::pin!(stop);
         let mut reserved = Reserved::new(self.options.join.config().tasks_per_node())?;
         let mut node = self
             .client
@@ -163,7 +165,7 @@ impl Agent {
         loop {
             let waited = tokio::select! {
                 waited = self.client.wait_round(&mut node, self.options.join_timeout) => waited,
-                signal = &mut stop => {
+                signal = next_signal(stop) => {
                     let _ = self.client.leave(&node).await;
                     return Ok(AgentOutcome::Stopped(signal));
                 }
@@ -188,7 +190,7 @@ impl Agent {
             );
             // The tasks bind these ports themselves now.
             drop(reserved);
-            let ended = self.run_round(&mut tasks, &node, &round, &mut stop).await;
+            let ended = self.run_round(&mut tasks, &node, &round, stop).await;
             match ended {
                 Ok(RoundEnded::Ended) => {
                     // Join before stopping, so the next round's last call waits for us.
@@ -211,7 +213,7 @@ impl Agent {
                 }
                 Ok(RoundEnded::Stopped(signal)) => {
                     let left = self.client.leave(&node);
-                    let ((), _) = tokio::join!(self.stop_tasks(&mut tasks, signal), left);
+                    let ((), _) = tokio::join!(self.stop_tasks(&mut tasks, signal, stop), left);
                     return Ok(AgentOutcome::Stopped(signal));
                 }
                 Err(e) => {
@@ -224,10 +226,24 @@ impl Agent {
         }
     }
 
-    /// Passes `signal` on to the tasks, then stops them as usual.
-    async fn stop_tasks(&self, tasks: &mut Supervisor, signal: Signal) {
+    /// Passes `signal` on to the tasks, then stops them as usual; a second signal on `stop`
+    /// kills them at once (the user will not wait for the grace period).
+    async fn stop_tasks(
+        &self,
+        tasks: &mut Supervisor,
+        signal: Signal,
+        stop: &mut UnboundedReceiver<Signal>,
+    ) {
         tasks.signal(signal);
-        tasks.stop(self.options.grace).await;
+        let killed = tokio::select! {
+            () = tasks.stop(self.options.grace) => false,
+            _ = next_signal(stop) => true,
+        };
+        if killed {
+            tracing::warn!(tasks = %tasks.running_names(), "a second signal: killing the tasks");
+            tasks.signal(Signal::SIGKILL);
+            while tasks.next_exit().await.is_some() {}
+        }
         tasks.finish(self.options.grace).await;
     }
 
@@ -237,7 +253,7 @@ impl Agent {
         tasks: &mut Supervisor,
         node: &Node,
         round: &Round,
-        stop: &mut (impl Future<Output = Signal> + Unpin),
+        stop: &mut UnboundedReceiver<Signal>,
     ) -> Result<RoundEnded, AgentError> {
         // The local task of each started process: one that could not start has none.
         let mut local_of = Vec::with_capacity(round.local_tasks().len());
@@ -288,9 +304,17 @@ impl Agent {
                         RoundStatus::JobDone(done) => Ok(RoundEnded::Done(done)),
                     };
                 }
-                signal = &mut *stop => return Ok(RoundEnded::Stopped(signal)),
+                signal = next_signal(stop) => return Ok(RoundEnded::Stopped(signal)),
             }
         }
+    }
+}
+
+/// The next signal on `stop`; none ever when its sender is gone.
+async fn next_signal(stop: &mut UnboundedReceiver<Signal>) -> Signal {
+    match stop.recv().await {
+        Some(signal) => signal,
+        None => std::future::pending().await,
     }
 }
 

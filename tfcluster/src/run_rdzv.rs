@@ -4,11 +4,13 @@
 use std::io::ErrorKind;
 use std::time::Duration;
 
+use elastic::supervise::Signal;
 use elastic::{
     Agent, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
     RendezvousServer, ServerOptions, Waited, task_env,
 };
 use serde_json::json;
+use tokio::sync::mpsc::{self, UnboundedReceiver};
 
 use crate::args::Failure;
 use crate::rdzv_args::{Endpoint, RdzvArgs};
@@ -25,13 +27,13 @@ pub(crate) async fn run(
     grace: Duration,
 ) -> Result<(), Failure> {
     let endpoint = endpoint_of(args)?;
-    let mut signals = Stop::install();
+    let mut signals = forward(Stop::install());
     let server = serve_if_here(&endpoint, args).await;
     let agent = agent(&endpoint, args, command, grace)?;
-    let outcome = agent.run(signals.next()).await;
+    let outcome = agent.run(&mut signals).await;
     if let Some(server) = server {
         // Still caught: a signal cuts the linger short.
-        let _ = tokio::time::timeout(LINGER, signals.next()).await;
+        let _ = tokio::time::timeout(LINGER, signals.recv()).await;
         server.shutdown().await;
     }
     match outcome {
@@ -54,6 +56,19 @@ pub(crate) async fn run(
             Err(Failure::Input(message))
         }
     }
+}
+
+/// Every SIGINT and SIGTERM, as the agent takes them.
+fn forward(mut stop: Stop) -> UnboundedReceiver<Signal> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            if tx.send(stop.next().await).is_err() {
+                return;
+            }
+        }
+    });
+    rx
 }
 
 /// `--dry-run`: joins, waits for the first round (so every host must run it), and returns

@@ -465,3 +465,40 @@ fn agents_join_a_rendezvous_served_on_its_own() {
     server.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(server.wait(TIMEOUT).code(), Some(0), "{}", server.stderr());
 }
+
+#[test]
+fn a_second_sigterm_kills_deaf_tasks_at_once() {
+    let endpoint = format!("127.0.0.1:{}", free_port());
+    // The task ignores SIGTERM (and so do its sleeps); the grace is long.
+    let mut agent = Launch::start(
+        &[
+            "run",
+            "--rdzv",
+            &endpoint,
+            "--grace",
+            "60s",
+            "--",
+            "sh",
+            "-c",
+            "trap '' TERM; echo pid $$; while :; do sleep 0.1; done",
+        ],
+        &[],
+    );
+    let line = agent.lines_with(" pid ", 1, TIMEOUT).remove(0);
+    let pid: u32 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    agent.signal(nix::sys::signal::Signal::SIGTERM);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        super::launch::running(pid),
+        "the task ignores the first SIGTERM"
+    );
+    let second = Instant::now();
+    agent.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(agent.wait(TIMEOUT).code(), Some(143), "{}", agent.stderr());
+    assert!(
+        second.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        second.elapsed()
+    );
+    super::launch::assert_all_gone(&[pid]);
+}
