@@ -111,24 +111,24 @@ fn seen(agents: &[Launch; 2]) -> Vec<(u32, u32, u64, u32, serde_json::Value)> {
         .collect()
 }
 
-fn wait_both(agents: &mut [Launch; 2], timeout: Duration) -> [i32; 2] {
+/// Waits for both agents and asserts their exit codes, showing both agents' stderr if not.
+fn expect_exits(agents: &mut [Launch; 2], timeout: Duration, expected: [i32; 2]) {
     let a = agents[0].wait(timeout).code().unwrap_or(-1);
     let b = agents[1].wait(timeout).code().unwrap_or(-1);
-    [a, b]
+    assert_eq!(
+        [a, b],
+        expected,
+        "{}\n{}",
+        agents[0].stderr(),
+        agents[1].stderr()
+    );
 }
 
 #[test]
 fn two_agents_give_every_task_the_same_cluster_and_its_own_task() {
     let dir = scratch("same-cluster");
     let mut agents = two_agents(free_port(), &dir, "ok", &[]);
-    let codes = wait_both(&mut agents, TIMEOUT);
-    assert_eq!(
-        codes,
-        [0, 0],
-        "{}\n{}",
-        agents[0].stderr(),
-        agents[1].stderr()
-    );
+    expect_exits(&mut agents, TIMEOUT, [0, 0]);
     let seen = seen(&agents);
     assert_eq!(seen.len(), 4, "{seen:?}");
     let cluster = &seen[0].4["cluster"];
@@ -168,14 +168,7 @@ fn two_agents_give_every_task_the_same_cluster_and_its_own_task() {
 fn a_task_failing_once_restarts_both_agents_and_the_job_completes() {
     let dir = scratch("fail-once");
     let mut agents = two_agents(free_port(), &dir, "fail-once", &[]);
-    let codes = wait_both(&mut agents, TIMEOUT);
-    assert_eq!(
-        codes,
-        [0, 0],
-        "{}\n{}",
-        agents[0].stderr(),
-        agents[1].stderr()
-    );
+    expect_exits(&mut agents, TIMEOUT, [0, 0]);
     assert!(dir.join("failed").exists(), "the task failed once");
     let seen = seen(&agents);
     let second: Vec<_> = seen.iter().filter(|s| s.3 == 1).collect();
@@ -194,14 +187,7 @@ fn a_task_failing_once_restarts_both_agents_and_the_job_completes() {
 fn a_job_failing_past_max_restarts_fails_on_every_host_naming_the_first_failure() {
     let dir = scratch("fail");
     let mut agents = two_agents(free_port(), &dir, "fail", &["--max-restarts", "1"]);
-    let codes = wait_both(&mut agents, TIMEOUT);
-    assert_eq!(
-        codes,
-        [1, 1],
-        "{}\n{}",
-        agents[0].stderr(),
-        agents[1].stderr()
-    );
+    expect_exits(&mut agents, TIMEOUT, [1, 1]);
     for (agent, name) in agents.iter().zip(["a", "b"]) {
         let stderr = agent.stderr();
         assert!(stderr.contains("the job failed in round 2"), "{stderr}");
@@ -332,14 +318,7 @@ fn multi_worker_mirrored_training_across_two_agents() {
         &command,
     );
     // Importing TensorFlow on a loaded two-core machine takes a while.
-    let codes = wait_both(&mut agents, Duration::from_secs(300));
-    assert_eq!(
-        codes,
-        [0, 0],
-        "{}\n{}",
-        agents[0].stderr(),
-        agents[1].stderr()
-    );
+    expect_exits(&mut agents, Duration::from_secs(300), [0, 0]);
     let stdout = agents[0].stdout() + &agents[1].stdout();
     let digests: Vec<&str> = stdout
         .lines()
@@ -388,14 +367,7 @@ fn a_layout_places_chief_and_ps_first_and_the_chief_ends_the_job_on_both_hosts()
     let dir = scratch("layout");
     let started = Instant::now();
     let mut agents = two_agents(free_port(), &dir, "serve", &["--layout", "chief=1,ps=1"]);
-    let codes = wait_both(&mut agents, TIMEOUT);
-    assert_eq!(
-        codes,
-        [0, 0],
-        "{}\n{}",
-        agents[0].stderr(),
-        agents[1].stderr()
-    );
+    expect_exits(&mut agents, TIMEOUT, [0, 0]);
     // The chief's success ends the job; the serving tasks get the 2 s grace, then a stop.
     assert!(
         started.elapsed() < Duration::from_secs(30),
