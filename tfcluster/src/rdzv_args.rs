@@ -67,7 +67,7 @@ impl FromStr for Endpoint {
 /// `run --rdzv`'s flags.
 #[derive(clap::Args, Debug)]
 pub(crate) struct RdzvArgs {
-    /// Run this host's share of an elastic job: join the rendezvous at HOST[:PORT] (port
+    /// Run this host's share of an elastic job: join the rendezvous at `HOST[:PORT]` (port
     /// 29400 by default), which the agent on that host serves when none answers there.
     #[arg(long, value_name = "HOST[:PORT]")]
     pub(crate) rdzv: Option<Endpoint>,
