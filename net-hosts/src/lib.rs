@@ -190,7 +190,7 @@ impl Hosts {
             let left: Vec<Pid> = self
                 .processes(i)
                 .into_iter()
-                .filter(|&pid| running(pid))
+                .filter(|&pid| running(pid.as_raw().unsigned_abs()))
                 .collect();
             if left.is_empty() || started.elapsed() > Duration::from_secs(5) {
                 return;
@@ -205,8 +205,9 @@ impl Hosts {
     }
 }
 
-/// Whether `pid` runs (a zombie does not: it only waits for its parent to reap it).
-fn running(pid: Pid) -> bool {
+/// Whether process `pid` runs (a zombie does not: it only waits to be reaped, by a parent
+/// that may never do it in a container).
+pub fn running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesised command name.
         Ok(stat) => stat

@@ -190,3 +190,6 @@ mod elastic_run;
 
 #[path = "tfcluster/attacks.rs"]
 mod attacks;
+
+#[path = "tfcluster/elastic_hosts.rs"]
+mod elastic_hosts;

@@ -20,7 +20,13 @@ pub(super) struct Launch {
 impl Launch {
     /// Starts `tfcluster` with `args` and `env` added (TensorFlow quiet and on the CPU).
     pub(super) fn start(args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tfcluster"))
+        Self::start_by(Command::new(env!("CARGO_BIN_EXE_tfcluster")), args, env)
+    }
+
+    /// [`Launch::start`] by `command`: the binary itself, or a wrapper that execs it with the
+    /// arguments that follow (`nsenter --net=… BINARY`, which keeps the pid).
+    pub(super) fn start_by(mut command: Command, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut child = command
             .args(args)
             .env("TF_CPP_MIN_LOG_LEVEL", "2")
             .env("CUDA_VISIBLE_DEVICES", "")
@@ -141,17 +147,7 @@ fn pid(id: u32) -> Pid {
     Pid::from_raw(i32::try_from(id).expect("a pid fits i32"))
 }
 
-/// Whether process `id` still runs (a zombie no longer does: it is only waiting to be
-/// reaped, by a parent that may never do it in a container).
-pub(super) fn running(id: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{id}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
-        Err(_) => false,
-    }
-}
+pub(super) use net_hosts::running;
 
 /// Waits (a few seconds at most, a killed process needs a moment to die) until none of
 /// `pids` runs; panics naming those that do.
