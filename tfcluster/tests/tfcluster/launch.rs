@@ -20,11 +20,22 @@ pub(super) struct Launch {
 impl Launch {
     /// Starts `tfcluster` with `args` and `env` added (TensorFlow quiet and on the CPU).
     pub(super) fn start(args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tfcluster"))
+        Self::start_without(args, env, &[])
+    }
+
+    /// As [`start`](Self::start), with the variables `remove` taken out of its environment
+    /// (`CUDA_VISIBLE_DEVICES` too, which `start` sets to `""`).
+    pub(super) fn start_without(args: &[&str], env: &[(&str, &str)], remove: &[&str]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tfcluster"));
+        command
             .args(args)
             .env("TF_CPP_MIN_LOG_LEVEL", "2")
             .env("CUDA_VISIBLE_DEVICES", "")
-            .envs(env.iter().copied())
+            .envs(env.iter().copied());
+        for name in remove {
+            command.env_remove(name);
+        }
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
