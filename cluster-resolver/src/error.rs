@@ -4,6 +4,7 @@
 //! An area's error lives here, one file each, and its module re-exports it under its own name
 //! (`hostlist::ParseError`, `slurm::Error`, ...), so this module depends on nothing above it.
 
+pub(crate) mod gpus;
 pub(crate) mod hostlist;
 #[cfg(feature = "kubernetes")]
 pub(crate) mod kubernetes;
@@ -19,6 +20,7 @@ use std::fmt::Write as _;
 use cluster_spec::quote::{excerpt, quote};
 
 use crate::cluster_source::ClusterSource;
+use gpus::Error as GpusError;
 use hostlist::ParseError;
 #[cfg(feature = "kubernetes")]
 use kubernetes::Error as KubernetesError;
@@ -79,6 +81,9 @@ pub enum Error {
     /// The Slurm step cannot be made a cluster.
     #[error(transparent)]
     Slurm(#[from] SlurmError),
+    /// A node's GPUs cannot be found, or cannot be shared out among its tasks.
+    #[error(transparent)]
+    Gpus(#[from] GpusError),
     /// A cluster or task breaks TensorFlow's chief / evaluator rules.
     #[error(transparent)]
     MultiWorker(#[from] MultiWorkerError),

@@ -25,6 +25,11 @@
 //! | a Cloud TPU node (feature `gce`) | [`TpuClusterResolver`] | [`tpu`] |
 //! | whichever launched this process | [`auto_detect`](auto_detect()) | [`auto_detect`](mod@auto_detect) |
 //!
+//! [`gpus`] decides which GPUs each task of a host gets, as its `CUDA_VISIBLE_DEVICES`: the
+//! host's GPUs (`CUDA_VISIBLE_DEVICES` as named, else `nvidia-smi`, under a deadline) split
+//! evenly or as many per task as asked. The Slurm resolver uses it for its task, and
+//! `elastic`'s agent (`tfcluster run --rdzv --tasks-per-node N`) for each task it starts.
+//!
 //! ## Features
 //!
 //! - `kubernetes`: [`KubernetesClusterResolver`], with the kube client (rustls, ring). Like kube,
@@ -68,8 +73,8 @@
 //!
 //! A function of one area fails with that area's error: [`hostlist::ParseError`] and
 //! [`hostlist::TasksPerNodeError`] (the byte where a list breaks), [`multi_worker::Error`],
-//! [`union::Error`], [`slurm::Error`], and with their features `kubernetes::Error` and
-//! `tpu::Error`. Resolvers return the crate's [`Error`], which wraps each area's error whole
+//! [`union::Error`], [`slurm::Error`], [`gpus::Error`], and with their features
+//! `kubernetes::Error` and `tpu::Error`. Resolvers return the crate's [`Error`], which wraps each area's error whole
 //! (`Error::Hostlist`, `Error::Slurm`, …) beside the failures every source shares (a missing
 //! or invalid variable, a failed network call), and prints it unchanged.
 //!
@@ -125,6 +130,7 @@ mod error;
 #[cfg(feature = "gce")]
 #[cfg_attr(docsrs, doc(cfg(feature = "gce")))]
 pub mod gce;
+pub mod gpus;
 pub mod hostlist;
 #[cfg(feature = "kubernetes")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kubernetes")))]

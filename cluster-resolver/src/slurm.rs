@@ -17,7 +17,8 @@
 //! - **GPUs.** The node's GPUs (`gpus_per_node`, else `CUDA_VISIBLE_DEVICES`, else
 //!   `nvidia-smi --list-gpus`) are handed out `gpus_per_task` at a time (default: the node's
 //!   GPUs divided by the most tasks any node has) to the node's tasks in order. Zero GPUs is a
-//!   CPU-only cluster.
+//!   CPU-only cluster. The [`gpus`](crate::gpus) module makes this decision, for this resolver
+//!   and for `elastic`'s agent alike.
 //!
 //! Everything is read again from the [`Env`] on every call, as TensorFlow re-reads its
 //! environment; [`SlurmClusterResolver::resolve`] gives all the answers of one reading at once.
@@ -80,8 +81,9 @@
 //! start with TensorFlow's `Requested more GPUs per node than available.` and `Requested 6
 //! tasks but only 5 were assigned.`, followed by the numbers and where they came from. Every
 //! other error names the variable or option and its value. The step's own failures are this
-//! module's [`Error`]; a missing or malformed variable, hostlist or tasks-per-node list is the
-//! crate's [`Error`](crate::Error), which wraps this one.
+//! module's [`Error`], the node's GPUs' (too few, `nvidia-smi` failing) are
+//! [`gpus::Error`](crate::gpus::Error); a missing or malformed variable, hostlist or
+//! tasks-per-node list is the crate's [`Error`](crate::Error), which wraps both.
 //!
 //! # Differences from TensorFlow
 //!
@@ -111,7 +113,8 @@
 //!   that belong to another job (the bug of jax#23452). Here a task gets its share **of the
 //!   visible list** (`4,5` and `6,7`; UUIDs are kept as written). `CUDA_VISIBLE_DEVICES=""` is
 //!   zero GPUs (TensorFlow counts one), and a `gpus_per_node` above the number of visible GPUs
-//!   is [`Error::GpusNotVisible`] (TensorFlow would hand out GPUs the task cannot see).
+//!   is [`gpus::Error::GpusNotVisible`](crate::gpus::Error::GpusNotVisible) (TensorFlow
+//!   would hand out GPUs the task cannot see).
 //! - **The environment is not written.** TensorFlow sets `os.environ["CUDA_VISIBLE_DEVICES"]`
 //!   from `cluster_spec()` (with `auto_set_gpu`, the default). Changing the environment of a
 //!   running multi-threaded process is unsound (`std::env::set_var` is `unsafe` in Rust 2024,
@@ -148,10 +151,8 @@
 //! - **`num_accelerators`** is `{"GPU": gpus_per_task}` as in TensorFlow, and empty when tasks
 //!   get no GPU.
 
-mod gpus;
 mod jobs;
 mod node_names;
-mod nvidia_smi;
 mod placement;
 mod step;
 mod tasks_per_node;
@@ -165,14 +166,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use cluster_spec::ClusterSpec;
 
-pub use gpus::MAX_GPUS_PER_NODE;
-pub use nvidia_smi::DEFAULT_TIMEOUT as DEFAULT_NVIDIA_SMI_TIMEOUT;
+pub use crate::gpus::{DEFAULT_NVIDIA_SMI_TIMEOUT, MAX_GPUS_PER_NODE};
 pub use placement::Distribution;
 pub use step::{MAX_SPEC_BYTES, MAX_TASKS, SlurmStep};
 pub use tasks_per_node::TasksPerNode;
 
 pub use crate::error::slurm::Error;
 
+use crate::gpus::NvidiaSmi;
 use crate::resolver::master_from_spec;
 use crate::{ClusterResolver, Env};
 
@@ -222,7 +223,8 @@ impl SlurmClusterResolver {
 
     /// Sets the number of GPUs of each node, instead of counting `CUDA_VISIBLE_DEVICES` or
     /// asking `nvidia-smi`. Zero is a CPU-only cluster; more than [`MAX_GPUS_PER_NODE`] is
-    /// [`Error::TooManyGpus`] when the step is resolved.
+    /// [`gpus::Error::TooManyGpus`](crate::gpus::Error::TooManyGpus) when the step is
+    /// resolved.
     pub fn with_gpus_per_node(mut self, gpus: u32) -> Self {
         self.options.gpus_per_node = Some(gpus);
         self
@@ -259,10 +261,7 @@ impl SlurmClusterResolver {
     /// Sets the `nvidia-smi` program (a path, or a name looked up in `PATH`) and how long it
     /// may run ([`DEFAULT_NVIDIA_SMI_TIMEOUT`] by default).
     pub fn with_nvidia_smi(mut self, program: impl Into<PathBuf>, timeout: Duration) -> Self {
-        self.options.nvidia_smi = nvidia_smi::NvidiaSmi {
-            program: program.into(),
-            timeout,
-        };
+        self.options.nvidia_smi = NvidiaSmi::new(program, timeout);
         self.nvidia_smi_gpus = OnceLock::new();
         self
     }

@@ -10,15 +10,27 @@
 //! by the caller (a signal) is passed on to the tasks, which are then stopped as usual, and
 //! the agent leaves; a second signal kills them at once, as `run --local` does.
 //!
+//! **GPUs.** Before it joins, the agent finds its host's GPUs once ([`TaskGpus::find`], the
+//! decision `cluster_resolver::gpus` makes for the Slurm resolver too) and gives each local
+//! task its share as `CUDA_VISIBLE_DEVICES`: [`AgentOptions::gpus_per_task`] each, or the
+//! host's GPUs split evenly. A host without GPUs leaves the variable as the agent's.
+//!
 //! **The port window.** A port is held by a listener of the agent until just before its task
 //! starts; between the release and the task's own bind, another process of the host could
 //! take it. The window is a few milliseconds plus the task's start-up (TensorFlow binds when
 //! its server starts); a task that cannot bind fails, and the round restarts with new ports.
 
+mod gpus;
+
 use std::net::{Ipv4Addr, TcpListener};
 use std::time::Duration;
 
+use cluster_resolver::Env;
+use cluster_resolver::gpus::{CUDA_VISIBLE_DEVICES, NvidiaSmi};
+use tokio::sync::OnceCell;
 use tokio::sync::mpsc::UnboundedReceiver;
+
+pub use gpus::TaskGpus;
 
 use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec, task_status};
 use crate::{Error, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, Waited};
@@ -37,6 +49,10 @@ pub struct AgentOptions {
     pub grace: Duration,
     /// How long to wait for each round to form.
     pub join_timeout: Duration,
+    /// How many of the host's GPUs each local task gets (its `CUDA_VISIBLE_DEVICES`);
+    /// `None`: the host's GPUs divided evenly among the local tasks. See
+    /// [`TaskGpus::find`].
+    pub gpus_per_task: Option<u32>,
 }
 
 /// How the agent's job ended.
@@ -65,12 +81,30 @@ pub enum AgentError {
     /// A local task could not be started.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
+    /// The host's GPUs could not be found: `CUDA_VISIBLE_DEVICES` is not UTF-8, or
+    /// `nvidia-smi` failed or ran past its deadline.
+    #[error("cannot find this host's GPUs: {0}")]
+    FindGpus(#[source] cluster_resolver::Error),
+    /// The host has fewer GPUs than [`AgentOptions::gpus_per_task`] for each local task
+    /// (TensorFlow's wording first, then the numbers).
+    #[error("{source}; this host's GPUs come from {origin}")]
+    ShareGpus {
+        /// The numbers: GPUs of the host, local tasks, GPUs asked for each.
+        source: cluster_resolver::gpus::Error,
+        /// Where the host's GPUs came from, e.g. `CUDA_VISIBLE_DEVICES="0,1,2,3"`.
+        origin: String,
+    },
 }
 
 /// The environment of local task `local_task` of `round`: its `TF_CONFIG`, the round's
-/// number and restart count, the node's rank and the task's local index, and Python's
-/// output unbuffered (unless set) so lines come as they are printed.
-pub fn task_env(round: &Round, local_task: u32) -> Result<Vec<(String, String)>, Error> {
+/// number and restart count, the node's rank and the task's local index, its GPUs as
+/// `CUDA_VISIBLE_DEVICES` (unless `gpus` leaves it as the agent's), and Python's output
+/// unbuffered (unless set) so lines come as they are printed.
+pub fn task_env(
+    round: &Round,
+    local_task: u32,
+    gpus: &TaskGpus,
+) -> Result<Vec<(String, String)>, Error> {
     let mut env = vec![
         ("TF_CONFIG".to_owned(), round.tf_config(local_task)?),
         ("TFCLUSTER_ROUND".to_owned(), round.number().to_string()),
@@ -81,6 +115,9 @@ pub fn task_env(round: &Round, local_task: u32) -> Result<Vec<(String, String)>,
         ("TFCLUSTER_NODE_RANK".to_owned(), round.rank().to_string()),
         ("TFCLUSTER_LOCAL_TASK".to_owned(), local_task.to_string()),
     ];
+    if let Some(devices) = gpus.of_task(local_task) {
+        env.push((CUDA_VISIBLE_DEVICES.to_owned(), devices));
+    }
     if std::env::var_os("PYTHONUNBUFFERED").is_none() {
         env.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
     }
@@ -113,6 +150,8 @@ impl Reserved {
 pub struct Agent {
     client: RendezvousClient,
     options: AgentOptions,
+    /// The host's GPUs split among the local tasks, found once.
+    gpus: OnceCell<TaskGpus>,
 }
 
 /// How the tasks of one round ended, as the agent saw it.
@@ -125,12 +164,41 @@ enum RoundEnded {
 impl Agent {
     /// An agent of the rendezvous behind `client`.
     pub fn new(client: RendezvousClient, options: AgentOptions) -> Self {
-        Self { client, options }
+        Self {
+            client,
+            options,
+            gpus: OnceCell::new(),
+        }
+    }
+
+    /// Which of this host's GPUs each local task gets: found the first time ([`TaskGpus::find`]
+    /// with the agent's environment and `nvidia-smi` from `PATH`, run on a blocking thread,
+    /// at most its deadline), then remembered. [`run`](Self::run) and
+    /// [`first_round`](Self::first_round) call it before joining, so a host that cannot give
+    /// its tasks their GPUs fails before any round waits for it.
+    pub async fn task_gpus(&self) -> Result<&TaskGpus, AgentError> {
+        self.gpus
+            .get_or_try_init(|| async {
+                let tasks = self.options.join.config().tasks_per_node();
+                let per_task = self.options.gpus_per_task;
+                let find =
+                    move || TaskGpus::find(&Env::process(), tasks, per_task, &NvidiaSmi::default());
+                match tokio::task::spawn_blocking(find).await {
+                    Ok(found) => found,
+                    // The search panicked (it does not on any input): pass the panic on.
+                    Err(e) => std::panic::resume_unwind(
+                        e.try_into_panic()
+                            .unwrap_or_else(|e| Box::new(e.to_string())),
+                    ),
+                }
+            })
+            .await
     }
 
     /// Joins and waits for the first round, without running anything: what `--dry-run`
     /// prints. The round forms only when enough nodes join; the node leaves after.
     pub async fn first_round(&self) -> Result<Waited, AgentError> {
+        self.task_gpus().await?;
         let reserved = Reserved::new(self.options.join.config().tasks_per_node())?;
         let mut node = self
             .client
@@ -150,6 +218,7 @@ impl Agent {
         &self,
         stop: &mut UnboundedReceiver<Signal>,
     ) -> Result<AgentOutcome, AgentError> {
+        let gpus = self.task_gpus().await?;
         let mut reserved = Reserved::new(self.options.join.config().tasks_per_node())?;
         let mut node = self
             .client
@@ -190,7 +259,7 @@ impl Agent {
             );
             // The tasks bind these ports themselves now.
             drop(reserved);
-            let ended = self.run_round(&mut tasks, &node, &round, stop).await;
+            let ended = self.run_round(&mut tasks, &node, &round, gpus, stop).await;
             match ended {
                 Ok(RoundEnded::Ended) => {
                     // Join before stopping, so the next round's last call waits for us.
@@ -253,6 +322,7 @@ impl Agent {
         tasks: &mut Supervisor,
         node: &Node,
         round: &Round,
+        gpus: &TaskGpus,
         stop: &mut UnboundedReceiver<Signal>,
     ) -> Result<RoundEnded, AgentError> {
         // The local task of each started process: one that could not start has none.
@@ -262,7 +332,7 @@ impl Agent {
             let spec = TaskSpec {
                 name: format!("{}/{}:{}", node.host(), task.job, task.index),
                 argv: self.options.command.clone(),
-                env: task_env(round, local)?,
+                env: task_env(round, local, gpus)?,
             };
             match tasks.start(spec) {
                 Ok(_) => local_of.push(local),

@@ -25,7 +25,8 @@
 //!   `connect_to_cluster` can connect to it.
 //! - [`Agent`]: one host's side of a job — hold a free port per local task, join, wait for a
 //!   round, start each local task with [`task_env`] (its `TF_CONFIG`, `TFCLUSTER_ROUND`,
-//!   `TFCLUSTER_RESTART_COUNT`, `TFCLUSTER_NODE_RANK`, `TFCLUSTER_LOCAL_TASK`), heartbeat,
+//!   `TFCLUSTER_RESTART_COUNT`, `TFCLUSTER_NODE_RANK`, `TFCLUSTER_LOCAL_TASK`, and its share
+//!   of the host's GPUs as `CUDA_VISIBLE_DEVICES`, [`TaskGpus`]), heartbeat,
 //!   report each exit with its stderr tail, join again at once when the round ends and stop
 //!   the tasks, until the job succeeds ([`AgentOutcome::Succeeded`]: the tasks get the grace),
 //!   fails past its restarts ([`AgentOutcome::Failed`], with the first failure) or the caller
@@ -155,6 +156,10 @@
 //!   on their own; torchrun waits for every local worker.
 //! - **Round ends are pushed**, through long polls, rather than found by polling the
 //!   rendezvous every monitor interval (5 s in torchrun).
+//! - **GPUs are handed out.** Each local task gets its share of the host's GPUs as
+//!   `CUDA_VISIBLE_DEVICES` ([`TaskGpus`]); torchrun gives each worker its `LOCAL_RANK` and
+//!   leaves picking a device to the script, which TensorFlow, taking every visible GPU,
+//!   does not do.
 //! - **Jobs are TensorFlow's.** A layout places `chief`, `ps` and `evaluator` tasks and the
 //!   rest are workers, and each task gets a `TF_CONFIG`, rather than ranks and a master
 //!   address.
@@ -197,7 +202,7 @@ pub mod proto {
     pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("generated/file_descriptor_set.bin");
 }
 
-pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, task_env};
+pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus, task_env};
 pub use client::{ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited};
 pub use error::Error;
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};

@@ -41,8 +41,9 @@ use crate::stop_signal::Stop;
 /// run `tfcluster rendezvous serve`), which groups them into rounds of MIN to MAX hosts
 /// (`--nodes`). Each round, each host runs `--tasks-per-node` tasks of CMD, each on a free
 /// port with its TF_CONFIG and TFCLUSTER_ROUND, TFCLUSTER_RESTART_COUNT,
-/// TFCLUSTER_NODE_RANK, TFCLUSTER_LOCAL_TASK; output lines are behind `[host/job:index]`.
-/// A failed task, or a lost host, ends the round on every host: all tasks are stopped
+/// TFCLUSTER_NODE_RANK, TFCLUSTER_LOCAL_TASK, and on a host with GPUs its share of them as
+/// CUDA_VISIBLE_DEVICES (split evenly, or `--gpus-per-task`); output lines are behind
+/// `[host/job:index]`. A failed task, or a lost host, ends the round on every host: all tasks are stopped
 /// (SIGTERM, SIGKILL after `--grace`) and started again in the next round, up to
 /// `--max-restarts` times; then the job fails (exit status 1, naming the first failure: task,
 /// host, status, the end of its stderr; written as JSON to `--error-file`). The job

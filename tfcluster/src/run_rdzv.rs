@@ -28,8 +28,13 @@ pub(crate) async fn run(
 ) -> Result<(), Failure> {
     let endpoint = endpoint_of(args)?;
     let mut signals = forward(Stop::install());
-    let server = serve_if_here(&endpoint, args).await;
     let agent = agent(&endpoint, args, command, grace)?;
+    // Before serving: a host that cannot give its tasks their GPUs fails at once.
+    agent
+        .task_gpus()
+        .await
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    let server = serve_if_here(&endpoint, args).await;
     let outcome = agent.run(&mut signals).await;
     if let Some(server) = server {
         // Still caught: a signal cuts the linger short.
@@ -72,14 +77,19 @@ fn forward(mut stop: Stop) -> UnboundedReceiver<Signal> {
 }
 
 /// `--dry-run`: joins, waits for the first round (so every host must run it), and returns
-/// each local task's name and environment.
+/// each local task's name and environment (with its `CUDA_VISIBLE_DEVICES`).
 pub(crate) async fn dry_run(
     args: &RdzvArgs,
     command: &[String],
 ) -> Result<Vec<(String, Vec<(String, String)>)>, Failure> {
     let endpoint = endpoint_of(args)?;
-    let server = serve_if_here(&endpoint, args).await;
     let agent = agent(&endpoint, args, command, Duration::ZERO)?;
+    let gpus = agent
+        .task_gpus()
+        .await
+        .map_err(|e| Failure::Input(e.to_string()))?
+        .clone();
+    let server = serve_if_here(&endpoint, args).await;
     let waited = agent.first_round().await;
     if let Some(server) = server {
         tokio::time::sleep(LINGER).await;
@@ -94,7 +104,8 @@ pub(crate) async fn dry_run(
         .iter()
         .enumerate()
         .map(|(local, task)| {
-            let env = task_env(&round, local as u32).map_err(|e| Failure::Input(e.to_string()))?;
+            let env =
+                task_env(&round, local as u32, &gpus).map_err(|e| Failure::Input(e.to_string()))?;
             Ok((
                 format!(
                     "{}/{}:{}",
@@ -139,6 +150,7 @@ fn agent(
             command: command.to_vec(),
             grace,
             join_timeout: args.join_timeout,
+            gpus_per_task: args.gpus_per_task,
         },
     ))
 }

@@ -56,43 +56,6 @@ pub enum Error {
         /// The limit, `slurm::MAX_TASKS`.
         max: usize,
     },
-    /// The busiest node has fewer GPUs than its tasks ask for (TensorFlow's wording first).
-    #[error(
-        "Requested more GPUs per node than available. ({tasks_per_node} tasks on a node × \
-         {gpus_per_task} GPUs per task > {gpus_per_node} GPUs per node)"
-    )]
-    NotEnoughGpus {
-        /// GPUs of a node.
-        gpus_per_node: u32,
-        /// The most tasks on one node.
-        tasks_per_node: u32,
-        /// GPUs asked for each task.
-        gpus_per_task: u32,
-    },
-    /// `gpus_per_node` is more than `CUDA_VISIBLE_DEVICES` makes visible.
-    #[error(
-        "gpus_per_node {gpus_per_node} is more than the {count} GPUs \
-         CUDA_VISIBLE_DEVICES={} makes visible",
-        quote(.visible, 0)
-    )]
-    GpusNotVisible {
-        /// The `gpus_per_node` option.
-        gpus_per_node: u32,
-        /// `CUDA_VISIBLE_DEVICES`.
-        visible: String,
-        /// The number of devices it lists.
-        count: usize,
-    },
-    /// `gpus_per_node` or `nvidia-smi` gives a node more than `slurm::MAX_GPUS_PER_NODE` GPUs.
-    #[error("{origin} gives {count} GPUs per node, more than the {max} a node may have")]
-    TooManyGpus {
-        /// The number of GPUs.
-        count: u32,
-        /// Where it came from: `gpus_per_node` or `nvidia-smi --list-gpus`.
-        origin: String,
-        /// The limit, `slurm::MAX_GPUS_PER_NODE`.
-        max: u32,
-    },
     /// The jobs map (or `SLURM_STEP_NUM_TASKS`) asks for another number of tasks than the
     /// nodes hold (TensorFlow's wording first).
     #[error("Requested {requested} tasks but only {assigned} were assigned. ({detail})")]
@@ -165,41 +128,6 @@ pub enum Error {
         distribution: &'static str,
         /// Where the nodes and counts came from, with their values.
         origin: String,
-    },
-    /// `nvidia-smi` could not be started (other than not being installed).
-    #[error(
-        "cannot run {} --list-gpus to count GPUs: {source}",
-        excerpt(.program, 0)
-    )]
-    NvidiaSmiStart {
-        /// The program.
-        program: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// `nvidia-smi --list-gpus` failed (TensorFlow's wording).
-    #[error(
-        "Could not get number of GPUs from nvidia-smi. Maybe it is missing?\nOutput: {} ({status})",
-        excerpt(.output, 0)
-    )]
-    NvidiaSmiFailed {
-        /// Its exit status.
-        status: String,
-        /// What it printed.
-        output: String,
-    },
-    /// `nvidia-smi --list-gpus` ran past its deadline and was killed.
-    #[error(
-        "{} --list-gpus did not answer within {timeout:?}; set gpus_per_node or \
-         CUDA_VISIBLE_DEVICES to not ask it",
-        excerpt(.program, 0)
-    )]
-    NvidiaSmiTimeout {
-        /// The program.
-        program: String,
-        /// The deadline.
-        timeout: std::time::Duration,
     },
     /// The step's addresses would add up to more than `slurm::MAX_SPEC_BYTES` bytes.
     #[error(

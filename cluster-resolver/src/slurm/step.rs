@@ -5,13 +5,12 @@ use cluster_spec::ClusterSpec;
 use cluster_spec::quote::quote;
 
 use super::Error as SlurmError;
-use super::gpus::{self, NodeGpus};
 use super::jobs::Jobs;
 use super::node_names::NodeNames;
-use super::nvidia_smi::NvidiaSmi;
 use super::placement::{self, Distribution, Slot};
 use super::tasks_per_node::TasksPerNode;
 use super::vars;
+use crate::gpus::{self, NodeGpus, NvidiaSmi};
 use crate::hostlist::{self, HostList, MAX_BYTES, MAX_HOSTS};
 use crate::{Env, Error};
 
@@ -202,7 +201,7 @@ fn nodes(env: &Env, tasks_per_node: Option<&TasksPerNode>) -> Result<Nodes, Erro
 pub(super) fn resolve(
     options: &Options,
     env: &Env,
-    count_gpus: impl FnOnce() -> Result<u32, SlurmError>,
+    count_gpus: impl FnOnce() -> Result<u32, gpus::Error>,
 ) -> Result<SlurmStep, Error> {
     // TensorFlow's order: rank, number of tasks (only without a jobs map), nodes, GPUs, then
     // the consistency checks; so the first missing variable is reported as TF reports it.
@@ -228,10 +227,7 @@ pub(super) fn resolve(
 
     let node_gpus = NodeGpus::find(env, options.gpus_per_node, count_gpus)?;
     let gpus_per_node = node_gpus.count();
-    let gpus_per_task = options
-        .gpus_per_task
-        .unwrap_or(gpus_per_node.checked_div(max_per_node).unwrap_or(0));
-    gpus::check(gpus_per_node, max_per_node, gpus_per_task)?;
+    let gpus_per_task = node_gpus.per_task(max_per_node, options.gpus_per_task)?;
 
     if jobs.total() != assigned {
         let requested = match requested_from {

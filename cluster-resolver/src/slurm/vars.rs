@@ -15,8 +15,6 @@ pub(super) const STEP_TASKS_PER_NODE: &str = "SLURM_STEP_TASKS_PER_NODE";
 pub(super) const NODENAME: &str = "SLURMD_NODENAME";
 /// How srun laid tasks out over nodes (`cyclic`, `plane`, …); unset for the default, block.
 pub(super) const DISTRIBUTION: &str = "SLURM_DISTRIBUTION";
-/// The GPUs this process may use, as ids or UUIDs.
-pub(super) const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
 
 /// The value of a variable Slurm sets in every step; missing, it is
 /// [`SlurmError::VariableMissing`] (TensorFlow's "Not running inside a SLURM step?").

@@ -2,10 +2,11 @@
 //! `memory_meter`, stays under the factor its docs state, on inputs of a few MB shaped the way
 //! that used to cost the most per byte.
 
+use cluster_resolver::gpus;
 use cluster_resolver::hostlist::{
     HostList, MAX_HOSTS, PARSE_MEMORY_FACTOR, expand, expand_tasks_per_node,
 };
-use cluster_resolver::slurm::{self, MAX_GPUS_PER_NODE};
+use cluster_resolver::slurm::MAX_GPUS_PER_NODE;
 use cluster_resolver::{Env, Error, SlurmClusterResolver};
 
 /// Allocations of a few hundred bytes that every call may make whatever its input.
@@ -112,7 +113,7 @@ fn gpus_per_node_is_bounded_before_any_ordinal_is_written() {
     assert!(
         matches!(
             result,
-            Err(Error::Slurm(slurm::Error::TooManyGpus {
+            Err(Error::Gpus(gpus::Error::TooManyGpus {
                 count: u32::MAX,
                 ..
             }))

@@ -91,7 +91,7 @@ impl Job {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         let command = self.hosts.command(h, env!("CARGO_BIN_EXE_tfcluster"));
-        self.agents[h] = Some(Launch::start_by(command, &args, &env));
+        self.agents[h] = Some(Launch::start_by(command, &args, &env, &[]));
     }
 
     /// Starts the agents of hosts `0..count`, host 0's first so that it serves the
@@ -317,7 +317,10 @@ fn a_task_killed_mid_training_restarts_every_host_from_the_last_checkpoint() {
         assert_eq!((*workers, *round, *restarts), (6, 2, 1), "{task}");
         assert!(*restored >= 10, "{task} restored step {restored}");
     }
-    eprintln!("a task killed: every task started again in {restarted_in:?}\n{}", job.stderr());
+    eprintln!(
+        "a task killed: every task started again in {restarted_in:?}\n{}",
+        job.stderr()
+    );
     job.assert_nothing_left();
 }
 

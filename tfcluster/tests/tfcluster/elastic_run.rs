@@ -1,7 +1,8 @@
 //! `tfcluster run --rdzv` on loopback: two agents (one serving the rendezvous) forming a job
 //! of 2 hosts × 2 tasks, restarting it after a failure, failing it past `--max-restarts`,
-//! and an unreachable rendezvous. The tasks are `sh -c` scripts that print their identity;
-//! every agent is a [`Launch`], stopped and reaped when its test ends.
+//! an unreachable rendezvous, and each local task's share of the host's GPUs. The tasks are
+//! `sh -c` scripts that print their identity; every agent is a [`Launch`], stopped and
+//! reaped when its test ends.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -247,6 +248,7 @@ fn bad_rdzv_flags_are_usage_errors_naming_flag_and_value() {
         ("--nodes", "3:2", "--nodes"),
         ("--layout", "chief=x", "--layout"),
         ("--rdzv", "h:0", "--rdzv"),
+        ("--gpus-per-task", "two", "--gpus-per-task"),
     ] {
         let mut args = vec!["run", "--rdzv", "127.0.0.1:1"];
         if flag == "--rdzv" {
@@ -473,4 +475,161 @@ fn a_second_sigterm_kills_deaf_tasks_at_once() {
         second.elapsed()
     );
     super::launch::assert_all_gone(&[pid]);
+}
+
+/// One agent of a one-host job with 2 local tasks on a fresh port: `tfcluster run --rdzv ...
+/// --tasks-per-node 2 FLAGS -- sh -c 'echo gpus $CUDA_VISIBLE_DEVICES'`, with `env` added
+/// and the variables `remove` taken out.
+fn gpu_agent(flags: &[&str], env: &[(&str, &str)], remove: &[&str]) -> Launch {
+    let endpoint = format!("127.0.0.1:{}", free_port());
+    let mut args = vec![
+        "run",
+        "--rdzv",
+        &endpoint,
+        "--rdzv-last-call",
+        "100ms",
+        "--tasks-per-node",
+        "2",
+    ];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&[
+        "--",
+        "sh",
+        "-c",
+        "echo gpus \"[${CUDA_VISIBLE_DEVICES-unset}]\"",
+    ]);
+    Launch::start_without(&args, env, remove)
+}
+
+/// The `gpus [...]` line of each local task, by task: its CUDA_VISIBLE_DEVICES in brackets,
+/// `[unset]` when it had none.
+fn gpus_seen(agent: &mut Launch) -> [String; 2] {
+    assert_eq!(agent.wait(TIMEOUT).code(), Some(0), "{}", agent.stderr());
+    let stdout = agent.stdout();
+    let of = |task: &str| {
+        stdout
+            .lines()
+            .find_map(|line| {
+                Some(
+                    line.split_once(&format!("/worker:{task}] gpus "))?
+                        .1
+                        .to_owned(),
+                )
+            })
+            .unwrap_or_else(|| agent.fail(&format!("no gpus line of worker {task}")))
+    };
+    [of("0"), of("1")]
+}
+
+#[test]
+fn each_local_task_gets_its_share_of_the_visible_gpus() {
+    let mut agent = gpu_agent(&[], &[("CUDA_VISIBLE_DEVICES", "0,1,2,3")], &[]);
+    assert_eq!(gpus_seen(&mut agent), ["[0,1]", "[2,3]"]);
+
+    // As named (UUIDs, MIG ids), as many as asked, the rest unused.
+    let mut agent = gpu_agent(
+        &["--gpus-per-task", "1"],
+        &[("CUDA_VISIBLE_DEVICES", "GPU-5e1d,MIG-7a2b,GPU-9c3d")],
+        &[],
+    );
+    assert_eq!(gpus_seen(&mut agent), ["[GPU-5e1d]", "[MIG-7a2b]"]);
+
+    // --gpus-per-task 0 hides them all.
+    let mut agent = gpu_agent(
+        &["--gpus-per-task", "0"],
+        &[("CUDA_VISIBLE_DEVICES", "0,1")],
+        &[],
+    );
+    assert_eq!(gpus_seen(&mut agent), ["[]", "[]"]);
+}
+
+#[test]
+fn without_cuda_visible_devices_nvidia_smi_counts_the_gpus() {
+    let dir = scratch("nvidia-smi");
+    let smi = dir.join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        "#!/bin/sh\n\
+         [ \"$1\" = --list-gpus ] || exit 2\n\
+         echo 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0aa)'\n\
+         echo 'GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-1bb)'\n\
+         echo '  MIG 1g.10gb     Device  0: (UUID: MIG-2cc)'\n\
+         echo 'GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-3dd)'\n\
+         echo 'GPU 3: NVIDIA H100 80GB HBM3 (UUID: GPU-4ee)'\n",
+    )
+    .expect("a fake nvidia-smi");
+    let mut perms = std::fs::metadata(&smi).expect("written").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&smi, perms).expect("executable");
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut agent = gpu_agent(&[], &[("PATH", &path)], &["CUDA_VISIBLE_DEVICES"]);
+    assert_eq!(gpus_seen(&mut agent), ["[0,1]", "[2,3]"]);
+
+    // No nvidia-smi and no CUDA_VISIBLE_DEVICES: no GPU, and the tasks' variable stays
+    // unset. The PATH holds `sh` only, so not a real nvidia-smi of the host either.
+    let bare = dir.join("bare");
+    std::fs::create_dir_all(&bare).expect("a directory");
+    std::os::unix::fs::symlink("/bin/sh", bare.join("sh")).expect("a link to sh");
+    let path = bare.to_str().expect("a UTF-8 path");
+    let mut agent = gpu_agent(&[], &[("PATH", path)], &["CUDA_VISIBLE_DEVICES"]);
+    assert_eq!(gpus_seen(&mut agent), ["[unset]", "[unset]"]);
+}
+
+#[test]
+fn more_gpus_per_task_than_the_host_has_fails_at_start_naming_the_numbers() {
+    let started = Instant::now();
+    let mut agent = gpu_agent(
+        &["--gpus-per-task", "3"],
+        &[("CUDA_VISIBLE_DEVICES", "0,1,2,3")],
+        &[],
+    );
+    let code = agent.wait(TIMEOUT).code();
+    let stderr = agent.stderr();
+    assert!(matches!(code, Some(1 | 2)), "{code:?}: {stderr}");
+    assert!(
+        stderr.contains("Requested more GPUs per node than available.")
+            && stderr.contains("2 tasks on a node × 3 GPUs per task > 4 GPUs per node")
+            && stderr.contains(r#"CUDA_VISIBLE_DEVICES="0,1,2,3""#),
+        "{stderr}"
+    );
+    assert!(
+        !agent.stdout().contains("gpus"),
+        "no task ran: {}",
+        agent.stdout()
+    );
+    // Before any rendezvous is served or joined.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn dry_run_shows_each_tasks_cuda_visible_devices() {
+    let endpoint = format!("127.0.0.1:{}", free_port());
+    let mut agent = Launch::start(
+        &[
+            "run",
+            "--rdzv",
+            &endpoint,
+            "--rdzv-last-call",
+            "100ms",
+            "--tasks-per-node",
+            "2",
+            "--dry-run",
+        ],
+        &[("CUDA_VISIBLE_DEVICES", "4,5,6,7")],
+    );
+    assert_eq!(agent.wait(TIMEOUT).code(), Some(0), "{}", agent.stderr());
+    let stdout = agent.stdout();
+    assert!(
+        stdout.contains("/worker:0] CUDA_VISIBLE_DEVICES=4,5\n")
+            && stdout.contains("/worker:1] CUDA_VISIBLE_DEVICES=6,7\n"),
+        "{stdout}"
+    );
 }

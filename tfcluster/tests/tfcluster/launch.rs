@@ -20,17 +20,34 @@ pub(super) struct Launch {
 impl Launch {
     /// Starts `tfcluster` with `args` and `env` added (TensorFlow quiet and on the CPU).
     pub(super) fn start(args: &[&str], env: &[(&str, &str)]) -> Self {
-        Self::start_by(Command::new(env!("CARGO_BIN_EXE_tfcluster")), args, env)
+        Self::start_without(args, env, &[])
     }
 
-    /// [`Launch::start`] by `command`: the binary itself, or a wrapper that execs it with the
-    /// arguments that follow (`nsenter --net=… BINARY`, which keeps the pid).
-    pub(super) fn start_by(mut command: Command, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = command
+    /// As [`start`](Self::start), with the variables `remove` taken out of its environment
+    /// (`CUDA_VISIBLE_DEVICES` too, which `start` sets to `""`).
+    pub(super) fn start_without(args: &[&str], env: &[(&str, &str)], remove: &[&str]) -> Self {
+        let command = Command::new(env!("CARGO_BIN_EXE_tfcluster"));
+        Self::start_by(command, args, env, remove)
+    }
+
+    /// [`start_without`](Self::start_without) by `command`: the binary itself, or a wrapper
+    /// that execs it with the arguments that follow (`nsenter --net=… BINARY`, which keeps the
+    /// pid).
+    pub(super) fn start_by(
+        mut command: Command,
+        args: &[&str],
+        env: &[(&str, &str)],
+        remove: &[&str],
+    ) -> Self {
+        command
             .args(args)
             .env("TF_CPP_MIN_LOG_LEVEL", "2")
             .env("CUDA_VISIBLE_DEVICES", "")
-            .envs(env.iter().copied())
+            .envs(env.iter().copied());
+        for name in remove {
+            command.env_remove(name);
+        }
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -12,31 +12,39 @@ use super::Error;
 /// node; a wedged driver can make it hang for minutes, and a resolver must not.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How `nvidia-smi` is run: the program (looked up in `PATH` when it has no `/`) and its
-/// deadline.
+/// How `nvidia-smi` is run to count a node's GPUs: the program (looked up in `PATH` when it
+/// has no `/`) and its deadline. [`Default`] is `nvidia-smi` with [`DEFAULT_TIMEOUT`].
 #[derive(Debug, Clone)]
-pub(super) struct NvidiaSmi {
-    pub(super) program: PathBuf,
-    pub(super) timeout: Duration,
+pub struct NvidiaSmi {
+    program: PathBuf,
+    timeout: Duration,
 }
 
 impl Default for NvidiaSmi {
     fn default() -> Self {
-        Self {
-            program: PathBuf::from("nvidia-smi"),
-            timeout: DEFAULT_TIMEOUT,
-        }
+        Self::new("nvidia-smi", DEFAULT_TIMEOUT)
     }
 }
 
 impl NvidiaSmi {
+    /// Runs `program` (a path, or a name looked up in `PATH`), killing it after `timeout`.
+    pub fn new(program: impl Into<PathBuf>, timeout: Duration) -> Self {
+        Self {
+            program: program.into(),
+            timeout,
+        }
+    }
+
     /// The number of lines starting `GPU ` that `nvidia-smi --list-gpus` prints (TensorFlow's
     /// count; MIG devices are indented lines and do not count).
     ///
     /// No `nvidia-smi` at all is a node without GPUs, `Ok(0)`; so is the "No devices were
     /// found" answer of a driver with no GPU. Any other failure, or running past the deadline
     /// (the process is then killed), is an error.
-    pub(super) fn count_gpus(&self) -> Result<u32, Error> {
+    ///
+    /// Blocks the calling thread while it runs (at most the deadline); call it from
+    /// `spawn_blocking` in async code.
+    pub fn count_gpus(&self) -> Result<u32, Error> {
         let mut child = match Command::new(&self.program)
             .arg("--list-gpus")
             .stdin(Stdio::null())
