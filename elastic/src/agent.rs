@@ -4,8 +4,11 @@
 //! round, start each local task with its `TF_CONFIG` (releasing its port just before), and
 //! heartbeat. A task that exits is reported (status, stderr tail); a failure ends the round
 //! for every node. When the round ends the agent joins again at once (with fresh ports, so
-//! the next round's last call does not close without it), then stops its tasks (SIGTERM,
-//! grace, SIGKILL to each group) and waits for the next round. When the job succeeded the
+//! the next round's last call does not close without it) and stops its tasks (SIGTERM,
+//! grace, SIGKILL to each group) while it waits for the next round and heartbeats in it:
+//! a stop can take the whole grace (TensorFlow's workers take SIGTERM as a preemption notice
+//! and go on), longer than a host may be silent. The next round's tasks start once the old
+//! ones are gone. When the job succeeded the
 //! tasks get the grace to exit on their own; when it failed they are stopped. A stop asked
 //! by the caller (a signal) is passed on to the tasks, which are then stopped as usual, and
 //! the agent leaves; a second signal kills them at once, as `run --local` does.
@@ -33,7 +36,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 pub use gpus::TaskGpus;
 
 use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec, task_status};
-use crate::{Error, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, Waited};
+use crate::{Error, Heartbeats, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, Waited};
 
 /// How long the agent waits for a task's last stderr lines before reporting its exit.
 const TAIL_WAIT: Duration = Duration::from_millis(300);
@@ -154,6 +157,12 @@ pub struct Agent {
     gpus: OnceCell<TaskGpus>,
 }
 
+/// What waiting for a round gave: the round, already heartbeating, or the job's end.
+enum Next {
+    Round(Round, Heartbeats),
+    JobDone(JobDone),
+}
+
 /// How the tasks of one round ended, as the agent saw it.
 enum RoundEnded {
     Ended,
@@ -231,17 +240,22 @@ impl Agent {
             "joined"
         );
         let mut tasks = Supervisor::new();
+        // The next round when it was waited for while the last one's tasks stopped.
+        let mut next = None;
         loop {
-            let waited = tokio::select! {
-                waited = self.client.wait_round(&mut node, self.options.join_timeout) => waited,
-                signal = next_signal(stop) => {
-                    let _ = self.client.leave(&node).await;
-                    return Ok(AgentOutcome::Stopped(signal));
-                }
+            let waited = match next.take() {
+                Some(waited) => waited,
+                None => tokio::select! {
+                    waited = self.next_round(&mut node) => waited,
+                    signal = next_signal(stop) => {
+                        let _ = self.client.leave(&node).await;
+                        return Ok(AgentOutcome::Stopped(signal));
+                    }
+                },
             };
-            let round = match waited {
-                Ok(Waited::Round(round)) => round,
-                Ok(Waited::JobDone(done)) => {
+            let (round, beats) = match waited {
+                Ok(Next::Round(round, beats)) => (round, beats),
+                Ok(Next::JobDone(done)) => {
                     let _ = self.client.leave(&node).await;
                     return Ok(done_outcome(done));
                 }
@@ -259,16 +273,29 @@ impl Agent {
             );
             // The tasks bind these ports themselves now.
             drop(reserved);
-            let ended = self.run_round(&mut tasks, &node, &round, gpus, stop).await;
+            let ended = self
+                .run_round(&mut tasks, &node, &round, beats, gpus, stop)
+                .await;
             match ended {
                 Ok(RoundEnded::Ended) => {
                     // Join before stopping, so the next round's last call waits for us.
                     reserved = Reserved::new(self.options.join.config().tasks_per_node())?;
                     node.set_ports(reserved.ports());
                     let rejoined = self.client.rejoin(&mut node).await;
-                    tasks.stop(self.options.grace).await;
-                    tasks.finish(self.options.grace).await;
-                    rejoined?;
+                    let stopped = async {
+                        tasks.stop(self.options.grace).await;
+                        tasks.finish(self.options.grace).await;
+                    };
+                    if let Err(e) = rejoined {
+                        stopped.await;
+                        return Err(e.into());
+                    }
+                    // Waiting for the next round, then heartbeating in it, is what keeps this
+                    // node alive at the rendezvous, and a stop may take the whole grace
+                    // (TensorFlow's workers take SIGTERM as a preemption notice and go on):
+                    // both go on while the tasks stop.
+                    let (waited, ()) = tokio::join!(self.next_round(&mut node), stopped);
+                    next = Some(waited);
                 }
                 Ok(RoundEnded::Done(done)) => {
                     if done.succeeded {
@@ -316,12 +343,31 @@ impl Agent {
         tasks.finish(self.options.grace).await;
     }
 
-    /// Starts the round's local tasks and watches them and the round until it ends.
+    /// Waits for the next round and starts heartbeating in it at once.
+    async fn next_round(&self, node: &mut Node) -> Result<Next, Error> {
+        Ok(
+            match self
+                .client
+                .wait_round(node, self.options.join_timeout)
+                .await?
+            {
+                Waited::Round(round) => {
+                    let beats = self.client.heartbeats(node, &round);
+                    Next::Round(round, beats)
+                }
+                Waited::JobDone(done) => Next::JobDone(done),
+            },
+        )
+    }
+
+    /// Starts the round's local tasks and watches them (and, by `beats`, the round) until it
+    /// ends.
     async fn run_round(
         &self,
         tasks: &mut Supervisor,
         node: &Node,
         round: &Round,
+        mut beats: Heartbeats,
         gpus: &TaskGpus,
         stop: &mut UnboundedReceiver<Signal>,
     ) -> Result<RoundEnded, AgentError> {
@@ -347,7 +393,6 @@ impl Agent {
                 }
             }
         }
-        let mut beats = self.client.heartbeats(node, round);
         loop {
             tokio::select! {
                 Some((index, exit)) = tasks.next_exit(), if tasks.running() > 0 => {

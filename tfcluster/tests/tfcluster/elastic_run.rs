@@ -15,7 +15,9 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// Prints `seen RANK LOCAL ROUND RESTARTS TF_CONFIG`, then acts on `$PLAN`: `ok` exits 0;
 /// `fail-once` exits 3 (after a line on stderr) for node 1's local task 1 the first time
 /// (a marker file in `$DIR` remembers it), else 0; `fail` always exits 4; `serve` exits 0
-/// for the chief and serves (sleeps) until stopped for every other task.
+/// for the chief and serves (sleeps) until stopped for every other task; `deaf-once`, in
+/// round 1, exits 3 for node 1's local task 1 while the others ignore SIGTERM (as
+/// TensorFlow's workers do), and exits 0 in later rounds.
 const TASK: &str = r#"
 echo "seen $TFCLUSTER_NODE_RANK $TFCLUSTER_LOCAL_TASK $TFCLUSTER_ROUND $TFCLUSTER_RESTART_COUNT $TF_CONFIG"
 case "$PLAN" in
@@ -24,6 +26,11 @@ case "$PLAN" in
       touch "$DIR/failed"; echo "failing on purpose" >&2; exit 3
     fi ;;
   fail) echo "bad step in round $TFCLUSTER_ROUND" >&2; exit 4 ;;
+  deaf-once)
+    if [ "$TFCLUSTER_ROUND" = 1 ]; then
+      [ "$TFCLUSTER_NODE_RANK$TFCLUSTER_LOCAL_TASK" = 11 ] && exit 3
+      trap '' TERM; while :; do sleep 0.1; done
+    fi ;;
   serve)
     case "$TF_CONFIG" in
       *'"task":{"type":"chief"'*) ;;
@@ -182,6 +189,27 @@ fn a_task_failing_once_restarts_both_agents_and_the_job_completes() {
         second.iter().all(|s| s.2 >= 2),
         "in a later round: {seen:?}"
     );
+}
+
+#[test]
+fn tasks_stopping_for_longer_than_the_rdzv_timeout_do_not_lose_their_hosts() {
+    // The deaf tasks take the whole 3 s grace to stop, longer than the 1 s a host may be
+    // silent: the agents keep talking to the rendezvous meanwhile.
+    let dir = scratch("deaf");
+    let flags = [
+        "--tasks-per-node",
+        "2",
+        "--grace",
+        "3s",
+        "--rdzv-timeout",
+        "1s",
+    ];
+    let env = [("PLAN", "deaf-once")];
+    let mut agents = two_agents_running(free_port(), &dir, &env, &flags, &["sh", "-c", TASK]);
+    expect_exits(&mut agents, TIMEOUT, [0, 0]);
+    let second: Vec<_> = seen(&agents).into_iter().filter(|s| s.2 == 2).collect();
+    assert_eq!(second.len(), 4, "round 2 ran every task: {second:?}");
+    assert!(second.iter().all(|s| s.3 == 1), "{second:?}");
 }
 
 #[test]
