@@ -23,7 +23,7 @@ use crate::proto;
 use crate::proto::rendezvous_client::RendezvousClient as Stub;
 use crate::server::MAX_STDERR_TAIL;
 use crate::wire;
-use crate::{Error, JobConfig};
+use crate::{Error, JobConfig, WireError};
 
 /// The largest answer the client decodes: the round of a job at its task limit (65,536 tasks)
 /// is a few MB.
@@ -336,13 +336,15 @@ impl RendezvousClient {
                 }
                 Some(Outcome::Done(done)) => {
                     let done = wire::done_from_proto(done)
-                        .map_err(|e| e.into_response_error(&self.addr, "WaitRound"))?;
+                        .map_err(|e| Error::invalid_response(&self.addr, "WaitRound", e))?;
                     return Ok(Waited::JobDone(done));
                 }
                 Some(Outcome::Pending(p)) => pending = p.detail,
                 None => {
-                    return Err(wire::WireError::Missing("the outcome")
-                        .into_response_error(&self.addr, "WaitRound"));
+                    let missing = WireError::Missing {
+                        field: "the outcome",
+                    };
+                    return Err(Error::invalid_response(&self.addr, "WaitRound", missing));
                 }
             }
         }
@@ -443,7 +445,7 @@ impl RendezvousClient {
                 async move { stub.heartbeat(request).await }
             })
             .await?;
-        let bad = |e: wire::WireError| e.into_response_error(&self.addr, "Heartbeat");
+        let bad = |e: Error| Error::invalid_response(&self.addr, "Heartbeat", e);
         match response.state {
             Some(State::Running(_)) => Ok(RoundStatus::Running),
             Some(State::Ended(end)) => {
@@ -452,7 +454,10 @@ impl RendezvousClient {
             Some(State::Done(done)) => Ok(RoundStatus::JobDone(
                 wire::done_from_proto(done).map_err(bad)?,
             )),
-            None => Err(bad(wire::WireError::Missing("the round state"))),
+            None => Err(bad(WireError::Missing {
+                field: "the round state",
+            }
+            .into())),
         }
     }
 

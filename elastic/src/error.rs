@@ -8,6 +8,7 @@ pub(crate) mod config;
 pub(crate) mod layout;
 pub(crate) mod nodes;
 pub(crate) mod round;
+pub(crate) mod wire;
 
 use std::error::Error as _;
 use std::net::SocketAddr;
@@ -19,13 +20,15 @@ use config::ConfigError;
 use layout::LayoutError;
 use nodes::NodesError;
 use round::RoundError;
+use wire::WireError;
 
 /// Everything that can go wrong in this crate.
 ///
-/// The parsers and the round computation fail with their own types ([`NodesError`],
-/// [`LayoutError`], [`ConfigError`], [`RoundError`]), wrapped whole here and printed as they
-/// print themselves. Talking to a rendezvous fails with the variants that name the
-/// rendezvous's address, the call and, from the server, its gRPC status.
+/// The parsers, the round computation and the decoding of wire messages fail with their own
+/// types ([`NodesError`], [`LayoutError`], [`ConfigError`], [`RoundError`], [`WireError`]),
+/// wrapped whole here and printed as they print themselves. Talking to a rendezvous fails
+/// with the variants that name the rendezvous's address, the call and, from the server, its
+/// gRPC status.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -41,6 +44,9 @@ pub enum Error {
     /// A round's members make no cluster.
     #[error(transparent)]
     Round(#[from] RoundError),
+    /// A wire message breaks the protocol (a field missing, a value out of range).
+    #[error(transparent)]
+    Wire(#[from] WireError),
     /// A cluster is invalid (a round's cluster that does not parse).
     #[error(transparent)]
     Spec(#[from] cluster_spec::Error),
@@ -119,7 +125,8 @@ pub enum Error {
         call: &'static str,
         /// What is wrong with it.
         what: String,
-        /// The error the response's content raised, when there is one.
+        /// The error the response's content raised, when there is one: a [`WireError`], or
+        /// the error of a value that fails its own rules.
         #[source]
         source: Option<Box<Error>>,
     },
@@ -134,6 +141,23 @@ pub enum Error {
     /// [`Heartbeats::ended`](crate::Heartbeats::ended) was awaited again after it returned.
     #[error("the heartbeat loop has already reported how its round ended")]
     HeartbeatsFinished,
+}
+
+impl Error {
+    /// The client's error for an answer to `call` from `addr` that `cause` makes unusable.
+    pub(crate) fn invalid_response(
+        addr: &str,
+        call: &'static str,
+        cause: impl Into<Error>,
+    ) -> Self {
+        let cause = cause.into();
+        Self::InvalidResponse {
+            addr: addr.to_owned(),
+            call,
+            what: cause.to_string(),
+            source: Some(Box::new(cause)),
+        }
+    }
 }
 
 /// A duration for a message: milliseconds below a second, else seconds with one decimal.
@@ -190,6 +214,33 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "rendezvous at 127.0.0.1:29400 refused Join: FailedPrecondition: different config"
+        );
+    }
+
+    #[test]
+    fn an_invalid_response_names_the_call_and_keeps_its_cause() {
+        let e = Error::invalid_response(
+            "127.0.0.1:29400",
+            "Heartbeat",
+            WireError::Missing {
+                field: "the round state",
+            },
+        );
+        assert_eq!(
+            e.to_string(),
+            "rendezvous at 127.0.0.1:29400 answered Heartbeat with an invalid response: the \
+             round state is missing"
+        );
+        let Error::InvalidResponse {
+            source: Some(cause),
+            ..
+        } = &e
+        else {
+            panic!("{e:?}");
+        };
+        assert!(
+            matches!(**cause, Error::Wire(WireError::Missing { .. })),
+            "{cause:?}"
         );
     }
 }

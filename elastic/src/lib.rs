@@ -132,7 +132,10 @@
 //! gets a gRPC status; other peers are not disturbed. The client retries while the
 //! rendezvous is unreachable, for [`ClientOptions::retry_for`], then fails with
 //! [`Error::Unreachable`] naming the address, the call and the cause; a wait that runs out
-//! fails with [`Error::WaitTimeout`], saying what the round still waited for.
+//! fails with [`Error::WaitTimeout`], saying what the round still waited for. An answer the
+//! client cannot use fails with [`Error::InvalidResponse`], its source the cause: a
+//! [`WireError`] for a message that breaks the protocol (a field missing, a port or an end
+//! reason out of range), the value's own error for a job config that fails its rules.
 //!
 //! ## Performance
 //!
@@ -212,3 +215,4 @@ pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus
 pub use resolver::RendezvousClusterResolver;
 pub use round::{Assignment, Member, RoundError, TaskAssignment, assign};
 pub use server::{MAX_REQUEST_BYTES, RendezvousServer, ServerOptions};
+pub use wire::WireError;

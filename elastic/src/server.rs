@@ -214,7 +214,8 @@ fn refused(refusal: Refusal) -> Status {
     }
 }
 
-fn invalid(error: wire::WireError) -> Status {
+/// A request whose message breaks the protocol or carries an invalid value.
+fn invalid(error: Error) -> Status {
     Status::invalid_argument(error.to_string())
 }
 

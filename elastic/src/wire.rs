@@ -1,50 +1,14 @@
 //! Conversions between the wire messages (`proto`) and the crate's types. A message from a
-//! peer is checked here, once: the server refuses a bad request with `INVALID_ARGUMENT`, the
-//! client a bad answer with [`Error::InvalidResponse`].
+//! peer is checked here, once, and a bad one fails with the crate's [`Error`]:
+//! [`Error::Wire`] when it breaks the protocol, the value's own error (say [`Error::Layout`])
+//! when a job config fails its rules. The server refuses such a request with
+//! `INVALID_ARGUMENT`, the client such an answer with [`Error::InvalidResponse`].
 
 use crate::outcome::{EndReason, Failure, JobDone, RoundEnd, TaskStatus};
 use crate::proto;
-use crate::{ConfigError, Member};
-use crate::{Error, JobConfig, Layout, LayoutError, NodeRange, NodesError};
+use crate::{Error, JobConfig, Layout, Member, NodeRange};
 
-/// Why a message cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum WireError {
-    /// A field that must be set is not.
-    #[error("{0} is missing")]
-    Missing(&'static str),
-    /// A port is not from 1 to 65535.
-    #[error("port {0} is not from 1 to 65535")]
-    Port(u32),
-    /// An enum value this version does not know.
-    #[error("unknown end reason {0}")]
-    EndReason(i32),
-    #[error(transparent)]
-    Nodes(#[from] NodesError),
-    #[error(transparent)]
-    Layout(#[from] LayoutError),
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-}
-
-impl WireError {
-    /// The client's error for an answer to `call` from `addr` that carried this.
-    pub(crate) fn into_response_error(self, addr: &str, call: &'static str) -> Error {
-        let what = self.to_string();
-        let source = match self {
-            Self::Nodes(e) => Some(Box::new(Error::Nodes(e))),
-            Self::Layout(e) => Some(Box::new(Error::Layout(e))),
-            Self::Config(e) => Some(Box::new(Error::Config(e))),
-            Self::Missing(_) | Self::Port(_) | Self::EndReason(_) => None,
-        };
-        Error::InvalidResponse {
-            addr: addr.to_owned(),
-            call,
-            what,
-            source,
-        }
-    }
-}
+pub use crate::error::wire::WireError;
 
 pub(crate) fn config_to_proto(config: &JobConfig) -> proto::JobConfig {
     proto::JobConfig {
@@ -64,8 +28,10 @@ pub(crate) fn config_to_proto(config: &JobConfig) -> proto::JobConfig {
     }
 }
 
-pub(crate) fn config_from_proto(config: Option<proto::JobConfig>) -> Result<JobConfig, WireError> {
-    let config = config.ok_or(WireError::Missing("the job config"))?;
+pub(crate) fn config_from_proto(config: Option<proto::JobConfig>) -> Result<JobConfig, Error> {
+    let config = config.ok_or(WireError::Missing {
+        field: "the job config",
+    })?;
     let nodes = NodeRange::new(config.min_nodes, config.max_nodes)?;
     // The layout goes through its parser, the one place its rules live.
     let layout: Layout = config
@@ -80,14 +46,14 @@ pub(crate) fn config_from_proto(config: Option<proto::JobConfig>) -> Result<JobC
         .with_max_restarts(config.max_restarts))
 }
 
-pub(crate) fn ports_from_proto(ports: &[u32]) -> Result<Vec<u16>, WireError> {
+pub(crate) fn ports_from_proto(ports: &[u32]) -> Result<Vec<u16>, Error> {
     ports
         .iter()
         .map(|&p| {
             u16::try_from(p)
                 .ok()
                 .filter(|&p| p != 0)
-                .ok_or(WireError::Port(p))
+                .ok_or(Error::Wire(WireError::Port { port: p }))
         })
         .collect()
 }
@@ -101,7 +67,7 @@ pub(crate) fn member_to_proto(member: &Member) -> proto::Member {
     }
 }
 
-pub(crate) fn member_from_proto(member: proto::Member) -> Result<Member, WireError> {
+pub(crate) fn member_from_proto(member: proto::Member) -> Result<Member, Error> {
     Ok(Member {
         ports: ports_from_proto(&member.ports)?,
         node_id: member.node_id,
@@ -121,15 +87,16 @@ pub(crate) fn status_to_proto(status: &TaskStatus) -> proto::TaskStatus {
     }
 }
 
-pub(crate) fn status_from_proto(
-    status: Option<proto::TaskStatus>,
-) -> Result<TaskStatus, WireError> {
+pub(crate) fn status_from_proto(status: Option<proto::TaskStatus>) -> Result<TaskStatus, Error> {
     use proto::task_status::Status;
     match status.and_then(|s| s.status) {
         Some(Status::ExitCode(code)) => Ok(TaskStatus::Exited(code)),
         Some(Status::Signal(signal)) => Ok(TaskStatus::Signaled(signal)),
         Some(Status::Error(error)) => Ok(TaskStatus::Error(error)),
-        None => Err(WireError::Missing("the task status")),
+        None => Err(WireError::Missing {
+            field: "the task status",
+        }
+        .into()),
     }
 }
 
@@ -147,7 +114,7 @@ pub(crate) fn failure_to_proto(f: &Failure) -> proto::Failure {
     }
 }
 
-pub(crate) fn failure_from_proto(f: proto::Failure) -> Result<Failure, WireError> {
+pub(crate) fn failure_from_proto(f: proto::Failure) -> Result<Failure, Error> {
     Ok(Failure {
         status: status_from_proto(f.status)?,
         round: f.round,
@@ -170,7 +137,7 @@ pub(crate) fn done_to_proto(done: &JobDone) -> proto::JobDone {
     }
 }
 
-pub(crate) fn done_from_proto(done: proto::JobDone) -> Result<JobDone, WireError> {
+pub(crate) fn done_from_proto(done: proto::JobDone) -> Result<JobDone, Error> {
     Ok(JobDone {
         succeeded: done.succeeded,
         detail: done.detail,
@@ -195,7 +162,7 @@ pub(crate) fn end_to_proto(end: &RoundEnd) -> proto::RoundEnd {
     }
 }
 
-pub(crate) fn end_from_proto(end: proto::RoundEnd) -> Result<RoundEnd, WireError> {
+pub(crate) fn end_from_proto(end: proto::RoundEnd) -> Result<RoundEnd, Error> {
     let reason = match proto::EndReason::try_from(end.reason) {
         Ok(proto::EndReason::NodeJoined) => EndReason::NodeJoined,
         Ok(proto::EndReason::NodeLeft) => EndReason::NodeLeft,
@@ -203,7 +170,7 @@ pub(crate) fn end_from_proto(end: proto::RoundEnd) -> Result<RoundEnd, WireError
         Ok(proto::EndReason::TaskFailed) => EndReason::TaskFailed,
         Ok(proto::EndReason::JobSucceeded) => EndReason::JobSucceeded,
         Ok(proto::EndReason::Unspecified) | Err(_) => {
-            return Err(WireError::EndReason(end.reason));
+            return Err(WireError::EndReason { value: end.reason }.into());
         }
     };
     Ok(RoundEnd {
@@ -238,18 +205,45 @@ mod tests {
             job: "boss".into(),
             count: 1,
         });
+        let err = config_from_proto(Some(p)).unwrap_err();
+        assert!(matches!(err, Error::Layout(_)), "{err:?}");
         assert_eq!(
-            config_from_proto(Some(p)).unwrap_err().to_string(),
+            err.to_string(),
             "invalid layout \"boss=1\": job \"boss\" at byte 0 cannot be placed: a layout places \
              chief, ps or evaluator tasks, and every other task is a worker"
         );
-        assert_eq!(
-            ports_from_proto(&[80, 70000]).unwrap_err().to_string(),
-            "port 70000 is not from 1 to 65535"
+        let err = ports_from_proto(&[80, 70000]).unwrap_err();
+        assert!(
+            matches!(err, Error::Wire(WireError::Port { port: 70000 })),
+            "{err:?}"
         );
-        assert_eq!(
-            config_from_proto(None).unwrap_err().to_string(),
-            "the job config is missing"
+        assert_eq!(err.to_string(), "port 70000 is not from 1 to 65535");
+        let err = config_from_proto(None).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Wire(WireError::Missing {
+                    field: "the job config"
+                })
+            ),
+            "{err:?}"
         );
+        assert_eq!(err.to_string(), "the job config is missing");
+    }
+
+    #[test]
+    fn unknown_end_reasons_are_named() {
+        let end = proto::RoundEnd {
+            round: 2,
+            reason: 99,
+            detail: String::new(),
+            restart_count: 0,
+        };
+        let err = end_from_proto(end).unwrap_err();
+        assert!(
+            matches!(err, Error::Wire(WireError::EndReason { value: 99 })),
+            "{err:?}"
+        );
+        assert_eq!(err.to_string(), "unknown end reason 99");
     }
 }

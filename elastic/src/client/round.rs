@@ -7,7 +7,7 @@ use super::Node;
 use crate::proto;
 use crate::resolver::RendezvousClusterResolver;
 use crate::round::{Assignment, Member, TaskAssignment, assign};
-use crate::wire::{self, WireError};
+use crate::wire;
 use crate::{Error, JobConfig};
 
 /// A round that holds this node: its number, the job's restart count, the members in rank
@@ -32,7 +32,7 @@ impl Round {
             source: None,
         };
         let config = wire::config_from_proto(round.config)
-            .map_err(|e| e.into_response_error(addr, "WaitRound"))?;
+            .map_err(|e| Error::invalid_response(addr, "WaitRound", e))?;
         if config != node.join.config {
             return Err(bad(format!(
                 "round {} is of another config: {}",
@@ -44,8 +44,8 @@ impl Round {
             .members
             .into_iter()
             .map(wire::member_from_proto)
-            .collect::<Result<Vec<_>, WireError>>()
-            .map_err(|e| e.into_response_error(addr, "WaitRound"))?;
+            .collect::<Result<Vec<_>, Error>>()
+            .map_err(|e| Error::invalid_response(addr, "WaitRound", e))?;
         let assignment = assign(&config, &members).map_err(|e| Error::InvalidResponse {
             addr: addr.to_owned(),
             call: "WaitRound",

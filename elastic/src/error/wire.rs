@@ -1,0 +1,32 @@
+//! [`WireError`]: why a message from a rendezvous peer does not follow the protocol.
+
+/// A request to the rendezvous, or its answer, that breaks the protocol: a field that must be
+/// set is not, or a value is out of its range. A value with rules of its own fails with its
+/// own error instead: a job config's node range with [`NodesError`](crate::NodesError), its
+/// layout with [`LayoutError`](crate::LayoutError), the whole with
+/// [`ConfigError`](crate::ConfigError).
+///
+/// The server refuses such a request with `INVALID_ARGUMENT` and this message; the client
+/// fails with [`Error::InvalidResponse`](crate::Error::InvalidResponse), this its source.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WireError {
+    /// A field that must be set is not.
+    #[error("{field} is missing")]
+    Missing {
+        /// The field, as a message names it (`"the job config"`).
+        field: &'static str,
+    },
+    /// A port is not from 1 to 65535.
+    #[error("port {port} is not from 1 to 65535")]
+    Port {
+        /// The value sent.
+        port: u32,
+    },
+    /// An end reason this version does not know.
+    #[error("unknown end reason {value}")]
+    EndReason {
+        /// The value sent.
+        value: i32,
+    },
+}

@@ -1,0 +1,181 @@
+//! Whether a join is taken: its fields on their own (ids, host, name, one port per task, an
+//! address TensorFlow can use), then against its job (the same config, a job not finished, no
+//! address another node holds). Each refusal names the value.
+
+use std::time::{Duration, Instant};
+
+use cluster_spec::ClusterSpec;
+use cluster_spec::quote::quote;
+
+use super::job::{Job, Phase};
+use super::{JoinArgs, Refusal};
+use crate::error::duration;
+use crate::round::task_address;
+
+/// The longest rendezvous id, node id, host or name accepted.
+const MAX_ID_LEN: usize = 128;
+const MAX_HOST_LEN: usize = 253;
+
+/// Checks a join's fields, before its job is looked up.
+pub(super) fn check_args(args: &JoinArgs) -> Result<(), Refusal> {
+    check_text("rendezvous id", &args.rdzv_id, MAX_ID_LEN)?;
+    if let Some(id) = &args.node_id {
+        check_node_id(id)?;
+    }
+    check_text("host", &args.host, MAX_HOST_LEN)?;
+    if !args.name.is_empty() {
+        // Names go into every message about the node: no spaces or control characters.
+        check_text("node name", &args.name, MAX_HOST_LEN)?;
+    }
+    let tpn = args.config.tasks_per_node() as usize;
+    if args.ports.len() != tpn {
+        return Err(Refusal::InvalidArgument(format!(
+            "the node gives {} ports for {tpn} tasks per node",
+            args.ports.len()
+        )));
+    }
+    // The address check is cluster-spec's, so a node the rendezvous takes always fits a
+    // round's cluster.
+    let addresses: Vec<String> = args
+        .ports
+        .iter()
+        .map(|&p| task_address(&args.host, p))
+        .collect();
+    ClusterSpec::builder()
+        .job("worker", &addresses)
+        .build()
+        .map_err(|e| Refusal::InvalidArgument(e.to_string()))?;
+    Ok(())
+}
+
+impl Job {
+    /// Checks a join against this job: node `node_id` (new or not) may join it now.
+    pub(super) fn admit(
+        &self,
+        node_id: &str,
+        args: &JoinArgs,
+        now: Instant,
+        timeout: Duration,
+    ) -> Result<(), Refusal> {
+        if self.config != args.config {
+            return Err(Refusal::FailedPrecondition(format!(
+                "rendezvous {:?} runs a job with another config: {}",
+                self.id,
+                self.config.differences(&args.config).join(", ")
+            )));
+        }
+        if let Phase::Done(done) = &self.phase {
+            return Err(Refusal::FailedPrecondition(format!(
+                "rendezvous {:?} is finished ({done}); a new job needs a new rendezvous id",
+                self.id
+            )));
+        }
+        // Two tasks on one address would make a cluster TensorFlow cannot start.
+        for (other_id, other) in &self.nodes {
+            if *other_id != node_id
+                && other.host == args.host
+                && let Some(port) = args.ports.iter().find(|p| other.ports.contains(p))
+            {
+                return Err(Refusal::AlreadyExists(format!(
+                    "address {} is held by {} (heard from {} ago); it is free when that node \
+                     leaves or is silent for {}",
+                    task_address(&args.host, *port),
+                    other.describe(other_id),
+                    duration(now.saturating_duration_since(other.last_seen)),
+                    duration(timeout)
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A rendezvous id, host: 1 to `max` bytes, no whitespace or control characters.
+fn check_text(what: &str, value: &str, max: usize) -> Result<(), Refusal> {
+    let bad = value
+        .char_indices()
+        .find(|(_, c)| c.is_whitespace() || c.is_control());
+    if value.is_empty() || value.len() > max || bad.is_some() {
+        let why = match bad {
+            Some((at, c)) => format!("{c:?} at byte {at}"),
+            None if value.is_empty() => "it is empty".to_owned(),
+            None => format!("it is longer than {max} bytes"),
+        };
+        return Err(Refusal::InvalidArgument(format!(
+            "invalid {what} {}: {why}",
+            quote(value, bad.map_or(0, |(at, _)| at))
+        )));
+    }
+    Ok(())
+}
+
+/// A node id: 1 to 128 bytes of ASCII letters, digits, `.`, `_` and `-`.
+fn check_node_id(id: &str) -> Result<(), Refusal> {
+    let bad = id
+        .char_indices()
+        .find(|&(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')));
+    if id.is_empty() || id.len() > MAX_ID_LEN || bad.is_some() {
+        let why = match bad {
+            Some((at, c)) => format!("{c:?} at byte {at}; ids use letters, digits, '.', '_', '-'"),
+            None if id.is_empty() => "it is empty".to_owned(),
+            None => format!("it is longer than {MAX_ID_LEN} bytes"),
+        };
+        return Err(Refusal::InvalidArgument(format!(
+            "invalid node id {}: {why}",
+            quote(id, bad.map_or(0, |(at, _)| at))
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::super::tests::{config, join_as, registry};
+    use super::super::{JoinArgs, Refusal};
+
+    #[test]
+    fn refusals_name_the_values() {
+        let (mut r, t0, c) = (registry(), Instant::now(), config(2, 4, "", 0));
+        join_as(&mut r, &c, "a", 1000, t0).unwrap();
+        let other = config(2, 3, "chief=1", 0);
+        let err = join_as(&mut r, &other, "b", 1001, t0).unwrap_err();
+        assert!(matches!(err, Refusal::FailedPrecondition(_)));
+        assert_eq!(
+            err.to_string(),
+            "rendezvous \"job\" runs a job with another config: nodes 2:4 (this node: 2:3), layout \
+             \"\" (this node: \"chief=1\")"
+        );
+        let err = join_as(&mut r, &c, "b", 1000, t0).unwrap_err();
+        assert!(matches!(err, Refusal::AlreadyExists(_)));
+        assert_eq!(
+            err.to_string(),
+            "address 127.0.0.1:1000 is held by node a on 127.0.0.1 (heard from 0 ms ago); it is free \
+             when that node leaves or is silent for 15.0 s"
+        );
+        let err = join_as(&mut r, &c, "b c", 1001, t0).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid node id \"b c\": ' ' at byte 1; ids use letters, digits, '.', '_', '-'"
+        );
+        let mut args = JoinArgs {
+            rdzv_id: "job".into(),
+            config: c.clone(),
+            node_id: None,
+            host: "host name".into(),
+            ports: vec![1],
+            name: String::new(),
+        };
+        assert_eq!(
+            r.join(args.clone(), t0).unwrap_err().to_string(),
+            "invalid host \"host name\": ' ' at byte 4"
+        );
+        args.host = "h".into();
+        args.ports = vec![1, 2];
+        assert_eq!(
+            r.join(args, t0).unwrap_err().to_string(),
+            "the node gives 2 ports for 1 tasks per node"
+        );
+    }
+}

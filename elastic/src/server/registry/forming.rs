@@ -1,0 +1,210 @@
+//! How the next round forms: it closes when `max` nodes wait, or at least `min` and the last
+//! call has passed; the first to wait get in, in the order they first joined. Until then,
+//! what it still waits for.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Settings;
+use super::job::{Job, Phase};
+use super::membership::{Node, NodeState};
+use crate::JobConfig;
+use crate::error::duration;
+use crate::outcome::JobDone;
+use crate::round::{Assignment, Member, assign};
+
+/// A round as it formed: fixed for its whole life.
+#[derive(Debug)]
+pub(crate) struct FormedRound {
+    pub(crate) number: u64,
+    pub(crate) restart_count: u32,
+    pub(crate) config: JobConfig,
+    pub(crate) members: Vec<Member>,
+    pub(crate) assignment: Assignment,
+    pub(crate) cluster_json: String,
+    ranks: HashMap<String, u32>,
+}
+
+impl FormedRound {
+    pub(super) fn rank(&self, node_id: &str) -> Option<u32> {
+        self.ranks.get(node_id).copied()
+    }
+}
+
+/// What the round a node waits for still waits for.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub(crate) round: u64,
+    pub(crate) waiting: u32,
+    pub(crate) detail: String,
+}
+
+impl Job {
+    fn waiting(&self) -> impl Iterator<Item = (&String, &Node)> {
+        self.nodes
+            .iter()
+            .filter(|(_, n)| matches!(n.state, NodeState::Waiting(_)))
+    }
+
+    pub(super) fn pending(&self, now: Instant, last_call: Duration) -> Pending {
+        let waiting = self.waiting().count() as u32;
+        let (min, max) = (self.config.nodes().min(), self.config.nodes().max());
+        let round = self.next_round();
+        let detail = match &self.phase {
+            Phase::Running(r) => format!(
+                "round {} is running with {} of max {max} nodes; waiting for round {round}",
+                r.number,
+                r.members.len()
+            ),
+            _ if waiting < min => format!(
+                "round {round} waits for nodes: {waiting} of min {min} (max {max}) have joined"
+            ),
+            _ => {
+                let left =
+                    last_call.saturating_sub(now.saturating_duration_since(self.last_arrival));
+                format!(
+                    "round {round} has {waiting} of max {max} nodes; it closes when {max} have \
+                     joined or {} after the last join ({} left)",
+                    duration(last_call),
+                    duration(left)
+                )
+            }
+        };
+        Pending {
+            round,
+            waiting,
+            detail,
+        }
+    }
+
+    /// Closes the next round when `max` nodes wait, or at least `min` and the last call has
+    /// passed. Returns whether it closed (or the job failed trying).
+    pub(super) fn try_close(&mut self, now: Instant, settings: &Settings) -> bool {
+        if !matches!(self.phase, Phase::Forming) {
+            return false;
+        }
+        let (min, max) = (
+            self.config.nodes().min() as usize,
+            self.config.nodes().max() as usize,
+        );
+        let mut waiting: Vec<(Instant, u64, &String)> = self
+            .nodes
+            .iter()
+            .filter_map(|(id, n)| match n.state {
+                NodeState::Waiting(since) => Some((since, n.seq, id)),
+                _ => None,
+            })
+            .collect();
+        let last_call_over = now.saturating_duration_since(self.last_arrival) >= settings.last_call;
+        if !(waiting.len() >= max || (waiting.len() >= min && last_call_over)) {
+            return false;
+        }
+        // The first to wait get in; a round lists them in the order they first joined.
+        waiting.sort_unstable();
+        waiting.truncate(max);
+        waiting.sort_unstable_by_key(|&(_, seq, _)| seq);
+        let ids: Vec<String> = waiting.into_iter().map(|(_, _, id)| id.clone()).collect();
+        let members: Vec<Member> = ids
+            .iter()
+            .map(|id| {
+                let n = &self.nodes[id];
+                Member {
+                    node_id: id.clone(),
+                    host: n.host.clone(),
+                    ports: n.ports.clone(),
+                    name: n.name.clone(),
+                }
+            })
+            .collect();
+        let number = self.next_round();
+        let assignment = match assign(&self.config, &members) {
+            Ok(a) => a,
+            Err(e) => {
+                // Every node was checked when it joined, so this is a bug; the job fails with
+                // the reason rather than waiting for ever.
+                tracing::error!(rdzv_id = %self.id, "round {number} cannot form: {e}");
+                self.phase = Phase::Done(JobDone {
+                    succeeded: false,
+                    detail: format!("round {number} cannot form: {e}"),
+                    first_failure: self.first_failure.clone(),
+                    round: number,
+                });
+                return true;
+            }
+        };
+        let cluster_json = assignment.cluster_spec().to_json();
+        let ranks = ids
+            .iter()
+            .enumerate()
+            .map(|(r, id)| (id.clone(), r as u32))
+            .collect();
+        let round = Arc::new(FormedRound {
+            number,
+            restart_count: self.restart_count,
+            config: self.config.clone(),
+            members,
+            assignment,
+            cluster_json,
+            ranks,
+        });
+        for id in &ids {
+            let node = self.nodes.get_mut(id).expect("listed above");
+            node.state = NodeState::Member;
+            node.last_round = Some(Arc::clone(&round));
+        }
+        tracing::info!(rdzv_id = %self.id, "round {number} formed with {} nodes (restart count {})",
+            ids.len(), self.restart_count);
+        self.rounds_formed = number;
+        self.phase = Phase::Running(round);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::super::Waited;
+    use super::super::tests::{LAST_CALL, config, join_as, registry, round_of};
+
+    #[test]
+    fn closes_at_max_at_once() {
+        let (mut r, t0, c) = (registry(), Instant::now(), config(2, 3, "", 0));
+        for (i, id) in ["a", "b"].iter().enumerate() {
+            let joined = join_as(&mut r, &c, id, 1000 + i as u16, t0).unwrap();
+            assert_eq!(joined.round, 1);
+        }
+        assert!(round_of(&mut r, "a", 0, t0).is_none());
+        let joined = join_as(&mut r, &c, "c", 1002, t0).unwrap();
+        assert_eq!((joined.round, joined.note.as_str()), (1, "round 1 formed"));
+        assert_eq!(
+            round_of(&mut r, "c", 0, t0),
+            Some((1, 0, vec!["a".into(), "b".into(), "c".into()], 2))
+        );
+    }
+
+    #[test]
+    fn closes_after_the_last_call_with_min() {
+        let (mut r, t0, c) = (registry(), Instant::now(), config(2, 4, "", 0));
+        join_as(&mut r, &c, "a", 1000, t0).unwrap();
+        r.tick(t0 + LAST_CALL * 2);
+        assert!(
+            round_of(&mut r, "a", 0, t0 + LAST_CALL * 2).is_none(),
+            "below min"
+        );
+        let t1 = t0 + LAST_CALL * 2;
+        join_as(&mut r, &c, "b", 1001, t1).unwrap();
+        r.tick(t1 + LAST_CALL / 2);
+        let Waited::Pending(p) = r.wait("job", "a", 0, t1 + LAST_CALL / 2).unwrap() else {
+            panic!("closed before the last call");
+        };
+        assert_eq!(
+            p.detail,
+            "round 1 has 2 of max 4 nodes; it closes when 4 have joined or 3.0 s after the last \
+             join (1.5 s left)"
+        );
+        r.tick(t1 + LAST_CALL);
+        assert_eq!(round_of(&mut r, "b", 0, t1 + LAST_CALL).unwrap().0, 1);
+    }
+}
