@@ -43,12 +43,15 @@ use crate::stop_signal::Stop;
 /// port with its TF_CONFIG and TFCLUSTER_ROUND, TFCLUSTER_RESTART_COUNT,
 /// TFCLUSTER_NODE_RANK, TFCLUSTER_LOCAL_TASK, and on a host with GPUs its share of them as
 /// CUDA_VISIBLE_DEVICES (split evenly, or `--gpus-per-task`); output lines are behind
-/// `[host/job:index]`. A failed task, or a lost host, ends the round on every host: all tasks are stopped
-/// (SIGTERM, SIGKILL after `--grace`) and started again in the next round, up to
-/// `--max-restarts` times; then the job fails (exit status 1, naming the first failure: task,
-/// host, status, the end of its stderr; written as JSON to `--error-file`). The job
-/// succeeds when the chief (or worker 0) exits 0 (exit status 0). With --dry-run, the agents
-/// form the first round (so every host must run it) and print its environment.
+/// `[host/job:index]`. A failed task, or a lost host, ends the round on every host: all
+/// tasks are stopped (SIGTERM, SIGKILL after `--grace`; TensorFlow's workers take SIGTERM as
+/// a preemption notice and run on, so such a restart takes the grace) and started again in
+/// the next round, up to `--max-restarts` times; then the job fails (exit status 1, naming
+/// the first failure: task, host, status, the end of its stderr; written as JSON to
+/// `--error-file`). A host joining below MAX ends the round too, and the next one includes
+/// it; that is no failure and counts as no restart. The job succeeds when the chief (or
+/// worker 0) exits 0 (exit status 0). With --dry-run, the agents form the first round (so
+/// every host must run it) and print its environment.
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
 srun -N3 -n3 tfcluster run --from slurm -- python train.py\n  \
