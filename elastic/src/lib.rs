@@ -120,7 +120,10 @@
 //! so every member learns that a round formed or ended within a round trip.
 //!
 //! An agent should join again as soon as it learns its round ended — before it has stopped
-//! its tasks — so that the next round's last call does not close without it.
+//! its tasks — so that the next round's last call does not close without it, and keep
+//! waiting (then heartbeating) while its tasks stop: a stop can take the whole grace
+//! (TensorFlow's workers take SIGTERM as a preemption notice and run on), longer than a node
+//! may be silent. [`Agent`] does both.
 //!
 //! ## Limits and failure handling
 //!
