@@ -5,15 +5,21 @@
 //! task lives in its own module; this file only dispatches.
 
 mod bench_vs_tf;
+mod child;
 mod codegen;
+mod docs_section;
 mod features;
 mod fuzz;
 mod interop;
+mod machine;
 mod op_signatures;
 mod slurm;
 mod soak;
+mod stats;
+mod table;
 mod test;
 mod tf_venv;
+mod venv;
 mod workspace;
 
 use std::process::ExitCode;
@@ -25,7 +31,8 @@ tasks:
   bench-vs-tf        the same work in TensorFlow 2.21 and tfcluster, one after the other (a
                      10,000-task spec, a 100,000-host hostlist, connecting 16 tasks both ways,
                      a task server process, our connect at 16 to 1,024 tasks); prints medians
-                     and ratios and writes docs/benchmarks.md (release builds; ~10 minutes)
+                     and ratios and writes its section of docs/benchmarks.md (release builds;
+                     ~10 minutes)
   codegen [--check]  regenerate cluster-proto/src/generated/ and elastic/src/generated/ from each
                      crate's proto/ with protox; --check fails if the committed files differ from what would be generated
   test               everything CI runs: installs what the tests need when missing (the

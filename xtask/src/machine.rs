@@ -1,9 +1,10 @@
-//! The machine a benchmark ran on, for the report: CPU, cores, memory, kernel, date.
+//! The machine a benchmark ran on, for a report: CPU, cores, memory, kernel, Rust, date.
 
 use std::fs;
 use std::process::Command;
 
-pub(super) fn describe() -> String {
+/// `CPU, N cores available, M GiB memory, Linux K; rustc V; measured DATE`.
+pub(crate) fn describe() -> String {
     let cpu = fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|text| {
@@ -29,7 +30,7 @@ pub(super) fn describe() -> String {
     let rustc = output("rustc", &["--version"]);
     format!(
         "{cpu}, {cores} cores available, {memory_gib:.0} GiB memory, Linux {kernel}; {rustc}; \
-         TensorFlow 2.21.0 (tensorflow-cpu); measured {date}"
+         measured {date}"
     )
 }
 
