@@ -1,4 +1,5 @@
-//! The machine a benchmark ran on, for a report: CPU, cores, memory, kernel, Rust, date.
+//! The machine a benchmark ran on, for a report: CPU, cores, memory, kernel, Rust, date, and
+//! the load at the time.
 
 use std::fs;
 use std::process::Command;
@@ -32,6 +33,19 @@ pub(crate) fn describe() -> String {
         "{cpu}, {cores} cores available, {memory_gib:.0} GiB memory, Linux {kernel}; {rustc}; \
          measured {date}"
     )
+}
+
+/// The load averages over 1, 5 and 15 minutes, as `uptime` shows them: `1.52, 1.10, 0.98`.
+pub(crate) fn load() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_else(|| "unknown".into())
 }
 
 fn output(program: &str, args: &[&str]) -> String {

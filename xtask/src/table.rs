@@ -13,12 +13,22 @@ pub(crate) enum Target {
     AtMost(f64),
 }
 
+/// Median, least and most of repeated measurements, shown after a figure.
+#[derive(Clone, Copy)]
+pub(crate) struct Spread {
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    pub(crate) count: usize,
+}
+
 pub(crate) struct Row {
     what: String,
     peer: Option<f64>,
     ours: f64,
     unit: &'static str,
     target: Target,
+    peer_spread: Option<Spread>,
+    ours_spread: Option<Spread>,
 }
 
 impl Row {
@@ -30,6 +40,8 @@ impl Row {
             ours,
             unit: "ms",
             target,
+            peer_spread: None,
+            ours_spread: None,
         }
     }
 
@@ -46,6 +58,27 @@ impl Row {
         Self {
             peer: None,
             ..Self::new(what, 0.0, ours, target)
+        }
+    }
+
+    /// Without the peer's figure (not measured).
+    pub(crate) fn without_peer(self) -> Self {
+        Self { peer: None, ..self }
+    }
+
+    /// Shows the range and count of our measurements after our median.
+    pub(crate) fn ours_spread(self, spread: Spread) -> Self {
+        Self {
+            ours_spread: Some(spread),
+            ..self
+        }
+    }
+
+    /// Shows the range and count of the peer's measurements after its median.
+    pub(crate) fn peer_spread(self, spread: Spread) -> Self {
+        Self {
+            peer_spread: Some(spread),
+            ..self
         }
     }
 
@@ -73,12 +106,28 @@ fn figure(value: f64, unit: &str) -> String {
     }
 }
 
+fn with_spread(value: f64, unit: &str, spread: Option<Spread>) -> String {
+    let shown = figure(value, unit);
+    match spread {
+        Some(s) if s.count > 1 => format!(
+            "{shown} ({}–{}, n={})",
+            figure(s.min, "").trim_end(),
+            figure(s.max, "").trim_end(),
+            s.count
+        ),
+        Some(s) => format!("{shown} (n={})", s.count),
+        None => shown,
+    }
+}
+
 /// The table of `rows`, the peer's column headed `peer` and the ratio `ratio` (e.g. `TF / ours`).
 pub(crate) fn render(peer: &str, ratio: &str, rows: &[Row]) -> String {
     let mut out = format!("| work | {peer} | tfcluster | {ratio} | target | met |\n");
     out.push_str("|---|---|---|---|---|---|\n");
     for row in rows {
-        let peer = row.peer.map_or("—".into(), |p| figure(p, row.unit));
+        let peer = row
+            .peer
+            .map_or("—".into(), |p| with_spread(p, row.unit, row.peer_spread));
         let ratio = row.ratio().map_or("—".into(), |r| format!("{r:.1}×"));
         let target = match row.target {
             Target::None => String::new(),
@@ -89,7 +138,7 @@ pub(crate) fn render(peer: &str, ratio: &str, rows: &[Row]) -> String {
             out,
             "| {} | {peer} | {} | {ratio} | {target} | {} |",
             row.what,
-            figure(row.ours, row.unit),
+            with_spread(row.ours, row.unit, row.ours_spread),
             row.met()
         );
     }
