@@ -1,23 +1,21 @@
 //! `cargo xtask bench-vs-tf`: the same work in TensorFlow 2.21 and in tfcluster, one after the
 //! other in one run, on this machine; prints a table of medians and ratios (TF / ours) and
-//! writes it to `docs/benchmarks.md` with the machine and the command.
+//! writes it to its section of `docs/benchmarks.md` with the machine and the command.
 //!
 //! Ours is measured by the criterion benches (in-process work, their medians read from
 //! `target/criterion`) and by release binaries in their own processes (`tfcluster serve`, the
 //! `connect_time` and `task_server` examples); TensorFlow's by `tf_side.py` in the TensorFlow venv.
 
-mod machine;
 mod processes;
-mod table;
 
 use std::fs;
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::{tf_venv, workspace};
-use table::{Row, Target};
+use crate::child::target_dir;
+use crate::table::{self, Row, Target};
+use crate::{docs_section, machine, tf_venv, workspace};
 
 /// TensorFlow's side, run with the venv's python.
 const TF_SIDE: &str = include_str!("bench_vs_tf/tf_side.py");
@@ -99,7 +97,7 @@ pub(crate) fn run() -> Result<(), String> {
     )?;
     for n in [16, 64, 256, 1024] {
         let target = if n == 1024 {
-            Target::AtMostMs(250.0)
+            Target::AtMost(250.0)
         } else {
             Target::None
         };
@@ -118,14 +116,29 @@ pub(crate) fn run() -> Result<(), String> {
         Target::None,
     ));
 
-    let report = table::render(&rows, &machine::describe());
+    let machine = format!(
+        "{}; TensorFlow 2.21.0 (tensorflow-cpu)",
+        machine::describe()
+    );
+    let report = render(&rows, &machine);
     print!("{report}");
     let path = workspace::root().join("docs/benchmarks.md");
-    fs::create_dir_all(path.parent().expect("docs/ has a parent"))
-        .and_then(|()| fs::write(&path, &report))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    eprintln!("xtask: wrote {}", path.display());
+    docs_section::write(&path, "bench-vs-tf", &report)?;
+    eprintln!("xtask: wrote its section of {}", path.display());
     Ok(())
+}
+
+/// The report: the machine, the command, the table.
+fn render(rows: &[Row], machine: &str) -> String {
+    format!(
+        "## tfcluster beside TensorFlow 2.21\n\n\
+         Machine: {machine}.\n\n\
+         Command: `cargo xtask bench-vs-tf` (TensorFlow's side in the TensorFlow venv, ours from \
+         the criterion benches and release binaries, one after the other in one run). Medians; \
+         the ratio is TensorFlow's figure over ours. On a shared or busy machine absolute \
+         figures move by up to 2x: compare ratios.\n\n{}",
+        table::render("TensorFlow 2.21", "TF / ours", rows)
+    )
 }
 
 /// The release binaries run as processes.
@@ -153,13 +166,6 @@ fn bench(package: &str, bench: &str, filter: &str) -> Result<(), String> {
             .args(["bench", "-p", package, "--bench", bench, "--", filter])
             .args(CRITERION),
     )
-}
-
-/// The target directory cargo builds into.
-pub(crate) fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace::root().join("target"))
 }
 
 /// Criterion's median for `group/function`, in milliseconds.

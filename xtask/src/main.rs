@@ -4,16 +4,23 @@
 //! `elastic/src/generated/`; `test` runs every check CI runs; `fuzz` runs the fuzz targets. Each
 //! task lives in its own module; this file only dispatches.
 
+mod bench_elastic;
 mod bench_vs_tf;
+mod child;
 mod codegen;
+mod docs_section;
 mod features;
 mod fuzz;
 mod interop;
+mod machine;
 mod op_signatures;
 mod slurm;
 mod soak;
+mod stats;
+mod table;
 mod test;
 mod tf_venv;
+mod venv;
 mod workspace;
 
 use std::process::ExitCode;
@@ -22,10 +29,18 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
+  bench-elastic      the elastic launch beside torchrun on loopback, one after the other: the
+                     rendezvous of 8 and 64 agents (the last agent's start to every task
+                     started), a restart of 8 (a task's SIGKILL to every task of the next
+                     round started), the agents' resident memory; torch goes into its own venv
+                     at target/torch-venv (several GB from PyPI when PyTorch's CPU index is out
+                     of reach); prints medians and ratios and writes its section of
+                     docs/benchmarks.md (release build; ~10 minutes). Not part of `test`
   bench-vs-tf        the same work in TensorFlow 2.21 and tfcluster, one after the other (a
                      10,000-task spec, a 100,000-host hostlist, connecting 16 tasks both ways,
                      a task server process, our connect at 16 to 1,024 tasks); prints medians
-                     and ratios and writes docs/benchmarks.md (release builds; ~10 minutes)
+                     and ratios and writes its section of docs/benchmarks.md (release builds;
+                     ~10 minutes)
   codegen [--check]  regenerate cluster-proto/src/generated/ and elastic/src/generated/ from each
                      crate's proto/ with protox; --check fails if the committed files differ from what would be generated
   test               everything CI runs: installs what the tests need when missing (the
@@ -65,6 +80,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
+        ["bench-elastic"] => bench_elastic::run(),
         ["bench-vs-tf"] => bench_vs_tf::run(),
         ["codegen"] => codegen::run(false),
         ["codegen", "--check"] => codegen::run(true),

@@ -3,27 +3,19 @@
 //! Python client).
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::path::Path;
+use std::process::{ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::table::{Row, Target};
-use super::{ms, target_dir};
+use super::ms;
+use crate::child::{Running, release, rss_mb};
+use crate::stats::median;
+use crate::table::{Row, Target};
 
 /// How many task servers the connect comparison uses.
 const TASKS: usize = 16;
-
-/// A child process, killed and reaped when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Runs `command` and parses the last line it prints as JSON.
 pub(super) fn json_line(command: &mut Command) -> Result<Value, String> {
@@ -45,10 +37,6 @@ pub(super) fn json_line(command: &mut Command) -> Result<Value, String> {
             String::from_utf8_lossy(&output.stderr)
         )),
     }
-}
-
-fn release(name: &str) -> PathBuf {
-    target_dir().join("release").join(name)
 }
 
 /// Spawns `command` with stdin and stdout piped, and reads its first line.
@@ -189,20 +177,4 @@ pub(super) fn serve_process() -> Result<ServeFigures, String> {
         start_ms: median(starts),
         rss_mb: median(rss),
     })
-}
-
-fn rss_mb(pid: u32) -> Result<f64, String> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .map_err(|e| format!("cannot read /proc/{pid}/status: {e}"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .map(|kib| kib / 1024.0)
-        .ok_or_else(|| format!("no VmRSS for pid {pid}"))
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }

@@ -1,9 +1,11 @@
-//! The machine a benchmark ran on, for the report: CPU, cores, memory, kernel, date.
+//! The machine a benchmark ran on, for a report: CPU, cores, memory, kernel, Rust, date, and
+//! the load at the time.
 
 use std::fs;
 use std::process::Command;
 
-pub(super) fn describe() -> String {
+/// `CPU, N cores available, M GiB memory, Linux K; rustc V; measured DATE`.
+pub(crate) fn describe() -> String {
     let cpu = fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|text| {
@@ -29,8 +31,21 @@ pub(super) fn describe() -> String {
     let rustc = output("rustc", &["--version"]);
     format!(
         "{cpu}, {cores} cores available, {memory_gib:.0} GiB memory, Linux {kernel}; {rustc}; \
-         TensorFlow 2.21.0 (tensorflow-cpu); measured {date}"
+         measured {date}"
     )
+}
+
+/// The load averages over 1, 5 and 15 minutes, as `uptime` shows them: `1.52, 1.10, 0.98`.
+pub(crate) fn load() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_else(|| "unknown".into())
 }
 
 fn output(program: &str, args: &[&str]) -> String {

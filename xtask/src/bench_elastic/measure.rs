@@ -1,0 +1,158 @@
+//! The measurements, the same for both launchers: the rendezvous (the last agent's start to
+//! every task started), a restart (a task's SIGKILL to every task of the next round started)
+//! and the agents' memory while their tasks run; for the rendezvous also the CPU time it
+//! took, and (ours) its phases from the agents' logs.
+
+use std::path::Path;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use super::agents::{Agents, Launcher, Memory};
+use super::logs;
+use super::mark::{self, Mark};
+use crate::child::cpu_ms;
+
+/// How long agents may take to join, and tasks to start: generous, as 64 agents or torch's
+/// imports on two busy cores are slow.
+const JOIN_TIMEOUT: Duration = Duration::from_secs(300);
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// One rendezvous as measured.
+pub(super) struct Rendezvous {
+    /// Milliseconds from the last agent's start to the last task's start.
+    pub(super) ms: f64,
+    /// Each agent's memory while the tasks run, in start order (the first serves the
+    /// rendezvous).
+    pub(super) memory: Vec<Memory>,
+    /// Ours, from the agents' logs: milliseconds from the last agent's start to its join
+    /// answered, and to every agent holding the round.
+    pub(super) phases: Option<(f64, f64)>,
+    /// CPU time used from the last agent's start to the last task's start: by the agents
+    /// (the last one's start-up included), and by the tasks up to their marks (fork, exec,
+    /// the mark) — on a machine of few cores, the floor of the figure.
+    pub(super) agent_cpu_ms: f64,
+    pub(super) task_cpu_ms: f64,
+}
+
+/// Starts `nodes` agents, the last once the others wait in the rendezvous, and times it.
+pub(super) fn rendezvous(
+    launcher: &Launcher,
+    nodes: usize,
+    dir: &Path,
+) -> Result<Rendezvous, String> {
+    let mut agents = Agents::new(launcher, nodes, dir.to_path_buf())?;
+    agents.start_all_but_last(JOIN_TIMEOUT)?;
+    let cpu_before: f64 = agents.pids().into_iter().map(cpu_ms).sum();
+    let start = mark::now_ns();
+    agents.start_one()?;
+    let marks = mark::wait_for(&agents.marks(), nodes, 0, START_TIMEOUT)?;
+    let agent_cpu_ms = agents.pids().into_iter().map(cpu_ms).sum::<f64>() - cpu_before;
+    let ms = ms_since(start, &marks);
+    // The agents settle into watching their tasks; the tasks sleep.
+    std::thread::sleep(Duration::from_millis(500));
+    let memory = agents.memory()?;
+    let task_cpu_ms = marks.iter().map(|m| cpu_ms(m.pid)).sum();
+    let phases = match launcher {
+        Launcher::Ours => phases(&agents, start),
+        Launcher::Torchrun(_) => None,
+    };
+    // Kept beside the marks and logs, for a look at one run.
+    let _ = std::fs::write(dir.join("start_ns"), format!("{start}\n"));
+    agents.stop(Duration::from_secs(20));
+    Ok(Rendezvous {
+        ms,
+        memory,
+        phases,
+        agent_cpu_ms,
+        task_cpu_ms,
+    })
+}
+
+/// From our agents' logs: the last agent's join answered, and every agent holding round 1,
+/// in milliseconds after `start_ns`.
+fn phases(agents: &Agents, start_ns: u128) -> Option<(f64, f64)> {
+    let count = agents.pids().len();
+    let joined = logs::first_ns(&agents.log_text(count - 1), " joined ")?;
+    let formed = (0..count)
+        .map(|i| logs::first_ns(&agents.log_text(i), "round formed round=1 "))
+        .collect::<Option<Vec<_>>>()?;
+    let after = |ns: u128| ns.saturating_sub(start_ns) as f64 / 1e6;
+    Some((after(joined), after(formed.into_iter().max()?)))
+}
+
+/// What a run of restarts saw.
+pub(super) struct Restarts {
+    /// Milliseconds from each kill to every task of the next round started.
+    pub(super) ms: Vec<f64>,
+    /// Anything unexpected (more tasks started than the round has), to report.
+    pub(super) notes: Vec<String>,
+}
+
+/// Starts a job of `nodes` agents, then `kills` times kills one running task (SIGKILL, a
+/// different node each time) and times the restart.
+pub(super) fn restarts(
+    launcher: &Launcher,
+    nodes: usize,
+    kills: usize,
+    dir: &Path,
+) -> Result<Restarts, String> {
+    let settle = match launcher {
+        Launcher::Ours => Duration::from_millis(500),
+        Launcher::Torchrun(_) => Duration::from_secs(3),
+    };
+    let mut agents = Agents::new(launcher, nodes, dir.to_path_buf())?;
+    agents.start_all_but_last(JOIN_TIMEOUT)?;
+    agents.start_one()?;
+    let marks_dir = agents.marks();
+    let mut round = mark::wait_for(&marks_dir, nodes, 0, START_TIMEOUT)?;
+    let mut found = Restarts {
+        ms: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut since = 0;
+    for kill in 0..kills {
+        std::thread::sleep(settle);
+        let started = mark::read(&marks_dir)
+            .iter()
+            .filter(|m| m.ns > since)
+            .count();
+        if started > nodes {
+            found.notes.push(format!(
+                "{}: {started} tasks started in a round of {nodes} (an extra restart)",
+                launcher.name()
+            ));
+        }
+        // The rounds' tasks in start order; a different victim each time.
+        let victim = &round[kill % nodes];
+        if !mark::is_mark_task(victim.pid) {
+            return Err(format!(
+                "{}: task {} is gone before it was killed (logs in {})",
+                launcher.name(),
+                victim.pid,
+                dir.display()
+            ));
+        }
+        since = mark::now_ns();
+        super::signal(victim.pid, Signal::SIGKILL);
+        round = mark::wait_for(&marks_dir, nodes, since, START_TIMEOUT)
+            .map_err(|e| format!("{}: after kill {}: {e}", launcher.name(), kill + 1))?;
+        found.ms.push(ms_since(since, &round));
+        if let Launcher::Ours = launcher {
+            let rounds: Vec<&str> = round.iter().map(|m| m.round.as_str()).collect();
+            if rounds.iter().any(|r| *r != rounds[0]) {
+                found.notes.push(format!(
+                    "tfcluster: one restart's tasks saw rounds {rounds:?}"
+                ));
+            }
+        }
+    }
+    agents.stop(Duration::from_secs(20));
+    Ok(found)
+}
+
+/// Milliseconds from `start_ns` to the last of `marks`.
+fn ms_since(start_ns: u128, marks: &[Mark]) -> f64 {
+    let last = marks.iter().map(|m| m.ns).max().unwrap_or(start_ns);
+    last.saturating_sub(start_ns) as f64 / 1e6
+}

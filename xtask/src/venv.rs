@@ -1,0 +1,77 @@
+//! Python virtual environments under `target/` that hold a peer to compare with or test
+//! against (TensorFlow for the tests, torch for `bench-elastic`): made when missing, their
+//! packages installed with pip, checked by importing them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::workspace;
+
+/// A venv at `target/NAME` whose python passes `check`.
+pub(crate) struct Venv<'a> {
+    /// Its directory under `target/`.
+    pub(crate) name: &'a str,
+    /// Python code that exits 0 when the venv has what it is for.
+    pub(crate) check: &'a str,
+}
+
+impl Venv<'_> {
+    /// Its python (which may not exist yet).
+    pub(crate) fn python(&self) -> PathBuf {
+        workspace::root()
+            .join("target")
+            .join(self.name)
+            .join("bin/python")
+    }
+
+    /// Whether `python` passes the check.
+    pub(crate) fn ready(&self, python: &Path) -> bool {
+        Command::new(python)
+            .args(["-c", self.check])
+            .env("TF_CPP_MIN_LOG_LEVEL", "3")
+            .output()
+            .is_ok_and(|out| out.status.success())
+    }
+
+    /// Makes the venv when it is missing or fails the check: each of `installs` (pip install
+    /// arguments) is tried in turn until the check passes. Returns its python, or why not,
+    /// with each try's failure.
+    pub(crate) fn ensure(&self, installs: &[&[&str]]) -> Result<PathBuf, String> {
+        let python = self.python();
+        if self.ready(&python) {
+            return Ok(python);
+        }
+        let dir = python
+            .parent()
+            .and_then(Path::parent)
+            .expect("bin/python sits in the venv");
+        workspace::run(Command::new("python3").args(["-m", "venv"]).arg(dir))?;
+        let mut failures = Vec::new();
+        for install in installs {
+            let tried = workspace::run(
+                Command::new(&python)
+                    .args([
+                        "-m",
+                        "pip",
+                        "install",
+                        "--quiet",
+                        "--disable-pip-version-check",
+                    ])
+                    .args(*install),
+            );
+            match tried {
+                Ok(()) if self.ready(&python) => return Ok(python),
+                Ok(()) => failures.push(format!(
+                    "pip install {} succeeded but the check failed",
+                    install.join(" ")
+                )),
+                Err(e) => failures.push(e),
+            }
+        }
+        Err(format!(
+            "{} is not ready: {}",
+            dir.display(),
+            failures.join("; ")
+        ))
+    }
+}
