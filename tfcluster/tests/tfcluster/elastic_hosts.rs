@@ -383,11 +383,13 @@ fn a_fourth_host_joining_mid_training_makes_the_next_round_eight_tasks() {
 
 #[test]
 fn a_script_that_always_fails_stops_every_host_after_max_restarts() {
-    // Fails at once, saying why on stderr: no TensorFlow needed.
+    // Fails a second after its start (so that every task of the round has started before
+    // the first failure stops the others), saying why on stderr: no TensorFlow needed.
     let command = [
         "sh",
         "-c",
-        "echo start $TFCLUSTER_ROUND; echo \"no data for task $TFCLUSTER_LOCAL_TASK\" >&2; exit 7",
+        "echo start $TFCLUSTER_ROUND; sleep 1; \
+         echo \"no data for task $TFCLUSTER_LOCAL_TASK\" >&2; exit 7",
     ];
     let mut job = Job::new(
         "fail",
@@ -398,9 +400,11 @@ fn a_script_that_always_fails_stops_every_host_after_max_restarts() {
     );
     job.start_all(3);
     job.expect_exits(&[0, 1, 2], 1);
+    let mut starts: Vec<String> = job.lines("start").into_iter().map(|(_, r)| r).collect();
+    starts.sort();
     assert_eq!(
-        job.lines("start").len(),
-        12,
+        starts,
+        [["1"; 6], ["2"; 6]].concat(),
         "two attempts of six tasks:\n{}",
         job.stdout()
     );
