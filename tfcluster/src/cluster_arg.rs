@@ -11,7 +11,7 @@ use crate::args::{Failure, read_json_or_file};
 
 /// A cluster source of `--from`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub(crate) enum From {
+pub(crate) enum SourceKind {
     /// The first complete source of TF_CONFIG, Slurm, SageMaker, Open MPI.
     Auto,
     /// The TF_CONFIG variable.
@@ -78,30 +78,30 @@ pub(crate) struct ClusterArgs {
     pub(crate) cluster: Option<String>,
     /// Find the cluster (and this task) from the environment instead.
     #[arg(long, value_enum)]
-    pub(crate) from: Option<From>,
+    pub(crate) from: Option<SourceKind>,
     #[command(flatten)]
     pub(crate) source: SourceArgs,
 }
 
 /// The resolver a source names, reading the process environment.
 pub(crate) async fn resolver(
-    from: From,
+    from: SourceKind,
     args: &SourceArgs,
 ) -> Result<Box<dyn ClusterResolver>, Failure> {
     let env = Env::process();
     let invalid = |e: cluster_resolver::Error| Failure::Input(e.to_string());
     Ok(match from {
-        From::Auto => auto_detect(&env).await.map_err(invalid)?,
-        From::TfConfig => Box::new(TfConfigClusterResolver::new(env)),
-        From::Slurm => Box::new(SlurmClusterResolver::new(env)),
-        From::Sagemaker => Box::new(SageMakerClusterResolver::new(env)),
-        From::File => file(args.file.as_deref())?,
+        SourceKind::Auto => auto_detect(&env).await.map_err(invalid)?,
+        SourceKind::TfConfig => Box::new(TfConfigClusterResolver::new(env)),
+        SourceKind::Slurm => Box::new(SlurmClusterResolver::new(env)),
+        SourceKind::Sagemaker => Box::new(SageMakerClusterResolver::new(env)),
+        SourceKind::File => file(args.file.as_deref())?,
         #[cfg(feature = "kubernetes")]
-        From::Kubernetes => kubernetes(args)?,
+        SourceKind::Kubernetes => kubernetes(args)?,
         #[cfg(feature = "gce")]
-        From::Gce => gce(args)?,
+        SourceKind::Gce => gce(args)?,
         #[cfg(feature = "gce")]
-        From::Tpu => Box::new(cluster_resolver::TpuClusterResolver::new(
+        SourceKind::Tpu => Box::new(cluster_resolver::TpuClusterResolver::new(
             args.tpu
                 .clone()
                 .ok_or_else(|| missing("tpu", "--tpu NAME"))?,

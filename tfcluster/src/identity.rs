@@ -8,7 +8,7 @@ use cluster_resolver::{
 use cluster_spec::ClusterSpec;
 
 use crate::args::Failure;
-use crate::cluster_arg::{From, SourceArgs, resolver};
+use crate::cluster_arg::{SourceArgs, SourceKind, resolver};
 
 /// The cluster and this task, as one source resolved them.
 pub(crate) struct Identity {
@@ -25,22 +25,22 @@ pub(crate) struct Identity {
 
 /// Resolves `from` against the process environment (and `args` for the sources that need
 /// more).
-pub(crate) async fn identify(from: From, args: &SourceArgs) -> Result<Identity, Failure> {
+pub(crate) async fn identify(from: SourceKind, args: &SourceArgs) -> Result<Identity, Failure> {
     let detected = match from {
-        From::Auto => Some(detect(&Env::process()).map_err(invalid)?),
-        From::TfConfig => Some(ClusterSource::TfConfig),
-        From::Slurm => Some(ClusterSource::Slurm),
-        From::Sagemaker => Some(ClusterSource::SageMaker),
-        From::File => None,
+        SourceKind::Auto => Some(detect(&Env::process()).map_err(invalid)?),
+        SourceKind::TfConfig => Some(ClusterSource::TfConfig),
+        SourceKind::Slurm => Some(ClusterSource::Slurm),
+        SourceKind::Sagemaker => Some(ClusterSource::SageMaker),
+        SourceKind::File => None,
         #[cfg(feature = "kubernetes")]
-        From::Kubernetes => Some(ClusterSource::Kubernetes),
+        SourceKind::Kubernetes => Some(ClusterSource::Kubernetes),
         #[cfg(feature = "gce")]
-        From::Gce | From::Tpu => None,
+        SourceKind::Gce | SourceKind::Tpu => None,
     };
     let source = match detected {
         Some(source) => source.to_string(),
         None => match from {
-            From::File => format!("file {}", args.file.as_deref().unwrap_or("")),
+            SourceKind::File => format!("file {}", args.file.as_deref().unwrap_or("")),
             other => format!("{other:?}"),
         },
     };

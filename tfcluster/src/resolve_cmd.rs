@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::args::{Failure, runtime};
-use crate::cluster_arg::{From, SourceArgs};
+use crate::cluster_arg::{SourceArgs, SourceKind};
 use crate::identity::identify;
 use crate::output::emit;
 
@@ -21,7 +21,7 @@ eval \"$(srun -n1 tfcluster resolve --from slurm --format env)\"")]
 pub(crate) struct Args {
     /// Where to look.
     #[arg(long, value_enum, default_value = "auto")]
-    from: From,
+    from: SourceKind,
     /// table: readable; json: one object (source, cluster, task_type, task_id, rpc_layer,
     /// master); tf-config: this task's TF_CONFIG; env: `export TF_CONFIG=...` for a shell.
     #[arg(long, value_enum, default_value = "table")]
@@ -47,7 +47,11 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     emit(&out)
 }
 
-async fn resolve(from: From, source_args: &SourceArgs, format: Format) -> Result<String, Failure> {
+async fn resolve(
+    from: SourceKind,
+    source_args: &SourceArgs,
+    format: Format,
+) -> Result<String, Failure> {
     let found = identify(from, source_args).await?;
     Ok(match format {
         Format::Json => {

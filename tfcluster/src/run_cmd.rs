@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::args::{Failure, runtime};
 use crate::child_process::{self, exit_code};
-use crate::cluster_arg::{From, SourceArgs};
+use crate::cluster_arg::{SourceArgs, SourceKind};
 use crate::identity::identify;
 use crate::local_cluster::LocalJobs;
 use crate::output::emit;
@@ -65,7 +65,7 @@ tfcluster run --dry-run --format json
 pub(crate) struct Args {
     /// Where to find the cluster and this task.
     #[arg(long, value_enum, default_value = "auto", conflicts_with_all = ["local", "rdzv"])]
-    from: From,
+    from: SourceKind,
     #[command(flatten)]
     source: SourceArgs,
     /// This process's job, when the source names none (a bare cluster file) or to override it.
