@@ -199,6 +199,11 @@ impl TaskServerBuilder {
     ///
     /// The job or task is not in the spec, a device name is invalid or repeated, GPU
     /// discovery failed, or the address cannot be bound.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: its only wait, GPU discovery (whose `nvidia-smi` is killed with it),
+    /// comes before the bind, so a dropped start has bound nothing.
     pub async fn start(mut self) -> Result<RunningServer, ServerError> {
         let address = self.spec.task_address(&self.job, self.task)?.to_owned();
         let devices = match self.devices.take() {
