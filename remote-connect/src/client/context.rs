@@ -193,7 +193,11 @@ impl Context {
         let old = guard.replace(live);
         drop(guard);
         // As TensorFlow: the old contexts are closed after the new ones exist.
-        if let Some(old) = old {
+        if let Some(mut old) = old {
+            // Its keep-alives stop with the swap, not when its closing starts.
+            if let Some(handle) = old.keep_alive.take() {
+                handle.abort();
+            }
             let _ = detached(close_all(old)).await;
         }
         Ok(())
