@@ -270,6 +270,14 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //!   `localhost` job and binds it later; here the local server binds port 0 first (on
 //!   `127.0.0.1` unless [`ConnectOptions::local_bind`] says otherwise) and the cluster
 //!   advertises the port it got, as `localhost:<port>`.
+//! - **A reconnect blocks no reader and can be cancelled.** TensorFlow's `set_server_def`
+//!   holds the context's lock for the whole reconnect. Here a connect or update builds the new
+//!   state aside and swaps it in whole: [`Context::check_alive`], listings and ops keep
+//!   answering for the old cluster meanwhile, the old cluster is closed without the lock, and
+//!   a dropped connect or update (a `select!`, a timeout) leaves the old cluster or the new
+//!   one, never a mix (each async method's "Cancel safety" section says what is left behind).
+//!   [`RunningServer::shutdown`] gives requests in flight [`SHUTDOWN_GRACE`], then closes
+//!   their connections.
 //! - **A failed CreateContext fails the connect.** TensorFlow only logs it and leaves the
 //!   context half made; here the created contexts are closed and the error returned.
 //! - **A wrong master is found before connecting.** With `make_master_device_default`,
@@ -341,8 +349,8 @@ pub use devices::LocalDevice;
 pub use error::{Error, OpFailure, Stage, TaskError, TaskFailure};
 pub use op::{Attr, Input, Op};
 pub use server::{
-    ContextInfo, InvalidNetwork, Limits, Network, RunningServer, ServerError, TaskServer,
-    TaskServerBuilder,
+    ContextInfo, InvalidNetwork, Limits, Network, RunningServer, SHUTDOWN_GRACE, ServerError,
+    TaskServer, TaskServerBuilder,
 };
 pub use task_id::TaskId;
 pub use tensor::{Element, Tensor, TensorError};

@@ -20,7 +20,7 @@ mod whole_messages;
 mod worker_service;
 
 pub(crate) use builder::{MAX_MESSAGE_SIZE, port_of};
-pub use builder::{RunningServer, TaskServer, TaskServerBuilder};
+pub use builder::{RunningServer, SHUTDOWN_GRACE, TaskServer, TaskServerBuilder};
 pub use contexts::ContextInfo;
 pub use error::{InvalidNetwork, ServerError};
 pub use limits::Limits;

@@ -3,7 +3,7 @@
 //! restarted tasks), faults across real hosts made of network namespaces (`across_hosts`,
 //! needs root), hostile and heavy traffic (`load`), TLS with client certificates (feature
 //! `tls`) and allow lists, tensors against TensorFlow's own encodings and print form
-//! (`tensor`), the update/reset decision, and interop with real TensorFlow 2.21
+//! (`tensor`), the update/reset decision, cancel safety of connects and updates (`cancel`), and interop with real TensorFlow 2.21
 //! (`interop`: python found through `TFCLUSTER_PYTHON`, default
 //! `<workspace>/target/tf-venv/bin/python`; it fails, never skips, when TensorFlow cannot run).
 
@@ -15,6 +15,8 @@ static METER: memory_meter::Meter = memory_meter::Meter;
 mod across_hosts;
 #[path = "remote_connect/allow.rs"]
 mod allow;
+#[path = "remote_connect/cancel.rs"]
+mod cancel;
 #[path = "remote_connect/cluster.rs"]
 mod cluster;
 #[path = "remote_connect/faults.rs"]

@@ -24,7 +24,8 @@ pub(crate) struct Member {
     pub(crate) sent: Sent,
 }
 
-#[derive(Debug)]
+/// The state of a connected context; an update builds the next one aside and swaps it in.
+#[derive(Clone, Debug)]
 pub(crate) struct Connection {
     pub(crate) context_id: u64,
     pub(crate) view_id: u64,
@@ -82,6 +83,8 @@ pub(crate) struct Snapshot {
     pub(crate) remotes: Vec<(TaskId, String, Sent)>,
     /// Every remote task's address and channel, for running ops.
     pub(crate) channels: BTreeMap<TaskId, (String, TaskChannel)>,
+    /// Every remote task as connected (devices with their incarnations), for `check_alive`.
+    pub(crate) members: BTreeMap<TaskId, Member>,
     pub(crate) rpc_timeout: Duration,
     pub(crate) default_device: Option<String>,
 }
@@ -117,6 +120,7 @@ impl Snapshot {
                 .iter()
                 .map(|(task, m)| (task.clone(), (m.address.clone(), m.remote.channel.clone())))
                 .collect(),
+            members: connection.members.clone(),
             rpc_timeout: connection.options.rpc_timeout,
             default_device: connection.default_device.clone(),
         }

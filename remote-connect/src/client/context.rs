@@ -88,7 +88,10 @@ pub struct Context {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// Serialises connects, updates and closes.
+    /// The live connection, and the lock that serialises connects, updates and closes. It is
+    /// held across a connect's or update's own RPCs (bounded by their `timeout`), never across
+    /// closing an old cluster or stopping a server; readers ([`Context::check_alive`], ops,
+    /// listings) read `snapshot` and never wait for it.
     connection: Mutex<Option<Live>>,
     snapshot: RwLock<Arc<Snapshot>>,
     health: Arc<HealthBoard>,
@@ -131,11 +134,26 @@ impl Context {
     /// Returns within `options.timeout`; if any task fails, the error lists every failed task
     /// with its address and cause, and no context created by this call is left behind.
     ///
+    /// Connects and updates are serialised; readers ([`check_alive`](Self::check_alive),
+    /// listings, ops) never wait for one: they see the old cluster until the new one is
+    /// swapped in whole. After a reset the old cluster's contexts are closed (and its local
+    /// server stopped) without holding the context's lock.
+    ///
     /// # Errors
     ///
     /// [`Error::Tasks`] when tasks fail, [`Error::MasterNotFound`],
     /// [`Error::LocalTaskMissing`], [`Error::Protocol`], or the resolver's or local server's
     /// error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe as to the context: dropping the future (in a `select!`, a timeout) leaves
+    /// the context connected to either the old cluster or the new one, never a mix. Dropped
+    /// before the swap, it is the old cluster; remote contexts this call already created or
+    /// moved to the next view are not undone (a later update finds such tasks again; others
+    /// expire after `keep_alive_secs`), and a local server it started stops. Dropped after
+    /// the swap, it is the new cluster, and closing the old one (or, for an update, the tasks
+    /// that left) goes on in the background.
     pub async fn connect_to_cluster<'a>(
         &self,
         target: impl Into<ConnectTarget<'a>>,
@@ -152,19 +170,19 @@ impl Context {
         });
         if update {
             let live = guard.as_mut().expect("checked above");
-            let result = update::update(&mut live.connection, spec, &options).await;
+            let (mut next, closing) = update::update(&live.connection, spec, &options).await?;
             if default_device.is_some() {
-                live.connection.default_device = default_device;
+                next.default_device = default_device;
             }
-            self.install_keep_alive(live);
-            self.publish(Some(&live.connection));
-            return result;
+            self.swap_in(live, next);
+            drop(guard);
+            return detached(closing.run()).await.unwrap_or(Ok(()));
         }
         let previous = guard
             .as_ref()
             .map(|live| (&live.connection.local, &live.connection.filters));
         let connection = reset::connect(spec, default_device, options, previous).await?;
-        let old = guard.take();
+        // From here to the swap nothing awaits: a dropped future sees old or new, whole.
         self.inner.health.reset();
         let mut live = Live {
             connection,
@@ -172,10 +190,15 @@ impl Context {
         };
         self.install_keep_alive(&mut live);
         self.publish(Some(&live.connection));
-        *guard = Some(live);
+        let old = guard.replace(live);
+        drop(guard);
         // As TensorFlow: the old contexts are closed after the new ones exist.
-        if let Some(old) = old {
-            let _ = close_all(old).await;
+        if let Some(mut old) = old {
+            // Its keep-alives stop with the swap, not when its closing starts.
+            if let Some(handle) = old.keep_alive.take() {
+                handle.abort();
+            }
+            let _ = detached(close_all(old)).await;
         }
         Ok(())
     }
@@ -188,6 +211,14 @@ impl Context {
     ///
     /// [`Error::NotConnected`] before a connect, [`Error::LocalTaskMissing`] if the local
     /// task changed, and [`Error::Tasks`] listing every task that failed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe as to the context: the new state is built aside and swapped in whole, so a
+    /// dropped future leaves the old cluster (at the old view) or the new one (at the next
+    /// view), never a mix. Tasks already moved to the next view when it was dropped answer
+    /// `KeepAlive` with that view; the next update treats them as replaced and gives them the
+    /// context again, as TensorFlow does with a task that missed an update.
     pub async fn update_server_def<'a>(
         &self,
         target: impl Into<ConnectTarget<'a>>,
@@ -205,10 +236,10 @@ impl Context {
                 task: options.task_index,
             });
         }
-        let result = update::update(&mut live.connection, spec, &options).await;
-        self.install_keep_alive(live);
-        self.publish(Some(&live.connection));
-        result
+        let (next, closing) = update::update(&live.connection, spec, &options).await?;
+        self.swap_in(live, next);
+        drop(guard);
+        detached(closing.run()).await.unwrap_or(Ok(()))
     }
 
     /// Every device of the cluster, this process's first: the master's own view, which
@@ -342,21 +373,30 @@ impl Context {
     /// sends `GetStatus`), and whether it still holds our context: a changed device incarnation
     /// is a restarted task. The answer is also sent to subscribers if it changed.
     ///
+    /// It asks about the cluster as last connected or updated, and never waits for a
+    /// connect, update or close in progress.
+    ///
     /// # Errors
     ///
     /// [`Error::NotConnected`], [`Error::UnknownTask`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it changes nothing but the health it reports, which a dropped call does
+    /// not report.
     pub async fn check_alive(&self, task: &TaskId) -> Result<TaskHealth, Error> {
-        let (member, context_id, view_id, rpc_timeout) = {
-            let guard = self.inner.connection.lock().await;
-            let live = guard.as_ref().ok_or(Error::NotConnected)?;
-            let c = &live.connection;
-            let member = c
-                .members
-                .get(task)
-                .cloned()
-                .ok_or_else(|| Error::UnknownTask(task.clone()))?;
-            (member, c.context_id, c.view_id, c.options.rpc_timeout)
-        };
+        let snapshot = self.snapshot();
+        if snapshot.context_id == 0 {
+            return Err(Error::NotConnected);
+        }
+        let member = snapshot
+            .members
+            .get(task)
+            .cloned()
+            .ok_or_else(|| Error::UnknownTask(task.clone()))?;
+        let (context_id, view_id, rpc_timeout) =
+            (snapshot.context_id, snapshot.view_id, snapshot.rpc_timeout);
+        drop(snapshot);
         let deadline = Deadline::new(rpc_timeout, rpc_timeout * 2, 2);
         let channel = &member.remote.channel;
         let mut status = discovery::status(&deadline, channel, task).await;
@@ -390,15 +430,28 @@ impl Context {
     /// Closes every remote context and stops this process's task server. Afterwards the
     /// context is unconnected and may connect again.
     ///
+    /// A connect or update in progress finishes first (within its `timeout`), and is then
+    /// closed; the closing itself holds no lock.
+    ///
     /// # Errors
     ///
     /// [`Error::Tasks`] listing tasks that could not be told (their contexts expire after
     /// `keep_alive_secs`).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped while waiting for a connect in progress, it changes nothing;
+    /// dropped later, the context is already unconnected and the closing goes on in the
+    /// background.
     pub async fn close(&self) -> Result<(), Error> {
-        let old = self.inner.connection.lock().await.take();
-        self.publish(None);
+        let old = {
+            let mut guard = self.inner.connection.lock().await;
+            let old = guard.take();
+            self.publish(None);
+            old
+        };
         match old {
-            Some(live) => close_all(live).await,
+            Some(live) => detached(close_all(live)).await.unwrap_or(Ok(())),
             None => Ok(()),
         }
     }
@@ -426,6 +479,13 @@ impl Context {
             .snapshot
             .write()
             .unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+    }
+
+    /// Makes `next` the live connection: keep-alives and readers switch to it at once.
+    fn swap_in(&self, live: &mut Live, next: Connection) {
+        live.connection = next;
+        self.install_keep_alive(live);
+        self.publish(Some(&live.connection));
     }
 
     fn install_keep_alive(&self, live: &mut Live) {
@@ -480,6 +540,20 @@ async fn resolve_resolver(
         None
     };
     Ok(Some((spec, default_device)))
+}
+
+/// Runs `work` on a task of its own and waits for it, so that dropping the wait does not
+/// stop the work; `None` when the runtime is shutting down and the task was cancelled.
+async fn detached<F>(work: F) -> Option<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match tokio::spawn(work).await {
+        Ok(output) => Some(output),
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(_) => None,
+    }
 }
 
 /// Closes a connection's contexts and, when no newer connection shares it, its local server.

@@ -152,6 +152,13 @@ impl Batch {
     /// device filters); the context stays usable, and ops of earlier runs have run.
     /// [`Error::StaleDevice`] and [`Error::StaleTensor`] for handles from before a full
     /// reconnect; [`Error::LocalDevice`] for this process's own devices.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a dropped run may have sent some of its Enqueues, whose ops may or may
+    /// not have run on their tasks; what they kept there, and the releases of dropped
+    /// [`RemoteTensor`]s that rode along, are freed when the context closes. The context
+    /// itself stays usable.
     pub async fn run(self) -> Result<Vec<Outputs>, Error> {
         let snapshot = self.ctx.snapshot();
         if snapshot.context_id == 0 {
@@ -362,6 +369,10 @@ impl Context {
     /// # Errors
     ///
     /// As [`Batch::run`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe, as [`Batch::run`]: a dropped call may have run the op.
     pub async fn execute(&self, device: &DeviceHandle, op: Op) -> Result<Vec<Tensor>, Error> {
         let mut batch = self.batch();
         batch.execute(device, op);
@@ -376,6 +387,11 @@ impl Context {
     /// # Errors
     ///
     /// As [`Batch::run`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe, as [`Batch::run`]: a dropped call may have run the op, and its
+    /// outputs then stay on the task until the context closes.
     pub async fn enqueue(&self, device: &DeviceHandle, op: Op) -> Result<Vec<RemoteTensor>, Error> {
         let mut batch = self.batch();
         batch.enqueue(device, op);

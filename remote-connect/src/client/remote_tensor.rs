@@ -110,6 +110,11 @@ impl RemoteTensor {
     ///
     /// [`Error::StaleTensor`] after a full reconnect or a release, [`Error::Op`] when the task
     /// fails.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe as to the tensor, which stays usable; a dropped fetch may leave the copy it
+    /// had started on the task (a `_Send` waiting in the rendezvous) until the context closes.
     pub async fn fetch(&self) -> Result<Tensor, Error> {
         let device = self.inner.ctx.device(&self.inner.device)?;
         if self.byte_size().is_some_and(|n| n >= RENDEZVOUS_MIN_BYTES) {
@@ -131,6 +136,11 @@ impl RemoteTensor {
     ///
     /// [`Error::Op`] when the task cannot be told; the tensor is still freed when its context
     /// closes.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: the tensor counts as released from the first poll; dropped before its
+    /// Enqueue was sent, it is freed only when its context closes.
     pub async fn release(self) -> Result<(), Error> {
         if self.inner.released.swap(true, Ordering::AcqRel) {
             return Ok(());

@@ -16,9 +16,9 @@ use super::discovery::discover;
 use super::fan_out::fan_out;
 use super::requests::Blueprint;
 use super::visible::{Sent, Visible};
-use super::{ConnectOptions, Deadline, Transport};
+use super::{ConnectOptions, Deadline, TaskChannel, Transport};
 use crate::TaskId;
-use crate::error::{Error, Stage};
+use crate::error::{Error, Stage, TaskFailure};
 
 /// Brings `connection` to `spec` (the local task unchanged) as TensorFlow's
 /// `UpdateContextWithServerDef` does:
@@ -34,11 +34,17 @@ use crate::error::{Error, Stage};
 ///
 /// The view advances even when some steps fail, as in TensorFlow; every failure is reported.
 /// Device filters are not changed by an update (TensorFlow warns and ignores new ones).
+///
+/// Steps 1 to 4 build the new state aside from `current`, which is never changed: the caller
+/// swaps the returned connection in, then runs the returned [`Closing`] (step 5) without
+/// holding its lock. Dropping this future leaves `current` as it was (tasks already moved to
+/// the next view are found again by the next update: their `KeepAlive` answers another view).
 pub(crate) async fn update(
-    connection: &mut Connection,
+    current: &Connection,
     spec: ClusterSpec,
     options: &ConnectOptions,
-) -> Result<(), Error> {
+) -> Result<(Connection, Closing), Error> {
+    let mut connection = current.clone();
     if options
         .cluster_device_filters
         .as_ref()
@@ -225,20 +231,50 @@ pub(crate) async fn update(
     .await;
     failures.extend(update_failures);
 
-    // 5. Close the contexts of tasks that left or were replaced, at the old view.
-    failures.extend(close_contexts(&deadline, context_id, view, leaving).await);
-
     connection.view_id = next_view;
     connection.spec = spec;
     connection.full_spec = full_spec;
     connection.blueprint = blueprint;
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Tasks {
-            stage: Stage::Update,
-            total: wanted.len(),
-            failures,
-        })
+    let closing = Closing {
+        deadline,
+        context_id,
+        view,
+        tasks: leaving,
+        total: wanted.len(),
+        failures,
+    };
+    Ok((connection, closing))
+}
+
+/// Step 5 of an update, run once the new state is in place: `CloseContext` at the old view
+/// on the tasks that left or were replaced, then the update's outcome.
+#[derive(Debug)]
+pub(crate) struct Closing {
+    deadline: Deadline,
+    context_id: u64,
+    /// The view the leaving tasks' contexts are at.
+    view: u64,
+    tasks: Vec<(TaskId, String, TaskChannel)>,
+    /// How many remote tasks the new cluster has.
+    total: usize,
+    /// The failures of steps 1 to 4.
+    failures: Vec<TaskFailure>,
+}
+
+impl Closing {
+    /// Closes the leaving tasks' contexts; every failure of the update is reported.
+    pub(crate) async fn run(self) -> Result<(), Error> {
+        let mut failures = self.failures;
+        failures
+            .extend(close_contexts(&self.deadline, self.context_id, self.view, self.tasks).await);
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Tasks {
+                stage: Stage::Update,
+                total: self.total,
+                failures,
+            })
+        }
     }
 }

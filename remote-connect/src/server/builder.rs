@@ -199,6 +199,11 @@ impl TaskServerBuilder {
     ///
     /// The job or task is not in the spec, a device name is invalid or repeated, GPU
     /// discovery failed, or the address cannot be bound.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: its only wait, GPU discovery (whose `nvidia-smi` is killed with it),
+    /// comes before the bind, so a dropped start has bound nothing.
     pub async fn start(mut self) -> Result<RunningServer, ServerError> {
         let address = self.spec.task_address(&self.job, self.task)?.to_owned();
         let devices = match self.devices.take() {
@@ -371,8 +376,16 @@ async fn collect_idle(state: std::sync::Weak<TaskState>, every: Duration) {
     }
 }
 
+/// How long [`RunningServer::shutdown`] lets requests in flight finish before it closes their
+/// connections.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long shutdown waits for aborted connections to be dropped.
+const ABORT_WAIT: Duration = Duration::from_secs(1);
+
 /// A started [`TaskServer`]. Dropping it stops serving without waiting; call
-/// [`shutdown`](Self::shutdown) to wait until in-flight requests finished and the port is free.
+/// [`shutdown`](Self::shutdown) to wait until in-flight requests finished (within a grace
+/// period) and the port is free.
 #[derive(Debug)]
 pub struct RunningServer {
     local_addr: SocketAddr,
@@ -435,24 +448,61 @@ impl RunningServer {
         self.state.contexts.lookup_device(context_id, name)
     }
 
-    /// Stops accepting connections, lets in-flight requests finish, and returns once the port
-    /// is closed.
+    /// Stops accepting connections (the port is closed at once), lets in-flight requests
+    /// finish for up to [`SHUTDOWN_GRACE`], then closes the connections still open, and
+    /// returns once every connection is closed: within about `SHUTDOWN_GRACE` + 1 s
+    /// whatever the clients do. [`shutdown_within`](Self::shutdown_within) sets the grace.
     ///
     /// # Errors
     ///
     /// [`ServerError::Serve`] if the server had failed.
-    pub async fn shutdown(mut self) -> Result<(), ServerError> {
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the server stops once the future is first polled (or dropped, as any
+    /// `RunningServer`), and a dropped future only stops the waiting: the connections are
+    /// then closed by their clients or their idle timeout, not at the end of the grace.
+    pub async fn shutdown(self) -> Result<(), ServerError> {
+        self.shutdown_within(SHUTDOWN_GRACE).await
+    }
+
+    /// [`shutdown`](Self::shutdown) with a grace period of `grace` for requests in flight
+    /// (`Duration::ZERO` closes every connection at once).
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::Serve`] if the server had failed.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`shutdown`](Self::shutdown).
+    pub async fn shutdown_within(mut self, grace: Duration) -> Result<(), ServerError> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         self.gc.abort();
-        match self.serve.take() {
-            Some(serve) => match serve.await {
-                Ok(result) => result.map_err(ServerError::Serve),
-                // The serving task panicked or was cancelled: nothing is served any more.
-                Err(_) => Ok(()),
-            },
-            None => Ok(()),
+        let Some(mut serve) = self.serve.take() else {
+            return Ok(());
+        };
+        let joined = match tokio::time::timeout(grace, &mut serve).await {
+            Ok(joined) => joined,
+            Err(_) => {
+                tracing::debug!(?grace, "grace period over, closing the connections left");
+                self.connections.abort_all();
+                match tokio::time::timeout(ABORT_WAIT, &mut serve).await {
+                    Ok(joined) => joined,
+                    Err(_) => {
+                        // Not seen: every connection's I/O now fails. Stop waiting anyway.
+                        serve.abort();
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        match joined {
+            Ok(result) => result.map_err(ServerError::Serve),
+            // The serving task panicked or was cancelled: nothing is served any more.
+            Err(_) => Ok(()),
         }
     }
 }

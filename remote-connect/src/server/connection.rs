@@ -1,7 +1,8 @@
 //! One accepted connection as the server serves it: the bytes read while admitting it handed
 //! back first, its slot among [`Limits::max_connections`](crate::Limits::max_connections)
 //! given back when it closes, and closed once it has had no request in flight for
-//! [`Limits::idle_timeout`](crate::Limits::idle_timeout).
+//! [`Limits::idle_timeout`](crate::Limits::idle_timeout), or when a shutdown's grace period is
+//! over ([`OpenConnections::abort_all`]).
 //!
 //! hyper never closes an HTTP/2 connection that answers its pings, however long it stays
 //! without a stream; a client that holds thousands of them holds a server's memory. The
@@ -13,13 +14,15 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio::sync::futures::OwnedNotified;
 use tokio::time::{Instant, Sleep};
 use tonic::body::Body;
 use tonic::codegen::{Service, http};
@@ -30,12 +33,22 @@ pub(crate) const PREFIX: usize = 33;
 
 /// How many connections are open; a [`Slot`] is one of them.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct OpenConnections(Arc<AtomicUsize>);
+pub(crate) struct OpenConnections(Arc<Open>);
+
+#[derive(Debug, Default)]
+struct Open {
+    count: AtomicUsize,
+    /// Set by [`OpenConnections::abort_all`]; every connection's I/O fails from then on.
+    aborted: AtomicBool,
+    /// Wakes the connections when they are aborted.
+    abort: Arc<Notify>,
+}
 
 impl OpenConnections {
     /// A slot if fewer than `max` are open.
     pub(crate) fn take(&self, max: usize) -> Option<Slot> {
         self.0
+            .count
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
             })
@@ -45,22 +58,38 @@ impl OpenConnections {
 
     /// A slot even past the limit: for one taken over from a connection being closed.
     pub(crate) fn take_over(&self) -> Slot {
-        self.0.fetch_add(1, Ordering::AcqRel);
+        self.0.count.fetch_add(1, Ordering::AcqRel);
         Slot(self.0.clone())
     }
 
     pub(crate) fn count(&self) -> usize {
-        self.0.load(Ordering::Acquire)
+        self.0.count.load(Ordering::Acquire)
+    }
+
+    /// Makes every connection's reads and writes fail, now and later, so that hyper drops
+    /// them with whatever they had in flight: the end of a graceful shutdown that ran out of
+    /// time.
+    pub(crate) fn abort_all(&self) {
+        self.0.aborted.store(true, Ordering::Release);
+        self.0.abort.notify_waiters();
     }
 }
 
 /// One open connection's place in [`OpenConnections`]; given back on drop.
 #[derive(Debug)]
-pub(crate) struct Slot(Arc<AtomicUsize>);
+pub(crate) struct Slot(Arc<Open>);
+
+impl Slot {
+    /// Completes when the connections are aborted after it was made (one aborted before
+    /// shows in the flag, which [`Connection`] reads too).
+    fn aborted(&self) -> Pin<Box<OwnedNotified>> {
+        Box::pin(self.0.abort.clone().notified_owned())
+    }
+}
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.count.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -117,9 +146,11 @@ pub(crate) struct Connection {
     prefix: [u8; PREFIX],
     prefix_len: usize,
     prefix_read: usize,
-    _slot: Slot,
+    slot: Slot,
     streams: Arc<Streams>,
     idle: Option<(Duration, Pin<Box<Sleep>>)>,
+    /// Completes when the server aborts its connections.
+    aborted: Pin<Box<OwnedNotified>>,
 }
 
 impl Connection {
@@ -135,10 +166,23 @@ impl Connection {
             prefix,
             prefix_len,
             prefix_read: 0,
-            _slot: slot,
+            aborted: slot.aborted(),
+            slot,
             streams: Arc::new(Streams::new()),
             idle: idle_timeout.map(|t| (t, Box::pin(tokio::time::sleep(t)))),
         }
+    }
+
+    /// The error every read and write returns once the server aborted its connections.
+    fn check_aborted(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        if self.aborted.as_mut().poll(cx).is_ready() || self.slot.0.aborted.load(Ordering::Acquire)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "closed: the server is shutting down and its grace period is over",
+            ));
+        }
+        Ok(())
     }
 
     /// Whether the connection has been idle past its timeout; otherwise arms the timer for
@@ -172,6 +216,9 @@ impl AsyncRead for Connection {
             this.prefix_read += n;
             return Poll::Ready(Ok(()));
         }
+        if let Err(error) = this.check_aborted(cx) {
+            return Poll::Ready(Err(error));
+        }
         if this.idle_past_timeout(cx) {
             return Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::TimedOut,
@@ -188,6 +235,9 @@ impl AsyncWrite for Connection {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        if let Err(error) = self.check_aborted(cx) {
+            return Poll::Ready(Err(error));
+        }
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
@@ -196,6 +246,9 @@ impl AsyncWrite for Connection {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        if let Err(error) = self.check_aborted(cx) {
+            return Poll::Ready(Err(error));
+        }
         Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 

@@ -11,7 +11,7 @@ use cluster_proto::eager::{
 };
 use cluster_proto::{DeviceAttributes, GetStatusRequest, GetStatusResponse, ServerDef};
 use cluster_spec::ClusterSpec;
-use remote_connect::{LocalDevice, ServerError, TaskServer};
+use remote_connect::{Limits, LocalDevice, ServerError, TaskServer};
 use tonic::Code;
 use tonic::codegen::{BoxFuture, Service, http};
 use tonic::server::{NamedService, UnaryService};
@@ -636,6 +636,46 @@ async fn user_routes_share_the_port() {
         .unwrap();
     assert_eq!(s.contexts().len(), 1);
     s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_what_is_in_flight_after_its_grace() {
+    let mut limits = Limits::default();
+    limits.message_timeout = Duration::from_secs(60);
+    let s = TaskServer::builder(placeholder("worker"), "worker", 0)
+        .bind("127.0.0.1:0".parse().unwrap())
+        .limits(limits)
+        .start()
+        .await
+        .unwrap();
+    let addr = s.local_addr();
+    // A request whose message never comes: in flight for its 60 s message timeout.
+    let mut grpc = tonic::client::Grpc::new(channel(addr).await);
+    grpc.ready().await.unwrap();
+    let in_flight = tokio::spawn(async move {
+        grpc.client_streaming(
+            tonic::Request::new(tonic::codegen::tokio_stream::pending::<GetStatusRequest>()),
+            http::uri::PathAndQuery::from_static("/tensorflow.WorkerService/GetStatus"),
+            ProtoCodec::<GetStatusRequest, GetStatusResponse>::default(),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let grace = Duration::from_millis(300);
+    let start = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), s.shutdown_within(grace))
+        .await
+        .expect("shutdown returns after its grace")
+        .unwrap();
+    let took = start.elapsed();
+    // The request held the graceful phase to its end, and no longer.
+    assert!(took >= grace && took < Duration::from_secs(2), "{took:?}");
+    let ended = tokio::time::timeout(Duration::from_secs(2), in_flight)
+        .await
+        .expect("the request ends with its connection")
+        .unwrap();
+    assert!(ended.is_err(), "{ended:?}");
+    drop(std::net::TcpListener::bind(addr).expect("the port is free after shutdown"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
