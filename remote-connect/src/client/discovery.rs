@@ -25,8 +25,18 @@ pub(crate) async fn discover(
     task: TaskId,
     address: String,
 ) -> Result<Remote, TaskError> {
-    let channel = deadline.dial(&transport, &address).await?;
-    let devices = match status(&deadline, &channel, &task).await {
+    let mut channel = deadline.dial(&transport, &address).await?;
+    let mut answer = status(&deadline, &channel, &task).await;
+    if let Err(TaskError::Rpc { status: s, .. }) = &answer
+        && s.code() == tonic::Code::Cancelled
+    {
+        // The request never left: the connection closed before it was written (a refusing
+        // server's GOAWAY read first, whose reason is then lost). One transparent retry, as
+        // gRPC makes for requests that were never sent, usually hears the reason.
+        channel = deadline.dial(&transport, &address).await?;
+        answer = status(&deadline, &channel, &task).await;
+    }
+    let devices = match answer {
         Err(TaskError::Rpc { method, status })
             if transport.is_tls() && closed_by_transport(&status) =>
         {
