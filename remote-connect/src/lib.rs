@@ -323,7 +323,6 @@ mod accelerators;
 mod client;
 pub mod devices;
 mod error;
-mod gpu;
 mod ids;
 mod op;
 mod server;
