@@ -79,12 +79,29 @@ impl NvidiaSmi {
         })
     }
 
+    /// The program's path: as given when it has a `/`, else the first executable file of that
+    /// name in `PATH`; `None` when there is none.
+    fn locate(&self) -> Option<PathBuf> {
+        if self.program.components().count() > 1 || self.program.is_absolute() {
+            return Some(self.program.clone());
+        }
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(&self.program))
+            .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| executable(&m)))
+    }
+
     /// Runs `nvidia-smi ARG` (plus `--format=csv,noheader,nounits` for a query) under the
     /// deadline: its standard output, or `None` when it is not installed or says there is no
     /// device.
     fn run(&self, arg: &str) -> Result<Option<String>, Error> {
         let query = arg.starts_with("--query-gpu");
-        let mut command = Command::new(&self.program);
+        // Looked up here rather than by a failing exec in a forked child: on a host without
+        // it (every host without NVML, where this runs) that costs a few `stat`s, no process.
+        let Some(program) = self.locate() else {
+            return Ok(None);
+        };
+        let mut command = Command::new(program);
         command.arg(arg);
         if query {
             command.arg("--format=csv,noheader,nounits");
@@ -170,6 +187,19 @@ impl NvidiaSmi {
             output: format!("{}{}", stdout.trim_end(), stderr.trim_end()),
         })
     }
+}
+
+/// Whether a file may be run.
+#[cfg(unix)]
+fn executable(metadata: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    metadata.is_file() && metadata.permissions().mode() & 0o111 != 0
+}
+
+/// Whether a file may be run.
+#[cfg(not(unix))]
+fn executable(metadata: &std::fs::Metadata) -> bool {
+    metadata.is_file()
 }
 
 /// What `nvidia-smi` is asked for each GPU, one CSV line per GPU.
