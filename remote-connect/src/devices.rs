@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cluster_proto::{DeviceAttributes, DeviceLocality};
-use cluster_resolver::gpus::{self, GpuSource, NvidiaSmi};
+use cluster_resolver::gpus::{self, GpuSource};
 use device_filter::DeviceName;
 
 use crate::server::ServerError;
@@ -137,7 +137,7 @@ pub(crate) fn check_unique(devices: &[LocalDevice]) -> Result<(), ServerError> {
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
-    use cluster_resolver::gpus::{FixedGpus, Gpu};
+    use cluster_resolver::gpus::{FixedGpus, Gpu, NvidiaSmi};
 
     use super::*;
 

@@ -17,12 +17,13 @@ use std::time::{Duration, Instant};
 use super::Error;
 
 /// The answer, once the query or the deadline gave one, and who waits for it.
-#[derive(Default)]
 struct Slot<T> {
     answer: Option<Result<T, Error>>,
     /// Set once the answer was taken or the future dropped: nothing to fill any more.
     closed: bool,
     waker: Option<Waker>,
+    /// The thread that waits for the deadline, to wake when the answer comes first.
+    watcher: Option<thread::Thread>,
 }
 
 type Shared<T> = Arc<Mutex<Slot<T>>>;
@@ -51,36 +52,45 @@ pub(crate) fn run<T: Send + 'static>(
         answer: None,
         closed: false,
         waker: None,
+        watcher: None,
     }));
-    let what = what.to_owned();
+    // The query's thread answers the future directly; the watcher, started beside it, only
+    // gives up at the deadline, so it is on no path but a timeout's.
+    let answered = slot.clone();
     let watched = slot.clone();
-    // The watcher starts the query and gives up on it at the deadline.
-    let spawned = thread::Builder::new()
-        .name("gpu-discovery".to_owned())
+    let worker = thread::Builder::new()
+        .name("gpu-query".to_owned())
         .spawn(move || {
-            let watcher = thread::current();
-            let answered = watched.clone();
-            let worker = thread::Builder::new()
-                .name("gpu-query".to_owned())
-                .spawn(move || {
-                    let answer = query();
-                    fill(&answered, answer);
+            let answer = query();
+            if fill(&answered, answer) {
+                let watcher = answered
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .watcher
+                    .take();
+                if let Some(watcher) = watcher {
                     watcher.unpark();
-                });
-            if let Err(e) = worker {
-                fill(&watched, Err(Error::Thread(e)));
-                return;
+                }
             }
+        });
+    if let Err(e) = worker {
+        fill(&slot, Err(Error::Thread(e)));
+        return Answer { slot };
+    }
+    let what = what.to_owned();
+    let watcher = thread::Builder::new()
+        .name("gpu-deadline".to_owned())
+        .spawn(move || {
             let deadline = Instant::now() + timeout;
             loop {
-                let done = {
-                    let slot = watched.lock().unwrap_or_else(PoisonError::into_inner);
-                    slot.answer.is_some() || slot.closed
-                };
-                let now = Instant::now();
-                if done {
-                    return;
+                {
+                    let mut slot = watched.lock().unwrap_or_else(PoisonError::into_inner);
+                    if slot.answer.is_some() || slot.closed {
+                        return;
+                    }
+                    slot.watcher = Some(thread::current());
                 }
+                let now = Instant::now();
                 if now >= deadline {
                     fill(&watched, Err(Error::Timeout { what, timeout }));
                     return;
@@ -88,7 +98,8 @@ pub(crate) fn run<T: Send + 'static>(
                 thread::park_timeout(deadline - now);
             }
         });
-    if let Err(e) = spawned {
+    if let Err(e) = watcher {
+        // Without a watcher there is no deadline: better no answer than a hang.
         fill(&slot, Err(Error::Thread(e)));
     }
     Answer { slot }
@@ -123,6 +134,10 @@ impl<T> Drop for Answer<T> {
         slot.closed = true;
         slot.answer = None;
         slot.waker = None;
+        // The watcher need not wait for the deadline of a question nobody waits for.
+        if let Some(watcher) = slot.watcher.take() {
+            watcher.unpark();
+        }
     }
 }
 
