@@ -17,7 +17,7 @@
 //! - **GPUs.** The node's GPUs (`gpus_per_node`, else `CUDA_VISIBLE_DEVICES`, else the
 //!   driver's count: NVML, else `nvidia-smi --list-gpus`) are handed out `gpus_per_task` at a time (default: the node's
 //!   GPUs divided by the most tasks any node has) to the node's tasks in order. Zero GPUs is a
-//!   CPU-only cluster. The [`gpus`](crate::gpus) module makes this decision, for this resolver
+//!   CPU-only cluster. The [`gpus`] module makes this decision, for this resolver
 //!   and for `elastic`'s agent alike.
 //!
 //! Everything is read again from the [`Env`] on every call, as TensorFlow re-reads its
@@ -82,7 +82,7 @@
 //! tasks but only 5 were assigned.`, followed by the numbers and where they came from. Every
 //! other error names the variable or option and its value. The step's own failures are this
 //! module's [`Error`], the node's GPUs' (too few, `nvidia-smi` failing) are
-//! [`gpus::Error`](crate::gpus::Error); a missing or malformed variable, hostlist or
+//! [`gpus::Error`]; a missing or malformed variable, hostlist or
 //! tasks-per-node list is the crate's [`Error`](crate::Error), which wraps both.
 //!
 //! # Differences from TensorFlow
@@ -113,7 +113,7 @@
 //!   that belong to another job (the bug of jax#23452). Here a task gets its share **of the
 //!   visible list** (`4,5` and `6,7`; UUIDs are kept as written). `CUDA_VISIBLE_DEVICES=""` is
 //!   zero GPUs (TensorFlow counts one), and a `gpus_per_node` above the number of visible GPUs
-//!   is [`gpus::Error::GpusNotVisible`](crate::gpus::Error::GpusNotVisible) (TensorFlow
+//!   is [`gpus::Error::GpusNotVisible`] (TensorFlow
 //!   would hand out GPUs the task cannot see).
 //! - **The environment is not written.** TensorFlow sets `os.environ["CUDA_VISIBLE_DEVICES"]`
 //!   from `cluster_spec()` (with `auto_set_gpu`, the default). Changing the environment of a
@@ -227,7 +227,7 @@ impl SlurmClusterResolver {
 
     /// Sets the number of GPUs of each node, instead of counting `CUDA_VISIBLE_DEVICES` or
     /// asking the driver (NVML, else `nvidia-smi`). Zero is a CPU-only cluster; more than [`MAX_GPUS_PER_NODE`] is
-    /// [`gpus::Error::TooManyGpus`](crate::gpus::Error::TooManyGpus) when the step is
+    /// [`gpus::Error::TooManyGpus`] when the step is
     /// resolved.
     pub fn with_gpus_per_node(mut self, gpus: u32) -> Self {
         self.options.gpus_per_node = Some(gpus);
