@@ -128,7 +128,8 @@ impl GpuSource for FixedGpus {
 
 /// This host's GPUs: NVML when `libnvidia-ml.so.1` loads (and a driver runs), else
 /// `nvidia-smi` from `PATH` (which finds none where NVML is missing, unless it is a fake or
-/// an unusual install), else none. Each answer is asked once per process and kept: a
+/// an unusual install), else none. Where NVML loads but a call it needs fails, `nvidia-smi`
+/// is asked too before NVML's error is returned. Each answer is asked once per process and kept: a
 /// process's GPUs do not change while it runs. A failure is not kept, so a later question
 /// asks again. Get it with [`host`].
 #[derive(Debug)]
@@ -171,7 +172,16 @@ impl GpuSource for HostGpus {
             return Ok(gpus.clone());
         }
         let gpus = match Nvml::load()? {
-            Some(nvml) => nvml.gpus()?,
+            // An NVML call this driver lacks (an old one without `nvmlDeviceGetMemoryInfo_v2`,
+            // say) need not hide the GPUs `nvidia-smi` can still list; if it lists none,
+            // NVML's error is the story.
+            Some(nvml) => match nvml.gpus() {
+                Ok(gpus) => gpus,
+                Err(nvml_error) => match self.nvidia_smi.gpus() {
+                    Ok(gpus) if !gpus.is_empty() => gpus,
+                    _ => return Err(nvml_error),
+                },
+            },
             None => self.nvidia_smi.gpus()?,
         };
         Ok(self.gpus.get_or_init(|| gpus).clone())
