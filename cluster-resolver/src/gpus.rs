@@ -1,15 +1,31 @@
-//! A node's GPUs, and how they are shared out among the node's tasks as each task's
+//! A node's GPUs: finding them (one discovery for the whole workspace), showing them as
+//! TensorFlow does, and sharing them out among the node's tasks as each task's
 //! `CUDA_VISIBLE_DEVICES`.
 //!
 //! Whoever starts several TensorFlow processes on one host must give each its own GPUs, or
 //! they all grab every GPU. This module is that decision, made one way for every launcher
 //! here: the [Slurm resolver](crate::SlurmClusterResolver) uses it for the task it runs in,
 //! and `elastic`'s agent (`tfcluster run --rdzv --tasks-per-node N`) for each task it starts.
+//! `remote-connect`'s task server lists the same GPUs as its devices.
 //!
+//! - **Where GPUs are read from** ([`GpuSource`]): [`host`], this process's host, asks NVML
+//!   (`libnvidia-ml.so.1`, through the `nvml-wrapper` crate, loaded at run time: a host
+//!   without the library has no GPUs, and nothing is linked at build time), and only where
+//!   NVML cannot be loaded runs `nvidia-smi` from `PATH` ([`NvidiaSmi`], killed at its
+//!   deadline); each answer is kept for the process. [`NvidiaSmi`] alone, or a
+//!   [`FixedGpus`] list (a fake driver for tests), can stand in for it. A source's methods
+//!   block; async code asks through [`count`] and [`gpus`], which run the question on a thread
+//!   of their own under the source's deadline, on any executor, so a hung driver never blocks
+//!   a runtime worker.
+//! - **What TensorFlow shows** ([`visible`]): the GPUs `CUDA_VISIBLE_DEVICES` lets the process
+//!   use (by index or `GPU-…` UUID prefix, in its order, ending at the first entry that names
+//!   none, as the CUDA driver reads it), renumbered `GPU:0..n`, with TensorFlow's
+//!   `memory_limit` (free memory less [`min_system_memory`]) and `physical_device_desc`.
+//!   It is a pure function of the driver's answer, so it is tested without a GPU.
 //! - **Which GPUs the node has** ([`NodeGpus::find`]): the entries of `CUDA_VISIBLE_DEVICES`
 //!   when it is set, kept as written (ordinals, `GPU-…` UUIDs or `MIG-…` ids), `""` being no
-//!   GPU; else as many as `nvidia-smi --list-gpus` lists ([`NvidiaSmi`], under a deadline),
-//!   as the ordinals `0..n`; no `nvidia-smi` at all is no GPU.
+//!   GPU; else as many as the source counts (NVML's device count, or the `GPU` lines of
+//!   `nvidia-smi --list-gpus`), as the ordinals `0..n`; no driver at all is no GPU.
 //! - **How many each task gets** ([`NodeGpus::per_task`]): as many as asked, if the node has
 //!   that many for each of its tasks, else TensorFlow's `Requested more GPUs per node than
 //!   available.`; by default the node's GPUs divided by its tasks, rounded down (TensorFlow's
@@ -19,11 +35,12 @@
 //!
 //! ```
 //! use cluster_resolver::Env;
-//! use cluster_resolver::gpus::{NodeGpus, NvidiaSmi};
+//! use cluster_resolver::gpus::{self, GpuSource, NodeGpus};
 //!
 //! // A host whose allocation is four GPUs, named by UUID, running two tasks.
 //! let env = Env::from_iter([("CUDA_VISIBLE_DEVICES", "GPU-a,GPU-b,GPU-c,GPU-d")]);
-//! let gpus = NodeGpus::find(&env, None, || NvidiaSmi::default().count_gpus())?;
+//! // The host's driver is asked only when the variable is unset.
+//! let gpus = NodeGpus::find(&env, None, || gpus::host().count())?;
 //! assert_eq!(gpus.count(), 4);
 //! let per_task = gpus.per_task(2, None)?;
 //! assert_eq!(per_task, 2);
@@ -40,21 +57,68 @@
 //!   tasks use GPUs of another job (the bug of jax#23452); here a task gets its share **of
 //!   the visible list**. `CUDA_VISIBLE_DEVICES=""` is zero GPUs (TensorFlow counts one).
 //! - **No GPU is a CPU-only node**, not `range() arg 3 must not be zero` (tensorflow#56894),
-//!   and a missing `nvidia-smi` is no GPU, not `FileNotFoundError`.
-//! - **`nvidia-smi` has a deadline** ([`DEFAULT_NVIDIA_SMI_TIMEOUT`]); TensorFlow waits for
-//!   it forever.
+//!   and a missing driver or `nvidia-smi` is no GPU, not `FileNotFoundError`.
+//! - **NVML in-process, not `nvidia-smi`.** TensorFlow's Slurm resolver runs
+//!   `nvidia-smi --list-gpus`; here NVML's device count is the same number (physical GPUs,
+//!   MIG instances not counted) without starting a process; `nvidia-smi` is the fallback.
+//! - **A deadline** ([`DEFAULT_NVIDIA_SMI_TIMEOUT`], plus a short grace); TensorFlow waits for
+//!   `nvidia-smi` forever.
+//! - **Order.** [`visible`] numbers GPUs in the driver's (NVML's, PCI bus) order, which is
+//!   CUDA's with `CUDA_DEVICE_ORDER=PCI_BUS_ID`; CUDA's default order (fastest first) differs
+//!   only on hosts that mix GPU models.
 //! - **Bounded memory.** A node of more than [`MAX_GPUS_PER_NODE`] GPUs is an error, and
 //!   nothing is allocated per GPU (TensorFlow builds a string per ordinal, and `2**32` of
 //!   them exhaust memory).
 
 mod nvidia_smi;
+mod nvml;
+mod off_thread;
+mod source;
+mod tensorflow;
 
 use std::fmt::{self, Write as _};
+use std::sync::Arc;
+use std::time::Duration;
 
 use cluster_spec::quote::quote;
 
 pub use crate::error::gpus::Error;
-pub use nvidia_smi::{DEFAULT_TIMEOUT as DEFAULT_NVIDIA_SMI_TIMEOUT, NvidiaSmi};
+pub use nvidia_smi::{DEFAULT_TIMEOUT as DEFAULT_NVIDIA_SMI_TIMEOUT, NvidiaSmi, QUERY};
+pub use source::{Count, FixedGpus, Gpu, GpuSource, HostGpus, host};
+pub use tensorflow::{VisibleGpu, min_system_memory, visible};
+
+/// How much longer than a source's own [`timeout`](GpuSource::timeout) [`count`] and [`gpus`]
+/// wait, so that a source that enforces its deadline itself (`nvidia-smi`, killed at it) says
+/// so in its own words first.
+const GRACE: Duration = Duration::from_millis(500);
+
+/// How many GPUs `source` counts, asked on a thread of its own so no async worker ever
+/// blocks on a driver, under the source's deadline (plus a short grace); a cached answer
+/// comes back at once. Works on any executor.
+///
+/// # Errors
+///
+/// The source's error, or [`Error::Timeout`] when it did not answer in time.
+pub async fn count(source: Arc<dyn GpuSource>) -> Result<Count, Error> {
+    if let Some(count) = source.known_count() {
+        return Ok(count);
+    }
+    let (name, timeout) = (source.name(), source.timeout() + GRACE);
+    off_thread::run(&name, timeout, move || source.count()).await
+}
+
+/// Every GPU `source` reports, asked as [`count`] asks.
+///
+/// # Errors
+///
+/// The source's error, or [`Error::Timeout`] when it did not answer in time.
+pub async fn gpus(source: Arc<dyn GpuSource>) -> Result<Vec<Gpu>, Error> {
+    if let Some(gpus) = source.known_gpus() {
+        return Ok(gpus);
+    }
+    let (name, timeout) = (source.name(), source.timeout() + GRACE);
+    off_thread::run(&name, timeout, move || source.gpus()).await
+}
 
 use crate::Env;
 
@@ -80,6 +144,8 @@ pub struct NodeGpus {
     count: u32,
     /// Whether `gpus_per_node` gave the count.
     given: bool,
+    /// Who counted the GPUs when neither the variable nor `gpus_per_node` said.
+    counted_by: &'static str,
 }
 
 /// The entries of a `CUDA_VISIBLE_DEVICES` value.
@@ -93,7 +159,8 @@ fn entries(visible: &str) -> impl Iterator<Item = &str> {
 impl NodeGpus {
     /// The node's GPUs: `gpus_per_node` of them when given, else as many as
     /// `CUDA_VISIBLE_DEVICES` (read from `env`) lists, else as many as `count_gpus` says
-    /// (usually [`NvidiaSmi::count_gpus`]), which runs only then.
+    /// (usually a [`GpuSource`]'s [`count`](GpuSource::count), or one [`count`] gave), which
+    /// runs only then ([`needs_count`](Self::needs_count) tells beforehand).
     ///
     /// `CUDA_VISIBLE_DEVICES=""` hides every GPU, so it is zero GPUs (TensorFlow counts it as
     /// one). A `gpus_per_node` above the number of visible devices is
@@ -104,7 +171,7 @@ impl NodeGpus {
     pub fn find(
         env: &Env,
         gpus_per_node: Option<u32>,
-        count_gpus: impl FnOnce() -> Result<u32, Error>,
+        count_gpus: impl FnOnce() -> Result<Count, Error>,
     ) -> Result<Self, crate::Error> {
         let limit = |count: u32, origin: &str| {
             if count > MAX_GPUS_PER_NODE {
@@ -138,19 +205,32 @@ impl NodeGpus {
                     visible: Some(visible),
                     count,
                     given: requested.is_some(),
+                    counted_by: "",
                 })
             }
             (None, Some(n)) => Ok(Self {
                 visible: None,
                 count: limit(n, "gpus_per_node")?,
                 given: true,
+                counted_by: "",
             }),
-            (None, None) => Ok(Self {
-                visible: None,
-                count: limit(count_gpus()?, "nvidia-smi --list-gpus")?,
-                given: false,
-            }),
+            (None, None) => {
+                let counted = count_gpus()?;
+                Ok(Self {
+                    visible: None,
+                    count: limit(counted.gpus, counted.origin)?,
+                    given: false,
+                    counted_by: counted.origin,
+                })
+            }
         }
+    }
+
+    /// Whether [`find`](Self::find) would ask its `count_gpus`: neither `gpus_per_node` nor
+    /// `CUDA_VISIBLE_DEVICES` (read from `env`) says how many GPUs the node has. Async code
+    /// counts beforehand with [`count`] and hands `find` the answer.
+    pub fn needs_count(env: &Env, gpus_per_node: Option<u32>) -> Result<bool, crate::Error> {
+        Ok(gpus_per_node.is_none() && env.get(CUDA_VISIBLE_DEVICES)?.is_none())
     }
 
     /// How many GPUs the node has.
@@ -159,7 +239,8 @@ impl NodeGpus {
     }
 
     /// Where [`count`](Self::count) came from, for a message: `CUDA_VISIBLE_DEVICES="0,1"`
-    /// (its value quoted, shortened when long), `gpus_per_node`, or `nvidia-smi --list-gpus`.
+    /// (its value quoted, shortened when long), `gpus_per_node`, or who counted them
+    /// (`NVML`, `nvidia-smi --list-gpus`).
     pub fn source(&self) -> String {
         match (&self.visible, self.given) {
             (Some(visible), false) => format!("{CUDA_VISIBLE_DEVICES}={}", quote(visible, 0)),
@@ -169,7 +250,7 @@ impl NodeGpus {
                 quote(visible, 0)
             ),
             (None, true) => "gpus_per_node".to_owned(),
-            (None, false) => format!("nvidia-smi --list-gpus ({CUDA_VISIBLE_DEVICES} is unset)"),
+            (None, false) => format!("{} ({CUDA_VISIBLE_DEVICES} is unset)", self.counted_by),
         }
     }
 
@@ -233,7 +314,7 @@ fn join<T: fmt::Display>(ids: impl Iterator<Item = T>) -> String {
 mod tests {
     use super::*;
 
-    fn no_smi() -> Result<u32, Error> {
+    fn no_smi() -> Result<Count, Error> {
         panic!("nvidia-smi must not run when the GPUs are known")
     }
 
@@ -295,7 +376,7 @@ mod tests {
 
     #[test]
     fn nvidia_smi_only_when_nothing_else_says() {
-        let gpus = NodeGpus::find(&unset(), None, || Ok(2)).unwrap();
+        let gpus = NodeGpus::find(&unset(), None, || Ok(Count::nvidia_smi(2))).unwrap();
         assert_eq!(gpus.of_task(0, 2).as_deref(), Some("0,1"));
         assert_eq!(
             gpus.source(),
@@ -322,7 +403,10 @@ mod tests {
             e.to_string(),
             "gpus_per_node gives 4294967295 GPUs per node, more than the 65536 a node may have"
         );
-        let e = NodeGpus::find(&unset(), None, || Ok(MAX_GPUS_PER_NODE + 1)).unwrap_err();
+        let e = NodeGpus::find(&unset(), None, || {
+            Ok(Count::nvidia_smi(MAX_GPUS_PER_NODE + 1))
+        })
+        .unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("nvidia-smi --list-gpus gives 65537"),

@@ -26,9 +26,11 @@
 //! | whichever launched this process | [`auto_detect`](auto_detect()) | [`auto_detect`](mod@auto_detect) |
 //!
 //! [`gpus`] decides which GPUs each task of a host gets, as its `CUDA_VISIBLE_DEVICES`: the
-//! host's GPUs (`CUDA_VISIBLE_DEVICES` as named, else `nvidia-smi`, under a deadline) split
-//! evenly or as many per task as asked. The Slurm resolver uses it for its task, and
-//! `elastic`'s agent (`tfcluster run --rdzv --tasks-per-node N`) for each task it starts.
+//! host's GPUs (`CUDA_VISIBLE_DEVICES` as named, else NVML's count, loaded at run time, else
+//! `nvidia-smi`; under a deadline, off the async threads) split evenly or as many per task as
+//! asked. The Slurm resolver uses it for its task, `elastic`'s agent (`tfcluster run --rdzv
+//! --tasks-per-node N`) for each task it starts, and `remote-connect`'s task server lists the
+//! same GPUs (as TensorFlow shows them: [`gpus::visible`]) as its devices.
 //!
 //! ## Features
 //!

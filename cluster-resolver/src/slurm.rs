@@ -14,10 +14,10 @@
 //!   nodelist (in Slurm's order), the tasks per node and the distribution (block or cyclic),
 //!   with port `port_base + i` for the node's `i`-th task, so no two tasks of a node share a
 //!   port.
-//! - **GPUs.** The node's GPUs (`gpus_per_node`, else `CUDA_VISIBLE_DEVICES`, else
-//!   `nvidia-smi --list-gpus`) are handed out `gpus_per_task` at a time (default: the node's
+//! - **GPUs.** The node's GPUs (`gpus_per_node`, else `CUDA_VISIBLE_DEVICES`, else the
+//!   driver's count: NVML, else `nvidia-smi --list-gpus`) are handed out `gpus_per_task` at a time (default: the node's
 //!   GPUs divided by the most tasks any node has) to the node's tasks in order. Zero GPUs is a
-//!   CPU-only cluster. The [`gpus`](crate::gpus) module makes this decision, for this resolver
+//!   CPU-only cluster. The [`gpus`] module makes this decision, for this resolver
 //!   and for `elastic`'s agent alike.
 //!
 //! Everything is read again from the [`Env`] on every call, as TensorFlow re-reads its
@@ -82,7 +82,7 @@
 //! tasks but only 5 were assigned.`, followed by the numbers and where they came from. Every
 //! other error names the variable or option and its value. The step's own failures are this
 //! module's [`Error`], the node's GPUs' (too few, `nvidia-smi` failing) are
-//! [`gpus::Error`](crate::gpus::Error); a missing or malformed variable, hostlist or
+//! [`gpus::Error`]; a missing or malformed variable, hostlist or
 //! tasks-per-node list is the crate's [`Error`](crate::Error), which wraps both.
 //!
 //! # Differences from TensorFlow
@@ -113,7 +113,7 @@
 //!   that belong to another job (the bug of jax#23452). Here a task gets its share **of the
 //!   visible list** (`4,5` and `6,7`; UUIDs are kept as written). `CUDA_VISIBLE_DEVICES=""` is
 //!   zero GPUs (TensorFlow counts one), and a `gpus_per_node` above the number of visible GPUs
-//!   is [`gpus::Error::GpusNotVisible`](crate::gpus::Error::GpusNotVisible) (TensorFlow
+//!   is [`gpus::Error::GpusNotVisible`] (TensorFlow
 //!   would hand out GPUs the task cannot see).
 //! - **The environment is not written.** TensorFlow sets `os.environ["CUDA_VISIBLE_DEVICES"]`
 //!   from `cluster_spec()` (with `auto_set_gpu`, the default). Changing the environment of a
@@ -122,9 +122,13 @@
 //!   [`SlurmClusterResolver::cuda_visible_devices`] **returns** the value: put it in the
 //!   environment of the process that runs TensorFlow (`Command::env("CUDA_VISIBLE_DEVICES",
 //!   value)`). Without `auto_set_gpu` it is `None`.
-//! - **`nvidia-smi` has a deadline** ([`DEFAULT_NVIDIA_SMI_TIMEOUT`], settable); TensorFlow
-//!   waits for it forever. Its answer is remembered by the resolver (a node's GPUs do not
-//!   change during a step); TensorFlow runs it once, in the constructor.
+//! - **The GPUs are counted in-process, with a deadline, off the async threads.** TensorFlow
+//!   runs `nvidia-smi --list-gpus` and waits for it forever; here NVML is asked (loaded at run
+//!   time; `nvidia-smi` only where it cannot be), under a deadline
+//!   ([`DEFAULT_NVIDIA_SMI_TIMEOUT`], settable with `with_nvidia_smi`), and the async methods
+//!   ask on a thread of their own, so `connect_to_cluster(&slurm)` never blocks a runtime
+//!   worker. The answer is remembered (a node's GPUs do not change during a step); TensorFlow
+//!   runs it once, in the constructor.
 //! - **No hidden state.** TensorFlow sets `task_type`/`task_id` as a side effect of
 //!   `cluster_spec()`, so before the first call they are `None` and `master()` is `''`, and
 //!   its constructor reads the GPUs once. Here every call reads the environment, so
@@ -160,7 +164,7 @@ mod vars;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -173,7 +177,7 @@ pub use tasks_per_node::TasksPerNode;
 
 pub use crate::error::slurm::Error;
 
-use crate::gpus::NvidiaSmi;
+use crate::gpus::{self, Count, GpuSource, NodeGpus, NvidiaSmi};
 use crate::resolver::master_from_spec;
 use crate::{ClusterResolver, Env};
 
@@ -188,8 +192,8 @@ pub struct SlurmClusterResolver {
     env: Env,
     options: step::Options,
     rpc_layer: Option<String>,
-    /// `nvidia-smi`'s answer, once it gave one.
-    nvidia_smi_gpus: OnceLock<u32>,
+    /// The GPU source's count, once it gave one.
+    gpu_count: OnceLock<Count>,
 }
 
 impl SlurmClusterResolver {
@@ -199,7 +203,7 @@ impl SlurmClusterResolver {
             env,
             options: step::Options::default(),
             rpc_layer: Some("grpc".to_owned()),
-            nvidia_smi_gpus: OnceLock::new(),
+            gpu_count: OnceLock::new(),
         }
     }
 
@@ -222,8 +226,8 @@ impl SlurmClusterResolver {
     }
 
     /// Sets the number of GPUs of each node, instead of counting `CUDA_VISIBLE_DEVICES` or
-    /// asking `nvidia-smi`. Zero is a CPU-only cluster; more than [`MAX_GPUS_PER_NODE`] is
-    /// [`gpus::Error::TooManyGpus`](crate::gpus::Error::TooManyGpus) when the step is
+    /// asking the driver (NVML, else `nvidia-smi`). Zero is a CPU-only cluster; more than [`MAX_GPUS_PER_NODE`] is
+    /// [`gpus::Error::TooManyGpus`] when the step is
     /// resolved.
     pub fn with_gpus_per_node(mut self, gpus: u32) -> Self {
         self.options.gpus_per_node = Some(gpus);
@@ -258,26 +262,47 @@ impl SlurmClusterResolver {
         self
     }
 
-    /// Sets the `nvidia-smi` program (a path, or a name looked up in `PATH`) and how long it
-    /// may run ([`DEFAULT_NVIDIA_SMI_TIMEOUT`] by default).
-    pub fn with_nvidia_smi(mut self, program: impl Into<PathBuf>, timeout: Duration) -> Self {
-        self.options.nvidia_smi = NvidiaSmi::new(program, timeout);
-        self.nvidia_smi_gpus = OnceLock::new();
+    /// Counts the node's GPUs with this `nvidia-smi` program (a path, or a name looked up in
+    /// `PATH`), killed after `timeout` ([`DEFAULT_NVIDIA_SMI_TIMEOUT`] by default), instead of
+    /// asking NVML first.
+    pub fn with_nvidia_smi(self, program: impl Into<PathBuf>, timeout: Duration) -> Self {
+        self.with_gpu_source(Arc::new(NvidiaSmi::new(program, timeout)))
+    }
+
+    /// Counts the node's GPUs with `source` (default: [`gpus::host`], NVML, else
+    /// `nvidia-smi` from `PATH`), when neither `gpus_per_node` nor `CUDA_VISIBLE_DEVICES` says.
+    pub fn with_gpu_source(mut self, source: Arc<dyn GpuSource>) -> Self {
+        self.options.gpu_source = source;
+        self.gpu_count = OnceLock::new();
         self
     }
 
     /// Reads the environment and resolves the step: the cluster and this task's place in it.
     ///
-    /// May run `nvidia-smi` (blocking, at most its timeout) the first time, when neither
-    /// `gpus_per_node` nor `CUDA_VISIBLE_DEVICES` gives the node's GPUs.
+    /// May ask the GPU source (blocking this thread, at most its timeout) the first time, when
+    /// neither `gpus_per_node` nor `CUDA_VISIBLE_DEVICES` gives the node's GPUs. The async
+    /// methods ([`cluster_spec`](ClusterResolver::cluster_spec), ...) ask it on a thread of
+    /// their own instead.
     pub fn resolve(&self) -> Result<SlurmStep, crate::Error> {
         step::resolve(&self.options, &self.env, || {
-            if let Some(&gpus) = self.nvidia_smi_gpus.get() {
-                return Ok(gpus);
+            if let Some(&count) = self.gpu_count.get() {
+                return Ok(count);
             }
-            let gpus = self.options.nvidia_smi.count_gpus()?;
-            Ok(*self.nvidia_smi_gpus.get_or_init(|| gpus))
+            let count = self.options.gpu_source.count()?;
+            Ok(*self.gpu_count.get_or_init(|| count))
         })
+    }
+
+    /// [`resolve`](Self::resolve) for async code: the GPUs, when they must be counted, are
+    /// counted off the async threads ([`gpus::count`]), under the source's deadline.
+    async fn resolve_async(&self) -> Result<SlurmStep, crate::Error> {
+        if self.gpu_count.get().is_none()
+            && NodeGpus::needs_count(&self.env, self.options.gpus_per_node)?
+        {
+            let count = gpus::count(self.options.gpu_source.clone()).await?;
+            self.gpu_count.get_or_init(|| count);
+        }
+        self.resolve()
     }
 
     /// The `CUDA_VISIBLE_DEVICES` value for this task: its `gpus_per_task` GPUs out of its
@@ -314,7 +339,7 @@ impl SlurmClusterResolver {
 #[async_trait]
 impl ClusterResolver for SlurmClusterResolver {
     async fn cluster_spec(&self) -> Result<ClusterSpec, crate::Error> {
-        Ok(self.resolve()?.into_spec())
+        Ok(self.resolve_async().await?.into_spec())
     }
 
     /// The address of task `task_id` of job `task_type`, each defaulting to this task's, with
@@ -325,7 +350,7 @@ impl ClusterResolver for SlurmClusterResolver {
         task_id: Option<u32>,
         rpc_layer: Option<&str>,
     ) -> Result<String, crate::Error> {
-        let step = self.resolve()?;
+        let step = self.resolve_async().await?;
         let task_type = task_type.unwrap_or(step.task_type());
         let task_id = task_id.unwrap_or(step.task_id());
         // TensorFlow's `rpc_layer or self.rpc_layer`: an empty argument falls through too.
@@ -353,7 +378,7 @@ impl ClusterResolver for SlurmClusterResolver {
         _task_type: Option<&str>,
         _task_id: Option<u32>,
     ) -> Result<BTreeMap<String, u32>, crate::Error> {
-        let gpus = self.resolve()?.gpus_per_task();
+        let gpus = self.resolve_async().await?.gpus_per_task();
         Ok((gpus > 0)
             .then(|| ("GPU".to_owned(), gpus))
             .into_iter()

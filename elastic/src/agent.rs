@@ -29,7 +29,7 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::time::Duration;
 
 use cluster_resolver::Env;
-use cluster_resolver::gpus::{CUDA_VISIBLE_DEVICES, NvidiaSmi};
+use cluster_resolver::gpus::{self as resolver_gpus, CUDA_VISIBLE_DEVICES};
 use tokio::sync::OnceCell;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -84,8 +84,8 @@ pub enum AgentError {
     /// A local task could not be started.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
-    /// The host's GPUs could not be found: `CUDA_VISIBLE_DEVICES` is not UTF-8, or
-    /// `nvidia-smi` failed or ran past its deadline.
+    /// The host's GPUs could not be found: `CUDA_VISIBLE_DEVICES` is not UTF-8, or the
+    /// driver (NVML, `nvidia-smi`) failed or ran past its deadline.
     #[error("cannot find this host's GPUs: {0}")]
     FindGpus(#[source] cluster_resolver::Error),
     /// The host has fewer GPUs than [`AgentOptions::gpus_per_task`] for each local task
@@ -181,8 +181,9 @@ impl Agent {
     }
 
     /// Which of this host's GPUs each local task gets: found the first time ([`TaskGpus::find`]
-    /// with the agent's environment and `nvidia-smi` from `PATH`, run on a blocking thread,
-    /// at most its deadline), then remembered. [`run`](Self::run) and
+    /// with the agent's environment and the host's driver, [`resolver_gpus::host`]: NVML, else
+    /// `nvidia-smi` from `PATH`, asked off the async threads, at most its deadline), then
+    /// remembered. [`run`](Self::run) and
     /// [`first_round`](Self::first_round) call it before joining, so a host that cannot give
     /// its tasks their GPUs fails before any round waits for it.
     pub async fn task_gpus(&self) -> Result<&TaskGpus, AgentError> {
@@ -190,16 +191,7 @@ impl Agent {
             .get_or_try_init(|| async {
                 let tasks = self.options.join.config().tasks_per_node();
                 let per_task = self.options.gpus_per_task;
-                let find =
-                    move || TaskGpus::find(&Env::process(), tasks, per_task, &NvidiaSmi::default());
-                match tokio::task::spawn_blocking(find).await {
-                    Ok(found) => found,
-                    // The search panicked (it does not on any input): pass the panic on.
-                    Err(e) => std::panic::resume_unwind(
-                        e.try_into_panic()
-                            .unwrap_or_else(|e| Box::new(e.to_string())),
-                    ),
-                }
+                TaskGpus::find(&Env::process(), tasks, per_task, resolver_gpus::host()).await
             })
             .await
     }

@@ -1,7 +1,11 @@
 //! The devices a task serves: what [`LocalDevice`] holds and how it becomes TensorFlow's
 //! `DeviceAttributes`.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use cluster_proto::{DeviceAttributes, DeviceLocality};
+use cluster_resolver::gpus::{self, GpuSource};
 use device_filter::DeviceName;
 
 use crate::server::ServerError;
@@ -13,7 +17,7 @@ pub const CPU_MEMORY_LIMIT: i64 = 256 << 20;
 /// One device of this process, before it is named for a task.
 ///
 /// A [`TaskServer`](crate::TaskServer) serves `CPU:0` always, plus the NVIDIA GPUs the host
-/// shows ([`discover`]); set your own list with
+/// shows ([`discover`], through [`cluster_resolver::gpus`]); set your own list with
 /// [`TaskServerBuilder::devices`](crate::TaskServerBuilder::devices).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LocalDevice {
@@ -75,39 +79,42 @@ impl LocalDevice {
 }
 
 /// The devices of this host as TensorFlow would see them: `CPU:0`, then one `GPU:i` per NVIDIA
-/// GPU that `nvidia-smi` lists and `CUDA_VISIBLE_DEVICES` (read from the process environment)
-/// lets this process use. `nvidia-smi` runs under `timeout`, once per process (the answer is
-/// kept); no `nvidia-smi` means no GPU.
+/// GPU the driver reports and `CUDA_VISIBLE_DEVICES` (read from the process environment)
+/// lets this process use ([`cluster_resolver::gpus::visible`]). The GPUs come from
+/// [`cluster_resolver::gpus::host`]: NVML, else `nvidia-smi`, asked on a thread of their own
+/// (never a runtime worker) under `timeout`, once per process (the answer is kept); no driver
+/// means no GPU.
 ///
 /// # Errors
 ///
-/// When `nvidia-smi` exists but fails, hangs past `timeout`, or prints what cannot be read.
-pub async fn discover(timeout: std::time::Duration) -> Result<Vec<LocalDevice>, ServerError> {
-    // A process's GPUs do not change while it runs: one `nvidia-smi` per process, however many
-    // servers it starts (a failure is not kept, so a later start tries again).
-    static DISCOVERED: tokio::sync::OnceCell<Vec<LocalDevice>> = tokio::sync::OnceCell::const_new();
-    DISCOVERED
-        .get_or_try_init(|| discover_now(timeout))
-        .await
-        .cloned()
-}
-
-async fn discover_now(timeout: std::time::Duration) -> Result<Vec<LocalDevice>, ServerError> {
+/// [`ServerError::Gpus`] when the driver or `nvidia-smi` exists but fails, hangs past
+/// `timeout`, or answers what cannot be read.
+pub async fn discover(timeout: Duration) -> Result<Vec<LocalDevice>, ServerError> {
     let visible =
         std::env::var_os("CUDA_VISIBLE_DEVICES").map(|v| v.to_string_lossy().into_owned());
-    discover_with(&crate::gpu::NvidiaSmi::new(timeout), visible.as_deref()).await
+    discover_with(gpus::host(), timeout, visible.as_deref()).await
 }
 
-/// Discovery with a given `nvidia-smi` and `CUDA_VISIBLE_DEVICES` value.
+/// Discovery from a given GPU source and `CUDA_VISIBLE_DEVICES` value.
 async fn discover_with(
-    nvidia_smi: &crate::gpu::NvidiaSmi,
+    source: Arc<dyn GpuSource>,
+    timeout: Duration,
     cuda_visible_devices: Option<&str>,
 ) -> Result<Vec<LocalDevice>, ServerError> {
-    let gpus = nvidia_smi
-        .query()
-        .await?
-        .map(|gpus| crate::gpu::visible(&gpus, cuda_visible_devices))
-        .unwrap_or_default();
+    let what = source.name();
+    let found = match tokio::time::timeout(timeout, gpus::gpus(source)).await {
+        Ok(found) => found.map_err(ServerError::Gpus)?,
+        Err(_) => return Err(ServerError::Gpus(gpus::Error::Timeout { what, timeout })),
+    };
+    let gpus = gpus::visible(&found, cuda_visible_devices)
+        .into_iter()
+        .map(|gpu| LocalDevice {
+            device_type: "GPU".to_owned(),
+            id: gpu.id,
+            memory_limit: gpu.memory_limit,
+            physical_device_desc: gpu.physical_device_desc,
+            bus_id: gpu.bus_id,
+        });
     Ok(std::iter::once(LocalDevice::cpu()).chain(gpus).collect())
 }
 
@@ -129,10 +136,10 @@ pub(crate) fn check_unique(devices: &[LocalDevice]) -> Result<(), ServerError> {
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
-    use std::time::Duration;
+
+    use cluster_resolver::gpus::{FixedGpus, Gpu, NvidiaSmi};
 
     use super::*;
-    use crate::gpu::NvidiaSmi;
 
     /// A fake `nvidia-smi`: a shell script with `body`, in a fresh temporary directory.
     fn fake(name: &str, body: &str) -> std::path::PathBuf {
@@ -148,6 +155,12 @@ mod tests {
         path
     }
 
+    const LONG: Duration = Duration::from_secs(30);
+
+    fn smi(program: &str, timeout: Duration) -> Arc<dyn GpuSource> {
+        Arc::new(NvidiaSmi::new(program, timeout))
+    }
+
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -157,14 +170,14 @@ mod tests {
 
     #[test]
     fn gpus_from_nvidia_smi_after_cuda_visible_devices() {
-        let smi = fake(
+        let script = fake(
             "two",
             "echo '0, GPU-aaaa, NVIDIA H100 80GB HBM3, 00000000:00:05.0, 81000, 9.0'\n\
              echo '1, GPU-bbbb, NVIDIA H100 80GB HBM3, 00000000:00:06.0, 81000, 9.0'",
         );
-        let nvidia_smi = NvidiaSmi::with_program(smi.to_str().unwrap(), Duration::from_secs(10));
+        let nvidia_smi = smi(script.to_str().unwrap(), Duration::from_secs(10));
         let devices = runtime()
-            .block_on(discover_with(&nvidia_smi, None))
+            .block_on(discover_with(nvidia_smi.clone(), LONG, None))
             .unwrap();
         let names: Vec<String> = devices
             .iter()
@@ -172,7 +185,7 @@ mod tests {
             .collect();
         assert_eq!(names, ["CPU:0", "GPU:0", "GPU:1"]);
         let devices = runtime()
-            .block_on(discover_with(&nvidia_smi, Some("1")))
+            .block_on(discover_with(nvidia_smi.clone(), LONG, Some("1")))
             .unwrap();
         assert_eq!(devices.len(), 2);
         assert!(devices[1].physical_device_desc.contains("00:06.0"));
@@ -181,13 +194,15 @@ mod tests {
 
     #[test]
     fn no_nvidia_smi_or_no_gpu_is_cpu_only() {
-        let missing = NvidiaSmi::with_program("/nonexistent/nvidia-smi", Duration::from_secs(1));
-        let devices = runtime().block_on(discover_with(&missing, None)).unwrap();
+        let missing = smi("/nonexistent/nvidia-smi", Duration::from_secs(1));
+        let devices = runtime()
+            .block_on(discover_with(missing, LONG, None))
+            .unwrap();
         assert_eq!(devices, [LocalDevice::cpu()]);
         let none = fake("none", "echo 'No devices were found'; exit 6");
-        let none = NvidiaSmi::with_program(none.to_str().unwrap(), Duration::from_secs(10));
+        let none = smi(none.to_str().unwrap(), Duration::from_secs(10));
         assert_eq!(
-            runtime().block_on(discover_with(&none, None)).unwrap(),
+            runtime().block_on(discover_with(none, LONG, None)).unwrap(),
             [LocalDevice::cpu()]
         );
     }
@@ -195,16 +210,94 @@ mod tests {
     #[test]
     fn a_hung_nvidia_smi_is_killed_at_the_deadline() {
         let hung = fake("hung", "sleep 30");
-        let hung = NvidiaSmi::with_program(hung.to_str().unwrap(), Duration::from_millis(300));
+        let hung = smi(hung.to_str().unwrap(), Duration::from_millis(300));
         let started = std::time::Instant::now();
-        let err = runtime().block_on(discover_with(&hung, None)).unwrap_err();
-        assert!(started.elapsed() < Duration::from_secs(5));
-        assert!(err.to_string().contains("no answer within"), "{err}");
-        let broken = fake("broken", "echo 'driver mismatch' >&2; exit 9");
-        let broken = NvidiaSmi::with_program(broken.to_str().unwrap(), Duration::from_secs(10));
         let err = runtime()
-            .block_on(discover_with(&broken, None))
+            .block_on(discover_with(hung, LONG, None))
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(
+            err.to_string().contains("did not answer within 300ms"),
+            "{err}"
+        );
+        let broken = fake("broken", "echo 'driver mismatch' >&2; exit 9");
+        let broken = smi(broken.to_str().unwrap(), Duration::from_secs(10));
+        let err = runtime()
+            .block_on(discover_with(broken, LONG, None))
             .unwrap_err();
         assert!(err.to_string().contains("driver mismatch"), "{err}");
+    }
+
+    #[test]
+    fn a_fake_driver_is_listed_as_tensorflow_lists_it() {
+        let h100 = Gpu {
+            index: 0,
+            uuid: "GPU-1a2b".to_owned(),
+            name: "NVIDIA H100 80GB HBM3".to_owned(),
+            pci_bus_id: "00000000:00:05.0".to_owned(),
+            memory_free: 81004 << 20,
+            compute_capability: (9, 0),
+            numa_node: Some(0),
+        };
+        let devices = runtime()
+            .block_on(discover_with(Arc::new(FixedGpus(vec![h100])), LONG, None))
+            .unwrap();
+        assert_eq!(
+            devices[1],
+            LocalDevice {
+                device_type: "GPU".to_owned(),
+                id: 0,
+                memory_limit: (81004 - 1536) << 20,
+                physical_device_desc: "device: 0, name: NVIDIA H100 80GB HBM3, pci bus id: \
+                                       0000:00:05.0, compute capability: 9.0"
+                    .to_owned(),
+                bus_id: 1,
+            }
+        );
+    }
+
+    #[test]
+    fn a_hung_driver_does_not_block_the_runtime() {
+        /// A driver that never answers within the deadline.
+        #[derive(Debug)]
+        struct Hung;
+        impl GpuSource for Hung {
+            fn count(&self) -> Result<gpus::Count, gpus::Error> {
+                std::thread::sleep(Duration::from_secs(5));
+                Ok(gpus::Count::nvidia_smi(0))
+            }
+            fn gpus(&self) -> Result<Vec<Gpu>, gpus::Error> {
+                std::thread::sleep(Duration::from_secs(5));
+                Ok(Vec::new())
+            }
+            fn timeout(&self) -> Duration {
+                Duration::from_secs(30)
+            }
+            fn name(&self) -> String {
+                "NVML".to_owned()
+            }
+        }
+        // One runtime thread: a blocking driver call would stop the ticker too.
+        let started = std::time::Instant::now();
+        let (err, ticks) = runtime().block_on(async {
+            let ticker = tokio::spawn(async {
+                let mut ticks = 0;
+                for _ in 0..5 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    ticks += 1;
+                }
+                ticks
+            });
+            let err = discover_with(Arc::new(Hung), Duration::from_millis(300), None)
+                .await
+                .unwrap_err();
+            (err, ticker.await.unwrap())
+        });
+        assert_eq!(ticks, 5);
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(
+            err.to_string().contains("NVML did not answer within 300ms"),
+            "{err}"
+        );
     }
 }

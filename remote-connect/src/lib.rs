@@ -264,6 +264,13 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //!   [`ConnectOptions::rpc_timeout`] and every connect [`ConnectOptions::timeout`]; a connect
 //!   that fails lists every failed task with its address and cause, and closes the contexts it
 //!   had created.
+//! - **GPUs are found in-process, off the runtime, with a deadline.** A [`TaskServer`]'s GPUs
+//!   (and a [`Context`]'s own, through its local task server) come from
+//!   [`cluster_resolver::gpus`]: NVML, loaded at run time (a host without `libnvidia-ml` has
+//!   none), `nvidia-smi` only where NVML cannot be loaded, asked on a thread of its own under
+//!   a deadline and once per process. TensorFlow initializes CUDA in the process; the
+//!   attributes (`memory_limit`, `physical_device_desc`, ids in `CUDA_VISIBLE_DEVICES` order)
+//!   are computed as TensorFlow computes them, from the driver's free memory.
 //! - **A task reporting a bad device name is an error naming the task**; TensorFlow's client
 //!   aborts the whole process (`CHECK` in `NewRemoteDevices`).
 //! - **No port race for the local task.** TensorFlow picks a free port for the added
@@ -331,7 +338,6 @@ mod accelerators;
 mod client;
 pub mod devices;
 mod error;
-mod gpu;
 mod ids;
 mod op;
 mod server;

@@ -79,7 +79,8 @@ pub(crate) struct RdzvArgs {
     tasks_per_node: u32,
     /// With --rdzv: how many GPUs each local task gets, as its CUDA_VISIBLE_DEVICES: task `i`
     /// gets the host's GPUs `i*K` to `(i+1)*K-1`, as this agent's CUDA_VISIBLE_DEVICES names
-    /// them (UUIDs and MIG ids kept), else as `nvidia-smi -L` counts them; 0 hides every GPU.
+    /// them (UUIDs and MIG ids kept), else as the driver counts them (NVML, else
+    /// `nvidia-smi -L`); 0 hides every GPU.
     /// Fewer than K GPUs per task is an error. By default the host's GPUs are divided evenly
     /// (none each when there are fewer GPUs than tasks), and a host without GPUs leaves
     /// CUDA_VISIBLE_DEVICES as it is.

@@ -80,4 +80,37 @@ pub enum Error {
         /// The deadline.
         timeout: std::time::Duration,
     },
+    /// `nvidia-smi --query-gpu` printed a line that is not the CSV asked for.
+    #[error("cannot read the GPUs {} --query-gpu lists: {reason}", excerpt(.program, 0))]
+    NvidiaSmiOutput {
+        /// The program.
+        program: String,
+        /// Which line, and what it holds.
+        reason: String,
+    },
+    /// NVML was loaded but a call failed.
+    #[error("NVML's {call} failed: {source}")]
+    Nvml {
+        /// The NVML function, e.g. `nvmlDeviceGetMemoryInfo`.
+        call: &'static str,
+        /// NVML's error.
+        #[source]
+        source: nvml_wrapper::error::NvmlError,
+    },
+    /// A GPU source (NVML, `nvidia-smi`) did not answer before its deadline; the query is
+    /// left to finish on its own thread.
+    #[error(
+        "{} did not answer within {timeout:?}; set CUDA_VISIBLE_DEVICES (or gpus_per_node) to \
+         not ask it",
+        excerpt(.what, 0)
+    )]
+    Timeout {
+        /// What was asked: `NVML (or nvidia-smi)`, `nvidia-smi --query-gpu`, …
+        what: String,
+        /// The deadline.
+        timeout: std::time::Duration,
+    },
+    /// No thread could be started to ask the GPU source.
+    #[error("cannot start a thread to find the GPUs: {0}")]
+    Thread(#[source] std::io::Error),
 }

@@ -10,7 +10,9 @@ use super::node_names::NodeNames;
 use super::placement::{self, Distribution, Slot};
 use super::tasks_per_node::TasksPerNode;
 use super::vars;
-use crate::gpus::{self, NodeGpus, NvidiaSmi};
+use std::sync::Arc;
+
+use crate::gpus::{self, Count, GpuSource, NodeGpus};
 use crate::hostlist::{self, HostList, MAX_BYTES, MAX_HOSTS};
 use crate::{Env, Error};
 
@@ -31,7 +33,8 @@ pub(super) struct Options {
     pub(super) gpus_per_task: Option<u32>,
     pub(super) tasks_per_node: Option<TasksPerNode>,
     pub(super) auto_set_gpu: bool,
-    pub(super) nvidia_smi: NvidiaSmi,
+    /// Counts the node's GPUs when neither `gpus_per_node` nor `CUDA_VISIBLE_DEVICES` does.
+    pub(super) gpu_source: Arc<dyn GpuSource>,
 }
 
 impl Default for Options {
@@ -43,7 +46,7 @@ impl Default for Options {
             gpus_per_task: None,
             tasks_per_node: None,
             auto_set_gpu: true,
-            nvidia_smi: NvidiaSmi::default(),
+            gpu_source: gpus::host(),
         }
     }
 }
@@ -196,12 +199,12 @@ fn nodes(env: &Env, tasks_per_node: Option<&TasksPerNode>) -> Result<Nodes, Erro
     Ok(nodes)
 }
 
-/// Resolves the step from `env`; `nvidia_smi` runs only when neither `gpus_per_node` nor
+/// Resolves the step from `env`; `count_gpus` runs only when neither `gpus_per_node` nor
 /// `CUDA_VISIBLE_DEVICES` says how many GPUs the node has.
 pub(super) fn resolve(
     options: &Options,
     env: &Env,
-    count_gpus: impl FnOnce() -> Result<u32, gpus::Error>,
+    count_gpus: impl FnOnce() -> Result<Count, gpus::Error>,
 ) -> Result<SlurmStep, Error> {
     // TensorFlow's order: rank, number of tasks (only without a jobs map), nodes, GPUs, then
     // the consistency checks; so the first missing variable is reported as TF reports it.

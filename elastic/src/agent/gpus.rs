@@ -1,8 +1,10 @@
 //! [`TaskGpus`]: the host's GPUs shared out among the agent's local tasks, as each task's
 //! `CUDA_VISIBLE_DEVICES`.
 
+use std::sync::Arc;
+
 use cluster_resolver::Env;
-use cluster_resolver::gpus::{self, NodeGpus, NvidiaSmi};
+use cluster_resolver::gpus::{self, Count, GpuSource, NodeGpus};
 
 use super::AgentError;
 
@@ -31,7 +33,8 @@ impl TaskGpus {
     /// The split of this host's GPUs among its `tasks_per_node` local tasks, found the way
     /// [`cluster_resolver::gpus`] finds a node's GPUs (as the Slurm resolver does): the
     /// entries of `CUDA_VISIBLE_DEVICES` in `env` as named (ordinals, UUIDs or MIG ids;
-    /// `""` is no GPU), else as many as `nvidia_smi` lists (none when it is not installed).
+    /// `""` is no GPU), else as many as `source` counts (usually [`gpus::host`]: NVML, else
+    /// `nvidia-smi`; none when there is no driver).
     ///
     /// - `gpus_per_task` given: local task `i` gets the host's GPUs `i × K .. (i + 1) × K`;
     ///   fewer than `tasks_per_node × K` GPUs is [`AgentError::ShareGpus`], naming the
@@ -42,16 +45,28 @@ impl TaskGpus {
     ///   Slurm resolver decides, and every task gets `""` (a warning says so). A host
     ///   without GPUs leaves each task's `CUDA_VISIBLE_DEVICES` as the agent's.
     ///
-    /// Blocks while `nvidia-smi` runs (at most its deadline); [`Agent`](super::Agent) calls
-    /// it off the async threads, once.
-    pub fn find(
+    /// Asks `source`, when it must, on a thread of its own under its deadline
+    /// ([`gpus::count`]), so no async worker blocks on the driver; [`Agent`](super::Agent)
+    /// calls it once.
+    pub async fn find(
         env: &Env,
         tasks_per_node: u32,
         gpus_per_task: Option<u32>,
-        nvidia_smi: &NvidiaSmi,
+        source: Arc<dyn GpuSource>,
     ) -> Result<Self, AgentError> {
+        let needed = gpus_per_task != Some(0)
+            && NodeGpus::needs_count(env, None).map_err(AgentError::FindGpus)?;
+        let counted = if needed {
+            let count = gpus::count(source)
+                .await
+                .map_err(|e| AgentError::FindGpus(e.into()))?;
+            Some(count)
+        } else {
+            None
+        };
+        // Not asked when not needed: the variable says, or no GPU is wanted.
         Self::find_with(env, tasks_per_node, gpus_per_task, || {
-            nvidia_smi.count_gpus()
+            Ok(counted.unwrap_or(Count::nvidia_smi(0)))
         })
     }
 
@@ -59,7 +74,7 @@ impl TaskGpus {
         env: &Env,
         tasks_per_node: u32,
         gpus_per_task: Option<u32>,
-        count_gpus: impl FnOnce() -> Result<u32, gpus::Error>,
+        count_gpus: impl FnOnce() -> Result<Count, gpus::Error>,
     ) -> Result<Self, AgentError> {
         if gpus_per_task == Some(0) {
             return Ok(Self(Share::Hide));
@@ -131,7 +146,7 @@ mod tests {
         Env::from_iter::<[(&str, &str); 0]>([])
     }
 
-    fn no_smi() -> Result<u32, gpus::Error> {
+    fn no_smi() -> Result<Count, gpus::Error> {
         panic!("nvidia-smi must not run here")
     }
 
@@ -170,7 +185,7 @@ mod tests {
             "Requested more GPUs per node than available. (2 tasks on a node × 3 GPUs per \
              task > 4 GPUs per node); this host's GPUs come from CUDA_VISIBLE_DEVICES=\"0,1,2,3\""
         );
-        let e = TaskGpus::find_with(&unset(), 1, Some(1), || Ok(0)).unwrap_err();
+        let e = TaskGpus::find_with(&unset(), 1, Some(1), || Ok(Count::nvidia_smi(0))).unwrap_err();
         assert!(
             e.to_string().ends_with(
                 "(1 tasks on a node × 1 GPUs per task > 0 GPUs per node); this host's GPUs \
@@ -185,13 +200,13 @@ mod tests {
         let gpus = TaskGpus::find_with(&visible(""), 2, None, no_smi).unwrap();
         assert_eq!(gpus, TaskGpus::inherit());
         assert_eq!((gpus.per_task(), gpus.of_task(0)), (None, None));
-        let gpus = TaskGpus::find_with(&unset(), 2, None, || Ok(0)).unwrap();
+        let gpus = TaskGpus::find_with(&unset(), 2, None, || Ok(Count::nvidia_smi(0))).unwrap();
         assert_eq!(gpus, TaskGpus::inherit());
     }
 
     #[test]
     fn nvidia_smi_counts_when_the_variable_is_unset() {
-        let gpus = TaskGpus::find_with(&unset(), 2, None, || Ok(4)).unwrap();
+        let gpus = TaskGpus::find_with(&unset(), 2, None, || Ok(Count::nvidia_smi(4))).unwrap();
         assert_eq!(shares(&gpus, 2), some(&["0,1", "2,3"]));
         let e = TaskGpus::find_with(&unset(), 2, None, || {
             Err(gpus::Error::NvidiaSmiTimeout {
@@ -226,5 +241,66 @@ mod tests {
         let gpus = TaskGpus::find_with(&visible("0,1"), 2, None, no_smi).unwrap();
         assert_eq!(gpus.of_task(2).as_deref(), Some(""));
         assert_eq!(gpus.of_task(u32::MAX).as_deref(), Some(""));
+    }
+
+    #[test]
+    fn a_driver_is_asked_off_the_runtime_only_when_needed() {
+        use cluster_resolver::gpus::{FixedGpus, Gpu};
+        let gpu = |index: u32| Gpu {
+            index,
+            uuid: format!("GPU-{index}"),
+            name: "NVIDIA H100 80GB HBM3".to_owned(),
+            pci_bus_id: format!("00000000:00:0{index}.0"),
+            memory_free: 80 << 30,
+            compute_capability: (9, 0),
+            numa_node: None,
+        };
+        let driver: Arc<dyn GpuSource> = Arc::new(FixedGpus((0..4).map(gpu).collect()));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let gpus = runtime
+            .block_on(TaskGpus::find(&unset(), 2, None, driver.clone()))
+            .unwrap();
+        assert_eq!(shares(&gpus, 2), some(&["0,1", "2,3"]));
+        let e = runtime
+            .block_on(TaskGpus::find(&unset(), 2, Some(3), driver.clone()))
+            .unwrap_err();
+        assert!(
+            e.to_string().ends_with(
+                "this host's GPUs come from the given GPUs (CUDA_VISIBLE_DEVICES is unset)"
+            ),
+            "{e}"
+        );
+        // The variable says: the driver is not asked.
+        #[derive(Debug)]
+        struct Unplugged;
+        impl GpuSource for Unplugged {
+            fn count(&self) -> Result<Count, gpus::Error> {
+                panic!("the driver must not be asked")
+            }
+            fn gpus(&self) -> Result<Vec<Gpu>, gpus::Error> {
+                panic!("the driver must not be asked")
+            }
+            fn timeout(&self) -> std::time::Duration {
+                std::time::Duration::from_secs(1)
+            }
+            fn name(&self) -> String {
+                "unplugged".to_owned()
+            }
+        }
+        let gpus = runtime
+            .block_on(TaskGpus::find(
+                &visible("4,5"),
+                2,
+                None,
+                Arc::new(Unplugged),
+            ))
+            .unwrap();
+        assert_eq!(shares(&gpus, 2), some(&["4", "5"]));
+        let gpus = runtime
+            .block_on(TaskGpus::find(&unset(), 2, Some(0), Arc::new(Unplugged)))
+            .unwrap();
+        assert_eq!(shares(&gpus, 2), some(&["", ""]));
     }
 }

@@ -36,15 +36,10 @@ pub enum ServerError {
         /// The device, `TYPE:ID`.
         device: String,
     },
-    /// `nvidia-smi` is installed but failed, hung past its deadline or printed what cannot be
-    /// read.
-    #[error("GPU discovery with {program} failed: {reason}")]
-    NvidiaSmi {
-        /// The program run.
-        program: String,
-        /// What happened.
-        reason: String,
-    },
+    /// GPU discovery ([`cluster_resolver::gpus`]: NVML or `nvidia-smi`) failed, hung past its
+    /// deadline or answered what cannot be read.
+    #[error("GPU discovery failed: {0}")]
+    Gpus(#[source] cluster_resolver::gpus::Error),
     /// A `ServerDef` handed to [`TaskServer::from_server_def`](crate::TaskServer::from_server_def)
     /// is unusable.
     #[error("invalid ServerDef: {reason}")]
