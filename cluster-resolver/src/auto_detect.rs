@@ -80,8 +80,14 @@ pub fn detect(env: &Env) -> Result<ClusterSource, Error> {
     let mut checked = Vec::with_capacity(ClusterSource::ALL.len());
     for source in ClusterSource::ALL {
         match why_not(source, env) {
-            None => return Ok(source),
-            Some(reason) => checked.push((source, reason)),
+            None => {
+                tracing::debug!(%source, "auto-detect: this source describes the process");
+                return Ok(source);
+            }
+            Some(reason) => {
+                tracing::debug!(%source, %reason, "auto-detect: source incomplete, skipped");
+                checked.push((source, reason));
+            }
         }
     }
     Err(Error::NoClusterFound { checked })

@@ -238,7 +238,18 @@ fn parse_line(line: &str) -> Option<Gpu> {
 mod tests {
     use super::*;
 
+    /// Held while a test writes its fake `nvidia-smi` and runs it: a sibling test forking
+    /// while the script is still open for writing makes the exec fail with ETXTBSY.
+    static SCRIPTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn one_script_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        SCRIPTS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn smi(script: &str, timeout: Duration) -> Result<u32, Error> {
+        let _turn = one_script_at_a_time();
         // `sh -c SCRIPT --list-gpus`: the script sees `--list-gpus` as $0.
         let dir = std::env::temp_dir().join(format!(
             "tfcluster-nvidia-smi-{}-{}",
@@ -259,6 +270,7 @@ mod tests {
     }
 
     fn query(script: &str) -> Result<Vec<Gpu>, Error> {
+        let _turn = one_script_at_a_time();
         let dir =
             std::env::temp_dir().join(format!("tfcluster-nvidia-smi-q-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
