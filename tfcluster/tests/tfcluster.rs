@@ -93,6 +93,26 @@ fn hostlist_round_trip() {
     );
 }
 
+/// `[python, script]`: TensorFlow's python (the venv `cargo xtask test` installs, or
+/// `TFCLUSTER_PYTHON`) and the path of `tests/scripts/NAME`, as a command line.
+///
+/// # Panics
+///
+/// Without that python, saying how to get it.
+fn tf_script(name: &str) -> [String; 2] {
+    let python = tf_oracle::python();
+    assert!(
+        python.exists(),
+        "TensorFlow's python {} is missing: run `cargo xtask tf-venv` or set TFCLUSTER_PYTHON \
+         to a python with tensorflow-cpu==2.21.0",
+        python.display()
+    );
+    let script: std::path::PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "scripts", name]
+        .iter()
+        .collect();
+    [python, script].map(|path| path.to_str().expect("a UTF-8 path").to_owned())
+}
+
 /// `resolve` reads the child's environment, set here per command (never this process's).
 fn resolve(vars: &[(&str, &str)], args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tfcluster"))

@@ -248,38 +248,27 @@ mod tests {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn smi(script: &str, timeout: Duration) -> Result<u32, Error> {
-        let _turn = one_script_at_a_time();
-        // `sh -c SCRIPT --list-gpus`: the script sees `--list-gpus` as $0.
-        let dir = std::env::temp_dir().join(format!(
-            "tfcluster-nvidia-smi-{}-{}",
-            std::process::id(),
-            script.len()
-        ));
+    /// An executable `#!/bin/sh` script of `script`, in a directory of this process (its
+    /// arguments, `--list-gpus` or the query, are `$1`...).
+    fn fake(script: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("tfcluster-nvidia-smi-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("smi-{:x}", fxhash(script)));
         std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
         let mut perms = std::fs::metadata(&path).unwrap().permissions();
         std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
         std::fs::set_permissions(&path, perms).unwrap();
-        NvidiaSmi {
-            program: path,
-            timeout,
-        }
-        .count_gpus()
+        path
+    }
+
+    fn smi(script: &str, timeout: Duration) -> Result<u32, Error> {
+        let _turn = one_script_at_a_time();
+        NvidiaSmi::new(fake(script), timeout).count_gpus()
     }
 
     fn query(script: &str) -> Result<Vec<Gpu>, Error> {
         let _turn = one_script_at_a_time();
-        let dir =
-            std::env::temp_dir().join(format!("tfcluster-nvidia-smi-q-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(format!("smi-{:x}", fxhash(script)));
-        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
-        let mut perms = std::fs::metadata(&path).unwrap().permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-        std::fs::set_permissions(&path, perms).unwrap();
-        NvidiaSmi::new(path, Duration::from_millis(500)).gpus()
+        NvidiaSmi::new(fake(script), Duration::from_millis(500)).gpus()
     }
 
     fn fxhash(s: &str) -> u64 {

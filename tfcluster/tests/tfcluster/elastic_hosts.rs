@@ -10,7 +10,7 @@
 //! succeeded must leave no process in any host, and dropping a [`Job`] kills what is left.
 
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -203,25 +203,6 @@ impl Job {
     }
 }
 
-/// TensorFlow's python and a script of `tests/scripts/`.
-fn python_script(name: &str) -> [String; 2] {
-    let python = tf_oracle::python();
-    assert!(
-        python.exists(),
-        "TensorFlow's python {} is missing: run `cargo xtask tf-venv` or set TFCLUSTER_PYTHON \
-         to a python with tensorflow-cpu==2.21.0",
-        python.display()
-    );
-    let script: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "scripts", name]
-        .iter()
-        .collect();
-    [path_str(&python), path_str(&script)]
-}
-
-fn path_str(path: &Path) -> String {
-    path.to_str().expect("a UTF-8 path").to_owned()
-}
-
 /// The flags every job here shares: `--tasks-per-node 2`, a short last call and grace.
 fn flags<'a>(nodes: &'a str, more: &[&'a str]) -> Vec<&'a str> {
     let common = [
@@ -265,7 +246,7 @@ fn done(job: &Job) -> Vec<(String, u64, u64, u64, u64)> {
 
 #[test]
 fn mirrored_training_on_three_hosts_sees_one_cluster_of_six() {
-    let script = python_script("elastic_train.py");
+    let script = super::tf_script("elastic_train.py");
     let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let env = [
         ("EXPECT_RESTART_COUNT", "0"),
@@ -295,7 +276,7 @@ fn mirrored_training_on_three_hosts_sees_one_cluster_of_six() {
 
 #[test]
 fn a_task_killed_mid_training_restarts_every_host_from_the_last_checkpoint() {
-    let script = python_script("elastic_train.py");
+    let script = super::tf_script("elastic_train.py");
     let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let env = [("EXPECT_RESTART_COUNT", "1"), ("EXPECT_WORKERS", "6")];
     let mut job = Job::new("kill", 3, &flags("3", &[]), &command, &env);
@@ -326,7 +307,7 @@ fn a_task_killed_mid_training_restarts_every_host_from_the_last_checkpoint() {
 
 #[test]
 fn a_host_lost_mid_training_leaves_two_that_finish_as_four_tasks() {
-    let script = python_script("elastic_train.py");
+    let script = super::tf_script("elastic_train.py");
     let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let env = [("EXPECT_RESTART_COUNT", "1")];
     let mut job = Job::new(
@@ -363,7 +344,7 @@ fn a_host_lost_mid_training_leaves_two_that_finish_as_four_tasks() {
 
 #[test]
 fn a_fourth_host_joining_mid_training_makes_the_next_round_eight_tasks() {
-    let script = python_script("elastic_train.py");
+    let script = super::tf_script("elastic_train.py");
     let command: Vec<&str> = script.iter().map(String::as_str).collect();
     // A host joining is no failure: the restart count stays 0 (torchrun's rule too).
     let env = [("EXPECT_RESTART_COUNT", "0")];
@@ -440,7 +421,7 @@ fn a_script_that_always_fails_stops_every_host_after_max_restarts() {
 
 #[test]
 fn parameter_server_training_on_three_hosts() {
-    let script = python_script("pss_train.py");
+    let script = super::tf_script("pss_train.py");
     let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let mut job = Job::new(
         "pss",

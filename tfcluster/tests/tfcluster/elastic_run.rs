@@ -320,26 +320,9 @@ fn sigterm_stops_an_agent_and_its_tasks() {
 
 #[test]
 fn multi_worker_mirrored_training_across_two_agents() {
-    let python = tf_oracle::python();
-    assert!(
-        python.exists(),
-        "TensorFlow's python {} is missing: set TFCLUSTER_PYTHON to a python with \
-         tensorflow-cpu==2.21.0",
-        python.display()
-    );
-    let script: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "tests",
-        "scripts",
-        "mwms_train.py",
-    ]
-    .iter()
-    .collect();
+    let script = super::tf_script("mwms_train.py");
     let dir = scratch("mwms");
-    let command = [
-        python.to_str().expect("a UTF-8 path"),
-        script.to_str().expect("a UTF-8 path"),
-    ];
+    let command = [script[0].as_str(), script[1].as_str()];
     let mut agents = two_agents_running(
         free_port(),
         &dir,

@@ -6,7 +6,6 @@
 //! These need TensorFlow's python (`tf_oracle::python()`); without it they fail, saying how to
 //! get it.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::launch::Launch;
@@ -17,27 +16,11 @@ const TIMEOUT: Duration = Duration::from_secs(300);
 /// `tfcluster run --local JOBS --grace GRACE -- python SCRIPT`, waited for; returns the job's
 /// stdout.
 fn train(jobs: &str, grace: &str, script: &str) -> String {
-    let python = tf_oracle::python();
-    assert!(
-        python.exists(),
-        "TensorFlow's python {} is missing: run `cargo xtask tf-venv` or set TFCLUSTER_PYTHON \
-         to a python with tensorflow-cpu==2.21.0",
-        python.display()
-    );
-    let script: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "scripts", script]
-        .iter()
-        .collect();
+    let [python, script] = super::tf_script(script);
     let started = Instant::now();
     let mut job = Launch::start(
         &[
-            "run",
-            "--local",
-            jobs,
-            "--grace",
-            grace,
-            "--",
-            python.to_str().expect("a UTF-8 path"),
-            script.to_str().expect("a UTF-8 path"),
+            "run", "--local", jobs, "--grace", grace, "--", &python, &script,
         ],
         &[],
     );
@@ -45,7 +28,7 @@ fn train(jobs: &str, grace: &str, script: &str) -> String {
     if !status.success() {
         job.fail(&format!("training failed: {status}"));
     }
-    eprintln!("{jobs} {} took {:.1?}", script.display(), started.elapsed());
+    eprintln!("{jobs} {script} took {:.1?}", started.elapsed());
     job.stdout()
 }
 
