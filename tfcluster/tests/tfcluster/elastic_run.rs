@@ -56,6 +56,15 @@ fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+/// The only agent of a one-host job, on a fresh port of loopback (one host forms the round
+/// after a 100 ms last call): `tfcluster run --rdzv 127.0.0.1:PORT ARGS` (flags, then `--`
+/// and the command when there is one), with `env` added and the variables `remove` taken out.
+fn lone_agent(args: &[&str], env: &[(&str, &str)], remove: &[&str]) -> Launch {
+    let endpoint = format!("127.0.0.1:{}", free_port());
+    let head = ["run", "--rdzv", &endpoint, "--rdzv-last-call", "100ms"];
+    Launch::start_without(&[&head[..], args].concat(), env, remove)
+}
+
 /// Two agents of one job on `port`, each running TASK with `plan`, plus `extra` flags; the
 /// first starts a moment before the second so that it serves the rendezvous.
 fn two_agents(port: u16, dir: &Path, plan: &str, extra: &[&str]) -> [Launch; 2] {
@@ -293,21 +302,10 @@ fn bad_rdzv_flags_are_usage_errors_naming_flag_and_value() {
 
 #[test]
 fn sigterm_stops_an_agent_and_its_tasks() {
-    let port = free_port();
-    let endpoint = format!("127.0.0.1:{port}");
-    // One node is enough to form the round; the task hangs until stopped.
-    let agent = Launch::start(
-        &[
-            "run",
-            "--rdzv",
-            &endpoint,
-            "--rdzv-last-call",
-            "100ms",
-            "--",
-            "sh",
-            "-c",
-            "echo pid $$; exec sleep 1000",
-        ],
+    // The task hangs until stopped.
+    let agent = lone_agent(
+        &["--", "sh", "-c", "echo pid $$; exec sleep 1000"],
+        &[],
         &[],
     );
     let line = agent.lines_with(" pid ", 1, TIMEOUT).remove(0);
@@ -352,21 +350,7 @@ fn multi_worker_mirrored_training_across_two_agents() {
 
 #[test]
 fn a_missing_program_fails_the_job_naming_it() {
-    let endpoint = format!("127.0.0.1:{}", free_port());
-    let mut agent = Launch::start(
-        &[
-            "run",
-            "--rdzv",
-            &endpoint,
-            "--rdzv-last-call",
-            "100ms",
-            "--max-restarts",
-            "0",
-            "--",
-            "/no/such/program",
-        ],
-        &[],
-    );
+    let mut agent = lone_agent(&["--max-restarts", "0", "--", "/no/such/program"], &[], &[]);
     assert_eq!(agent.wait(TIMEOUT).code(), Some(1), "{}", agent.stderr());
     let stderr = agent.stderr();
     assert!(
@@ -453,22 +437,9 @@ fn agents_join_a_rendezvous_served_on_its_own() {
 
 #[test]
 fn a_second_sigterm_kills_deaf_tasks_at_once() {
-    let endpoint = format!("127.0.0.1:{}", free_port());
     // The task ignores SIGTERM (and so do its sleeps); the grace is long.
-    let mut agent = Launch::start(
-        &[
-            "run",
-            "--rdzv",
-            &endpoint,
-            "--grace",
-            "60s",
-            "--",
-            "sh",
-            "-c",
-            "trap '' TERM; echo pid $$; while :; do sleep 0.1; done",
-        ],
-        &[],
-    );
+    let deaf = "trap '' TERM; echo pid $$; while :; do sleep 0.1; done";
+    let mut agent = lone_agent(&["--grace", "60s", "--", "sh", "-c", deaf], &[], &[]);
     let line = agent.lines_with(" pid ", 1, TIMEOUT).remove(0);
     let pid: u32 = line.rsplit(' ').next().unwrap().parse().unwrap();
     agent.signal(nix::sys::signal::Signal::SIGTERM);
@@ -492,24 +463,14 @@ fn a_second_sigterm_kills_deaf_tasks_at_once() {
 /// --tasks-per-node 2 FLAGS -- sh -c 'echo gpus $CUDA_VISIBLE_DEVICES'`, with `env` added
 /// and the variables `remove` taken out.
 fn gpu_agent(flags: &[&str], env: &[(&str, &str)], remove: &[&str]) -> Launch {
-    let endpoint = format!("127.0.0.1:{}", free_port());
-    let mut args = vec![
-        "run",
-        "--rdzv",
-        &endpoint,
-        "--rdzv-last-call",
-        "100ms",
-        "--tasks-per-node",
-        "2",
-    ];
-    args.extend_from_slice(flags);
-    args.extend_from_slice(&[
+    let task = [
         "--",
         "sh",
         "-c",
         "echo gpus \"[${CUDA_VISIBLE_DEVICES-unset}]\"",
-    ]);
-    Launch::start_without(&args, env, remove)
+    ];
+    let args = [&["--tasks-per-node", "2"], flags, &task[..]].concat();
+    lone_agent(&args, env, remove)
 }
 
 /// The `gpus [...]` line of each local task, by task: its CUDA_VISIBLE_DEVICES in brackets,
@@ -622,19 +583,10 @@ fn more_gpus_per_task_than_the_host_has_fails_at_start_naming_the_numbers() {
 
 #[test]
 fn dry_run_shows_each_tasks_cuda_visible_devices() {
-    let endpoint = format!("127.0.0.1:{}", free_port());
-    let mut agent = Launch::start(
-        &[
-            "run",
-            "--rdzv",
-            &endpoint,
-            "--rdzv-last-call",
-            "100ms",
-            "--tasks-per-node",
-            "2",
-            "--dry-run",
-        ],
+    let mut agent = lone_agent(
+        &["--tasks-per-node", "2", "--dry-run"],
         &[("CUDA_VISIBLE_DEVICES", "4,5,6,7")],
+        &[],
     );
     assert_eq!(agent.wait(TIMEOUT).code(), Some(0), "{}", agent.stderr());
     let stdout = agent.stdout();
