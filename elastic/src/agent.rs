@@ -390,7 +390,6 @@ impl Agent {
                 Some((index, exit)) = tasks.next_exit(), if tasks.running() > 0 => {
                     let status = task_status(&exit);
                     let tail = tasks.stderr_tail(index, TAIL_WAIT).await;
-                    tracing::info!(task = tasks.name(index), %status, "task exited");
                     // Each round starts from an empty supervisor: its indices are this
                     // round's started processes.
                     if let Err(e) = self

@@ -149,7 +149,7 @@ impl RendezvousServer {
         let serve = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async move {
             let _ = stop.wait_for(|stopping| *stopping).await;
         }));
-        tracing::info!("rendezvous serving on {local_addr}");
+        tracing::info!(%local_addr, "rendezvous serving");
         Ok(Self {
             local_addr,
             shutdown,
@@ -204,7 +204,7 @@ fn lock(registry: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
 }
 
 fn refused(refusal: Refusal) -> Status {
-    tracing::debug!("refused: {refusal}");
+    tracing::debug!(%refusal, "request refused");
     match refusal {
         Refusal::InvalidArgument(m) => Status::invalid_argument(m),
         Refusal::FailedPrecondition(m) => Status::failed_precondition(m),

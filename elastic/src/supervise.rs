@@ -157,6 +157,14 @@ impl Supervisor {
             return None;
         }
         let (index, status) = self.exited.recv().await?;
+        match &status {
+            Ok(exit) => {
+                tracing::info!(task = %self.tasks[index].name, status = %exit, "task exited")
+            }
+            Err(e) => {
+                tracing::warn!(task = %self.tasks[index].name, error = %e, "task could not be waited for")
+            }
+        }
         self.tasks[index].status = Some(status.clone());
         Some((index, status))
     }
@@ -164,6 +172,7 @@ impl Supervisor {
     /// Sends `signal` to the process group of every task still running, and SIGKILL to every
     /// group (what an exited task started may still run there).
     pub fn signal(&self, signal: Signal) {
+        tracing::debug!(%signal, running = %self.running_names(), "signalling the tasks");
         for task in &self.tasks {
             if task.status.is_none() || signal == Signal::SIGKILL {
                 task.group.signal(signal);

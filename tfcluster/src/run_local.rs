@@ -76,23 +76,24 @@ pub(crate) async fn run(
                     continue;
                 }
                 if failed {
+                    tracing::info!(task = %tasks[index], ?grace, "a task failed: stopping the others");
                     ending = Some(Ending::Failed { index, status });
                     job.signal(Signal::SIGTERM);
                     stopping = true;
                     deadline = Some(Instant::now() + grace);
                 } else if ending.is_none() && tasks[index] == leader {
-                    tracing::info!("{leader} succeeded: the other tasks have {grace:?} to exit");
+                    tracing::info!(task = %leader, ?grace, "the leader succeeded: the others have the grace period to exit");
                     ending = Some(Ending::Succeeded);
                     deadline = Some(Instant::now() + grace);
                 }
             }
             () = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                 if stopping {
-                    tracing::warn!("killing what is still running: {}", job.running_names());
+                    tracing::warn!(tasks = %job.running_names(), "killing what is still running");
                     job.signal(Signal::SIGKILL);
                     deadline = None;
                 } else {
-                    tracing::info!("stopping the tasks that still serve: {}", job.running_names());
+                    tracing::info!(tasks = %job.running_names(), "stopping the tasks that still serve");
                     job.signal(Signal::SIGTERM);
                     stopping = true;
                     deadline = Some(Instant::now() + grace);

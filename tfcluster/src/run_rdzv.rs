@@ -43,7 +43,7 @@ pub(crate) async fn run(
     }
     match outcome {
         Ok(AgentOutcome::Succeeded(done)) => {
-            tracing::info!(round = done.round, "{done}");
+            tracing::info!(round = done.round, detail = %done.detail, "the job succeeded");
             Ok(())
         }
         Ok(AgentOutcome::Failed(done)) => {

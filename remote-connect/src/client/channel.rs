@@ -49,16 +49,25 @@ impl Deadline {
         F: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     {
         let timeout = self.budget();
+        let started = Instant::now();
         let work = async {
             // The semaphore is never closed, so acquiring only waits.
             let _permit = self.permits.acquire().await;
             call.await
         };
-        match tokio::time::timeout(timeout, work).await {
+        let result = match tokio::time::timeout(timeout, work).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
             Ok(Err(status)) => Err(TaskError::Rpc { method, status }),
             Err(_) => Err(TaskError::Timeout { method, timeout }),
-        }
+        };
+        // The task and address come from the caller's span (one per task of a step).
+        tracing::trace!(
+            method,
+            elapsed = ?started.elapsed(),
+            error = result.as_ref().err().map(tracing::field::display),
+            "rpc"
+        );
+        result
     }
 
     /// Dials `address` (`host:port`) under the deadline.
@@ -87,8 +96,16 @@ impl Deadline {
             let _permit = self.permits.acquire().await;
             endpoint.connect().await
         };
+        let started = Instant::now();
         match tokio::time::timeout(timeout, connect).await {
-            Ok(Ok(channel)) => Ok(TaskChannel::new(channel)),
+            Ok(Ok(channel)) => {
+                tracing::trace!(
+                    address,
+                    elapsed = ?started.elapsed(),
+                    "dialled"
+                );
+                Ok(TaskChannel::new(channel))
+            }
             Ok(Err(source)) => Err(TaskError::Connect {
                 reason: describe(&source),
                 source,

@@ -15,6 +15,8 @@ pub(crate) async fn close_contexts(
     view_id: u64,
     tasks: Vec<(TaskId, String, TaskChannel)>,
 ) -> Vec<TaskFailure> {
+    let started = tokio::time::Instant::now();
+    let total = tasks.len();
     let (_, failures) = fan_out(tasks, |_, _, channel: TaskChannel| {
         let deadline = deadline.clone();
         async move {
@@ -31,5 +33,13 @@ pub(crate) async fn close_contexts(
         }
     })
     .await;
+    tracing::debug!(
+        context_id = %format_args!("{context_id:#018x}"),
+        view_id,
+        tasks = total,
+        failed = failures.len(),
+        elapsed = ?started.elapsed(),
+        "remote contexts closed"
+    );
     failures
 }

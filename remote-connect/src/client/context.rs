@@ -168,6 +168,19 @@ impl Context {
             let c = &live.connection;
             cluster::is_update(c.blueprint.cluster(), &c.local.task, &spec, &local)
         });
+        tracing::info!(
+            decision = if update {
+                "update in place"
+            } else {
+                "full reset"
+            },
+            reason = match guard.as_ref() {
+                None => "not connected yet",
+                Some(_) if update => "same cluster and local task",
+                Some(_) => "the cluster or the local task changed (TensorFlow's rule)",
+            },
+            "connect_to_cluster"
+        );
         if update {
             let live = guard.as_mut().expect("checked above");
             let (mut next, closing) = update::update(&live.connection, spec, &options).await?;

@@ -77,7 +77,11 @@ impl HealthBoard {
             Some(previous) => *previous != health,
         };
         if changed {
-            tracing::warn!(%task, address, ?health, "remote task health changed");
+            if health == TaskHealth::Alive {
+                tracing::info!(%task, address, "remote task healthy again");
+            } else {
+                tracing::warn!(%task, address, ?health, "remote task health changed");
+            }
             // No subscriber is fine: the change is still recorded.
             let _ = self.events.send(TaskEvent {
                 task: task.clone(),

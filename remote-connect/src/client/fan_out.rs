@@ -3,6 +3,7 @@
 use std::future::Future;
 
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use crate::TaskId;
 use crate::error::{TaskError, TaskFailure};
@@ -37,9 +38,11 @@ where
     let mut set = JoinSet::new();
     let mut names = Vec::with_capacity(items.len());
     for (position, (task, address, input)) in items.into_iter().enumerate() {
+        // Each task's RPCs log (at trace) under its task and address.
+        let span = tracing::debug_span!("task", %task, %address);
         names.push((task.clone(), address.clone()));
         let work = step(task, address, input);
-        set.spawn(async move { (position, work.await) });
+        set.spawn(async move { (position, work.await) }.instrument(span));
     }
     let mut results: Vec<Option<Result<T, TaskError>>> = (0..names.len()).map(|_| None).collect();
     let total = names.len();
@@ -57,11 +60,14 @@ where
     for ((task, address), result) in names.into_iter().zip(results) {
         match result {
             Some(Ok(value)) => done.push((task, address, value)),
-            Some(Err(error)) => failures.push(TaskFailure {
-                task,
-                address,
-                error,
-            }),
+            Some(Err(error)) => {
+                tracing::debug!(%task, %address, %error, "task failed");
+                failures.push(TaskFailure {
+                    task,
+                    address,
+                    error,
+                });
+            }
             None => failures.push(TaskFailure {
                 task,
                 address,

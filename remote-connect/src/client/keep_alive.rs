@@ -95,10 +95,22 @@ pub(crate) fn spawn(
                 let board = board.clone();
                 set.spawn(async move {
                     let health = probe(&deadline, &channel, context_id, view_id).await;
+                    tracing::trace!(%task, address, ?health, "keep-alive answered");
+                    let alive = health == TaskHealth::Alive;
                     board.report(&task, &address, context_id, health);
+                    alive
                 });
             }
-            while set.join_next().await.is_some() {}
+            let mut alive = 0;
+            while let Some(joined) = set.join_next().await {
+                alive += usize::from(joined.unwrap_or(false));
+            }
+            tracing::debug!(
+                context_id = %format_args!("{context_id:#018x}"),
+                tasks = tasks.len(),
+                alive,
+                "keep-alive round"
+            );
         }
     })
 }

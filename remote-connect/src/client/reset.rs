@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use cluster_spec::ClusterSpec;
 use device_filter::ClusterDeviceFilters;
+use tokio::time::Instant;
 
 use super::close::close_contexts;
 use super::cluster;
@@ -26,6 +27,12 @@ use crate::ids::random_nonzero_u64;
 /// unchanged, and its filters: as in TensorFlow, a task keeps the first filters it was ever
 /// given, and new filters only apply to tasks that had none. On any failure every context created so
 /// far is closed and every failed task is listed.
+#[tracing::instrument(
+    name = "connect",
+    level = "debug",
+    skip_all,
+    fields(local_job = %options.job_name, local_task = options.task_index, context_id)
+)]
 pub(crate) async fn connect(
     spec: ClusterSpec,
     default_device: Option<String>,
@@ -37,7 +44,9 @@ pub(crate) async fn connect(
     }
     let deadline = Deadline::new(options.rpc_timeout, options.timeout, options.max_in_flight);
     let transport = Transport::of(&options);
+    let started = Instant::now();
     let (local, full_spec) = local::start(&spec, &options, previous.map(|p| p.0)).await?;
+    tracing::debug!(address = %local.address, elapsed = ?started.elapsed(), "local task serving");
     let mut filters = previous.map(|p| p.1.clone()).unwrap_or_default();
     if let Some(new) = &options.cluster_device_filters {
         for (job, task, list) in new.iter() {
@@ -60,6 +69,12 @@ pub(crate) async fn connect(
         |done, total| report(&options, Stage::Discovery, done, total),
     )
     .await;
+    tracing::debug!(
+        tasks = total,
+        failed = failures.len(),
+        elapsed = ?started.elapsed(),
+        "device discovery done"
+    );
     if !failures.is_empty() {
         return Err(Error::Tasks {
             stage: Stage::Discovery,
@@ -80,6 +95,10 @@ pub(crate) async fn connect(
         .collect();
 
     let context_id = random_nonzero_u64();
+    tracing::Span::current().record(
+        "context_id",
+        tracing::field::display(format_args!("{context_id:#018x}")),
+    );
     let added = local
         .added
         .then_some((local.task.job.as_str(), local.address.as_str()));
@@ -104,6 +123,12 @@ pub(crate) async fn connect(
     };
     let tasks: Vec<TaskId> = members.keys().cloned().collect();
     let (created, failures) = step.run(&mut members, &tasks).await;
+    tracing::debug!(
+        tasks = total,
+        failed = failures.len(),
+        elapsed = ?started.elapsed(),
+        "remote contexts created"
+    );
     if !failures.is_empty() {
         // Leave no half-created cluster behind.
         let undo = created

@@ -39,6 +39,12 @@ use crate::error::{Error, Stage, TaskFailure};
 /// swaps the returned connection in, then runs the returned [`Closing`] (step 5) without
 /// holding its lock. Dropping this future leaves `current` as it was (tasks already moved to
 /// the next view are found again by the next update: their `KeepAlive` answers another view).
+#[tracing::instrument(
+    name = "update",
+    level = "debug",
+    skip_all,
+    fields(context_id = %format_args!("{:#018x}", current.context_id), view = current.view_id + 1)
+)]
 pub(crate) async fn update(
     current: &Connection,
     spec: ClusterSpec,
@@ -109,6 +115,7 @@ pub(crate) async fn update(
         .filter(|task| !kept.contains(*task))
         .cloned()
         .collect();
+    log_plan(current, &wanted, &changed);
 
     // 2. Discover added and replaced tasks.
     let to_discover: Vec<_> = wanted
@@ -244,6 +251,27 @@ pub(crate) async fn update(
         failures,
     };
     Ok((connection, closing))
+}
+
+/// Says which tasks the update adds, removes and replaces (replaced: in both clusters, but
+/// no longer holding the context at its view).
+fn log_plan(current: &Connection, wanted: &BTreeMap<TaskId, String>, changed: &BTreeSet<TaskId>) {
+    let names = |keep: &dyn Fn(&TaskId) -> bool| -> Vec<String> {
+        changed
+            .iter()
+            .filter(|t| keep(t))
+            .map(ToString::to_string)
+            .collect()
+    };
+    let was = |t: &TaskId| current.members.contains_key(t);
+    let is = |t: &TaskId| wanted.contains_key(t);
+    tracing::info!(
+        added = ?names(&|t| is(t) && !was(t)),
+        removed = ?names(&|t| was(t) && !is(t)),
+        replaced = ?names(&|t| was(t) && is(t)),
+        kept = wanted.keys().filter(|t| !changed.contains(*t)).count(),
+        "updating the cluster in place"
+    );
 }
 
 /// Step 5 of an update, run once the new state is in place: `CloseContext` at the old view

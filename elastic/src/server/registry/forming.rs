@@ -123,7 +123,7 @@ impl Job {
             Err(e) => {
                 // Every node was checked when it joined, so this is a bug; the job fails with
                 // the reason rather than waiting for ever.
-                tracing::error!(rdzv_id = %self.id, "round {number} cannot form: {e}");
+                tracing::error!(rdzv_id = %self.id, round = number, error = %e, "round cannot form");
                 self.phase = Phase::Done(JobDone {
                     succeeded: false,
                     detail: format!("round {number} cannot form: {e}"),
@@ -153,8 +153,8 @@ impl Job {
             node.state = NodeState::Member;
             node.last_round = Some(Arc::clone(&round));
         }
-        tracing::info!(rdzv_id = %self.id, "round {number} formed with {} nodes (restart count {})",
-            ids.len(), self.restart_count);
+        tracing::info!(rdzv_id = %self.id, round = number, nodes = ids.len(),
+            restart_count = self.restart_count, "round formed");
         self.rounds_formed = number;
         self.phase = Phase::Running(round);
         true

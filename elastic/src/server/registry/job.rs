@@ -104,7 +104,7 @@ impl Job {
         if reason.is_failure() {
             self.restart_count += 1;
         }
-        tracing::info!(rdzv_id = %self.id, "round {number} ended ({reason}): {detail}");
+        tracing::info!(rdzv_id = %self.id, round = number, %reason, %detail, "round ended");
         let end = RoundEnd {
             round: number,
             reason,

@@ -149,8 +149,8 @@ impl Job {
         let mut members = Vec::new();
         for id in &lost {
             let node = self.nodes.remove(id).expect("listed above");
-            tracing::info!(rdzv_id = %self.id, "{} is gone: silent for more than {}",
-                node.describe(id), duration(timeout));
+            tracing::info!(rdzv_id = %self.id, node = %node.describe(id),
+                silent_for_more_than = %duration(timeout), "node gone");
             if node.state == NodeState::Member {
                 members.push(node.describe(id));
             }
