@@ -9,6 +9,12 @@ use super::{Error, Gpu};
 /// NVML, loaded from `libnvidia-ml.so.1`.
 pub(crate) struct Nvml(nvml_wrapper::Nvml);
 
+impl std::fmt::Debug for Nvml {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Nvml")
+    }
+}
+
 /// Errors that mean there is no usable NVML on this host (no library, no symbols, no driver),
 /// as opposed to an NVML that failed.
 fn absent(e: &NvmlError) -> bool {
