@@ -157,7 +157,13 @@ impl CreateStep<'_> {
             requests,
             |_, _, (channel, chunks)| {
                 let deadline = self.deadline.clone();
-                async move { deadline.run("CreateContext", send(channel, chunks)).await }
+                async move {
+                    let created = deadline.run("CreateContext", send(channel, chunks)).await;
+                    if created.is_ok() {
+                        tracing::debug!("remote context created");
+                    }
+                    created
+                }
             },
             report,
         )

@@ -55,6 +55,7 @@ pub(crate) async fn discover(
         }
         other => other?,
     };
+    tracing::debug!(devices = devices.len(), "devices discovered");
     Ok(Remote { channel, devices })
 }
 

@@ -153,11 +153,17 @@ async fn a_connection_idle_past_the_timeout_is_closed_and_the_client_reconnects(
         .unwrap();
     assert_eq!(s.open_connections(), 1);
     eventually("the idle connection closed", || s.open_connections() == 0).await;
-    // The channel reconnects for its next call.
-    client
-        .get_status(cluster_proto::GetStatusRequest {})
-        .await
-        .unwrap();
+    // The channel reconnects for its next call. A call made before the client read the close
+    // fails as never sent (CANCELLED: the connection closed under it), and is sent again, as
+    // gRPC's transparent retry and this crate's client do; seen once on a loaded machine.
+    let again = client.get_status(cluster_proto::GetStatusRequest {}).await;
+    if let Err(status) = again {
+        assert_eq!(status.code(), tonic::Code::Cancelled, "{status:?}");
+        client
+            .get_status(cluster_proto::GetStatusRequest {})
+            .await
+            .unwrap();
+    }
     assert_eq!(s.open_connections(), 1);
     s.shutdown().await.unwrap();
 }

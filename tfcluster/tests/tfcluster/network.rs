@@ -160,6 +160,51 @@ fn connect_to_serve_processes() {
     );
 }
 
+/// `-vv` (debug) shows what a user debugging a connect needs: the update-vs-reset decision,
+/// each stage with its timing, and each task's steps under its task and address.
+#[test]
+fn connect_logs_each_stage_and_task_at_debug() {
+    let served = serve("worker", 0);
+    let dead = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    };
+    let good = format!(r#"{{"worker": ["{}"]}}"#, served.address);
+    let out = tfcluster(&["connect", "--cluster", &good, "-vv"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    let task = format!(
+        "task{{task=/job:worker/replica:0/task:0 address={}}}",
+        served.address
+    );
+    for wanted in [
+        r#"connect_to_cluster decision="full reset" reason="not connected yet""#,
+        "local task serving",
+        "device discovery done tasks=1 failed=0",
+        &format!("{task}: remote_connect::client::discovery: devices discovered devices=1"),
+        &format!("{task}: remote_connect::client::create_request: remote context created"),
+        "remote contexts created tasks=1 failed=0",
+        "remote contexts closed",
+    ] {
+        assert!(log.contains(wanted), "no {wanted:?} in:\n{log}");
+    }
+
+    let bad = format!(r#"{{"worker": ["{}", "{dead}"]}}"#, served.address);
+    let out = tfcluster(&["connect", "--cluster", &bad, "--timeout", "2s", "-vv"]);
+    assert_eq!(out.status.code(), Some(1));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains(&format!(
+            "task failed task=/job:worker/replica:0/task:1 address={dead}"
+        )),
+        "{log}"
+    );
+}
+
 #[test]
 fn connect_names_every_dead_or_silent_task_within_the_timeout() {
     let good = serve("worker", 0);
