@@ -47,7 +47,8 @@ Exit status: 0 success, 1 invalid input or failed tasks (the message names them)
 Logs: -v (info), -vv (debug), or RUST_LOG."
 )]
 struct Cli {
-    /// More log output on standard error (-v info, -vv debug); RUST_LOG overrides.
+    /// More log output on standard error from tfcluster's own crates (-v info, -vv debug,
+    /// -vvv trace: every RPC with its time); RUST_LOG overrides (e.g. `RUST_LOG=h2=debug`).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
     #[command(subcommand)]
@@ -116,11 +117,25 @@ fn main() -> ExitCode {
 }
 
 fn init_logs(verbose: u8) {
-    let default = match verbose {
+    let level = match verbose {
         0 => "warn",
         1 => "info",
-        _ => "debug",
+        2 => "debug",
+        _ => "trace",
     };
+    // The dependencies (h2, hyper, tonic) stay at warn: at debug they log every frame.
+    let ours = [
+        "tfcluster",
+        "remote_connect",
+        "cluster_resolver",
+        "cluster_spec",
+        "device_filter",
+        "elastic",
+    ];
+    let default = ours.iter().fold("warn".to_owned(), |mut filter, krate| {
+        filter.push_str(&format!(",{krate}={level}"));
+        filter
+    });
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
