@@ -66,6 +66,12 @@
 //! - **Order.** [`visible`] numbers GPUs in the driver's (NVML's, PCI bus) order, which is
 //!   CUDA's with `CUDA_DEVICE_ORDER=PCI_BUS_ID`; CUDA's default order (fastest first) differs
 //!   only on hosts that mix GPU models.
+//! - **`memory_limit` is about 0.5 GiB higher.** TensorFlow reads free memory with
+//!   `cuMemGetInfo` after creating its CUDA context, which itself takes memory; here it is
+//!   read from the driver (NVML) with no context, and no context is created (that takes
+//!   seconds). Seen on an H100 80GB HBM3 (driver 580): NVML 81,079 MiB free, so
+//!   `memory_limit` 79,543 MiB; with a CUDA context open (PyTorch's), 80,552 MiB free, so
+//!   TensorFlow's rule gives about 79,016 MiB. NVML's start there took about 23 ms.
 //! - **Bounded memory.** A node of more than [`MAX_GPUS_PER_NODE`] GPUs is an error, and
 //!   nothing is allocated per GPU (TensorFlow builds a string per ordinal, and `2**32` of
 //!   them exhaust memory).
