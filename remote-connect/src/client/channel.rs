@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tonic::transport::Channel;
 
 use super::Transport;
-use crate::error::{TaskError, describe};
+use crate::error::TaskError;
 use crate::server::MAX_MESSAGE_SIZE;
 
 /// The largest HTTP/2 frame a task may send this client: 1 MiB. Fetching 100 MB from a
@@ -70,10 +70,7 @@ impl Deadline {
         let timeout = self.budget();
         let endpoint = transport
             .endpoint(address)
-            .map_err(|source| TaskError::Connect {
-                reason: describe(&source),
-                source,
-            })?
+            .map_err(|source| TaskError::Connect { source })?
             .tcp_nodelay(true)
             // Large tensors: HTTP/2's default 64 KiB windows cap a fetch at one window per
             // round trip; let the window grow with the measured bandwidth-delay product, as
@@ -89,10 +86,7 @@ impl Deadline {
         };
         match tokio::time::timeout(timeout, connect).await {
             Ok(Ok(channel)) => Ok(TaskChannel::new(channel)),
-            Ok(Err(source)) => Err(TaskError::Connect {
-                reason: describe(&source),
-                source,
-            }),
+            Ok(Err(source)) => Err(TaskError::Connect { source }),
             Err(_) => Err(TaskError::Timeout {
                 method: "connect",
                 timeout,
