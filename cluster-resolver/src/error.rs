@@ -17,6 +17,7 @@ pub(crate) mod union;
 
 use std::fmt::Write as _;
 
+use cluster_spec::error_chain::Chain;
 use cluster_spec::quote::{excerpt, quote};
 
 use crate::cluster_source::ClusterSource;
@@ -147,8 +148,8 @@ pub enum Error {
         timeout: std::time::Duration,
     },
     /// A call to a cluster API failed before an answer arrived (connection, TLS, protocol, or
-    /// an error reported by the API client). The message carries the source's causes too.
-    #[error("{operation} failed: {}", error_chain(&**.source))]
+    /// an error reported by the API client); why is the [`source`](std::error::Error::source).
+    #[error("{operation} failed")]
     Request {
         /// What was called.
         operation: String,
@@ -174,7 +175,8 @@ pub enum Error {
         /// What is wrong with the answer.
         reason: String,
     },
-    /// Several independent calls failed; every failure is listed, not only the first.
+    /// Several independent calls failed; every failure is listed, not only the first, each
+    /// with its causes (so this error has no single [`source`](std::error::Error::source)).
     #[error("{} calls failed: {}", .errors.len(), join_errors(.errors))]
     Multiple {
         /// Each failure.
@@ -196,26 +198,6 @@ pub enum Error {
     },
 }
 
-/// `error` and its sources as one line, `outer: inner: innermost`, skipping a source whose
-/// text the previous one already shows. For wrapped transport errors whose own message is
-/// only a category (hyper's `client error (Connect)`), so the cause, e.g. `Connection refused`,
-/// is in the message.
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = error.to_string();
-    let mut last = out.clone();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let text = e.to_string();
-        if !last.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        last = text;
-        source = e.source();
-    }
-    out
-}
-
 /// `TF_CONFIG: not set; Slurm: ...`, for [`Error::NoClusterFound`].
 fn describe_checked(checked: &[(ClusterSource, String)]) -> String {
     let parts: Vec<String> = checked
@@ -233,7 +215,7 @@ fn join_errors(errors: &[Error]) -> String {
             out.push_str("; ");
         }
         // Writing to a String cannot fail.
-        let _ = write!(out, "{e}");
+        let _ = write!(out, "{}", Chain(e));
     }
     out
 }

@@ -80,6 +80,13 @@
 //! (`Error::Hostlist`, `Error::Slurm`, …) beside the failures every source shares (a missing
 //! or invalid variable, a failed network call), and prints it unchanged.
 //!
+//! An error that wraps a cause (a failed request's transport error, NVML's error) says only
+//! its own layer, `GET https://… failed`, and reaches the cause through
+//! [`source`](std::error::Error::source), so an `anyhow` or `eyre` report shows each cause once;
+//! [`Chain`](cluster_spec::error_chain::Chain) shows the whole chain on one line
+//! (`GET https://… failed: client error (Connect): tcp connect error: Connection refused`). An
+//! error listing several failures ([`Error::Multiple`]) shows each with its whole chain.
+//!
 //! ## Differences from TensorFlow
 //!
 //! Each module lists its own; the ones that matter most:

@@ -93,6 +93,7 @@
 mod builder;
 mod cluster_def;
 mod error;
+pub mod error_chain;
 mod grammar;
 pub mod job_name;
 mod json;

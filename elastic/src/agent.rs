@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use cluster_resolver::Env;
 use cluster_resolver::gpus::{self as resolver_gpus, CUDA_VISIBLE_DEVICES};
+use cluster_spec::error_chain::Chain;
 use tokio::sync::OnceCell;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -79,21 +80,22 @@ pub enum AgentError {
     #[error(transparent)]
     Rendezvous(#[from] Error),
     /// The ports of the local tasks could not be reserved.
-    #[error("cannot reserve a port for a local task: {0}")]
+    #[error("cannot reserve a port for a local task")]
     Reserve(#[source] std::io::Error),
     /// A local task could not be started.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
     /// The host's GPUs could not be found: `CUDA_VISIBLE_DEVICES` is not UTF-8, or the
     /// driver (NVML, `nvidia-smi`) failed or ran past its deadline.
-    #[error("cannot find this host's GPUs: {0}")]
+    #[error("cannot find this host's GPUs")]
     FindGpus(#[source] cluster_resolver::Error),
     /// The host has fewer GPUs than [`AgentOptions::gpus_per_task`] for each local task
-    /// (TensorFlow's wording first, then the numbers).
-    #[error("{source}; this host's GPUs come from {origin}")]
+    /// (TensorFlow's wording first, then the numbers). The shortage is this error's own text,
+    /// not a cause below it, so it is no [`source`](std::error::Error::source).
+    #[error("{shortage}; this host's GPUs come from {origin}")]
     ShareGpus {
         /// The numbers: GPUs of the host, local tasks, GPUs asked for each.
-        source: cluster_resolver::gpus::Error,
+        shortage: cluster_resolver::gpus::Error,
         /// Where the host's GPUs came from, e.g. `CUDA_VISIBLE_DEVICES="0,1,2,3"`.
         origin: String,
     },
@@ -377,8 +379,9 @@ impl Agent {
                 Err(e) => {
                     // Reported as the task's failure: the round ends for every node, and the
                     // job's story says why.
+                    let e = Chain(&e).to_string();
                     tracing::error!(local_task = local, error = %e, "cannot start a local task");
-                    let status = crate::TaskStatus::Error(e.to_string());
+                    let status = crate::TaskStatus::Error(e);
                     self.client
                         .report(node, round.number(), local, status, "")
                         .await?;
@@ -397,7 +400,7 @@ impl Agent {
                         .report(node, round.number(), local_of[index], status, &tail)
                         .await
                     {
-                        tracing::warn!(error = %e, "cannot report a task's exit");
+                        tracing::warn!(error = %Chain(&e), "cannot report a task's exit");
                     }
                 }
                 ended = beats.ended() => {

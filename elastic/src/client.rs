@@ -498,7 +498,7 @@ impl RendezvousClient {
                 return Err(Error::Refused {
                     addr: self.addr.clone(),
                     call,
-                    source: status,
+                    status,
                 });
             }
             let now = Instant::now();
@@ -507,7 +507,7 @@ impl RendezvousClient {
                     addr: self.addr.clone(),
                     call,
                     waited: start.elapsed(),
-                    source: status,
+                    status,
                 });
             }
             tokio::time::sleep(backoff.min(give_up - now)).await;

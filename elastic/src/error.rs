@@ -62,8 +62,9 @@ pub enum Error {
         #[source]
         source: tonic::transport::Error,
     },
-    /// The server cannot listen where it was told.
-    #[error("cannot serve the rendezvous on {addr}: {source}")]
+    /// The server cannot listen where it was told; why is the
+    /// [`source`](std::error::Error::source).
+    #[error("cannot serve the rendezvous on {addr}")]
     Bind {
         /// The address asked for.
         addr: SocketAddr,
@@ -76,7 +77,7 @@ pub enum Error {
     #[error(
         "rendezvous at {addr} unreachable for {} ({call}): {}",
         duration(*.waited),
-        status_text(.source)
+        status_text(.status)
     )]
     Unreachable {
         /// The rendezvous address.
@@ -85,12 +86,13 @@ pub enum Error {
         call: &'static str,
         /// How long the client tried.
         waited: Duration,
-        /// The last failure.
-        #[source]
-        source: tonic::Status,
+        /// The last failure: its code, message and innermost cause are this error's text (so
+        /// it is no [`source`](std::error::Error::source): tonic's `Status` prints them again,
+        /// and its cause in debug form).
+        status: tonic::Status,
     },
     /// The rendezvous answered the call with an error.
-    #[error("rendezvous at {addr} refused {call}: {}", status_text(.source))]
+    #[error("rendezvous at {addr} refused {call}: {}", status_text(.status))]
     Refused {
         /// The rendezvous address.
         addr: String,
@@ -98,9 +100,9 @@ pub enum Error {
         call: &'static str,
         /// The server's status: `INVALID_ARGUMENT` or `FAILED_PRECONDITION` for a request the
         /// job cannot take (a different config, a finished job), `NOT_FOUND` for a node the
-        /// job no longer knows.
-        #[source]
-        source: tonic::Status,
+        /// job no longer knows. The server's answer, whose code and message are this error's
+        /// text (so it is no [`source`](std::error::Error::source)).
+        status: tonic::Status,
     },
     /// No round came before the caller's deadline.
     #[error(
@@ -116,15 +118,19 @@ pub enum Error {
         /// What the round was still waiting for, as the rendezvous last said.
         pending: String,
     },
-    /// The rendezvous answered something this client cannot use.
-    #[error("rendezvous at {addr} answered {call} with an invalid response: {what}")]
+    /// The rendezvous answered something this client cannot use: `what` says what, or the
+    /// [`source`](std::error::Error::source) does, or both.
+    #[error(
+        "rendezvous at {addr} answered {call} with an invalid response{}",
+        what.as_ref().map_or(String::new(), |what| format!(": {what}"))
+    )]
     InvalidResponse {
         /// The rendezvous address.
         addr: String,
         /// The call.
         call: &'static str,
-        /// What is wrong with it.
-        what: String,
+        /// What is wrong with it, unless the source says it all.
+        what: Option<String>,
         /// The error the response's content raised, when there is one: a [`WireError`], or
         /// the error of a value that fails its own rules.
         #[source]
@@ -150,12 +156,11 @@ impl Error {
         call: &'static str,
         cause: impl Into<Error>,
     ) -> Self {
-        let cause = cause.into();
         Self::InvalidResponse {
             addr: addr.to_owned(),
             call,
-            what: cause.to_string(),
-            source: Some(Box::new(cause)),
+            what: None,
+            source: Some(Box::new(cause.into())),
         }
     }
 }
@@ -197,6 +202,7 @@ fn status_text(status: &tonic::Status) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cluster_spec::error_chain::Chain;
 
     #[test]
     fn durations() {
@@ -209,7 +215,7 @@ mod tests {
         let e = Error::Refused {
             addr: "127.0.0.1:29400".into(),
             call: "Join",
-            source: tonic::Status::failed_precondition("different config"),
+            status: tonic::Status::failed_precondition("different config"),
         };
         assert_eq!(
             e.to_string(),
@@ -226,8 +232,13 @@ mod tests {
                 field: "the round state",
             },
         );
+        // The cause is said once, by the cause.
         assert_eq!(
             e.to_string(),
+            "rendezvous at 127.0.0.1:29400 answered Heartbeat with an invalid response"
+        );
+        assert_eq!(
+            Chain(&e).to_string(),
             "rendezvous at 127.0.0.1:29400 answered Heartbeat with an invalid response: the \
              round state is missing"
         );

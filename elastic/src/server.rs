@@ -216,7 +216,7 @@ fn refused(refusal: Refusal) -> Status {
 
 /// A request whose message breaks the protocol or carries an invalid value.
 fn invalid(error: Error) -> Status {
-    Status::invalid_argument(error.to_string())
+    Status::invalid_argument(cluster_spec::error_chain::Chain(&error).to_string())
 }
 
 impl Service {

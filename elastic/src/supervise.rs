@@ -39,10 +39,10 @@ pub enum SpawnError {
     #[error("no command to run: give it after `--`")]
     NoCommand,
     /// The output pipes could not be made.
-    #[error("cannot make a pipe: {0}")]
+    #[error("cannot make a pipe")]
     Pipe(#[source] std::io::Error),
     /// The program could not be started.
-    #[error("cannot run {program}: {source}")]
+    #[error("cannot run {program}")]
     Start {
         /// The program.
         program: String,

@@ -138,6 +138,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use cluster_resolver::gpus::{FixedGpus, Gpu, NvidiaSmi};
+    use cluster_spec::error_chain::Chain;
 
     use super::*;
 
@@ -217,7 +218,9 @@ mod tests {
             .unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(5));
         assert!(
-            err.to_string().contains("did not answer within 300ms"),
+            Chain(&err)
+                .to_string()
+                .contains("did not answer within 300ms"),
             "{err}"
         );
         let broken = fake("broken", "echo 'driver mismatch' >&2; exit 9");
@@ -225,7 +228,7 @@ mod tests {
         let err = runtime()
             .block_on(discover_with(broken, LONG, None))
             .unwrap_err();
-        assert!(err.to_string().contains("driver mismatch"), "{err}");
+        assert!(Chain(&err).to_string().contains("driver mismatch"), "{err}");
     }
 
     #[test]
@@ -296,7 +299,9 @@ mod tests {
         assert_eq!(ticks, 5);
         assert!(started.elapsed() < Duration::from_secs(3));
         assert!(
-            err.to_string().contains("NVML did not answer within 300ms"),
+            Chain(&err)
+                .to_string()
+                .contains("NVML did not answer within 300ms"),
             "{err}"
         );
     }

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use cluster_spec::error_chain::Chain;
+
 use crate::TaskId;
 use crate::server::ServerError;
 
@@ -11,11 +13,10 @@ use crate::server::ServerError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TaskError {
-    /// No connection could be made (refused, unreachable, name not resolved, …).
-    #[error("cannot connect: {reason}")]
+    /// No connection could be made (refused, unreachable, name not resolved, …); the
+    /// transport's reason is the [`source`](std::error::Error::source).
+    #[error("cannot connect")]
     Connect {
-        /// The transport's reason, with its causes.
-        reason: String,
         /// The transport error.
         #[source]
         source: tonic::transport::Error,
@@ -32,8 +33,8 @@ pub enum TaskError {
     TlsRefused {
         /// The RPC.
         method: &'static str,
-        /// The status the transport reported.
-        #[source]
+        /// The status the transport reported (its code and message are in this error's
+        /// text, so it is no [`source`](std::error::Error::source)).
         status: tonic::Status,
     },
     /// The first RPC failed because the server closed the connection before answering: what
@@ -47,10 +48,11 @@ pub enum TaskError {
     Closed {
         /// The RPC.
         method: &'static str,
-        /// The transport's reason, with its causes (the server's own words when it gave any).
+        /// The transport's reason, with its causes (the server's own words when it gave any):
+        /// the status's causes, shown once here since the status is no
+        /// [`source`](std::error::Error::source).
         reason: String,
         /// The status the transport reported.
-        #[source]
         status: tonic::Status,
     },
     /// The task did not answer within the deadline (down, frozen, or overloaded).
@@ -66,13 +68,14 @@ pub enum TaskError {
     Rpc {
         /// The RPC.
         method: &'static str,
-        /// The status the task returned.
-        #[source]
+        /// The status the task returned: its answer, whose code and message are this error's
+        /// text (no [`source`](std::error::Error::source): tonic's `Status` prints them again,
+        /// and its own cause in debug form).
         status: tonic::Status,
     },
     /// The task reported a device name TensorFlow cannot parse (a TensorFlow client would
     /// abort the process on it).
-    #[error("reported an invalid device name: {source}")]
+    #[error("reported an invalid device name")]
     InvalidDevice {
         /// The parser's error, naming the value.
         #[source]
@@ -106,9 +109,16 @@ pub struct TaskFailure {
     pub error: TaskError,
 }
 
+/// `task at address: what went wrong: its causes`: a line of [`Error::Tasks`], whole.
 impl fmt::Display for TaskFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at {}: {}", self.task, self.address, self.error)
+        write!(
+            f,
+            "{} at {}: {}",
+            self.task,
+            self.address,
+            Chain(&self.error)
+        )
     }
 }
 
@@ -150,10 +160,12 @@ pub enum Error {
     /// Invalid device filters or device name.
     #[error(transparent)]
     DeviceFilter(#[from] device_filter::Error),
-    /// The local task's server could not start.
-    #[error("the local task's server: {0}")]
+    /// The local task's server could not start; why is the
+    /// [`source`](std::error::Error::source).
+    #[error("the local task's server")]
     Server(#[from] ServerError),
-    /// Some tasks failed; every one of them is listed, not only the first.
+    /// Some tasks failed; every one of them is listed, not only the first, each with its
+    /// causes (so this error has no single [`source`](std::error::Error::source)).
     #[error("{stage} failed for {} of {total} tasks:{}", failures.len(), list(failures))]
     Tasks {
         /// The step that failed.
@@ -236,9 +248,10 @@ pub enum Error {
     BadResponse(String),
 }
 
-/// Ops a task refused or failed, or could not be reached to run.
+/// Ops a task refused or failed, or could not be reached to run; what went wrong is the
+/// [`source`](std::error::Error::source).
 #[derive(Debug, thiserror::Error)]
-#[error("{} on {task} at {address}: {error}", op_list(ops))]
+#[error("{} on {task} at {address}", op_list(ops))]
 #[non_exhaustive]
 pub struct OpFailure {
     /// The task.
@@ -274,20 +287,4 @@ fn op_list(ops: &[String]) -> String {
 
 fn list(failures: &[TaskFailure]) -> String {
     failures.iter().map(|f| format!("\n  {f}")).collect()
-}
-
-/// The transport error with its causes, e.g. `transport error: tcp connect error: Connection
-/// refused (os error 111)`.
-pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        let more = e.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = e.source();
-    }
-    text
 }

@@ -145,7 +145,7 @@
 //!   context's own task server is served under the same config. A refusal names the task:
 //!   a server refusing our certificate shows as [`TaskError::TlsRefused`] (TLS 1.3 tells the
 //!   client only by closing the connection), a server certificate for another name or CA as
-//!   [`TaskError::Connect`] with rustls's reason (`certificate not valid for name
+//!   [`TaskError::Connect`] whose causes hold rustls's reason (`certificate not valid for name
 //!   "10.0.0.7"`, `UnknownIssuer`).
 //!
 //! TensorFlow cannot speak TLS to its peers. To protect TensorFlow's own traffic, put each
@@ -193,6 +193,24 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 ```
 "##
 )]
+//!
+//! ## Errors
+//!
+//! [`Error`] is every failure of the client side, [`ServerError`] of a [`TaskServer`]. An
+//! error that wraps one cause says only its own layer and reaches the cause through
+//! [`source`](std::error::Error::source), as tonic's errors do: [`TaskError::Connect`] is
+//! `cannot connect`, its source tonic's transport error, so an `anyhow` or `eyre` report shows
+//! each cause once. [`Chain`](cluster_spec::error_chain::Chain) shows an error and its causes
+//! on one line. [`Error::Tasks`] lists every failed task, each with its whole chain:
+//!
+//! ```text
+//! device discovery failed for 1 of 2 tasks:
+//!   /job:worker/replica:0/task:1 at w1:2222: cannot connect: transport error: tcp connect error: Connection refused (os error 111)
+//! ```
+//!
+//! A task's gRPC status is its answer, not a cause below the error: [`TaskError::Rpc`] says
+//! its code and message (`GetStatus failed: Unavailable: …`) and keeps the `tonic::Status`
+//! whole in a field.
 //!
 //! ## Limits: what one client may hold of a TaskServer
 //!

@@ -2,20 +2,43 @@
 
 use std::io::Read;
 
-/// Why a command did not succeed.
-pub(crate) enum Failure {
-    /// Bad input or failed tasks (exit 1); the message names the value or task.
-    Input(String),
-    /// Standard output was closed (`| head`): stop quietly, as Unix tools do.
-    ClosedOutput,
-    /// End with this exit status: a launched command's own (it reported for itself), or 128
-    /// plus the signal that stopped a launch; the message, if any, is printed first.
-    Status {
-        /// The exit status.
-        code: u8,
-        /// Why, when the status alone does not say.
-        message: Option<String>,
-    },
+use anyhow::Context as _;
+
+/// Why a command did not succeed: an error to print, with its causes, and the exit status.
+///
+/// The shape of cargo's `CliError`: any library error becomes a `Failure` with `?` (exit 1,
+/// printed as `tfcluster: error: outer: inner: innermost`), and a call site that knows more
+/// adds it as context (`.with_context(|| format!("cannot read {path}"))`), never by writing
+/// the cause into a string.
+pub(crate) struct Failure {
+    /// What went wrong; `None` to end quietly (standard output closed, a launched command
+    /// that reported for itself).
+    pub(crate) error: Option<anyhow::Error>,
+    /// The exit status: 1 for an error of ours, else a status passed on (a launched
+    /// command's own, or 128 plus the signal that stopped a launch).
+    pub(crate) code: u8,
+}
+
+impl Failure {
+    /// Ends with `code`, `error` printed first.
+    pub(crate) fn new(error: impl Into<anyhow::Error>, code: u8) -> Self {
+        Self {
+            error: Some(error.into()),
+            code,
+        }
+    }
+
+    /// Ends with `code` and prints nothing.
+    pub(crate) fn code(code: u8) -> Self {
+        Self { error: None, code }
+    }
+}
+
+/// Any error, library or ours (`anyhow!`), is a failure of exit status 1.
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(error: E) -> Self {
+        Self::new(error, 1)
+    }
 }
 
 /// The text of `arg` and where it came from: `-` reads stdin, `@path` reads a file, anything
@@ -23,8 +46,7 @@ pub(crate) enum Failure {
 pub(crate) fn read_input(arg: &str) -> Result<(String, String), Failure> {
     if arg == "-" {
         let (bytes, origin) = read_bytes("-")?;
-        let text = String::from_utf8(bytes)
-            .map_err(|e| Failure::Input(format!("standard input is not UTF-8: {e}")))?;
+        let text = String::from_utf8(bytes).context("standard input is not UTF-8")?;
         Ok((text, origin))
     } else if let Some(path) = arg.strip_prefix('@') {
         read_file(path)
@@ -49,18 +71,16 @@ pub(crate) fn read_bytes(path: &str) -> Result<(Vec<u8>, String), Failure> {
         let mut bytes = Vec::new();
         std::io::stdin()
             .read_to_end(&mut bytes)
-            .map_err(|e| Failure::Input(format!("cannot read standard input: {e}")))?;
+            .context("cannot read standard input")?;
         Ok((bytes, "standard input".into()))
     } else {
-        let bytes =
-            std::fs::read(path).map_err(|e| Failure::Input(format!("cannot read {path}: {e}")))?;
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
         Ok((bytes, path.to_owned()))
     }
 }
 
 fn read_file(path: &str) -> Result<(String, String), Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Input(format!("cannot read {path}: {e}")))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
     Ok((text, path.to_owned()))
 }
 
@@ -70,5 +90,6 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))
+        .context("cannot start the async runtime")
+        .map_err(Failure::from)
 }

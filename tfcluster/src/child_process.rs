@@ -1,6 +1,7 @@
 //! The one command `run` starts without `--local`: in a process group of its own (the
 //! supervisor's [`spawn_group`]), with our errors.
 
+use anyhow::Context as _;
 use elastic::supervise::{self, Group, spawn_group};
 use tokio::process::{Child, Command};
 
@@ -16,14 +17,14 @@ pub(crate) struct Started {
 
 /// `argv`, a program and its arguments, as a command to start.
 pub(crate) fn command(argv: &[String]) -> Result<Command, Failure> {
-    supervise::command(argv).map_err(|e| Failure::Input(e.to_string()))
+    Ok(supervise::command(argv)?)
 }
 
 /// Starts `command` as the leader of a new process group.
 pub(crate) fn start(mut command: Command) -> Result<Started, Failure> {
-    let (child, group) = spawn_group(&mut command).map_err(|e| {
+    let (child, group) = spawn_group(&mut command).with_context(|| {
         let program = command.as_std().get_program().to_string_lossy();
-        Failure::Input(format!("cannot run {program}: {e}"))
+        format!("cannot run {program}")
     })?;
     Ok(Started { child, group })
 }

@@ -1,6 +1,7 @@
 //! Where a command's cluster comes from: `--cluster` (JSON inline or a file) or `--from` a
 //! resolver; shared by `serve`, `connect` and `resolve`.
 
+use anyhow::{Context as _, anyhow};
 use cluster_resolver::{
     ClusterResolver, Env, SageMakerClusterResolver, SimpleClusterResolver, SlurmClusterResolver,
     TfConfigClusterResolver, auto_detect,
@@ -89,9 +90,8 @@ pub(crate) async fn resolver(
     args: &SourceArgs,
 ) -> Result<Box<dyn ClusterResolver>, Failure> {
     let env = Env::process();
-    let invalid = |e: cluster_resolver::Error| Failure::Input(e.to_string());
     Ok(match from {
-        SourceKind::Auto => auto_detect(&env).await.map_err(invalid)?,
+        SourceKind::Auto => auto_detect(&env).await?,
         SourceKind::TfConfig => Box::new(TfConfigClusterResolver::new(env)),
         SourceKind::Slurm => Box::new(SlurmClusterResolver::new(env)),
         SourceKind::Sagemaker => Box::new(SageMakerClusterResolver::new(env)),
@@ -111,19 +111,16 @@ pub(crate) async fn resolver(
 
 /// A TF_CONFIG document (it has a "cluster" key) or a bare cluster spec, from a file.
 fn file(path: Option<&str>) -> Result<Box<dyn ClusterResolver>, Failure> {
-    let path = path.ok_or_else(|| Failure::Input("--from file needs --file PATH".into()))?;
+    let path = path.ok_or_else(|| anyhow!("--from file needs --file PATH"))?;
     let (text, origin) = read_json_or_file(path)?;
-    let document: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| Failure::Input(format!("{origin}: {e}")))?;
+    let document: serde_json::Value = serde_json::from_str(&text).context(origin.clone())?;
     if document.get("cluster").is_some() {
         // Read as the TF_CONFIG variable would be, with its task and rpc_layer.
         let env = Env::from_iter([("TF_CONFIG", text.as_str())]);
-        cluster_resolver::TfConfig::from_env(&env)
-            .map_err(|e| Failure::Input(format!("{origin}: {e}")))?;
+        cluster_resolver::TfConfig::from_env(&env).context(origin)?;
         return Ok(Box::new(TfConfigClusterResolver::new(env)));
     }
-    let spec =
-        ClusterSpec::from_json(&text).map_err(|e| Failure::Input(format!("{origin}: {e}")))?;
+    let spec = ClusterSpec::from_json(&text).context(origin)?;
     Ok(Box::new(SimpleClusterResolver::new(spec)))
 }
 
@@ -131,9 +128,9 @@ fn file(path: Option<&str>) -> Result<Box<dyn ClusterResolver>, Failure> {
 fn kubernetes(args: &SourceArgs) -> Result<Box<dyn ClusterResolver>, Failure> {
     let mut resolver = cluster_resolver::KubernetesClusterResolver::new();
     for mapping in &args.k8s_jobs {
-        let (job, selector) = mapping.split_once('=').ok_or_else(|| {
-            Failure::Input(format!("--k8s-job {mapping:?}: expected JOB=SELECTOR"))
-        })?;
+        let (job, selector) = mapping
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--k8s-job {mapping:?}: expected JOB=SELECTOR"))?;
         resolver = resolver.with_job(job, [selector]);
     }
     if let Some(port) = args.k8s_port {
@@ -146,10 +143,7 @@ impl ClusterArgs {
     /// The resolver these options name and the cluster it finds.
     pub(crate) async fn resolve(&self) -> Result<(Box<dyn ClusterResolver>, ClusterSpec), Failure> {
         let resolver = self.resolver().await?;
-        let spec = resolver
-            .cluster_spec()
-            .await
-            .map_err(|e| Failure::Input(e.to_string()))?;
+        let spec = resolver.cluster_spec().await?;
         Ok((resolver, spec))
     }
 
@@ -158,14 +152,14 @@ impl ClusterArgs {
         match (&self.cluster, self.from) {
             (Some(cluster), _) => {
                 let (text, origin) = read_json_or_file(cluster)?;
-                let spec = ClusterSpec::from_json(&text)
-                    .map_err(|e| Failure::Input(format!("{origin}: {e}")))?;
+                let spec = ClusterSpec::from_json(&text).context(origin)?;
                 Ok(Box::new(SimpleClusterResolver::new(spec)))
             }
             (None, Some(from)) => resolver(from, &self.source).await,
-            (None, None) => Err(Failure::Input(
-                "give the cluster with --cluster JSON|FILE or --from SOURCE (see --help)".into(),
-            )),
+            (None, None) => Err(anyhow!(
+                "give the cluster with --cluster JSON|FILE or --from SOURCE (see --help)"
+            )
+            .into()),
         }
     }
 }
@@ -185,5 +179,5 @@ fn gce(args: &SourceArgs) -> Result<Box<dyn ClusterResolver>, Failure> {
 
 #[cfg(feature = "gce")]
 fn missing(source: &str, what: &str) -> Failure {
-    Failure::Input(format!("--from {source} needs {what}"))
+    anyhow!("--from {source} needs {what}").into()
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use anyhow::{Context as _, anyhow};
 use device_filter::ClusterDeviceFilters;
 use indicatif::{ProgressBar, ProgressStyle};
 use remote_connect::{ConnectOptions, Context, Stage};
@@ -64,8 +65,7 @@ async fn connect(args: Args) -> Result<(), Failure> {
             ClusterDeviceFilters::parameter_server(&spec)
         } else {
             let (text, origin) = read_json_or_file(filters)?;
-            serde_json::from_str(&text)
-                .map_err(|e| Failure::Input(format!("device filters from {origin}: {e}")))?
+            serde_json::from_str(&text).with_context(|| format!("device filters from {origin}"))?
         };
         options = options.cluster_device_filters(filters);
     }
@@ -98,7 +98,7 @@ async fn connect(args: Args) -> Result<(), Failure> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    connected.map_err(|e| Failure::Input(e.to_string()))?;
+    connected?;
     let probe = if args.probe {
         Some(probe::run(&ctx, args.filters.is_some()).await)
     } else {
@@ -116,12 +116,13 @@ async fn connect(args: Args) -> Result<(), Failure> {
     // The remote contexts are closed even if printing fails.
     let closed = ctx.close().await;
     emit(&out)?;
-    closed.map_err(|e| Failure::Input(e.to_string()))?;
+    closed?;
     match probe.map(|p| p.differences()) {
-        Some(differences) if !differences.is_empty() => Err(Failure::Input(format!(
+        Some(differences) if !differences.is_empty() => Err(anyhow!(
             "the views observed differ from the device filters:\n  {}",
             differences.join("\n  ")
-        ))),
+        )
+        .into()),
         _ => Ok(()),
     }
 }

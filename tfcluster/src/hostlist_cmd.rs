@@ -49,11 +49,11 @@ enum Command {
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
     match args.command {
         Command::Expand { list } if args.format == Format::Json => {
-            let hosts = hostlist::expand(&list).map_err(invalid)?;
+            let hosts = hostlist::expand(&list)?;
             emit(&format!("{}\n", serde_json::json!(hosts)))
         }
         Command::Expand { list } => {
-            let hosts = hostlist::HostList::parse(&list).map_err(invalid)?;
+            let hosts = hostlist::HostList::parse(&list)?;
             // Written in chunks, so a list of millions of hosts never sits in memory as text.
             let mut cursor = hosts.cursor();
             let mut chunk = String::with_capacity(1 << 16);
@@ -80,7 +80,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
             }
         }
         Command::TasksPerNode { counts } => {
-            let counts = hostlist::expand_tasks_per_node(&counts).map_err(invalid)?;
+            let counts = hostlist::expand_tasks_per_node(&counts)?;
             if args.format == Format::Json {
                 return emit(&format!("{}\n", serde_json::json!(counts)));
             }
@@ -91,10 +91,4 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
             emit(&format!("{line}\n"))
         }
     }
-}
-
-/// A hostlist or tasks-per-node list that does not parse; each parser has its own error type,
-/// and the message already names the input and the byte.
-fn invalid(e: impl std::error::Error) -> Failure {
-    Failure::Input(e.to_string())
 }

@@ -1,6 +1,7 @@
 //! This process's place in its cluster, found from a `--from` source: what `resolve` prints
 //! and what `run` hands to the command it starts.
 
+use anyhow::anyhow;
 use cluster_resolver::{
     ClusterResolver, ClusterSource, Env, SlurmClusterResolver, detect, format_master_url,
     tf_config_for,
@@ -27,7 +28,7 @@ pub(crate) struct Identity {
 /// more).
 pub(crate) async fn identify(from: SourceKind, args: &SourceArgs) -> Result<Identity, Failure> {
     let detected = match from {
-        SourceKind::Auto => Some(detect(&Env::process()).map_err(invalid)?),
+        SourceKind::Auto => Some(detect(&Env::process())?),
         SourceKind::TfConfig => Some(ClusterSource::TfConfig),
         SourceKind::Slurm => Some(ClusterSource::Slurm),
         SourceKind::Sagemaker => Some(ClusterSource::SageMaker),
@@ -49,10 +50,10 @@ pub(crate) async fn identify(from: SourceKind, args: &SourceArgs) -> Result<Iden
     }
     let resolver: Box<dyn ClusterResolver> = resolver(from, args).await?;
     Ok(Identity {
-        spec: resolver.cluster_spec().await.map_err(invalid)?,
+        spec: resolver.cluster_spec().await?,
         task_type: resolver.task_type(),
         task_id: resolver.task_id(),
-        master: resolver.master(None, None, None).await.map_err(invalid)?,
+        master: resolver.master(None, None, None).await?,
         rpc_layer: resolver.rpc_layer(),
         cuda_visible_devices: None,
         source,
@@ -63,13 +64,17 @@ impl Identity {
     /// The TF_CONFIG of this task.
     pub(crate) fn tf_config(&self) -> Result<String, Failure> {
         match (&self.task_type, self.task_id) {
-            (Some(job), Some(id)) => {
-                tf_config_for(&self.spec, job, id, self.rpc_layer.as_deref()).map_err(invalid)
-            }
-            _ => Err(Failure::Input(format!(
+            (Some(job), Some(id)) => Ok(tf_config_for(
+                &self.spec,
+                job,
+                id,
+                self.rpc_layer.as_deref(),
+            )?),
+            _ => Err(anyhow!(
                 "{} names no task of this process, so there is no TF_CONFIG to write",
                 self.source
-            ))),
+            )
+            .into()),
         }
     }
 
@@ -88,7 +93,7 @@ impl Identity {
 /// for millions of tasks is seconds each.
 fn slurm(source: String) -> Result<Identity, Failure> {
     let resolver = SlurmClusterResolver::new(Env::process());
-    let step = resolver.resolve().map_err(invalid)?;
+    let step = resolver.resolve()?;
     let rpc_layer = resolver.rpc_layer();
     Ok(Identity {
         source,
@@ -99,8 +104,4 @@ fn slurm(source: String) -> Result<Identity, Failure> {
         rpc_layer,
         spec: step.into_spec(),
     })
-}
-
-fn invalid(e: cluster_resolver::Error) -> Failure {
-    Failure::Input(e.to_string())
 }

@@ -1,9 +1,10 @@
 //! `tfcluster`: launch, serve, connect to and inspect TensorFlow clusters.
 //!
 //! Each command lives in its own module with its clap arguments; this file declares the
-//! command line and dispatches. Exit status: 0 on success, 1 when the input is invalid or a
-//! task failed (the message names the value or task), 2 when the command line itself is wrong
-//! (clap's usage errors); `run` ends with its command's own status.
+//! command line and dispatches. Exit status: 0 on success, 1 on an error (invalid input, a
+//! failed task or network call; `tfcluster: error:` and the message naming the value or task,
+//! then its causes), 2 when the command line itself is wrong (clap's usage errors); `run` ends
+//! with its command's own status, or 128 plus the signal that stopped it.
 
 mod args;
 mod child_process;
@@ -32,6 +33,7 @@ mod up_cmd;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use cluster_spec::error_chain::Chain;
 
 use args::Failure;
 
@@ -42,7 +44,7 @@ use args::Failure;
 #[command(
     after_help = "Start here: `tfcluster up` runs a whole cluster in this process, \
 connects to it with ParameterServerStrategy's device filters and prints what each task sees.\n\
-Exit status: 0 success, 1 invalid input or failed tasks (the message names them), 2 bad usage; \
+Exit status: 0 success, 1 an error: invalid input, failed tasks or calls (the message names them), 2 bad usage; \
 `run` ends with its command's status.\n\
 Logs: -v (info), -vv (debug), or RUST_LOG."
 )]
@@ -102,14 +104,13 @@ fn main() -> ExitCode {
         }
     };
     match result {
-        Ok(()) | Err(Failure::ClosedOutput) => ExitCode::SUCCESS,
-        Err(Failure::Input(message)) => {
-            eprintln!("tfcluster: error: {message}");
-            ExitCode::from(1)
-        }
-        Err(Failure::Status { code, message }) => {
-            if let Some(message) = message {
-                eprintln!("tfcluster: {message}");
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure { error, code }) => {
+            if let Some(error) = error {
+                // Exit 1 is an error of ours; another status is passed on (a stop by signal),
+                // and its message says why without calling it an error.
+                let kind = if code == 1 { "error: " } else { "" };
+                eprintln!("tfcluster: {kind}{}", Chain(error.as_ref()));
             }
             ExitCode::from(code)
         }

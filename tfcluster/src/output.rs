@@ -16,7 +16,9 @@ pub(crate) fn emit_bytes(bytes: &[u8]) -> Result<(), Failure> {
     out.write_all(bytes)
         .and_then(|()| out.flush())
         .map_err(|e| match e.kind() {
-            ErrorKind::BrokenPipe => Failure::ClosedOutput,
-            _ => Failure::Input(format!("cannot write to standard output: {e}")),
+            ErrorKind::BrokenPipe => Failure::code(0),
+            _ => anyhow::Error::new(e)
+                .context("cannot write to standard output")
+                .into(),
         })
 }

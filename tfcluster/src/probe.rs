@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use cluster_spec::error_chain::Chain;
 use remote_connect::tonic::Code;
 use remote_connect::{Context, DeviceHandle, Error, Op, RemoteTensor, TaskId, Tensor};
 use serde_json::json;
@@ -73,7 +74,7 @@ pub(crate) async fn run(ctx: &Context, cross: bool) -> Probe {
             Err(Error::Op(f)) if f.status().map(|s| s.code()) == Some(Code::Unimplemented) => {
                 Outcome::CannotCompute
             }
-            Err(e) => Outcome::Failed(e.to_string()),
+            Err(e) => Outcome::Failed(Chain(&e).to_string()),
         };
         outcomes.push((task.clone(), outcome));
     }
@@ -98,7 +99,7 @@ pub(crate) async fn run(ctx: &Context, cross: bool) -> Probe {
                     {
                         Ok(Seen::No)
                     }
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err(Chain(&e).to_string()),
                 };
                 observed.insert(key, seen);
             }

@@ -119,10 +119,9 @@ pub(crate) struct RdzvArgs {
 impl RdzvArgs {
     /// The job's config, as every host must give it.
     pub(crate) fn config(&self) -> Result<JobConfig, Failure> {
-        let input = |e: elastic::ConfigError| Failure::Input(e.to_string());
-        let config = JobConfig::new(self.nodes, self.tasks_per_node).map_err(input)?;
+        let config = JobConfig::new(self.nodes, self.tasks_per_node)?;
         let config = match &self.layout {
-            Some(layout) => config.with_layout(layout.clone()).map_err(input)?,
+            Some(layout) => config.with_layout(layout.clone())?,
             None => config,
         };
         Ok(config.with_max_restarts(self.max_restarts))

@@ -47,9 +47,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
         let options = ServerOptions::default()
             .timeout(rdzv_timeout)
             .last_call(rdzv_last_call);
-        let server = RendezvousServer::start(listen, options)
-            .await
-            .map_err(|e| Failure::Input(e.to_string()))?;
+        let server = RendezvousServer::start(listen, options).await?;
         crate::output::emit(&format!(
             "serving the rendezvous on {}\n",
             server.local_addr()

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use anyhow::Context as _;
 use serde_json::json;
 
 use crate::args::{Failure, runtime};
@@ -115,7 +116,7 @@ async fn launch(args: Args) -> Result<(), Failure> {
     }
     if let Some(jobs) = &args.local {
         if args.dry_run {
-            let spec = jobs.cluster().map_err(Failure::Input)?;
+            let spec = jobs.cluster().map_err(anyhow::Error::msg)?;
             let tasks = jobs
                 .tasks()
                 .into_iter()
@@ -156,13 +157,11 @@ async fn run_one(command: &[String], env: Vec<(String, String)>) -> Result<(), F
             signal = signals.next() => started.group.signal(signal),
         }
     }
-    .map_err(|e| Failure::Input(format!("cannot wait for {}: {e}", command[0])))?;
+    .with_context(|| format!("cannot wait for {}", command[0]))?;
     match exit_code(status) {
         0 => Ok(()),
-        code => Err(Failure::Status {
-            code,
-            message: None,
-        }),
+        // The command reported for itself.
+        code => Err(Failure::code(code)),
     }
 }
 

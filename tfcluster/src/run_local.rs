@@ -12,6 +12,7 @@
 
 use std::time::Duration;
 
+use anyhow::anyhow;
 use cluster_resolver::tf_config_for;
 use cluster_spec::ClusterSpec;
 use elastic::supervise::{Exit, Signal, Supervisor, TaskSpec};
@@ -19,7 +20,7 @@ use tokio::time::{Instant, sleep_until};
 
 use crate::args::Failure;
 use crate::local_cluster::{LocalJobs, TaskId};
-use crate::stop_signal::Stop;
+use crate::stop_signal::{Stop, stopped};
 
 /// The environment of one task: its TF_CONFIG, and Python's output unbuffered (unless the
 /// caller chose otherwise) so its lines come through the pipes as they are printed, not when
@@ -28,8 +29,7 @@ pub(crate) fn task_env(
     spec: &ClusterSpec,
     task: &TaskId,
 ) -> Result<Vec<(String, String)>, Failure> {
-    let tf_config = tf_config_for(spec, &task.job, task.index, None)
-        .map_err(|e| Failure::Input(e.to_string()))?;
+    let tf_config = tf_config_for(spec, &task.job, task.index, None)?;
     let mut env = vec![("TF_CONFIG".to_owned(), tf_config)];
     if std::env::var_os("PYTHONUNBUFFERED").is_none() {
         env.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
@@ -43,7 +43,7 @@ pub(crate) async fn run(
     command: &[String],
     grace: Duration,
 ) -> Result<(), Failure> {
-    let spec = jobs.cluster().map_err(Failure::Input)?;
+    let spec = jobs.cluster().map_err(anyhow::Error::msg)?;
     let tasks = jobs.tasks();
     let leader = jobs.leader();
     // Caught before the first task starts, so a Ctrl-C during the start stops what started.
@@ -56,7 +56,7 @@ pub(crate) async fn run(
                 argv: command.to_vec(),
                 env,
             })
-            .map_err(|e| Failure::Input(e.to_string()))
+            .map_err(Failure::from)
         });
         if let Err(failure) = started {
             job.signal(Signal::SIGKILL);
@@ -123,18 +123,16 @@ pub(crate) async fn run(
                 Ok(status) => status.to_string(),
                 Err(e) => format!("could not be waited for ({e})"),
             };
-            Err(Failure::Input(format!(
+            Err(anyhow!(
                 "task {task} ({}) failed: {how}; the other tasks were stopped",
                 task.device_prefix()
-            )))
+            )
+            .into())
         }
-        Some(Ending::Stopped(signal)) => Err(Failure::Status {
-            code: u8::try_from(128 + signal as i32).unwrap_or(1),
-            message: Some(format!("stopped by {signal}: every task was stopped")),
-        }),
+        Some(Ending::Stopped(signal)) => Err(stopped(signal, "every task")),
         // Not reached: the loop ends once every task exited, and the leader's exit (or a stop
         // before it) sets the ending.
-        None => Err(Failure::Input(format!("{leader} ended undecided"))),
+        None => Err(anyhow!("{leader} ended undecided").into()),
     }
 }
 

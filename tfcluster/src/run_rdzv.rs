@@ -4,6 +4,8 @@
 use std::io::ErrorKind;
 use std::time::Duration;
 
+use anyhow::{Context as _, anyhow};
+use cluster_spec::error_chain::Chain;
 use elastic::supervise::Signal;
 use elastic::{
     Agent, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
@@ -14,7 +16,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver};
 
 use crate::args::Failure;
 use crate::rdzv_args::{Endpoint, RdzvArgs};
-use crate::stop_signal::Stop;
+use crate::stop_signal::{Stop, stopped};
 
 /// How long the agent that serves the rendezvous keeps serving after its own job ended, so
 /// the other agents hear the end (they learn it within a round trip of it).
@@ -30,10 +32,7 @@ pub(crate) async fn run(
     let mut signals = forward(Stop::install());
     let agent = agent(&endpoint, args, command, grace)?;
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
-    agent
-        .task_gpus()
-        .await
-        .map_err(|e| Failure::Input(e.to_string()))?;
+    agent.task_gpus().await?;
     let server = serve_if_here(&endpoint, args).await;
     let outcome = agent.run(&mut signals).await;
     if let Some(server) = server {
@@ -48,17 +47,14 @@ pub(crate) async fn run(
         }
         Ok(AgentOutcome::Failed(done)) => {
             write_error_file(args, &failure_json(args, &done))?;
-            Err(Failure::Input(failure_message(&done)))
+            Err(anyhow!(failure_message(&done)).into())
         }
-        Ok(AgentOutcome::Stopped(signal)) => Err(Failure::Status {
-            code: u8::try_from(128 + signal as i32).unwrap_or(1),
-            message: Some(format!("stopped by {signal}: every local task was stopped")),
-        }),
-        Ok(other) => Err(Failure::Input(format!("the job ended: {other:?}"))),
+        Ok(AgentOutcome::Stopped(signal)) => Err(stopped(signal, "every local task")),
+        Ok(other) => Err(anyhow!("the job ended: {other:?}").into()),
         Err(e) => {
-            let message = e.to_string();
+            let message = Chain(&e).to_string();
             write_error_file(args, &json!({ "rdzv_id": args.rdzv_id, "error": message }))?;
-            Err(Failure::Input(message))
+            Err(e.into())
         }
     }
 }
@@ -84,28 +80,23 @@ pub(crate) async fn dry_run(
 ) -> Result<Vec<(String, Vec<(String, String)>)>, Failure> {
     let endpoint = endpoint_of(args)?;
     let agent = agent(&endpoint, args, command, Duration::ZERO)?;
-    let gpus = agent
-        .task_gpus()
-        .await
-        .map_err(|e| Failure::Input(e.to_string()))?
-        .clone();
+    let gpus = agent.task_gpus().await?.clone();
     let server = serve_if_here(&endpoint, args).await;
     let waited = agent.first_round().await;
     if let Some(server) = server {
         tokio::time::sleep(LINGER).await;
         server.shutdown().await;
     }
-    let round = match waited.map_err(|e| Failure::Input(e.to_string()))? {
+    let round = match waited? {
         Waited::Round(round) => round,
-        other => return Err(Failure::Input(format!("no round: {other:?}"))),
+        other => return Err(anyhow!("no round: {other:?}").into()),
     };
     round
         .local_tasks()
         .iter()
         .enumerate()
         .map(|(local, task)| {
-            let env =
-                task_env(&round, local as u32, &gpus).map_err(|e| Failure::Input(e.to_string()))?;
+            let env = task_env(&round, local as u32, &gpus)?;
             Ok((
                 format!(
                     "{}/{}:{}",
@@ -122,7 +113,7 @@ pub(crate) async fn dry_run(
 fn endpoint_of(args: &RdzvArgs) -> Result<Endpoint, Failure> {
     args.rdzv
         .clone()
-        .ok_or_else(|| Failure::Input("--rdzv is required".into()))
+        .ok_or_else(|| anyhow!("--rdzv is required").into())
 }
 
 /// The agent, its client's deadlines from `--rdzv-timeout`.
@@ -137,8 +128,7 @@ fn agent(
         .connect_timeout((timeout / 3).min(Duration::from_secs(5)))
         .rpc_timeout(timeout.min(Duration::from_secs(10)))
         .retry_for(timeout);
-    let client = RendezvousClient::new(endpoint.to_string(), options)
-        .map_err(|e| Failure::Input(e.to_string()))?;
+    let client = RendezvousClient::new(endpoint.to_string(), options)?;
     let mut join = Join::new(args.rdzv_id.clone(), args.config()?, Vec::new()).name(hostname());
     if let Some(host) = &args.host {
         join = join.host(host.clone());
@@ -180,7 +170,7 @@ async fn serve_if_here(endpoint: &Endpoint, args: &RdzvArgs) -> Option<Rendezvou
             None
         }
         Err(e) => {
-            tracing::warn!(%addr, error = %e, "cannot serve the rendezvous here; joining it");
+            tracing::warn!(%addr, error = %Chain(&e), "cannot serve the rendezvous here; joining it");
             None
         }
     }
@@ -234,5 +224,6 @@ fn write_error_file(args: &RdzvArgs, record: &serde_json::Value) -> Result<(), F
         return Ok(());
     };
     std::fs::write(path, format!("{record}\n"))
-        .map_err(|e| Failure::Input(format!("cannot write --error-file {}: {e}", path.display())))
+        .with_context(|| format!("cannot write --error-file {}", path.display()))
+        .map_err(Failure::from)
 }

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 
+use anyhow::anyhow;
 use remote_connect::{Network, TaskServer};
 
 use crate::args::{Failure, runtime};
@@ -65,10 +66,10 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
 async fn serve(args: Args) -> Result<(), Failure> {
     let (resolver, spec) = args.cluster.resolve().await?;
     let job = args.job.or_else(|| resolver.task_type()).ok_or_else(|| {
-        Failure::Input("which task to serve? give --job (the cluster source names none)".into())
+        anyhow!("which task to serve? give --job (the cluster source names none)")
     })?;
     let task = args.task.or_else(|| resolver.task_id()).ok_or_else(|| {
-        Failure::Input("which task to serve? give --task (the cluster source names none)".into())
+        anyhow!("which task to serve? give --task (the cluster source names none)")
     })?;
     let mut builder = TaskServer::builder(spec, &job, task).limits(args.limits.limits());
     if let Some(bind) = args.bind {
@@ -81,10 +82,7 @@ async fn serve(args: Args) -> Result<(), Failure> {
         builder = builder.tls(tls);
     }
     let stop = Stop::install();
-    let server = builder
-        .start()
-        .await
-        .map_err(|e| Failure::Input(e.to_string()))?;
+    let server = builder.start().await?;
     let name = format!("/job:{job}/replica:0/task:{task}");
     let line = match args.format {
         Announce::Table => format!(
@@ -104,8 +102,5 @@ async fn serve(args: Args) -> Result<(), Failure> {
     emit(&line)?;
     stop.wait().await;
     tracing::info!("stopping: in-flight requests finish first");
-    server
-        .shutdown()
-        .await
-        .map_err(|e| Failure::Input(e.to_string()))
+    Ok(server.shutdown().await?)
 }

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use anyhow::Context as _;
 use cluster_spec::ClusterSpec;
 
 use crate::args::{Failure, read_bytes, read_input};
@@ -101,8 +102,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
 
 fn print(args: &Args) -> Result<(), Failure> {
     let (text, origin) = read_input(args.spec.as_deref().unwrap_or("-"))?;
-    let spec =
-        ClusterSpec::from_json(&text).map_err(|e| Failure::Input(format!("{origin}: {e}")))?;
+    let spec = ClusterSpec::from_json(&text).context(origin)?;
     let out = if args.json {
         format!("{}\n", spec.to_json())
     } else if args.tasks {

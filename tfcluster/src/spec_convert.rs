@@ -2,6 +2,7 @@
 //! TensorFlow writes it (TF_CONFIG JSON, `ClusterDef` binary, `ClusterDef` text format), read,
 //! checked and written in another.
 
+use anyhow::{Context as _, anyhow};
 use cluster_spec::ClusterSpec;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 
@@ -24,25 +25,24 @@ pub(crate) enum Form {
 /// text, anything else is binary) into a validated spec; errors name `origin`.
 pub(crate) fn read(bytes: &[u8], form: Option<Form>, origin: &str) -> Result<ClusterSpec, Failure> {
     let form = form.unwrap_or_else(|| detect(bytes));
-    let invalid = |what: String| Failure::Input(format!("{origin}: {what}"));
-    match form {
+    Ok(parse(bytes, form).with_context(|| origin.to_owned())?)
+}
+
+fn parse(bytes: &[u8], form: Form) -> anyhow::Result<ClusterSpec> {
+    Ok(match form {
         Form::Json => {
-            let text =
-                std::str::from_utf8(bytes).map_err(|e| invalid(format!("not UTF-8 JSON: {e}")))?;
-            ClusterSpec::from_json(text).map_err(|e| invalid(e.to_string()))
+            let text = std::str::from_utf8(bytes).context("not UTF-8 JSON")?;
+            ClusterSpec::from_json(text)?
         }
-        Form::ClusterDef => {
-            ClusterSpec::decode_cluster_def(bytes).map_err(|e| invalid(e.to_string()))
-        }
+        Form::ClusterDef => ClusterSpec::decode_cluster_def(bytes)?,
         Form::ClusterDefText => {
-            let text =
-                std::str::from_utf8(bytes).map_err(|e| invalid(format!("not UTF-8 text: {e}")))?;
+            let text = std::str::from_utf8(bytes).context("not UTF-8 text")?;
             let message = DynamicMessage::parse_text_format(cluster_def()?, text)
-                .map_err(|e| invalid(format!("ClusterDef text format: {e}")))?;
+                .context("ClusterDef text format")?;
             let wire = prost::Message::encode_to_vec(&message);
-            ClusterSpec::decode_cluster_def(&wire).map_err(|e| invalid(e.to_string()))
+            ClusterSpec::decode_cluster_def(&wire)?
         }
-    }
+    })
 }
 
 /// Writes `spec` in `form` to standard output.
@@ -53,7 +53,7 @@ pub(crate) fn write(spec: &ClusterSpec, form: Form) -> Result<(), Failure> {
         Form::ClusterDefText => {
             let message =
                 DynamicMessage::decode(cluster_def()?, spec.encode_cluster_def().as_slice())
-                    .map_err(|e| Failure::Input(format!("ClusterDef: {e}")))?;
+                    .context("ClusterDef")?;
             let options = prost_reflect::text_format::FormatOptions::new().pretty(true);
             emit(&format!(
                 "{}\n",
@@ -73,11 +73,9 @@ fn detect(bytes: &[u8]) -> Form {
 }
 
 /// `tensorflow.ClusterDef`'s descriptor, from the descriptors cluster-proto was built from.
-fn cluster_def() -> Result<MessageDescriptor, Failure> {
+fn cluster_def() -> anyhow::Result<MessageDescriptor> {
     DescriptorPool::decode(cluster_proto::FILE_DESCRIPTOR_SET)
         .ok()
         .and_then(|pool| pool.get_message_by_name("tensorflow.ClusterDef"))
-        .ok_or_else(|| {
-            Failure::Input("cluster-proto's descriptors lack tensorflow.ClusterDef".into())
-        })
+        .ok_or_else(|| anyhow!("cluster-proto's descriptors lack tensorflow.ClusterDef"))
 }

@@ -1,8 +1,11 @@
 //! SIGINT and SIGTERM to this process: what stops `serve` and `up --keep`, and what `run`
 //! passes on to the commands it started.
 
+use anyhow::anyhow;
 use nix::sys::signal::Signal as Sig;
 use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::args::Failure;
 
 /// SIGINT and SIGTERM, caught from the moment this is made (so a signal that arrives right
 /// after the "serving" line, or while a command starts, is not lost).
@@ -41,4 +44,11 @@ impl Stop {
             () = next(&mut self.terminate) => Sig::SIGTERM,
         }
     }
+}
+
+/// How a launch that `signal` stopped ends: with the status a shell gives a process killed by
+/// it (128 plus the signal), saying `what` was stopped (`every task`, `every local task`).
+pub(crate) fn stopped(signal: Sig, what: &str) -> Failure {
+    let code = u8::try_from(128 + signal as i32).unwrap_or(1);
+    Failure::new(anyhow!("stopped by {signal}: {what} was stopped"), code)
 }

@@ -30,9 +30,7 @@ impl TlsArgs {
     /// The config the flags name, read and checked; `None` without them (plaintext).
     pub(crate) fn config(&self) -> Result<Option<TlsConfig>, Failure> {
         match (&self.tls_cert, &self.tls_key, &self.tls_ca) {
-            (Some(cert), Some(key), Some(ca)) => TlsConfig::from_files(cert, key, ca)
-                .map(Some)
-                .map_err(|e| Failure::Input(e.to_string())),
+            (Some(cert), Some(key), Some(ca)) => Ok(Some(TlsConfig::from_files(cert, key, ca)?)),
             // clap's `requires_all` lets only all or none through.
             _ => Ok(None),
         }

@@ -46,22 +46,17 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
 }
 
 async fn up(args: Args) -> Result<(), Failure> {
-    let failed = |e: &dyn std::fmt::Display| Failure::Input(e.to_string());
     let mut servers: Vec<RunningServer> = Vec::new();
     let mut builder = ClusterSpec::builder();
     for (job, count) in [("chief", 1), ("worker", args.workers), ("ps", args.ps)] {
         let mut addresses = Vec::new();
         for _ in 0..count {
             // Each server binds port 0 first; the cluster names the port it got.
-            let placeholder = ClusterSpec::builder()
-                .job(job, ["localhost:0"])
-                .build()
-                .map_err(|e| failed(&e))?;
+            let placeholder = ClusterSpec::builder().job(job, ["localhost:0"]).build()?;
             let server = TaskServer::builder(placeholder, job, 0)
                 .bind("127.0.0.1:0".parse().expect("a valid address"))
                 .start()
-                .await
-                .map_err(|e| failed(&e))?;
+                .await?;
             addresses.push(server.local_addr().to_string());
             servers.push(server);
         }
@@ -69,15 +64,13 @@ async fn up(args: Args) -> Result<(), Failure> {
             builder = builder.job(job, addresses);
         }
     }
-    let spec = builder.build().map_err(|e| failed(&e))?;
+    let spec = builder.build()?;
     let mut options = ConnectOptions::default();
     if !args.no_filters {
         options = options.cluster_device_filters(ClusterDeviceFilters::parameter_server(&spec));
     }
     let ctx = Context::new();
-    ctx.connect_to_cluster(spec.clone(), options)
-        .await
-        .map_err(|e| failed(&e))?;
+    ctx.connect_to_cluster(spec.clone(), options).await?;
     let mut out = report::render(&ctx, args.format);
     if args.keep {
         let how = how_to_connect(&spec)?;
@@ -92,9 +85,9 @@ async fn up(args: Args) -> Result<(), Failure> {
     if let Some(stop) = stop {
         stop.wait().await;
     }
-    ctx.close().await.map_err(|e| failed(&e))?;
+    ctx.close().await?;
     for server in servers {
-        server.shutdown().await.map_err(|e| failed(&e))?;
+        server.shutdown().await?;
     }
     Ok(())
 }
@@ -103,9 +96,8 @@ async fn up(args: Args) -> Result<(), Failure> {
 fn how_to_connect(spec: &ClusterSpec) -> Result<String, Failure> {
     let mut out = String::from("\nTF_CONFIG of each task:\n");
     for job in spec.jobs() {
-        for (task, _) in spec.tasks(job).map_err(|e| Failure::Input(e.to_string()))? {
-            let tf_config =
-                tf_config_for(spec, job, task, None).map_err(|e| Failure::Input(e.to_string()))?;
+        for (task, _) in spec.tasks(job)? {
+            let tf_config = tf_config_for(spec, job, task, None)?;
             let _ = writeln!(out, "  {job}:{task}  TF_CONFIG='{tf_config}'");
         }
     }

@@ -47,7 +47,7 @@ pub enum Error {
     },
     /// `nvidia-smi` could not be started (other than not being installed).
     #[error(
-        "cannot run {} --list-gpus to count GPUs: {source}",
+        "cannot run {} --list-gpus to count GPUs",
         excerpt(.program, 0)
     )]
     NvidiaSmiStart {
@@ -89,7 +89,7 @@ pub enum Error {
         reason: String,
     },
     /// NVML was loaded but a call failed.
-    #[error("NVML's {call} failed: {source}")]
+    #[error("NVML's {call} failed")]
     Nvml {
         /// The NVML function, e.g. `nvmlDeviceGetMemoryInfo`.
         call: &'static str,
@@ -111,6 +111,6 @@ pub enum Error {
         timeout: std::time::Duration,
     },
     /// No thread could be started to ask the GPU source.
-    #[error("cannot start a thread to find the GPUs: {0}")]
+    #[error("cannot start a thread to find the GPUs")]
     Thread(#[source] std::io::Error),
 }

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use cluster_spec::error_chain::Chain;
 use cluster_spec::quote::{excerpt, quote};
 
 /// What the Kubernetes resolver ([`KubernetesClusterResolver`](crate::KubernetesClusterResolver))
@@ -11,15 +12,17 @@ use cluster_spec::quote::{excerpt, quote};
 #[non_exhaustive]
 pub enum Error {
     /// Neither an in-cluster nor a kubeconfig client configuration could be loaded. Both causes
-    /// are kept; the kubeconfig's, tried last, is the [`source`](std::error::Error::source).
+    /// are kept and shown, each with its own causes (so neither is the
+    /// [`source`](std::error::Error::source)).
     #[error(
-        "cannot configure a Kubernetes client: in-cluster config: {in_cluster}; kubeconfig: {kubeconfig}"
+        "cannot configure a Kubernetes client: in-cluster config: {}; kubeconfig: {}",
+        Chain(.in_cluster),
+        Chain(.kubeconfig)
     )]
     Config {
         /// Why the in-cluster configuration (service account) failed.
         in_cluster: kube::config::InClusterError,
         /// Why the kubeconfig failed.
-        #[source]
         kubeconfig: kube::config::KubeconfigError,
     },
     /// Selected pods are not in phase `Running`. With one pod the message is TensorFlow's

@@ -12,9 +12,11 @@ pub enum Error {
     /// (TensorFlow's wording).
     #[error("Please provide a TPU Name to connect to.")]
     NameMissing,
-    /// The Cloud TPU API lookup of a node failed (TensorFlow's wording).
+    /// The Cloud TPU API lookup of a node failed (TensorFlow's wording, whose `Exception: `
+    /// the [`source`](std::error::Error::source) completes when the chain is shown, as by
+    /// [`Chain`](cluster_spec::error_chain::Chain)).
     #[error(
-        "Could not lookup TPU metadata from name '{}'. Please doublecheck the tpu argument in the TPUClusterResolver constructor. Exception: {source}",
+        "Could not lookup TPU metadata from name '{}'. Please doublecheck the tpu argument in the TPUClusterResolver constructor. Exception",
         excerpt(.tpu, 0)
     )]
     Lookup {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use cluster_resolver::{ClusterResolver, Env, Error, TpuClusterResolver, tpu};
 use cluster_spec::ClusterSpec;
+use cluster_spec::error_chain::Chain;
 
 use super::http_server::{HttpServer, Request, Response};
 
@@ -164,7 +165,7 @@ async fn a_failed_lookup_is_tensorflows_error() {
         .await
         .unwrap_err();
     assert_eq!(
-        err.to_string(),
+        Chain(&err).to_string(),
         format!(
             "Could not lookup TPU metadata from name 'missing'. Please doublecheck the tpu argument \
              in the TPUClusterResolver constructor. Exception: GET {}{NODE_PATH}missing returned \

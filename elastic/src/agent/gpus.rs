@@ -85,8 +85,8 @@ impl TaskGpus {
         }
         let per_task = gpus
             .per_task(tasks_per_node, gpus_per_task)
-            .map_err(|source| AgentError::ShareGpus {
-                source,
+            .map_err(|shortage| AgentError::ShareGpus {
+                shortage,
                 origin: gpus.source(),
             })?;
         if per_task == 0 {
@@ -137,6 +137,7 @@ impl TaskGpus {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cluster_spec::error_chain::Chain;
 
     fn visible(value: &str) -> Env {
         Env::from_iter([("CUDA_VISIBLE_DEVICES", value)])
@@ -216,7 +217,8 @@ mod tests {
         })
         .unwrap_err();
         assert!(
-            e.to_string()
+            Chain(&e)
+                .to_string()
                 .starts_with("cannot find this host's GPUs: nvidia-smi --list-gpus did not answer"),
             "{e}"
         );

@@ -28,7 +28,7 @@ impl Round {
         let bad = |what: String| Error::InvalidResponse {
             addr: addr.to_owned(),
             call: "WaitRound",
-            what,
+            what: Some(what),
             source: None,
         };
         let config = wire::config_from_proto(round.config)
@@ -49,7 +49,10 @@ impl Round {
         let assignment = assign(&config, &members).map_err(|e| Error::InvalidResponse {
             addr: addr.to_owned(),
             call: "WaitRound",
-            what: format!("round {} has members that make no cluster", round.number),
+            what: Some(format!(
+                "round {} has members that make no cluster",
+                round.number
+            )),
             source: Some(Box::new(Error::Round(e))),
         })?;
         // The rendezvous sends its cluster too. An agent of another version computing another
@@ -58,7 +61,7 @@ impl Round {
             ClusterSpec::from_json(&round.cluster_json).map_err(|e| Error::InvalidResponse {
                 addr: addr.to_owned(),
                 call: "WaitRound",
-                what: format!("round {}'s cluster does not parse", round.number),
+                what: Some(format!("round {}'s cluster does not parse", round.number)),
                 source: Some(Box::new(Error::Spec(e))),
             })?;
         if &theirs != assignment.cluster_spec() {

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use cluster_spec::error_chain::Chain;
 use elastic::TaskStatus;
 use elastic::supervise::{Supervisor, TaskSpec, task_status};
 
@@ -47,8 +48,11 @@ async fn a_missing_program_is_named() {
         env: vec![],
     };
     let err = tasks.start(spec).unwrap_err();
+    assert_eq!(err.to_string(), "cannot run /no/such/program");
     assert!(
-        err.to_string().starts_with("cannot run /no/such/program:"),
+        Chain(&err)
+            .to_string()
+            .starts_with("cannot run /no/such/program: "),
         "{err}"
     );
 }

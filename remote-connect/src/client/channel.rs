@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use cluster_proto::eager::eager_service_client::EagerServiceClient;
 use cluster_proto::worker_service_client::WorkerServiceClient;
+use cluster_spec::error_chain::Chain;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tonic::transport::Channel;
 
 use super::Transport;
-use crate::error::{TaskError, describe};
+use crate::error::TaskError;
 use crate::server::MAX_MESSAGE_SIZE;
 
 /// The largest HTTP/2 frame a task may send this client: 1 MiB. Fetching 100 MB from a
@@ -64,7 +65,7 @@ impl Deadline {
         tracing::trace!(
             method,
             elapsed = ?started.elapsed(),
-            error = result.as_ref().err().map(tracing::field::display),
+            error = result.as_ref().err().map(|e| tracing::field::display(Chain(e))),
             "rpc"
         );
         result
@@ -79,10 +80,7 @@ impl Deadline {
         let timeout = self.budget();
         let endpoint = transport
             .endpoint(address)
-            .map_err(|source| TaskError::Connect {
-                reason: describe(&source),
-                source,
-            })?
+            .map_err(|source| TaskError::Connect { source })?
             .tcp_nodelay(true)
             // Large tensors: HTTP/2's default 64 KiB windows cap a fetch at one window per
             // round trip; let the window grow with the measured bandwidth-delay product, as
@@ -106,10 +104,7 @@ impl Deadline {
                 );
                 Ok(TaskChannel::new(channel))
             }
-            Ok(Err(source)) => Err(TaskError::Connect {
-                reason: describe(&source),
-                source,
-            }),
+            Ok(Err(source)) => Err(TaskError::Connect { source }),
             Err(_) => Err(TaskError::Timeout {
                 method: "connect",
                 timeout,

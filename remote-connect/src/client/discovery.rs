@@ -44,9 +44,10 @@ pub(crate) async fn discover(
         }
         Err(TaskError::Rpc { method, status }) if closed_by_transport(&status) => {
             use std::error::Error as _;
-            let reason = status
-                .source()
-                .map_or_else(|| status.message().to_owned(), crate::error::describe);
+            let reason = status.source().map_or_else(
+                || status.message().to_owned(),
+                |cause| cluster_spec::error_chain::Chain(cause).to_string(),
+            );
             return Err(TaskError::Closed {
                 method,
                 reason,

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 
+use cluster_spec::error_chain::Chain;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -61,7 +62,8 @@ where
         match result {
             Some(Ok(value)) => done.push((task, address, value)),
             Some(Err(error)) => {
-                tracing::debug!(%task, %address, %error, "task failed");
+                let cause = Chain(&error);
+                tracing::debug!(%task, %address, error = %cause, "task failed");
                 failures.push(TaskFailure {
                     task,
                     address,

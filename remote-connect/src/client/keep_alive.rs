@@ -61,7 +61,7 @@ pub(crate) fn health_of(error: &TaskError) -> TaskHealth {
             TaskHealth::ContextLost
         }
         other => TaskHealth::Unreachable {
-            cause: other.to_string(),
+            cause: cluster_spec::error_chain::Chain(other).to_string(),
         },
     }
 }

@@ -11,7 +11,7 @@ pub enum ServerError {
     #[error(transparent)]
     Spec(#[from] cluster_spec::Error),
     /// The listening socket could not be bound.
-    #[error("cannot bind {addr}: {source}")]
+    #[error("cannot bind {addr}")]
     Bind {
         /// The address asked for.
         addr: SocketAddr,
@@ -21,7 +21,7 @@ pub enum ServerError {
     },
     /// A device's type does not make a valid TensorFlow device name (a TensorFlow client
     /// aborts on such a name, so it is never served).
-    #[error("invalid device {device}: {source}")]
+    #[error("invalid device {device}")]
     InvalidDevice {
         /// The device, `TYPE:ID`.
         device: String,
@@ -38,7 +38,7 @@ pub enum ServerError {
     },
     /// GPU discovery ([`cluster_resolver::gpus`]: NVML or `nvidia-smi`) failed, hung past its
     /// deadline or answered what cannot be read.
-    #[error("GPU discovery failed: {0}")]
+    #[error("GPU discovery failed")]
     Gpus(#[source] cluster_resolver::gpus::Error),
     /// A `ServerDef` handed to [`TaskServer::from_server_def`](crate::TaskServer::from_server_def)
     /// is unusable.
@@ -59,10 +59,10 @@ pub enum ServerError {
     /// The server's TLS could not be set up.
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    #[error("cannot set up TLS: {0}")]
+    #[error("cannot set up TLS")]
     Tls(#[source] tonic::transport::Error),
     /// The gRPC server stopped with an error.
-    #[error("the gRPC server failed: {0}")]
+    #[error("the gRPC server failed")]
     Serve(#[source] tonic::transport::Error),
 }
 

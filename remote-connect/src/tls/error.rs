@@ -8,7 +8,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum TlsError {
     /// The file cannot be read.
-    #[error("cannot read the TLS {part} {}: {source}", path.display())]
+    #[error("cannot read the TLS {part} {}", path.display())]
     Read {
         /// Which part.
         part: &'static str,
@@ -21,7 +21,7 @@ pub enum TlsError {
     /// The text is not PEM, or holds no item of the part's kind (`no items found`: a
     /// `CERTIFICATE` block for a chain or CA, a `PRIVATE KEY`, `RSA PRIVATE KEY` or
     /// `EC PRIVATE KEY` block for a key).
-    #[error("the TLS {part} ({from}) is unusable: {source}")]
+    #[error("the TLS {part} ({from}) is unusable")]
     Pem {
         /// Which part.
         part: &'static str,
@@ -33,7 +33,7 @@ pub enum TlsError {
     },
     /// rustls refuses it: a key of an unsupported type or that does not match the
     /// certificate, a certificate it cannot parse, a CA that is no valid trust anchor.
-    #[error("the TLS {part} ({from}) is refused: {source}")]
+    #[error("the TLS {part} ({from}) is refused")]
     Rejected {
         /// Which part.
         part: &'static str,

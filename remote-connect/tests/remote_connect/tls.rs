@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use cluster_proto::GetStatusRequest;
 use cluster_proto::worker_service_client::WorkerServiceClient;
 use cluster_spec::ClusterSpec;
+use cluster_spec::error_chain::Chain;
 use remote_connect::tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 use remote_connect::{
     ConnectOptions, Context, RunningServer, TaskHealth, TaskId, TaskServer, TlsConfig, TlsError,
@@ -105,7 +106,7 @@ async fn a_client_without_a_certificate_is_refused() {
         .expect("refused within the deadline")
         .unwrap_err();
     // TLS 1.3: the refusal reaches the client as a closed connection on its first RPC.
-    let text = describe(&*err);
+    let text = Chain(&*err).to_string();
     assert!(text.contains("transport error"), "{text}");
     assert!(start.elapsed() < Duration::from_secs(2));
     assert!(s.contexts().is_empty());
@@ -202,7 +203,7 @@ async fn bad_pem_is_refused_naming_the_part_and_file() {
     let issued = ca.issue(&["localhost"]);
     let err = TlsConfig::from_pem("not PEM", issued.key.clone(), ca.cert_pem()).unwrap_err();
     assert_eq!(
-        err.to_string(),
+        Chain(&err).to_string(),
         "the TLS certificate chain (given PEM) is unusable: no items found"
     );
     // A certificate where the key should be.
@@ -222,7 +223,8 @@ async fn bad_pem_is_refused_naming_the_part_and_file() {
     let stray = ca.issue(&["localhost"]).key;
     let err = TlsConfig::from_pem(issued.cert.clone(), stray, ca.cert_pem()).unwrap_err();
     assert!(
-        err.to_string()
+        Chain(&err)
+            .to_string()
             .starts_with("the TLS private key (given PEM) is refused:"),
         "{err}"
     );
@@ -234,7 +236,7 @@ async fn bad_pem_is_refused_naming_the_part_and_file() {
     let missing = dir.join("missing.crt");
     let err = TlsConfig::from_files(&files.cert, &files.key, &missing).unwrap_err();
     assert!(
-        err.to_string().starts_with(&format!(
+        Chain(&err).to_string().starts_with(&format!(
             "cannot read the TLS CA certificates {}:",
             missing.display()
         )),
@@ -242,23 +244,11 @@ async fn bad_pem_is_refused_naming_the_part_and_file() {
     );
     let err = TlsConfig::from_files(&files.cert, &files.ca, &files.ca).unwrap_err();
     assert_eq!(
-        err.to_string(),
+        Chain(&err).to_string(),
         format!(
             "the TLS private key ({}) is unusable: no items found",
             files.ca.display()
         )
     );
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// An error with its causes.
-fn describe(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        cause = e.source();
-    }
-    text
 }
