@@ -77,14 +77,15 @@ pub(crate) struct RdzvArgs {
     /// With --rdzv: how many tasks each host runs.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "rdzv")]
     tasks_per_node: u32,
-    /// With --rdzv: how many GPUs each local task gets, as its CUDA_VISIBLE_DEVICES: task `i`
-    /// gets the host's GPUs `i*K` to `(i+1)*K-1`, as this agent's CUDA_VISIBLE_DEVICES names
-    /// them (UUIDs and MIG ids kept), else as the driver counts them (NVML, else
-    /// `nvidia-smi -L`); 0 hides every GPU.
-    /// Fewer than K GPUs per task is an error. By default the host's GPUs are divided evenly
-    /// (none each when there are fewer GPUs than tasks), and a host without GPUs leaves
-    /// CUDA_VISIBLE_DEVICES as it is.
-    #[arg(long, value_name = "K", requires = "rdzv")]
+    /// With --local or --rdzv: how many GPUs each task on this host gets, as its
+    /// CUDA_VISIBLE_DEVICES: the host's `i`-th task (--local: job by job as given, each by
+    /// index) gets the host's GPUs `i*K` to `(i+1)*K-1`, as this
+    /// process's CUDA_VISIBLE_DEVICES names them (UUIDs and MIG ids kept), else as the driver
+    /// counts them (NVML, else `nvidia-smi -L`); 0 hides every GPU. Fewer than K GPUs per
+    /// task is an error. By default the host's GPUs are divided evenly (none each when there
+    /// are fewer GPUs than tasks), and a host without GPUs leaves CUDA_VISIBLE_DEVICES as it
+    /// is.
+    #[arg(long, value_name = "K", requires = "launcher")]
     pub(crate) gpus_per_task: Option<u32>,
     /// With --rdzv: the jobs placed first, e.g. `chief=1,ps=2`; every other task is a worker.
     #[arg(long, value_name = "JOBS", requires = "rdzv")]

@@ -14,7 +14,7 @@ use crate::identity::identify;
 use crate::local_cluster::LocalJobs;
 use crate::output::emit;
 use crate::rdzv_args::RdzvArgs;
-use crate::run_local::{self, task_env};
+use crate::run_local;
 use crate::run_rdzv;
 use crate::stop_signal::Stop;
 
@@ -28,8 +28,9 @@ use crate::stop_signal::Stop;
 /// and its exit status is this command's (128 + the signal if a signal ended it).
 ///
 /// `--local JOB=COUNT,...`: every task of the cluster as a child process, each on its own free
-/// port of 127.0.0.1 with its own TF_CONFIG, each line of its output behind `[job:index]`.
-/// The job succeeds when the chief (or worker 0 without a chief) exits 0 and no other task
+/// port of 127.0.0.1 with its own TF_CONFIG, each line of its output behind `[job:index]`,
+/// and on a host with GPUs its share of them as CUDA_VISIBLE_DEVICES (split evenly, or
+/// `--gpus-per-task`), so the tasks do not all take every GPU. The job succeeds when the chief (or worker 0 without a chief) exits 0 and no other task
 /// failed; the others then have `--grace` to exit on their own and are stopped after it
 /// (ParameterServerStrategy's servers run until stopped; that is no failure). When a task
 /// fails first, the others are stopped (SIGTERM, SIGKILL after `--grace`) and the error names
@@ -63,6 +64,7 @@ tfcluster run --dry-run --format json
   tfcluster run --rdzv node0 --nodes 2 --tasks-per-node 2 -- python mwms_train.py   # on node0 and node1
   tfcluster run --rdzv node0:29400 --nodes 2:4 --layout chief=1,ps=2 --max-restarts 3 \\
       --error-file /tmp/error.json -- python pss_train.py")]
+#[command(group = clap::ArgGroup::new("launcher").args(["local", "rdzv"]))]
 pub(crate) struct Args {
     /// Where to find the cluster and this task.
     #[arg(long, value_enum, default_value = "auto", conflicts_with_all = ["local", "rdzv"])]
@@ -115,16 +117,17 @@ async fn launch(args: Args) -> Result<(), Failure> {
         return run_rdzv::run(&args.rdzv, &args.command, args.grace).await;
     }
     if let Some(jobs) = &args.local {
+        let gpus_per_task = args.rdzv.gpus_per_task;
         if args.dry_run {
             let spec = jobs.cluster().map_err(anyhow::Error::msg)?;
-            let tasks = jobs
-                .tasks()
+            let tasks = run_local::task_envs(jobs, &spec, gpus_per_task)
+                .await?
                 .into_iter()
-                .map(|task| Ok((task.to_string(), task_env(&spec, &task)?)))
-                .collect::<Result<Vec<_>, Failure>>()?;
+                .map(|(task, env)| (task.to_string(), env))
+                .collect::<Vec<_>>();
             return emit(&render(&tasks, &args.command, args.format));
         }
-        return run_local::run(jobs, &args.command, args.grace).await;
+        return run_local::run(jobs, &args.command, args.grace, gpus_per_task).await;
     }
     let mut found = identify(args.from, &args.source).await?;
     if args.job.is_some() {

@@ -13,8 +13,10 @@
 use std::time::Duration;
 
 use anyhow::anyhow;
-use cluster_resolver::tf_config_for;
+use cluster_resolver::gpus;
+use cluster_resolver::{Env, tf_config_for};
 use cluster_spec::ClusterSpec;
+use elastic::TaskGpus;
 use elastic::supervise::{Exit, Signal, Supervisor, TaskSpec};
 use tokio::time::{Instant, sleep_until};
 
@@ -22,19 +24,34 @@ use crate::args::Failure;
 use crate::local_cluster::{LocalJobs, TaskId};
 use crate::stop_signal::{Stop, stopped};
 
-/// The environment of one task: its TF_CONFIG, and Python's output unbuffered (unless the
-/// caller chose otherwise) so its lines come through the pipes as they are printed, not when
-/// a stopped server's buffer would have been flushed.
-pub(crate) fn task_env(
+/// Every task of `jobs` with its environment: its TF_CONFIG; its share of this host's GPUs
+/// as CUDA_VISIBLE_DEVICES, split as `run --rdzv` splits them among a host's tasks
+/// ([`TaskGpus`], in task order; left as ours on a host without GPUs); and Python's output
+/// unbuffered (unless the caller chose otherwise) so its lines come through the pipes as
+/// they are printed, not when a stopped server's buffer would have been flushed.
+pub(crate) async fn task_envs(
+    jobs: &LocalJobs,
     spec: &ClusterSpec,
-    task: &TaskId,
-) -> Result<Vec<(String, String)>, Failure> {
-    let tf_config = tf_config_for(spec, &task.job, task.index, None)?;
-    let mut env = vec![("TF_CONFIG".to_owned(), tf_config)];
-    if std::env::var_os("PYTHONUNBUFFERED").is_none() {
-        env.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
-    }
-    Ok(env)
+    gpus_per_task: Option<u32>,
+) -> Result<Vec<(TaskId, Vec<(String, String)>)>, Failure> {
+    let tasks = jobs.tasks();
+    let count = u32::try_from(tasks.len()).unwrap_or(u32::MAX);
+    let gpus = TaskGpus::find(&Env::process(), count, gpus_per_task, gpus::host()).await?;
+    tasks
+        .into_iter()
+        .zip(0u32..)
+        .map(|(task, i)| {
+            let tf_config = tf_config_for(spec, &task.job, task.index, None)?;
+            let mut env = vec![("TF_CONFIG".to_owned(), tf_config)];
+            if let Some(visible) = gpus.of_task(i) {
+                env.push(("CUDA_VISIBLE_DEVICES".to_owned(), visible));
+            }
+            if std::env::var_os("PYTHONUNBUFFERED").is_none() {
+                env.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
+            }
+            Ok((task, env))
+        })
+        .collect()
 }
 
 /// Runs `command` once per task of `jobs` and waits for the job's outcome.
@@ -42,22 +59,23 @@ pub(crate) async fn run(
     jobs: &LocalJobs,
     command: &[String],
     grace: Duration,
+    gpus_per_task: Option<u32>,
 ) -> Result<(), Failure> {
     let spec = jobs.cluster().map_err(anyhow::Error::msg)?;
+    let envs = task_envs(jobs, &spec, gpus_per_task).await?;
     let tasks = jobs.tasks();
     let leader = jobs.leader();
     // Caught before the first task starts, so a Ctrl-C during the start stops what started.
     let mut signals = Stop::install();
     let mut job = Supervisor::new();
-    for task in &tasks {
-        let started = task_env(&spec, task).and_then(|env| {
-            job.start(TaskSpec {
+    for (task, env) in envs {
+        let started = job
+            .start(TaskSpec {
                 name: task.to_string(),
                 argv: command.to_vec(),
                 env,
             })
-            .map_err(Failure::from)
-        });
+            .map_err(Failure::from);
         if let Err(failure) = started {
             job.signal(Signal::SIGKILL);
             return Err(failure);

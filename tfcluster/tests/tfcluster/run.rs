@@ -437,6 +437,77 @@ fn workers_that_finish_on_their_own_succeed_without_a_stop() {
     assert_all_gone(&pids);
 }
 
+/// `--local` shares this host's GPUs among its tasks as `--rdzv` does, here the ones
+/// CUDA_VISIBLE_DEVICES names (so no driver is asked, on any machine).
+#[test]
+fn local_tasks_get_their_share_of_the_gpus() {
+    let echo = ["--", "sh", "-c", "echo \"gpus=[$CUDA_VISIBLE_DEVICES]\""];
+    let shares = |args: &[&str], visible: &str| {
+        let mut out = Launch::start(args, &[("CUDA_VISIBLE_DEVICES", visible)]);
+        assert!(out.wait(TIMEOUT).success(), "{}", out.stderr());
+        let mut lines: Vec<String> = out.stdout().lines().map(str::to_owned).collect();
+        lines.sort();
+        lines
+    };
+    fn run<'a>(more: &[&'a str], echo: &[&'a str]) -> Vec<&'a str> {
+        [&["run", "--local", "chief=1,worker=2"][..], more, echo].concat()
+    }
+    // Evenly by default: 5 GPUs, 3 tasks, one each (the fifth stays unused).
+    assert_eq!(
+        shares(&run(&[], &echo), "0,1,2,3,4"),
+        [
+            "[chief:0] gpus=[0]",
+            "[worker:0] gpus=[1]",
+            "[worker:1] gpus=[2]"
+        ]
+    );
+    // As many as asked, named as the variable names them.
+    assert_eq!(
+        shares(
+            &run(&["--gpus-per-task", "2"], &echo),
+            "GPU-a,GPU-b,GPU-c,GPU-d,MIG-e,MIG-f"
+        ),
+        [
+            "[chief:0] gpus=[GPU-a,GPU-b]",
+            "[worker:0] gpus=[GPU-c,GPU-d]",
+            "[worker:1] gpus=[MIG-e,MIG-f]"
+        ]
+    );
+    // Fewer GPUs than tasks: none each; 0 hides them all.
+    assert_eq!(
+        shares(&run(&[], &echo), "0,1"),
+        [
+            "[chief:0] gpus=[]",
+            "[worker:0] gpus=[]",
+            "[worker:1] gpus=[]"
+        ]
+    );
+    assert_eq!(
+        shares(&run(&["--gpus-per-task", "0"], &echo), "0,1,2"),
+        [
+            "[chief:0] gpus=[]",
+            "[worker:0] gpus=[]",
+            "[worker:1] gpus=[]"
+        ]
+    );
+    // More than the host has: TensorFlow's words, and nothing runs.
+    let mut out = Launch::start(
+        &run(&["--gpus-per-task", "2"], &echo),
+        &[("CUDA_VISIBLE_DEVICES", "0,1,2,3")],
+    );
+    assert_eq!(out.wait(TIMEOUT).code(), Some(1));
+    assert!(
+        out.stderr()
+            .contains("Requested more GPUs per node than available."),
+        "{}",
+        out.stderr()
+    );
+    assert_eq!(out.stdout(), "");
+    // Only a launcher shares GPUs.
+    let mut out = Launch::start(&["run", "--gpus-per-task", "1", "--", "true"], &[]);
+    assert_eq!(out.wait(TIMEOUT).code(), Some(2));
+}
+
 #[test]
 fn bad_local_jobs_are_usage_errors() {
     let mut out = Launch::start(&["run", "--local", "ps=2", "--", "true"], &[]);
