@@ -6,6 +6,7 @@ mod cluster;
 mod connection;
 mod context;
 mod create_request;
+mod device_handle;
 mod discovery;
 mod events;
 mod fan_out;
@@ -25,7 +26,8 @@ mod update;
 mod visible;
 
 pub(crate) use channel::{Deadline, TaskChannel};
-pub use context::{Context, DeviceHandle, LogicalDevice};
+pub use context::{Context, LogicalDevice};
+pub use device_handle::DeviceHandle;
 pub(crate) use discovery::status_of_address;
 pub use events::{TaskEvent, TaskHealth};
 pub use ops::{Batch, Outputs, Pending};

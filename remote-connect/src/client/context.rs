@@ -16,7 +16,8 @@ use super::connection::{Connection, Snapshot};
 use super::events::{HealthBoard, TaskEvent, TaskHealth};
 use super::releases::Releases;
 use super::{
-    ConnectOptions, ConnectTarget, Deadline, cluster, discovery, keep_alive, master, reset, update,
+    ConnectOptions, ConnectTarget, Deadline, DeviceHandle, cluster, discovery, keep_alive, master,
+    reset, update,
 };
 use crate::TaskId;
 use crate::error::{Error, Stage, TaskFailure};
@@ -29,25 +30,6 @@ pub struct LogicalDevice {
     pub name: String,
     /// `CPU`, `GPU`, …
     pub device_type: String,
-}
-
-/// A device of the connected cluster, valid until the next full reconnect.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceHandle {
-    name: String,
-    context_id: u64,
-}
-
-impl DeviceHandle {
-    /// The device's full name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The remote context the handle belongs to.
-    pub fn context_id(&self) -> u64 {
-        self.context_id
-    }
 }
 
 /// A connection to a TensorFlow cluster: `tf.config.experimental_connect_to_cluster` for
@@ -316,10 +298,7 @@ impl Context {
             .devices
             .iter()
             .find(|(n, _)| *n == parsed)
-            .map(|(_, a)| DeviceHandle {
-                name: a.name.clone(),
-                context_id: snapshot.context_id,
-            })
+            .map(|(_, a)| DeviceHandle::new(a.name.clone(), snapshot.context_id))
             .ok_or_else(|| Error::UnknownDevice(name.to_owned()))
     }
 
