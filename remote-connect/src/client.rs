@@ -2,6 +2,7 @@
 
 mod channel;
 mod close;
+mod close_connection;
 mod cluster;
 mod connection;
 mod context;
@@ -20,6 +21,7 @@ mod remote_tensor;
 mod rendezvous_fetch;
 mod requests;
 mod reset;
+mod resolve;
 mod target;
 mod transport;
 mod update;

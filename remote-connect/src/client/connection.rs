@@ -7,6 +7,7 @@ use std::time::Duration;
 use cluster_proto::DeviceAttributes;
 use cluster_spec::ClusterSpec;
 use device_filter::{ClusterDeviceFilters, DeviceName};
+use tokio::task::JoinHandle;
 
 use super::discovery::Remote;
 use super::local::Local;
@@ -65,6 +66,21 @@ impl Connection {
             }
         }
         (names, attributes)
+    }
+}
+
+/// The connection a context holds, with its keep-alive task, which stops with it.
+#[derive(Debug)]
+pub(super) struct Live {
+    pub(super) connection: Connection,
+    pub(super) keep_alive: Option<JoinHandle<()>>,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Some(handle) = self.keep_alive.take() {
+            handle.abort();
+        }
     }
 }
 

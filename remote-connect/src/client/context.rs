@@ -5,22 +5,21 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use cluster_proto::DeviceAttributes;
-use cluster_resolver::ClusterResolver;
 use cluster_spec::ClusterSpec;
 use device_filter::DeviceName;
 use tokio::sync::{Mutex, broadcast};
-use tokio::task::JoinHandle;
 
-use super::close::close_contexts;
-use super::connection::{Connection, Snapshot};
+use super::close_connection::{close_all, detached};
+use super::connection::{Connection, Live, Snapshot};
 use super::events::{HealthBoard, TaskEvent, TaskHealth};
 use super::releases::Releases;
+use super::resolve::resolve;
 use super::{
-    ConnectOptions, ConnectTarget, Deadline, DeviceHandle, cluster, discovery, keep_alive, master,
-    reset, update,
+    ConnectOptions, ConnectTarget, Deadline, DeviceHandle, cluster, discovery, keep_alive, reset,
+    update,
 };
 use crate::TaskId;
-use crate::error::{Error, Stage, TaskFailure};
+use crate::error::Error;
 
 /// A device as the context lists it (TensorFlow's `LogicalDevice`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,20 +80,6 @@ struct Inner {
     releases: Releases,
     /// The last op id handed out; ids name kept outputs on the tasks.
     last_op_id: AtomicI64,
-}
-
-#[derive(Debug)]
-struct Live {
-    connection: Connection,
-    keep_alive: Option<JoinHandle<()>>,
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        if let Some(handle) = self.keep_alive.take() {
-            handle.abort();
-        }
-    }
 }
 
 impl Context {
@@ -500,82 +485,5 @@ impl Context {
                 c.options.rpc_timeout,
             ));
         }
-    }
-}
-
-/// The cluster and default device a target names; `None` for a resolver whose master is
-/// `""` or `"local"` (TensorFlow then does nothing).
-async fn resolve(
-    target: ConnectTarget<'_>,
-    options: &ConnectOptions,
-) -> Result<Option<(ClusterSpec, Option<String>)>, Error> {
-    match target {
-        ConnectTarget::Spec(spec) => Ok(Some((spec, None))),
-        ConnectTarget::Resolver(resolver) => resolve_resolver(resolver, options).await,
-    }
-}
-
-async fn resolve_resolver(
-    resolver: &dyn ClusterResolver,
-    options: &ConnectOptions,
-) -> Result<Option<(ClusterSpec, Option<String>)>, Error> {
-    let master = resolver.master(None, None, None).await?;
-    if master.is_empty() || master == "local" {
-        return Ok(None);
-    }
-    let spec = resolver.cluster_spec().await?;
-    // Checked before connecting, so a wrong master leaves nothing half done (TensorFlow
-    // raises only after connecting).
-    let default_device = if options.make_master_device_default {
-        Some(master::default_device(&master::find(&spec, &master)?))
-    } else {
-        None
-    };
-    Ok(Some((spec, default_device)))
-}
-
-/// Runs `work` on a task of its own and waits for it, so that dropping the wait does not
-/// stop the work; `None` when the runtime is shutting down and the task was cancelled.
-async fn detached<F>(work: F) -> Option<F::Output>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    match tokio::spawn(work).await {
-        Ok(output) => Some(output),
-        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-        Err(_) => None,
-    }
-}
-
-/// Closes a connection's contexts and, when no newer connection shares it, its local server.
-async fn close_all(mut live: Live) -> Result<(), Error> {
-    if let Some(handle) = live.keep_alive.take() {
-        handle.abort();
-    }
-    let c = &live.connection;
-    let tasks: Vec<_> = c
-        .members
-        .iter()
-        .map(|(t, m)| (t.clone(), m.address.clone(), m.remote.channel.clone()))
-        .collect();
-    let total = tasks.len();
-    let rpc = c.options.rpc_timeout;
-    let deadline = Deadline::new(rpc, rpc, c.options.max_in_flight);
-    let failures: Vec<TaskFailure> =
-        close_contexts(&deadline, c.context_id, c.view_id, tasks).await;
-    let server = c.local.server.clone();
-    drop(live);
-    if let Ok(server) = Arc::try_unwrap(server) {
-        let _ = server.shutdown().await;
-    }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Tasks {
-            stage: Stage::Close,
-            total,
-            failures,
-        })
     }
 }
