@@ -3,9 +3,9 @@
 
 use cluster_proto::eager::CloseContextRequest;
 
+use super::connection::TaskLink;
 use super::fan_out::fan_out;
 use super::{Deadline, TaskChannel};
-use crate::TaskId;
 use crate::error::TaskFailure;
 
 /// `CloseContext(context_id, view_id)` on every task, concurrently; every failure is returned.
@@ -13,10 +13,11 @@ pub(crate) async fn close_contexts(
     deadline: &Deadline,
     context_id: u64,
     view_id: u64,
-    tasks: Vec<(TaskId, String, TaskChannel)>,
+    tasks: Vec<TaskLink>,
 ) -> Vec<TaskFailure> {
     let started = tokio::time::Instant::now();
     let total = tasks.len();
+    let tasks = tasks.into_iter().map(TaskLink::into_item).collect();
     let (_, failures) = fan_out(tasks, |_, _, channel: TaskChannel| {
         let deadline = deadline.clone();
         async move {

@@ -29,11 +29,7 @@ pub(super) async fn close_all(mut live: Live) -> Result<(), Error> {
         handle.abort();
     }
     let c = &live.connection;
-    let tasks: Vec<_> = c
-        .members
-        .iter()
-        .map(|(t, m)| (t.clone(), m.address.clone(), m.remote.channel.clone()))
-        .collect();
+    let tasks = c.links();
     let total = tasks.len();
     let rpc = c.options.rpc_timeout;
     let deadline = Deadline::new(rpc, rpc, c.options.max_in_flight);

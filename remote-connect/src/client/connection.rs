@@ -25,6 +25,33 @@ pub(crate) struct Member {
     pub(crate) sent: Sent,
 }
 
+impl Member {
+    /// What calling this member, task `task`, takes.
+    pub(crate) fn link(&self, task: &TaskId) -> TaskLink {
+        TaskLink {
+            task: task.clone(),
+            address: self.address.clone(),
+            channel: self.remote.channel.clone(),
+        }
+    }
+}
+
+/// A remote task to call: what keep-alives, closing and ops need of a member (the address
+/// names it in failures).
+#[derive(Clone, Debug)]
+pub(crate) struct TaskLink {
+    pub(crate) task: TaskId,
+    pub(crate) address: String,
+    pub(crate) channel: TaskChannel,
+}
+
+impl TaskLink {
+    /// The link as [`fan_out`](super::fan_out::fan_out) takes a task, the channel its input.
+    pub(crate) fn into_item(self) -> (TaskId, String, TaskChannel) {
+        (self.task, self.address, self.channel)
+    }
+}
+
 /// The state of a connected context; an update builds the next one aside and swaps it in.
 #[derive(Clone, Debug)]
 pub(crate) struct Connection {
@@ -44,6 +71,11 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
+    /// Every member, to call.
+    pub(crate) fn links(&self) -> Vec<TaskLink> {
+        self.members.iter().map(|(t, m)| m.link(t)).collect()
+    }
+
     /// Every device of the cluster: the remote tasks' in task order, then the local task's
     /// (TensorFlow's `base_request.cluster_device_attributes`).
     pub(crate) fn base_devices(
@@ -96,10 +128,8 @@ pub(crate) struct Snapshot {
     pub(crate) local_devices: usize,
     /// The master's view: local devices first, then every remote task's, unfiltered.
     pub(crate) devices: Vec<(DeviceName, DeviceAttributes)>,
-    pub(crate) remotes: Vec<(TaskId, String, Sent)>,
-    /// Every remote task's address and channel, for running ops.
-    pub(crate) channels: BTreeMap<TaskId, (String, TaskChannel)>,
-    /// Every remote task as connected (devices with their incarnations), for `check_alive`.
+    /// Every remote task as connected: its address and channel, for running ops; its devices
+    /// with their incarnations, for `check_alive`; what it was sent.
     pub(crate) members: BTreeMap<TaskId, Member>,
     pub(crate) rpc_timeout: Duration,
     pub(crate) default_device: Option<String>,
@@ -126,16 +156,6 @@ impl Snapshot {
             local_task: Some(connection.local.task.clone()),
             local_devices,
             devices,
-            remotes: connection
-                .members
-                .iter()
-                .map(|(task, m)| (task.clone(), m.address.clone(), m.sent.clone()))
-                .collect(),
-            channels: connection
-                .members
-                .iter()
-                .map(|(task, m)| (task.clone(), (m.address.clone(), m.remote.channel.clone())))
-                .collect(),
             members: connection.members.clone(),
             rpc_timeout: connection.options.rpc_timeout,
             default_device: connection.default_device.clone(),

@@ -304,19 +304,18 @@ impl Context {
     /// [`Error::UnknownTask`] when `task` is not a remote task of the cluster.
     pub fn visible_devices(&self, task: &TaskId) -> Result<Vec<String>, Error> {
         self.snapshot()
-            .remotes
-            .iter()
-            .find(|(t, _, _)| t == task)
-            .map(|(_, _, sent)| sent.to_vec())
+            .members
+            .get(task)
+            .map(|m| m.sent.to_vec())
             .ok_or_else(|| Error::UnknownTask(task.clone()))
     }
 
     /// Every remote task with its address, jobs sorted by name and tasks ascending.
     pub fn remote_tasks(&self) -> Vec<(TaskId, String)> {
         self.snapshot()
-            .remotes
+            .members
             .iter()
-            .map(|(t, a, _)| (t.clone(), a.clone()))
+            .map(|(t, m)| (t.clone(), m.address.clone()))
             .collect()
     }
 
@@ -471,16 +470,11 @@ impl Context {
         }
         let c = &live.connection;
         if let Some(every) = keep_alive::period(c.options.keep_alive_secs) {
-            let tasks = c
-                .members
-                .iter()
-                .map(|(t, m)| (t.clone(), m.address.clone(), m.remote.channel.clone()))
-                .collect();
             live.keep_alive = Some(keep_alive::spawn(
                 self.inner.health.clone(),
                 c.context_id,
                 c.view_id,
-                tasks,
+                c.links(),
                 every,
                 c.options.rpc_timeout,
             ));

@@ -7,9 +7,9 @@ use std::time::Duration;
 use cluster_proto::eager::KeepAliveRequest;
 use tokio::task::JoinHandle;
 
+use super::connection::TaskLink;
 use super::events::{HealthBoard, TaskHealth};
 use super::{Deadline, TaskChannel};
-use crate::TaskId;
 use crate::error::TaskError;
 
 /// `KeepAlive` once; what its answer says of the task.
@@ -78,7 +78,7 @@ pub(crate) fn spawn(
     board: Arc<HealthBoard>,
     context_id: u64,
     view_id: u64,
-    tasks: Vec<(TaskId, String, TaskChannel)>,
+    tasks: Vec<TaskLink>,
     every: Duration,
     rpc_timeout: Duration,
 ) -> JoinHandle<()> {
@@ -89,8 +89,12 @@ pub(crate) fn spawn(
             tick.tick().await;
             let deadline = Deadline::new(rpc_timeout, rpc_timeout, tasks.len().max(1));
             let mut set = tokio::task::JoinSet::new();
-            for (task, address, channel) in &tasks {
-                let (task, address, channel) = (task.clone(), address.clone(), channel.clone());
+            for link in &tasks {
+                let TaskLink {
+                    task,
+                    address,
+                    channel,
+                } = link.clone();
                 let deadline = deadline.clone();
                 let board = board.clone();
                 set.spawn(async move {

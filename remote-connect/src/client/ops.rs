@@ -11,7 +11,7 @@ use cluster_proto::eager::{
 };
 use device_filter::DeviceName;
 
-use super::connection::Snapshot;
+use super::connection::{Snapshot, TaskLink};
 use super::remote_tensor::handle_proto;
 use super::{Context, Deadline, DeviceHandle, RemoteTensor, TaskChannel};
 use crate::op::{Source, signature};
@@ -171,15 +171,14 @@ impl Batch {
         let mut outputs = Vec::with_capacity(self.steps.len());
         let mut start = 0;
         while start < self.steps.len() {
-            let task = &targets[start].0;
+            let link = &targets[start];
             let end = start
                 + targets[start..]
                     .iter()
-                    .take_while(|(t, _, _)| t == task)
+                    .take_while(|l| l.task == link.task)
                     .count();
-            let (task, address, channel) = &targets[start];
             let run = &self.steps[start..end];
-            outputs.extend(self.send(&snapshot, task, address, channel, run).await?);
+            outputs.extend(self.send(&snapshot, link, run).await?);
             start = end;
         }
         Ok(outputs)
@@ -188,11 +187,10 @@ impl Batch {
     async fn send(
         &self,
         snapshot: &Snapshot,
-        task: &TaskId,
-        address: &str,
-        channel: &TaskChannel,
+        link: &TaskLink,
         run: &[Step],
     ) -> Result<Vec<Outputs>, Error> {
+        let task = &link.task;
         let context_id = snapshot.context_id;
         let mut queue = self.ctx.releases().take(context_id, task);
         let releases = queue.len();
@@ -201,12 +199,12 @@ impl Batch {
                 item: Some(queue_item::Item::Operation(operation(step, context_id)?)),
             });
         }
-        let responses = enqueue(channel, context_id, queue, snapshot)
+        let responses = enqueue(&link.channel, context_id, queue, snapshot)
             .await
             .map_err(|error| {
                 Error::Op(Box::new(OpFailure {
                     task: task.clone(),
-                    address: address.to_owned(),
+                    address: link.address.clone(),
                     ops: run.iter().map(|s| s.op.name().to_owned()).collect(),
                     error,
                 }))
@@ -261,11 +259,8 @@ impl Batch {
     }
 }
 
-/// The task, address and channel that run ops on `device`.
-pub(super) fn target(
-    snapshot: &Snapshot,
-    device: &DeviceHandle,
-) -> Result<(TaskId, String, TaskChannel), Error> {
+/// The task that runs ops on `device`.
+pub(super) fn target(snapshot: &Snapshot, device: &DeviceHandle) -> Result<TaskLink, Error> {
     snapshot.check_current(device)?;
     let parsed: DeviceName = device.name().parse()?;
     let task = TaskId::new(
@@ -276,9 +271,9 @@ pub(super) fn target(
         return Err(Error::LocalDevice(device.name().to_owned()));
     }
     snapshot
-        .channels
+        .members
         .get(&task)
-        .map(|(address, channel)| (task.clone(), address.clone(), channel.clone()))
+        .map(|m| m.link(&task))
         .ok_or_else(|| Error::UnknownDevice(device.name().to_owned()))
 }
 
@@ -414,13 +409,13 @@ impl Context {
             return Ok(());
         }
         self.releases().push(context_id, task.clone(), handle);
-        let Some((address, channel)) = snapshot.channels.get(task) else {
+        let Some(member) = snapshot.members.get(task) else {
             return Ok(());
         };
         let queue = self.releases().take(context_id, task);
-        enqueue(channel, context_id, queue, &snapshot)
+        enqueue(&member.remote.channel, context_id, queue, &snapshot)
             .await
             .map(drop)
-            .map_err(|error| op_failure(task, address, Vec::new(), error))
+            .map_err(|error| op_failure(task, &member.address, Vec::new(), error))
     }
 }

@@ -24,7 +24,7 @@ impl Context {
         device: &DeviceHandle,
     ) -> Result<Tensor, Error> {
         let snapshot = self.snapshot();
-        let (task, address, channel) = target(&snapshot, device)?;
+        let link = target(&snapshot, device)?;
         let incarnation = snapshot.attributes(device)?.incarnation;
         // The receiving device only names the transfer: any device of this process.
         let local = snapshot
@@ -55,8 +55,15 @@ impl Context {
             request_id: random_nonzero_u64() as i64,
         };
         let deadline = Deadline::new(snapshot.rpc_timeout, snapshot.rpc_timeout, 1);
-        let mut worker = channel.worker.clone();
-        let failed = |error| op_failure(&task, &address, vec!["RecvTensor".to_owned()], error);
+        let mut worker = link.channel.worker.clone();
+        let failed = |error| {
+            op_failure(
+                &link.task,
+                &link.address,
+                vec!["RecvTensor".to_owned()],
+                error,
+            )
+        };
         let response = deadline
             .run("RecvTensor", worker.recv_tensor(request))
             .await

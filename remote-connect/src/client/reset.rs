@@ -146,10 +146,7 @@ pub(crate) async fn connect(
         // Leave no half-created cluster behind.
         let undo = created
             .into_iter()
-            .filter_map(|task| {
-                let member = members.get(&task)?;
-                Some((task, member.address.clone(), member.remote.channel.clone()))
-            })
+            .filter_map(|task| members.get(&task).map(|m| m.link(&task)))
             .collect();
         let cleanup = Deadline::new(
             options.rpc_timeout,

@@ -10,13 +10,13 @@ use cluster_spec::ClusterSpec;
 
 use super::close::close_contexts;
 use super::cluster;
-use super::connection::{Connection, Member};
+use super::connection::{Connection, Member, TaskLink};
 use super::create_request::{CreateStep, CreateTemplate};
 use super::discovery::discover;
 use super::fan_out::fan_out;
 use super::requests::Blueprint;
 use super::visible::{Sent, Visible};
-use super::{ConnectOptions, Deadline, TaskChannel, Transport};
+use super::{ConnectOptions, Deadline, Transport};
 use crate::TaskId;
 use crate::error::{Error, Stage, TaskFailure};
 
@@ -85,7 +85,7 @@ pub(crate) async fn update(
         .members
         .iter()
         .filter(|(task, m)| wanted.get(*task) == Some(&m.address))
-        .map(|(task, m)| (task.clone(), m.address.clone(), m.remote.channel.clone()))
+        .map(|(task, m)| m.link(task).into_item())
         .collect();
     let (answers, lost) = fan_out(existing, |_, _, channel| {
         let deadline = deadline.clone();
@@ -135,7 +135,7 @@ pub(crate) async fn update(
         .members
         .iter()
         .filter(|(task, _)| !kept.contains(*task))
-        .map(|(task, m)| (task.clone(), m.address.clone(), m.remote.channel.clone()))
+        .map(|(task, m)| m.link(task))
         .collect();
     connection.members.retain(|task, _| kept.contains(task));
     let mut added: Vec<TaskId> = Vec::new();
@@ -220,11 +220,8 @@ pub(crate) async fn update(
             devices
         });
         let request = blueprint.update(task, context_id, next_view, devices);
-        requests.push((
-            task.clone(),
-            member.address.clone(),
-            (member.remote.channel.clone(), request),
-        ));
+        let link = member.link(task);
+        requests.push((link.task, link.address, (link.channel, request)));
     }
     let (_, update_failures) = fan_out(requests, |_, _, (channel, request)| {
         let deadline = deadline.clone();
@@ -282,7 +279,7 @@ pub(crate) struct Closing {
     context_id: u64,
     /// The view the leaving tasks' contexts are at.
     view: u64,
-    tasks: Vec<(TaskId, String, TaskChannel)>,
+    tasks: Vec<TaskLink>,
     /// How many remote tasks the new cluster has.
     total: usize,
     /// The failures of steps 1 to 4.
