@@ -71,16 +71,11 @@ impl Pending {
     /// Output `n` of the op as an input to a later op of the same batch. Only for ops added
     /// with [`Batch::enqueue`]: an executed op keeps nothing on the task.
     pub fn output(&self, n: usize) -> Input {
-        let dtype = self
-            .dtypes
-            .as_ref()
-            .and_then(|d| d.get(n).copied())
-            .filter(|d| *d != DataType::DtInvalid);
         Input(Source::Pending {
             op_id: self.op_id,
             output: i32::try_from(n).unwrap_or(i32::MAX),
             device: self.device.clone(),
-            dtype,
+            dtype: output_dtype(self.dtypes.as_deref(), n),
         })
     }
 }
@@ -202,12 +197,8 @@ impl Batch {
         let responses = enqueue(&link.channel, context_id, queue, snapshot)
             .await
             .map_err(|error| {
-                Error::Op(Box::new(OpFailure {
-                    task: task.clone(),
-                    address: link.address.clone(),
-                    ops: run.iter().map(|s| s.op.name().to_owned()).collect(),
-                    error,
-                }))
+                let ops = run.iter().map(|s| s.op.name().to_owned()).collect();
+                op_failure(link, ops, error)
             })?;
         if responses.len() != releases + run.len() {
             return Err(Error::BadResponse(format!(
@@ -239,11 +230,6 @@ impl Batch {
         }
         let mut kept = Vec::with_capacity(response.shape.len());
         for (n, shape) in response.shape.iter().enumerate() {
-            let dtype = step
-                .dtypes
-                .as_ref()
-                .and_then(|d| d.get(n).copied())
-                .filter(|d| *d != DataType::DtInvalid);
             kept.push(RemoteTensor::new(
                 self.ctx.clone(),
                 context_id,
@@ -251,7 +237,7 @@ impl Batch {
                 step.op_id,
                 i32::try_from(n).unwrap_or(i32::MAX),
                 step.device.name().to_owned(),
-                dtype,
+                output_dtype(step.dtypes.as_deref(), n),
                 crate::tensor::shape_of(Some(shape))?,
             ));
         }
@@ -307,15 +293,18 @@ fn operation(step: &Step, context_id: u64) -> Result<Operation, Error> {
     })
 }
 
-pub(super) fn op_failure(
-    task: &TaskId,
-    address: &str,
-    ops: Vec<String>,
-    error: TaskError,
-) -> Error {
+/// Output `n`'s dtype, when the op's signature determined it.
+fn output_dtype(dtypes: Option<&[DataType]>, n: usize) -> Option<DataType> {
+    dtypes
+        .and_then(|d| d.get(n).copied())
+        .filter(|d| *d != DataType::DtInvalid)
+}
+
+/// `ops` failed on `link`'s task.
+pub(super) fn op_failure(link: &TaskLink, ops: Vec<String>, error: TaskError) -> Error {
     Error::Op(Box::new(OpFailure {
-        task: task.clone(),
-        address: address.to_owned(),
+        task: link.task.clone(),
+        address: link.address.clone(),
         ops,
         error,
     }))
@@ -416,6 +405,6 @@ impl Context {
         enqueue(&member.remote.channel, context_id, queue, &snapshot)
             .await
             .map(drop)
-            .map_err(|error| op_failure(task, &member.address, Vec::new(), error))
+            .map_err(|error| op_failure(&member.link(task), Vec::new(), error))
     }
 }

@@ -56,14 +56,7 @@ impl Context {
         };
         let deadline = Deadline::new(snapshot.rpc_timeout, snapshot.rpc_timeout, 1);
         let mut worker = link.channel.worker.clone();
-        let failed = |error| {
-            op_failure(
-                &link.task,
-                &link.address,
-                vec!["RecvTensor".to_owned()],
-                error,
-            )
-        };
+        let failed = |error| op_failure(&link, vec!["RecvTensor".to_owned()], error);
         let response = deadline
             .run("RecvTensor", worker.recv_tensor(request))
             .await
