@@ -8,9 +8,7 @@ use cluster_proto::DataType;
 use cluster_proto::eager::RemoteTensorHandle;
 
 use super::Context;
-use super::rendezvous_fetch::RENDEZVOUS_MIN_BYTES;
-use crate::tensor::element;
-use crate::{Error, Op, TaskId, Tensor};
+use crate::{Error, TaskId};
 
 /// An output of an op run with [`Context::enqueue`] (or [`Batch::enqueue`](super::Batch::enqueue)),
 /// left on the task that computed it. It can be an input to later ops on any task that may
@@ -63,6 +61,11 @@ impl RemoteTensor {
         }
     }
 
+    /// The context that made the tensor.
+    pub(super) fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
     /// The device holding the tensor.
     pub fn device(&self) -> &str {
         &self.inner.device
@@ -101,35 +104,6 @@ impl RemoteTensor {
         self.inner.context_id
     }
 
-    /// Copies the value to this process: an `Identity` on the tensor's device with its value
-    /// returned, or, for a tensor of 1 MiB or more of known size, a `_Send` there and
-    /// `WorkerService.RecvTensor`, the path TensorFlow's own client uses (its worker sends
-    /// that response straight from the tensor's memory: about 3× faster for 100 MB).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::StaleTensor`] after a full reconnect or a release, [`Error::Op`] when the task
-    /// fails.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe as to the tensor, which stays usable; a dropped fetch may leave the copy it
-    /// had started on the task (a `_Send` waiting in the rendezvous) until the context closes.
-    pub async fn fetch(&self) -> Result<Tensor, Error> {
-        let device = self.inner.ctx.device(&self.inner.device)?;
-        if self.byte_size().is_some_and(|n| n >= RENDEZVOUS_MIN_BYTES) {
-            return self.inner.ctx.fetch_through_rendezvous(self, &device).await;
-        }
-        let mut values = self
-            .inner
-            .ctx
-            .execute(&device, Op::new("Identity").input(self))
-            .await?;
-        values
-            .pop()
-            .ok_or_else(|| Error::BadResponse("Identity returned no value".into()))
-    }
-
     /// Frees the tensor on its task now, for every clone (later use is an error).
     ///
     /// # Errors
@@ -149,15 +123,6 @@ impl RemoteTensor {
             .ctx
             .release_now(self.inner.context_id, &self.inner.task, self.proto())
             .await
-    }
-
-    /// The value's size in bytes, when its dtype has a fixed width and is known.
-    fn byte_size(&self) -> Option<u64> {
-        let width = element::width(self.inner.dtype?)? as u64;
-        self.inner
-            .shape
-            .iter()
-            .try_fold(width, |n, &d| n.checked_mul(d))
     }
 
     /// The handle TensorFlow's protocol names this tensor by.
