@@ -19,7 +19,7 @@ use super::connection::{CountStreams, OpenConnections};
 use super::contexts::{ContextInfo, Contexts};
 use super::eager_routes::EagerRoutes;
 use super::identity::Identity;
-use super::limits::Limits;
+use super::limits::{Limits, MAX_MESSAGE_SIZE};
 use super::network::Network;
 use super::request_memory::RequestMemory;
 use super::state::TaskState;
@@ -27,9 +27,6 @@ use super::whole_messages::Guarded;
 use super::worker_service::Worker;
 use crate::devices::{self, LocalDevice};
 use crate::ids::random_nonzero_u64;
-
-/// TensorFlow's gRPC message size limit on both sides (`INT32_MAX`); tonic's default is 4 MiB.
-pub(crate) const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
 
 /// How long GPU discovery (`nvidia-smi`) may take when a server starts.
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);

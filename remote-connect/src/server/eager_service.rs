@@ -1,8 +1,11 @@
 //! `/tensorflow.eager.EagerService/*`: remote contexts with TensorFlow's semantics
-//! (`EagerServiceImpl`); running operations is not served, and says so at once.
+//! (`EagerServiceImpl`), `CreateContext` and `UpdateContext` from their lean requests however
+//! they arrived; running operations is not served, and says so at once.
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+use cluster_proto::DeviceAttributes;
 use cluster_proto::eager::eager_service_server::EagerService;
 use cluster_proto::eager::{
     CloseContextRequest, CloseContextResponse, CreateContextRequest, CreateContextResponse,
@@ -13,7 +16,9 @@ use cluster_proto::eager::{
 use tonic::codegen::tokio_stream;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::eager_routes::{create, update};
+use super::contexts::utf8_name;
+use super::identity::Claim;
+use super::lean_requests::{DeviceNameOnly, LeanCreateContextRequest, LeanUpdateContextRequest};
 use super::state::TaskState;
 use prost::Message;
 
@@ -101,4 +106,47 @@ impl EagerService for Eager {
             .close(request.context_id, request.context_view_id);
         Ok(Response::new(CloseContextResponse {}))
     }
+}
+
+/// The names of a device list, refused unless each is UTF-8.
+fn names(devices: Vec<DeviceNameOnly>) -> Result<Vec<Bytes>, Status> {
+    devices.into_iter().map(|d| utf8_name(d.name)).collect()
+}
+
+/// `CreateContext` on `state`, whichever way the request arrived.
+pub(crate) fn create(
+    state: &TaskState,
+    r: LeanCreateContextRequest,
+) -> Result<CreateContextResponse, Status> {
+    let device_attributes = state.create_context(
+        r.context_id,
+        r.context_view_id,
+        r.keep_alive_secs,
+        r.server_def.map(Claim::from),
+        names(r.cluster_device_attributes)?,
+        r.clear_existing_contexts,
+    )?;
+    Ok(CreateContextResponse { device_attributes })
+}
+
+/// `UpdateContext` on `state`, whichever way the request arrived. A request without devices is
+/// TensorFlow's simplified update: only the view moves.
+pub(crate) fn update(
+    state: &TaskState,
+    r: LeanUpdateContextRequest,
+) -> Result<UpdateContextResponse, Status> {
+    let install = if r.cluster_device_attributes.is_empty() {
+        None
+    } else {
+        let names = names(r.cluster_device_attributes)?;
+        Some(state.install(r.server_def.map(Claim::from), names)?)
+    };
+    let device_attributes: Vec<DeviceAttributes> = install
+        .as_ref()
+        .map(|i| i.own.iter().map(|(_, a)| a.clone()).collect())
+        .unwrap_or_default();
+    state
+        .contexts
+        .update(r.context_id, r.context_view_id, install)?;
+    Ok(UpdateContextResponse { device_attributes })
 }

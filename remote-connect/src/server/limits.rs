@@ -3,6 +3,9 @@
 
 use std::time::Duration;
 
+/// TensorFlow's gRPC message size limit on both sides (`INT32_MAX`); tonic's default is 4 MiB.
+pub(crate) const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
+
 /// The resources a [`TaskServer`](crate::TaskServer) lets its clients hold. The defaults are
 /// far above what a TensorFlow client uses (a connect opens one connection per task and a
 /// handful of streams on it, and sends a `CreateContext` of about 8 MB for a 10,000-task
