@@ -226,6 +226,14 @@ pub struct ClusterSpecBuilder {
     error: Option<Error>,
 }
 
+// Here rather than in spec.rs, so that the spec knows nothing of how it is built.
+impl ClusterSpec {
+    /// Starts building a spec job by job; see [`ClusterSpecBuilder`].
+    pub fn builder() -> ClusterSpecBuilder {
+        ClusterSpecBuilder::default()
+    }
+}
+
 impl Default for ClusterSpecBuilder {
     fn default() -> Self {
         Self {

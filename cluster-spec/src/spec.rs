@@ -4,7 +4,6 @@ use std::cmp::Ordering;
 use std::fmt;
 
 use crate::Error;
-use crate::builder::ClusterSpecBuilder;
 
 /// A byte range of [`ClusterSpec::text`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,11 +60,6 @@ pub struct ClusterSpec {
 }
 
 impl ClusterSpec {
-    /// Starts building a spec job by job; see [`ClusterSpecBuilder`].
-    pub fn builder() -> ClusterSpecBuilder {
-        ClusterSpecBuilder::default()
-    }
-
     /// An empty spec: no jobs (TensorFlow's `ClusterSpec({})`).
     pub fn empty() -> Self {
         Self {
