@@ -129,12 +129,13 @@ mod compress;
 mod cursor;
 mod digits;
 mod host_list;
+mod layout;
 mod parse;
 mod tasks_per_node;
 
 pub use compress::compress;
 pub use cursor::{Cursor, Iter};
-pub use host_list::HostList;
+pub use layout::HostList;
 pub use tasks_per_node::expand_tasks_per_node;
 
 pub use crate::error::hostlist::{ParseError, ParseErrorKind};

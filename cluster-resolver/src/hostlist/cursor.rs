@@ -3,7 +3,7 @@
 
 use std::iter::FusedIterator;
 
-use super::host_list::{GroupPos, HostList};
+use super::layout::{GroupPos, HostList};
 
 /// Yields the hosts of a [`HostList`] in order as `&str`s borrowed from one reused buffer.
 ///

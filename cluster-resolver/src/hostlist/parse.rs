@@ -8,7 +8,7 @@
 //! ```
 
 use super::digits::padded_len_sum;
-use super::host_list::{Group, HostList, NumRange, Pattern, Ranges, Span};
+use super::layout::{Group, HostList, NumRange, Pattern, Ranges, Span};
 use super::{MAX_BYTES, MAX_HOSTS};
 use super::{ParseError, ParseErrorKind};
 
