@@ -19,6 +19,7 @@ mod cluster;
 mod config;
 mod daemon;
 mod deadline;
+mod hosts;
 mod install;
 mod leftovers;
 mod munge;

@@ -8,10 +8,11 @@ use std::process::Command;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use super::config::{self, Layout, NODES};
+use super::config::{self, Layout};
 use super::daemon::{Daemon, MARKER};
 use super::deadline::NotReady;
-use super::network::{CONTROLLER, Host, NODE_HOSTS, Network};
+use super::hosts::{CONTROLLER, Host, NODE_HOSTS, NODES};
+use super::network::Network;
 use super::{deadline, install, leftovers, munge};
 
 /// How long the three nodes get to register and turn idle. Seen: about 2 s.

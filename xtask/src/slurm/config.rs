@@ -8,11 +8,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::network::{CONTROLLER, NODE_HOSTS};
-
-/// The nodes, each a `slurmd -N <name>` in its own network namespace (see `network.rs`),
-/// listening on its own port (DESIGN.md's 6821-6823).
-pub(crate) const NODES: [(&str, u16); 3] = [("node1", 6821), ("node2", 6822), ("node3", 6823)];
+use super::hosts::{CONTROLLER, NODE_HOSTS, NODES};
 
 /// slurmctld's port, Slurm's default.
 const CONTROLLER_PORT: u16 = 6817;

@@ -14,39 +14,8 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::config::NODES;
+use super::hosts::{CONTROLLER, Host, NODE_HOSTS};
 use super::install;
-
-/// One host of the network.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Host {
-    /// Its name: `ctl`, or the node name, which `/etc/hosts` maps to its address.
-    pub(crate) name: &'static str,
-    /// Its address.
-    pub(crate) address: &'static str,
-}
-
-/// The controller's host: slurmctld, and srun and sinfo.
-pub(crate) const CONTROLLER: Host = Host {
-    name: "ctl",
-    address: "192.0.2.10",
-};
-
-/// The nodes' hosts, in the order of [`NODES`].
-pub(crate) const NODE_HOSTS: [Host; 3] = [
-    Host {
-        name: NODES[0].0,
-        address: "192.0.2.11",
-    },
-    Host {
-        name: NODES[1].0,
-        address: "192.0.2.12",
-    },
-    Host {
-        name: NODES[2].0,
-        address: "192.0.2.13",
-    },
-];
 
 const PREFIX_LEN: u8 = 24;
 const BRIDGE: &str = "tfcluster-br";

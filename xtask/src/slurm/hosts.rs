@@ -1,0 +1,37 @@
+//! The local cluster's hosts: the controller and the three nodes, with their names,
+//! addresses and slurmd ports, which the configuration, the network and the cluster all use.
+
+/// The nodes, each a `slurmd -N <name>` in its own network namespace (see `network.rs`),
+/// listening on its own port (DESIGN.md's 6821-6823).
+pub(crate) const NODES: [(&str, u16); 3] = [("node1", 6821), ("node2", 6822), ("node3", 6823)];
+
+/// One host of the network (see `network.rs`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Host {
+    /// Its name: `ctl`, or the node name, which `/etc/hosts` maps to its address.
+    pub(crate) name: &'static str,
+    /// Its address.
+    pub(crate) address: &'static str,
+}
+
+/// The controller's host: slurmctld, and srun and sinfo.
+pub(crate) const CONTROLLER: Host = Host {
+    name: "ctl",
+    address: "192.0.2.10",
+};
+
+/// The nodes' hosts, in the order of [`NODES`].
+pub(crate) const NODE_HOSTS: [Host; 3] = [
+    Host {
+        name: NODES[0].0,
+        address: "192.0.2.11",
+    },
+    Host {
+        name: NODES[1].0,
+        address: "192.0.2.12",
+    },
+    Host {
+        name: NODES[2].0,
+        address: "192.0.2.13",
+    },
+];
