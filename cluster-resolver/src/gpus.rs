@@ -76,6 +76,7 @@
 //!   nothing is allocated per GPU (TensorFlow builds a string per ordinal, and `2**32` of
 //!   them exhaust memory).
 
+mod gpu;
 mod nvidia_smi;
 mod nvml;
 mod off_thread;
@@ -89,8 +90,9 @@ use std::time::Duration;
 use cluster_spec::quote::quote;
 
 pub use crate::error::gpus::Error;
+pub use gpu::Gpu;
 pub use nvidia_smi::{DEFAULT_TIMEOUT as DEFAULT_NVIDIA_SMI_TIMEOUT, NvidiaSmi, QUERY};
-pub use source::{Count, FixedGpus, Gpu, GpuSource, HostGpus, host};
+pub use source::{Count, FixedGpus, GpuSource, HostGpus, host};
 pub use tensorflow::{VisibleGpu, min_system_memory, visible};
 
 /// How much longer than a source's own [`timeout`](GpuSource::timeout) [`count`] and [`gpus`]

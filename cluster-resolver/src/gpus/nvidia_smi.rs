@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use cluster_spec::quote::quote;
 
-use super::{Error, Gpu};
+use super::Error;
+use super::gpu::Gpu;
 
 /// How long `nvidia-smi` may run by default. It answers in well under a second on a healthy
 /// node; a wedged driver can make it hang for minutes, and a resolver must not.

@@ -4,7 +4,8 @@
 
 use nvml_wrapper::error::NvmlError;
 
-use super::{Error, Gpu};
+use super::Error;
+use super::gpu::Gpu;
 
 /// NVML, loaded from `libnvidia-ml.so.1`.
 pub(crate) struct Nvml(nvml_wrapper::Nvml);
