@@ -12,13 +12,11 @@ mod agents;
 mod logs;
 mod mark;
 mod measure;
+mod signal;
 mod torch;
 
 use std::fmt::Write as _;
 use std::process::Command;
-
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 
 use crate::child::target_dir;
 use crate::stats::{Summary, median};
@@ -39,13 +37,6 @@ const AGENT_MB: f64 = 10.0;
 /// torchrun's 64 agents run only when their memory, projected from its 8, fits in this
 /// share of the memory available.
 const TORCH_MEMORY_SHARE: f64 = 0.5;
-
-/// Sends `signal` to process `pid`; one already gone is no error.
-pub(crate) fn signal(pid: u32, signal: Signal) {
-    if let Ok(pid) = i32::try_from(pid) {
-        let _ = nix::sys::signal::kill(Pid::from_raw(pid), signal);
-    }
-}
 
 /// The figures of one launcher; `None` where not measured.
 #[derive(Default)]

@@ -228,7 +228,7 @@ impl Agents {
     /// kills what is left (agents, then mark tasks).
     pub(super) fn stop(&mut self, timeout: Duration) {
         for agent in &self.agents {
-            super::signal(agent.0.id(), Signal::SIGTERM);
+            super::signal::signal(agent.0.id(), Signal::SIGTERM);
         }
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline

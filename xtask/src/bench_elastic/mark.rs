@@ -106,7 +106,7 @@ pub(super) fn kill_all(dir: &Path) {
     let pids: HashSet<u32> = read(dir).iter().map(|m| m.pid).collect();
     for pid in pids {
         if is_mark_task(pid) {
-            super::signal(pid, nix::sys::signal::Signal::SIGKILL);
+            super::signal::signal(pid, nix::sys::signal::Signal::SIGKILL);
         }
     }
 }

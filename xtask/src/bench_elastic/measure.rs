@@ -134,7 +134,7 @@ pub(super) fn restarts(
             ));
         }
         since = mark::now_ns();
-        super::signal(victim.pid, Signal::SIGKILL);
+        super::signal::signal(victim.pid, Signal::SIGKILL);
         round = mark::wait_for(&marks_dir, nodes, since, START_TIMEOUT)
             .map_err(|e| format!("{}: after kill {}: {e}", launcher.name(), kill + 1))?;
         found.ms.push(ms_since(since, &round));
