@@ -1,5 +1,6 @@
-//! A connected context's state: the cluster, the remote tasks with their devices and the lists
-//! each was sent.
+//! A connected context's state: the cluster, the remote tasks with their devices, the lists
+//! each was sent and the links to call them; the connection a context holds live, and what
+//! readers see of it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
