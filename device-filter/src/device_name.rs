@@ -1,17 +1,17 @@
 //! [`DeviceName`]: a parsed, possibly partial TensorFlow device name.
 
 use std::fmt;
-use std::str::FromStr;
 
 use crate::error::Error;
-use crate::grammar::{self, MAX_INDEX};
+use crate::tokens::{self, MAX_INDEX};
 
 /// A TensorFlow device name such as `/job:worker/replica:0/task:1/device:GPU:0`, fully or
 /// partially specified: TensorFlow's C++ `DeviceNameUtils::ParsedName`.
 ///
 /// Each of the five parts (job, replica, task, device type, device id) is either set or unset;
-/// an unset part (left out, or written `*`) matches anything. Parsing ([`FromStr`]) follows the
-/// C++ `ParseFullName` grammar, the one TensorFlow's runtime applies to device filters:
+/// an unset part (left out, or written `*`) matches anything. Parsing
+/// ([`FromStr`](std::str::FromStr)) follows the C++ `ParseFullName` grammar, the one
+/// TensorFlow's runtime applies to device filters:
 ///
 /// - `/job:J/replica:R/task:T/device:TYPE:ID`, any subset of the parts, in any order; a part
 ///   given twice keeps the later value; `""` and `"/"` are the all-unset name;
@@ -118,7 +118,7 @@ impl DeviceName {
     ///
     /// [`Error::InvalidJobName`] unless `job` is `[A-Za-z][A-Za-z0-9_]*`.
     pub fn with_job(mut self, job: &str) -> Result<Self, Error> {
-        grammar::check_job_name(job).map_err(|reason| Error::InvalidJobName {
+        tokens::check_job_name(job).map_err(|reason| Error::InvalidJobName {
             job: job.to_owned(),
             reason,
         })?;
@@ -152,7 +152,7 @@ impl DeviceName {
     ///
     /// [`Error::InvalidDeviceType`] unless `device_type` is `[A-Za-z][A-Za-z0-9_]*`.
     pub fn with_device_type(mut self, device_type: &str) -> Result<Self, Error> {
-        grammar::check_device_type(device_type).map_err(|reason| Error::InvalidDeviceType {
+        tokens::check_device_type(device_type).map_err(|reason| Error::InvalidDeviceType {
             device_type: device_type.to_owned(),
             reason,
         })?;
@@ -190,18 +190,6 @@ fn in_range(field: &'static str, value: u32) -> Result<u32, Error> {
         Ok(value)
     } else {
         Err(Error::ValueOutOfRange { field, value })
-    }
-}
-
-impl FromStr for DeviceName {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        grammar::parse_full_name(s).map_err(|(position, reason)| Error::InvalidDeviceName {
-            name: s.to_owned(),
-            position,
-            reason,
-        })
     }
 }
 

@@ -5,7 +5,8 @@ use std::fmt;
 
 use crate::DeviceName;
 use crate::error::Error;
-use crate::grammar::{self, MAX_INDEX};
+use crate::grammar;
+use crate::tokens::{self, MAX_INDEX};
 
 /// One device filter of a task: the text as given and its parsed [`DeviceName`].
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -93,7 +94,7 @@ impl ClusterDeviceFilters {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        grammar::check_job_name(job).map_err(|reason| Error::InvalidJobName {
+        tokens::check_job_name(job).map_err(|reason| Error::InvalidJobName {
             job: job.to_owned(),
             reason,
         })?;
@@ -202,7 +203,7 @@ impl TryFrom<cluster_proto::ClusterDeviceFilters> for ClusterDeviceFilters {
             if filters.jobs.contains_key(&job.name) {
                 return Err(Error::DuplicateJob { job: job.name });
             }
-            grammar::check_job_name(&job.name).map_err(|reason| Error::InvalidJobName {
+            tokens::check_job_name(&job.name).map_err(|reason| Error::InvalidJobName {
                 job: job.name.clone(),
                 reason,
             })?;
@@ -259,7 +260,7 @@ impl<'de> serde::Deserialize<'de> for ClusterDeviceFilters {
         let raw = JsonForm::deserialize(deserializer)?;
         let mut filters = Self::new();
         for (job, tasks) in raw {
-            grammar::check_job_name(&job)
+            tokens::check_job_name(&job)
                 .map_err(|reason| Error::InvalidJobName {
                     job: job.clone(),
                     reason,

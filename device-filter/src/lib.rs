@@ -121,6 +121,7 @@ mod filters;
 mod grammar;
 mod predicates;
 mod presets;
+mod tokens;
 mod visibility;
 
 pub use device_name::DeviceName;
