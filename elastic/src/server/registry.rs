@@ -3,98 +3,39 @@
 //! of sleeping, and no lock is held across an await (the server holds it only inside these
 //! methods).
 //!
-//! This file is the registry itself: its jobs, its limits and the calls. A job's parts live
-//! beside it: [`admission`] (which joins are taken), [`membership`] (nodes joining, leaving
-//! and going silent), [`job`] (a job's phases: a round running, ending, the job done),
-//! [`forming`] (when the next round closes, and with whom) and [`task_end`] (what a task's
-//! reported end does).
+//! This file is the registry itself: its jobs and the calls. What the calls take and answer
+//! is in [`calls`]; the data a job holds below it, [`node`] (a node as kept) and [`formed`]
+//! (a round once formed); a job's parts beside it: [`admission`] (which joins are taken),
+//! [`membership`] (nodes joining, leaving and going silent), [`job`] (a job's phases: a round
+//! running, ending, the job done), [`forming`] (when the next round closes, and with whom)
+//! and [`task_end`] (what a task's reported end does). Each file imports only files below
+//! it: `formed` ← `node`, `calls` ← `job` ← the parts.
 
 mod admission;
+mod calls;
+mod formed;
 mod forming;
 mod job;
 mod membership;
+mod node;
 mod task_end;
 
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cluster_spec::quote::quote;
 use tokio::sync::watch;
 
-use crate::JobConfig;
-use crate::error::duration;
-use crate::outcome::{JobDone, RoundStatus, TaskStatus};
-use forming::{FormedRound, Pending};
+use crate::outcome::{RoundStatus, TaskStatus};
+use calls::unknown_node;
+pub(crate) use calls::{JoinArgs, Joined, Refusal, Settings, Waited};
 use job::{Job, Phase};
-use membership::NodeState;
+use node::NodeState;
 
 pub(crate) use task_end::MAX_STDERR_TAIL;
-
-/// The timings and limits of a registry.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    /// How long a round with at least `min` nodes waits for another before it closes.
-    pub(crate) last_call: Duration,
-    /// How long a node may be silent before it is gone.
-    pub(crate) timeout: Duration,
-    /// How many jobs one rendezvous serves at once.
-    pub(crate) max_jobs: usize,
-}
-
-/// Why a call is refused; the server turns each kind into its gRPC code.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum Refusal {
-    /// The request itself is invalid (`INVALID_ARGUMENT`).
-    #[error("{0}")]
-    InvalidArgument(String),
-    /// The job cannot take the request in its state (`FAILED_PRECONDITION`).
-    #[error("{0}")]
-    FailedPrecondition(String),
-    /// The job or node is unknown (`NOT_FOUND`).
-    #[error("{0}")]
-    NotFound(String),
-    /// Another node holds the address (`ALREADY_EXISTS`).
-    #[error("{0}")]
-    AlreadyExists(String),
-    /// A limit of the rendezvous is reached (`RESOURCE_EXHAUSTED`).
-    #[error("{0}")]
-    ResourceExhausted(String),
-}
-
-/// A join, with its host already defaulted to the peer's address.
-#[derive(Debug, Clone)]
-pub(crate) struct JoinArgs {
-    pub(crate) rdzv_id: String,
-    pub(crate) config: JobConfig,
-    /// `None` for a new node without an id of its own.
-    pub(crate) node_id: Option<String>,
-    pub(crate) host: String,
-    pub(crate) ports: Vec<u16>,
-    pub(crate) name: String,
-}
-
-/// What a join answers.
-#[derive(Debug, Clone)]
-pub(crate) struct Joined {
-    pub(crate) node_id: String,
-    pub(crate) round: u64,
-    pub(crate) note: String,
-    pub(crate) host: String,
-}
-
-/// What a wait finds.
-#[derive(Debug, Clone)]
-pub(crate) enum Waited {
-    /// A round holding the node, newer than the one it last saw.
-    Round { round: Arc<FormedRound>, rank: u32 },
-    /// No such round yet.
-    Pending(Pending),
-    /// The job is done.
-    Done(JobDone),
-}
 
 /// Every job of a rendezvous.
 #[derive(Debug)]
@@ -285,15 +226,6 @@ impl Registry {
         );
         format!("n{next}-{:08x}", hasher.finish() as u32)
     }
-}
-
-fn unknown_node(rdzv_id: &str, node_id: &str, timeout: Duration) -> Refusal {
-    Refusal::NotFound(format!(
-        "node {} is not in job {}: it left, or was silent for more than {}; join again",
-        quote(node_id, 0),
-        quote(rdzv_id, 0),
-        duration(timeout)
-    ))
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use cluster_spec::ClusterSpec;
 use cluster_spec::quote::quote;
 
+use super::calls::{JoinArgs, Refusal};
 use super::job::{Job, Phase};
-use super::{JoinArgs, Refusal};
 use crate::error::duration;
 use crate::round::task_address;
 

@@ -2,43 +2,16 @@
 //! call has passed; the first to wait get in, in the order they first joined. Until then,
 //! what it still waits for.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::Settings;
+use super::calls::Settings;
+use super::formed::{FormedRound, Pending};
 use super::job::{Job, Phase};
-use super::membership::{Node, NodeState};
-use crate::JobConfig;
+use super::node::{Node, NodeState};
 use crate::error::duration;
 use crate::outcome::JobDone;
-use crate::round::{Assignment, Member, assign};
-
-/// A round as it formed: fixed for its whole life.
-#[derive(Debug)]
-pub(crate) struct FormedRound {
-    pub(crate) number: u64,
-    pub(crate) restart_count: u32,
-    pub(crate) config: JobConfig,
-    pub(crate) members: Vec<Member>,
-    pub(crate) assignment: Assignment,
-    pub(crate) cluster_json: String,
-    ranks: HashMap<String, u32>,
-}
-
-impl FormedRound {
-    pub(super) fn rank(&self, node_id: &str) -> Option<u32> {
-        self.ranks.get(node_id).copied()
-    }
-}
-
-/// What the round a node waits for still waits for.
-#[derive(Debug, Clone)]
-pub(crate) struct Pending {
-    pub(crate) round: u64,
-    pub(crate) waiting: u32,
-    pub(crate) detail: String,
-}
+use crate::round::{Member, assign};
 
 impl Job {
     fn waiting(&self) -> impl Iterator<Item = (&String, &Node)> {

@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
-use super::Refusal;
-use super::forming::FormedRound;
-use super::membership::{Node, NodeState};
+use super::calls::Refusal;
+use super::formed::FormedRound;
+use super::node::{Node, NodeState};
 use crate::JobConfig;
 use crate::outcome::{EndReason, Failure, JobDone, RoundEnd};
 

@@ -1,47 +1,13 @@
 //! A job's nodes: who they are, whether each waits, runs in a round or idles, and what their
 //! joining, leaving and going silent do to the running round.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::forming::FormedRound;
+use super::calls::{JoinArgs, Joined, Refusal, Settings};
 use super::job::{Job, Phase};
-use super::{JoinArgs, Joined, Refusal, Settings};
+use super::node::{Node, NodeState};
 use crate::error::duration;
 use crate::outcome::EndReason;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum NodeState {
-    /// Waiting for the next round, since then.
-    Waiting(Instant),
-    /// A member of the running round.
-    Member,
-    /// Its round ended and it has not joined again.
-    Idle,
-}
-
-#[derive(Debug)]
-pub(super) struct Node {
-    /// Order of the node's first join in the job: the order of members in a round.
-    pub(super) seq: u64,
-    pub(super) host: String,
-    pub(super) ports: Vec<u16>,
-    pub(super) name: String,
-    pub(super) last_seen: Instant,
-    pub(super) state: NodeState,
-    /// The latest round the node was a member of.
-    pub(super) last_round: Option<Arc<FormedRound>>,
-}
-
-impl Node {
-    pub(super) fn describe(&self, id: &str) -> String {
-        if self.name.is_empty() {
-            format!("node {id} on {}", self.host)
-        } else {
-            format!("node {id} ({}) on {}", self.name, self.host)
-        }
-    }
-}
 
 impl Job {
     pub(super) fn join(

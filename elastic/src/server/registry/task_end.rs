@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::Refusal;
+use super::calls::Refusal;
 use super::job::{Job, Phase};
-use super::membership::NodeState;
+use super::node::NodeState;
 use crate::outcome::{EndReason, Failure, TaskStatus};
 
 /// The most bytes of a task's standard error kept for the job's story (its end).

@@ -2,8 +2,10 @@
 //! tests share, and the tests of the registry as a whole (its job limit, forgetting jobs,
 //! unknown ids).
 
+use std::time::Duration;
+
 use super::*;
-use crate::NodeRange;
+use crate::{JobConfig, NodeRange};
 use crate::outcome::RoundEnd;
 
 pub(super) const LAST_CALL: Duration = Duration::from_secs(3);

@@ -1,0 +1,85 @@
+//! What the registry's calls take and answer: its settings, a join and its answer, what a
+//! wait finds, and why a call is refused.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster_spec::quote::quote;
+
+use super::formed::{FormedRound, Pending};
+use crate::JobConfig;
+use crate::error::duration;
+use crate::outcome::JobDone;
+
+/// The timings and limits of a registry.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// How long a round with at least `min` nodes waits for another before it closes.
+    pub(crate) last_call: Duration,
+    /// How long a node may be silent before it is gone.
+    pub(crate) timeout: Duration,
+    /// How many jobs one rendezvous serves at once.
+    pub(crate) max_jobs: usize,
+}
+
+/// Why a call is refused; the server turns each kind into its gRPC code.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refusal {
+    /// The request itself is invalid (`INVALID_ARGUMENT`).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The job cannot take the request in its state (`FAILED_PRECONDITION`).
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// The job or node is unknown (`NOT_FOUND`).
+    #[error("{0}")]
+    NotFound(String),
+    /// Another node holds the address (`ALREADY_EXISTS`).
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// A limit of the rendezvous is reached (`RESOURCE_EXHAUSTED`).
+    #[error("{0}")]
+    ResourceExhausted(String),
+}
+
+/// A join, with its host already defaulted to the peer's address.
+#[derive(Debug, Clone)]
+pub(crate) struct JoinArgs {
+    pub(crate) rdzv_id: String,
+    pub(crate) config: JobConfig,
+    /// `None` for a new node without an id of its own.
+    pub(crate) node_id: Option<String>,
+    pub(crate) host: String,
+    pub(crate) ports: Vec<u16>,
+    pub(crate) name: String,
+}
+
+/// What a join answers.
+#[derive(Debug, Clone)]
+pub(crate) struct Joined {
+    pub(crate) node_id: String,
+    pub(crate) round: u64,
+    pub(crate) note: String,
+    pub(crate) host: String,
+}
+
+/// What a wait finds.
+#[derive(Debug, Clone)]
+pub(crate) enum Waited {
+    /// A round holding the node, newer than the one it last saw.
+    Round { round: Arc<FormedRound>, rank: u32 },
+    /// No such round yet.
+    Pending(Pending),
+    /// The job is done.
+    Done(JobDone),
+}
+
+/// The refusal of a call naming a node the job does not have.
+pub(super) fn unknown_node(rdzv_id: &str, node_id: &str, timeout: Duration) -> Refusal {
+    Refusal::NotFound(format!(
+        "node {} is not in job {}: it left, or was silent for more than {}; join again",
+        quote(node_id, 0),
+        quote(rdzv_id, 0),
+        duration(timeout)
+    ))
+}
