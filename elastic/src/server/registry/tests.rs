@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use super::*;
-use crate::{JobConfig, NodeRange};
 use crate::outcome::RoundEnd;
+use crate::{JobConfig, NodeRange};
 
 pub(super) const LAST_CALL: Duration = Duration::from_secs(3);
 pub(super) const TIMEOUT: Duration = Duration::from_secs(15);
