@@ -81,7 +81,6 @@
 //!   chosen with a `k8s-openapi` feature by the final binary (or this crate's
 //!   `k8s-openapi-earliest`).
 
-mod backoff;
 mod client;
 mod pods;
 
@@ -96,9 +95,9 @@ use kube::api::{Api, ListParams};
 use tokio::sync::OnceCell;
 
 use crate::ClusterResolver;
+use crate::backoff::Backoff;
 use crate::overrides::{Overrides, override_accessors, override_methods};
 use crate::resolver::listed_master;
-use backoff::Backoff;
 use client::ClientSource;
 pub use kube;
 
@@ -329,6 +328,12 @@ impl fmt::Debug for KubernetesClusterResolver {
     }
 }
 
+/// The first pause of [`wait_for_running`](KubernetesClusterResolver::wait_for_running)'s
+/// polling, and the longest: quick when a pod is about to start, and at most one listing per
+/// few seconds against the API server when it is not.
+const WAIT_FIRST: Duration = Duration::from_millis(250);
+const WAIT_MAX: Duration = Duration::from_secs(5);
+
 /// The pods one selector of one job matched.
 struct Listing<'a> {
     job: &'a str,
@@ -386,10 +391,10 @@ impl ClusterResolver for KubernetesClusterResolver {
             return self.spec_of(&namespace, &listings);
         };
         let started = Instant::now();
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::new(WAIT_FIRST, WAIT_MAX);
         loop {
             let remaining = limit.saturating_sub(started.elapsed());
-            let timeout = self.request_timeout.min(remaining.max(Backoff::FIRST));
+            let timeout = self.request_timeout.min(remaining.max(WAIT_FIRST));
             let listings = self.list_jobs(&client, &namespace, timeout).await?;
             match self.spec_of(&namespace, &listings) {
                 Err(e) if is_not_ready(&e) => {

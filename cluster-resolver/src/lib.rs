@@ -133,6 +133,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auto_detect;
+#[cfg(feature = "kubernetes")]
+mod backoff;
 mod cluster_source;
 mod env;
 mod error;
