@@ -7,6 +7,7 @@ use std::time::Duration;
 /// that stays broken.
 #[derive(Debug, Clone)]
 pub(crate) struct Backoff {
+    first: Duration,
     max: Duration,
     next: Duration,
 }
@@ -15,6 +16,7 @@ impl Backoff {
     /// Pauses from `first`, doubling, never longer than `max` (nor shorter than `first`).
     pub(crate) fn new(first: Duration, max: Duration) -> Self {
         Self {
+            first,
             max: max.max(first),
             next: first,
         }
@@ -25,6 +27,12 @@ impl Backoff {
         let pause = self.next.min(remaining);
         self.next = self.next.saturating_mul(2).min(self.max);
         pause
+    }
+
+    /// Starts again from the first pause, after a success.
+    #[cfg_attr(not(feature = "watch"), allow(dead_code))]
+    pub(crate) fn reset(&mut self) {
+        self.next = self.first;
     }
 }
 
@@ -42,5 +50,7 @@ mod tests {
             b.pause(Duration::from_millis(30)),
             Duration::from_millis(30)
         );
+        b.reset();
+        assert_eq!(b.pause(long).as_millis(), 250);
     }
 }

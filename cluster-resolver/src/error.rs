@@ -14,6 +14,8 @@ pub(crate) mod tasks_per_node;
 #[cfg(feature = "gce")]
 pub(crate) mod tpu;
 pub(crate) mod union;
+#[cfg(feature = "watch")]
+pub(crate) mod watch;
 
 use std::fmt::Write as _;
 
@@ -31,6 +33,8 @@ use tasks_per_node::TasksPerNodeError;
 #[cfg(feature = "gce")]
 use tpu::Error as TpuError;
 use union::Error as UnionError;
+#[cfg(feature = "watch")]
+use watch::Error as WatchError;
 
 /// Everything that can go wrong in this crate.
 ///
@@ -101,6 +105,11 @@ pub enum Error {
     #[cfg_attr(docsrs, doc(cfg(feature = "gce")))]
     #[error(transparent)]
     Tpu(#[from] TpuError),
+    /// A watch cannot read or follow its source this time (reported, then watching goes on).
+    #[cfg(feature = "watch")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "watch")))]
+    #[error(transparent)]
+    Watch(#[from] WatchError),
 
     // ---- TF_CONFIG and SageMaker (`TfConfigClusterResolver`, `SageMakerClusterResolver`) ----
     /// An environment variable holding JSON (`TF_CONFIG`, `SM_HOSTS`) is not valid JSON, or a

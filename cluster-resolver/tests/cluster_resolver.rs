@@ -27,4 +27,6 @@ mod cluster_resolver {
     #[cfg(feature = "gce")]
     mod tpu;
     mod union;
+    #[cfg(feature = "watch")]
+    mod watch;
 }

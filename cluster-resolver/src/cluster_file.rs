@@ -1,0 +1,30 @@
+//! A cluster file, as `tfcluster … --from file --file PATH` reads it: a `TF_CONFIG` document
+//! (an object with a `"cluster"` key, and its `task` and `rpc_layer`), or a bare cluster spec
+//! (`{"worker": ["w0:2222"]}`).
+
+use cluster_spec::ClusterSpec;
+
+use crate::{Error, TfConfig};
+
+/// Reads the text of a cluster file: a `TF_CONFIG` document when it is a JSON object with a
+/// `"cluster"` key, else a bare cluster spec (whose parser then reports any syntax error with
+/// its position).
+///
+/// ```
+/// use cluster_resolver::cluster_file;
+///
+/// let doc = cluster_file::parse(r#"{"cluster": {"worker": ["w0:1"]}, "task": {"type": "worker", "index": 0}}"#)?;
+/// assert_eq!(doc.task_id, Some(0));
+/// let bare = cluster_file::parse(r#"{"worker": ["w0:1", "w1:1"]}"#)?;
+/// assert_eq!(bare.cluster.num_tasks("worker")?, 2);
+/// assert!(cluster_file::parse(r#"{"worker": ["w0"]}"#).is_err());
+/// # Ok::<(), cluster_resolver::Error>(())
+/// ```
+pub fn parse(text: &str) -> Result<TfConfig, Error> {
+    let is_tf_config = serde_json::from_str::<serde_json::Value>(text)
+        .is_ok_and(|document| document.get("cluster").is_some());
+    if is_tf_config {
+        return TfConfig::from_json(text);
+    }
+    Ok(TfConfig::new(ClusterSpec::from_json(text)?))
+}
