@@ -53,6 +53,10 @@
 //! # }
 //! ```
 //!
+//! With feature `watch` the resolver is also a `WatchClusterResolver` (see the `watch` module):
+//! kube-runtime's watcher on each selector's pods reports the cluster at each change, a pod
+//! being a member while it runs with its IP (the `watch` verb on `pods` is needed too).
+//!
 //! # Differences from TensorFlow
 //!
 //! - **Pod IP, not node IP.** TensorFlow uses `status.hostIP`, the node's address: wrong for any
@@ -83,6 +87,8 @@
 
 mod client;
 mod pods;
+#[cfg(feature = "watch")]
+mod watch;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -261,17 +267,22 @@ impl KubernetesClusterResolver {
         Ok(listings)
     }
 
-    /// The spec of one listing, or why it cannot be one yet.
+    /// The spec of one listing, or why it cannot be one (yet). With [`Members::AllRunning`]
+    /// a selected pod not running with its IP is an error (`cluster_spec`); with
+    /// [`Members::RunningOnly`] it is simply not a member (a watch, where pods come and go).
     fn spec_of(
         &self,
         namespace: &str,
         listings: &[Listing<'_>],
+        members: Members,
     ) -> Result<ClusterSpec, crate::Error> {
-        check_running(
-            namespace,
-            self.address,
-            listings.iter().flat_map(|l| &l.tasks),
-        )?;
+        if members == Members::AllRunning {
+            check_running(
+                namespace,
+                self.address,
+                listings.iter().flat_map(|l| &l.tasks),
+            )?;
+        }
         let mut seen: HashMap<&str, String> = HashMap::new();
         let mut builder = ClusterSpec::builder();
         for (job, _) in &self.jobs {
@@ -334,6 +345,16 @@ impl fmt::Debug for KubernetesClusterResolver {
 const WAIT_FIRST: Duration = Duration::from_millis(250);
 const WAIT_MAX: Duration = Duration::from_secs(5);
 
+/// Which selected pods a spec is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Members {
+    /// Every selected pod, each of which must be running with its IP.
+    AllRunning,
+    /// The selected pods running with their IP; the others are left out.
+    #[cfg_attr(not(feature = "watch"), allow(dead_code))]
+    RunningOnly,
+}
+
 /// The pods one selector of one job matched.
 struct Listing<'a> {
     job: &'a str,
@@ -388,7 +409,7 @@ impl ClusterResolver for KubernetesClusterResolver {
             let listings = self
                 .list_jobs(&client, &namespace, self.request_timeout)
                 .await?;
-            return self.spec_of(&namespace, &listings);
+            return self.spec_of(&namespace, &listings, Members::AllRunning);
         };
         let started = Instant::now();
         let mut backoff = Backoff::new(WAIT_FIRST, WAIT_MAX);
@@ -396,7 +417,7 @@ impl ClusterResolver for KubernetesClusterResolver {
             let remaining = limit.saturating_sub(started.elapsed());
             let timeout = self.request_timeout.min(remaining.max(WAIT_FIRST));
             let listings = self.list_jobs(&client, &namespace, timeout).await?;
-            match self.spec_of(&namespace, &listings) {
+            match self.spec_of(&namespace, &listings, Members::AllRunning) {
                 Err(e) if is_not_ready(&e) => {
                     let remaining = limit.saturating_sub(started.elapsed());
                     if remaining.is_zero() {

@@ -11,7 +11,7 @@
 //! | source | how | |
 //! |---|---|---|
 //! | any [`ClusterResolver`] | [`poll`]: `cluster_spec()` every [`interval`](WatchOptions::interval), under a deadline | |
-//! | a cluster file (`--from file`) | [`file`]: file events on its directory (a rename-replace included) and a re-read every interval | |
+//! | a cluster file (`--from file`) | [`file`](file()): file events on its directory (a rename-replace included) and a re-read every interval | |
 //! | Kubernetes pods (with `kubernetes`) | [`WatchClusterResolver::watch`]: kube-runtime's watcher per label selector; a pod is a member while Running with an IP | |
 //!
 //! Bursts are coalesced: changes within [`coalesce`](WatchOptions::coalesce) of the first are
@@ -50,7 +50,7 @@
 //! by whoever wants to know, and nothing tells it the cluster changed.
 
 mod file;
-mod latest;
+pub(crate) mod latest;
 mod options;
 mod poll;
 
