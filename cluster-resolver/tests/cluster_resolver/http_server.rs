@@ -73,6 +73,10 @@ impl Response {
     }
 
     /// `200 OK` with a chunked body of the lines sent on `lines` from now on.
+    #[cfg_attr(
+        not(all(feature = "kubernetes", feature = "watch")),
+        allow(dead_code, reason = "only the Kubernetes watch streams")
+    )]
     pub(crate) fn lines(lines: &broadcast::Sender<String>) -> Self {
         Self {
             lines: Some(lines.clone()),
