@@ -4,7 +4,8 @@
 
 use cluster_spec::ClusterSpec;
 
-use crate::{Error, TfConfig};
+use crate::TfConfig;
+pub use crate::error::cluster_file::Error;
 
 /// Reads the text of a cluster file: a `TF_CONFIG` document when it is a JSON object with a
 /// `"cluster"` key, else a bare cluster spec (whose parser then reports any syntax error with
@@ -18,13 +19,33 @@ use crate::{Error, TfConfig};
 /// let bare = cluster_file::parse(r#"{"worker": ["w0:1", "w1:1"]}"#)?;
 /// assert_eq!(bare.cluster.num_tasks("worker")?, 2);
 /// assert!(cluster_file::parse(r#"{"worker": ["w0"]}"#).is_err());
+/// let err = cluster_file::parse(r#"{"cluster": {}, "task": {"index": -1}}"#).unwrap_err();
+/// assert!(err.to_string().starts_with("invalid TF_CONFIG document at line 1, column "));
 /// # Ok::<(), cluster_resolver::Error>(())
 /// ```
-pub fn parse(text: &str) -> Result<TfConfig, Error> {
+pub fn parse(text: &str) -> Result<TfConfig, crate::Error> {
     let is_tf_config = serde_json::from_str::<serde_json::Value>(text)
         .is_ok_and(|document| document.get("cluster").is_some());
     if is_tf_config {
-        return TfConfig::from_json(text);
+        // Read as the TF_CONFIG variable is, but the error names a document, not a variable.
+        return TfConfig::from_json(text).map_err(|e| match e {
+            crate::Error::InvalidJsonVariable {
+                value,
+                line,
+                column,
+                pos,
+                message,
+                ..
+            } => Error::InvalidDocument {
+                text: value,
+                line,
+                column,
+                pos,
+                message,
+            }
+            .into(),
+            other => other,
+        });
     }
     Ok(TfConfig::new(ClusterSpec::from_json(text)?))
 }

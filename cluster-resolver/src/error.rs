@@ -4,6 +4,7 @@
 //! An area's error lives here, one file each, and its module re-exports it under its own name
 //! (`hostlist::ParseError`, `slurm::Error`, ...), so this module depends on nothing above it.
 
+pub(crate) mod cluster_file;
 pub(crate) mod gpus;
 pub(crate) mod hostlist;
 #[cfg(feature = "kubernetes")]
@@ -23,6 +24,7 @@ use cluster_spec::error_chain::Chain;
 use cluster_spec::quote::{excerpt, quote};
 
 use crate::cluster_source::ClusterSource;
+use cluster_file::Error as ClusterFileError;
 use gpus::Error as GpusError;
 use hostlist::ParseError;
 #[cfg(feature = "kubernetes")]
@@ -132,6 +134,9 @@ pub enum Error {
         /// What is wrong, naming the key and the value found.
         message: String,
     },
+    /// A cluster file's `TF_CONFIG` document is invalid.
+    #[error(transparent)]
+    ClusterFile(#[from] ClusterFileError),
     /// `master()` needs a task, but neither the caller nor TF_CONFIG gives its type or index.
     #[error("master() needs a task: no {field} was given and TF_CONFIG has none")]
     TfConfigNoTask {

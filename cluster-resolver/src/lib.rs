@@ -82,7 +82,7 @@
 //!
 //! A function of one area fails with that area's error: [`hostlist::ParseError`] and
 //! [`hostlist::TasksPerNodeError`] (the byte where a list breaks), [`multi_worker::Error`],
-//! [`union::Error`], [`slurm::Error`], [`gpus::Error`], and with their features
+//! [`union::Error`], [`slurm::Error`], [`gpus::Error`], [`cluster_file::Error`], and with their features
 //! `kubernetes::Error` and `tpu::Error`. Resolvers return the crate's [`Error`], which wraps each area's error whole
 //! (`Error::Hostlist`, `Error::Slurm`, …) beside the failures every source shares (a missing
 //! or invalid variable, a failed network call), and prints it unchanged.

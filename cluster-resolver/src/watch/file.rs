@@ -19,8 +19,9 @@ use crate::{Error, cluster_file};
 /// bare cluster spec): the first item is its spec now (or why there is none), then one item
 /// per version whose spec differs from the last one emitted.
 ///
-/// The file's directory is watched (so a file replaced by a rename, as editors and
-/// `kubectl`'s ConfigMap volumes do, is seen as well as one rewritten in place), and the file
+/// The file's directory is watched (so a file replaced by a rename, as editors and atomic
+/// writers do, is seen as well as one rewritten in place, and a Kubernetes ConfigMap volume's
+/// `..data` symlink swap too), and the file
 /// is also re-read every [`interval`](WatchOptions::interval) in case an event was missed.
 /// Events within [`coalesce`](WatchOptions::coalesce) of the first are one burst, after
 /// which the file is read once, so a burst of rewrites ends on the last version with at most
@@ -150,6 +151,13 @@ fn parse(bytes: &[u8]) -> Result<ClusterSpec, Error> {
     Ok(cluster_file::parse(&text)?.cluster)
 }
 
+/// Whether `file` is one of the names Kubernetes' atomic writer swaps to update a ConfigMap or
+/// Secret volume (`..data`, `..data_tmp`, `..2026_01_02_03_04_05.123`): there the watched name
+/// is a symlink through `..data`, and only `..data` is renamed when the content changes.
+fn is_atomic_writer(file: &std::ffi::OsStr) -> bool {
+    file.as_encoded_bytes().starts_with(b"..")
+}
+
 /// Starts a watcher on `path`'s directory that sends `()` for each event touching the file
 /// (or that may have: a queue overflow).
 fn watch_directory(
@@ -171,7 +179,11 @@ fn watch_directory(
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
         let relevant = match &event {
             Ok(event) => {
-                event.need_rescan() || event.paths.iter().any(|p| p.file_name() == name.as_deref())
+                event.need_rescan()
+                    || event.paths.iter().any(|p| match p.file_name() {
+                        Some(file) => Some(file) == name.as_deref() || is_atomic_writer(file),
+                        None => false,
+                    })
             }
             // An error from the watcher's thread: read again, to be safe.
             Err(_) => true,

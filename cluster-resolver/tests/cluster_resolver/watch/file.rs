@@ -115,6 +115,52 @@ async fn a_malformed_version_is_reported_then_the_next_good_one_emitted() {
     assert_eq!(next(&mut changes).await.unwrap(), workers(2));
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn a_configmap_volume_update_is_seen() {
+    // Kubernetes' atomic writer: `cluster.json -> ..data/cluster.json`, `..data -> ..<version>`;
+    // an update writes a new version directory and renames a new `..data` over the old one.
+    let scratch = Scratch::new("configmap");
+    let version = |name: &str, n: usize| {
+        let dir = scratch.0.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("cluster.json"), json(n)).unwrap();
+    };
+    version("..v1", 1);
+    std::os::unix::fs::symlink("..v1", scratch.0.join("..data")).unwrap();
+    let path = scratch.file();
+    std::os::unix::fs::symlink("..data/cluster.json", &path).unwrap();
+    let mut changes = watch::file(&path, evented());
+    assert_eq!(next(&mut changes).await.unwrap(), workers(1));
+
+    version("..v2", 2);
+    std::os::unix::fs::symlink("..v2", scratch.0.join("..data_tmp")).unwrap();
+    std::fs::rename(scratch.0.join("..data_tmp"), scratch.0.join("..data")).unwrap();
+    assert_eq!(next(&mut changes).await.unwrap(), workers(2));
+}
+
+#[tokio::test]
+async fn an_invalid_tf_config_document_is_named_as_one() {
+    let scratch = Scratch::new("tf-config");
+    let path = scratch.file();
+    std::fs::write(&path, json(1)).unwrap();
+    let mut changes = watch::file(&path, evented());
+    assert_eq!(next(&mut changes).await.unwrap(), workers(1));
+    replace(
+        &path,
+        r#"{"cluster": {"worker": ["w0:1"]}, "task": {"index": 1.5}}"#,
+    );
+    let err = next(&mut changes).await.unwrap_err();
+    let message = Chain(&err).to_string();
+    assert!(
+        message.starts_with(&format!(
+            "cluster file {} holds no valid cluster: invalid TF_CONFIG document at line 1, column ",
+            path.display()
+        )),
+        "{message}"
+    );
+}
+
 #[tokio::test]
 async fn a_missing_file_is_reported_and_followed_once_it_appears() {
     let scratch = Scratch::new("missing");
