@@ -234,3 +234,36 @@ async fn a_failed_listing_is_reported_and_retried() {
     assert_eq!(next(&mut changes).await.unwrap(), spec(&["10.0.0.1:2222"]));
     server.stop().await;
 }
+
+#[tokio::test]
+async fn dropping_the_stream_closes_the_watches() {
+    let (server, events) = api_server(Vec::new(), 0).await;
+    let mut changes = resolver(&server).watch(options());
+    assert_eq!(next(&mut changes).await.unwrap(), spec(&[]));
+    watching(&server, 2).await;
+    assert_eq!(events.receiver_count(), 1);
+    drop(changes);
+    // The server sees the closed connection at its next write, and lets go of its receiver.
+    let deadline = Instant::now() + PROMPT;
+    let mut version = 300;
+    while events.receiver_count() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the watch connection stayed open"
+        );
+        version += 1;
+        let _ = events.send(event("ADDED", pod("w-0", "Pending", None, version)));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let watches = |server: &HttpServer| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.query("watch") == Some("true"))
+            .count()
+    };
+    let before = watches(&server);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(watches(&server), before, "nothing watches again");
+    server.stop().await;
+}
