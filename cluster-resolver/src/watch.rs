@@ -5,14 +5,17 @@
 //! from the last one emitted (by [`ClusterSpec`]'s equality, so a reordering is no change), and
 //! `Err(error)` for a failure it recovers from: a half-written file, a failed poll, an API
 //! error. After an `Err` the stream goes on (as kube-runtime's watcher with a back-off); it
-//! never ends by itself. Dropping it stops all its work: it spawns no task, and a file
-//! watcher's thread stops with it.
+//! never ends by itself. Dropping it stops all its work: it spawns no task of its own, a file
+//! watcher's thread stops with it, and a Kubernetes watch closes its connections.
 //!
-//! | source | how | |
-//! |---|---|---|
-//! | any [`ClusterResolver`] | [`poll`]: `cluster_spec()` every [`interval`](WatchOptions::interval), under a deadline | |
-//! | a cluster file (`--from file`) | [`file`](file()): file events on its directory (a rename-replace included) and a re-read every interval | |
-//! | Kubernetes pods (with `kubernetes`) | [`WatchClusterResolver::watch`]: kube-runtime's watcher per label selector; a pod is a member while Running with an IP | |
+//! | source | how |
+//! |---|---|
+//! | any [`ClusterResolver`] | [`poll`]: `cluster_spec()` every [`interval`](WatchOptions::interval), under a deadline |
+//! | a cluster file (`--from file`) | [`file`](file()): file events on its directory (a rename-replace included) and a re-read every interval |
+//! | Kubernetes pods (with `kubernetes`) | [`WatchClusterResolver::watch`]: kube-runtime's watcher per label selector; a pod is a member while Running with its IP |
+//!
+//! The streams run on tokio (timers, and the Kubernetes client's IO): poll them inside a tokio
+//! runtime with time enabled.
 //!
 //! Bursts are coalesced: changes within [`coalesce`](WatchOptions::coalesce) of the first are
 //! read as one, so a file rewritten a hundred times in a second ends on its last version with

@@ -31,7 +31,9 @@ impl WatchClusterResolver for KubernetesClusterResolver {
     /// with the options' bounds; a pod matched by two selectors is an `Err` item until it
     /// is not. Each watch asks the server to end it within three quarters of
     /// [`with_request_timeout`](KubernetesClusterResolver::with_request_timeout), so an idle
-    /// watch is renewed before a client read deadline can fail it.
+    /// watch is renewed before a client read deadline can fail it; every call is bounded by
+    /// the client's read deadline (the request timeout for a client configured here; an
+    /// injected client keeps its own).
     fn watch(self: Arc<Self>, options: WatchOptions) -> ClusterStream {
         let watch = PodWatch {
             backoff: options.backoff(),
