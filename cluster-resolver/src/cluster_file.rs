@@ -9,7 +9,8 @@ pub use crate::error::cluster_file::Error;
 
 /// Reads the text of a cluster file: a `TF_CONFIG` document when it is a JSON object with a
 /// `"cluster"` key, else a bare cluster spec (whose parser then reports any syntax error with
-/// its position).
+/// its position). So a cluster with a job named `cluster` is written as a `TF_CONFIG` document
+/// (`{"cluster": {"cluster": [...]}}`), as the shape cannot tell.
 ///
 /// ```
 /// use cluster_resolver::cluster_file;

@@ -79,6 +79,22 @@ pub type ClusterStream = BoxStream<'static, Result<ClusterSpec, crate::Error>>;
 /// Resolvers whose source can tell (Kubernetes) watch it; the others
 /// ([`TfConfigClusterResolver`](crate::TfConfigClusterResolver), Slurm, SageMaker, ...) poll,
 /// as [`poll`] does for any resolver.
+///
+/// ```
+/// use std::sync::Arc;
+/// use cluster_resolver::{Env, TfConfigClusterResolver, WatchClusterResolver};
+/// use cluster_resolver::watch::WatchOptions;
+/// use futures_util::StreamExt;
+///
+/// # async fn run() -> Result<(), cluster_resolver::Error> {
+/// let env = Env::from_iter([("TF_CONFIG", r#"{"cluster": {"worker": ["w0:2222"]}}"#)]);
+/// let resolver = Arc::new(TfConfigClusterResolver::new(env));
+/// let mut changes = resolver.watch(WatchOptions::default());
+/// assert_eq!(changes.next().await.unwrap()?.jobs(), ["worker"]);
+/// # Ok(())
+/// # }
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(run()).unwrap();
+/// ```
 pub trait WatchClusterResolver: ClusterResolver {
     /// The cluster now, then at each change; see [`ClusterStream`].
     fn watch(self: Arc<Self>, options: WatchOptions) -> ClusterStream;
