@@ -53,3 +53,14 @@ fn an_invalid_document_names_the_line_column_and_value() {
          \"{\\\"cluster\\\": {\\\"w\\\": [\\\"a:1\\\"]},\\n \\\"task\\\": {\\\"index\\\": \\\"x\\\"}}\""
     );
 }
+
+#[test]
+fn messages_stay_short_for_a_big_file() {
+    let big = "x".repeat(1 << 20);
+    let document =
+        format!(r#"{{"cluster": {{"w": ["a:1"]}}, "pad": "{big}", "task": {{"index": "y"}}}}"#);
+    let err = cluster_file::parse(&document).unwrap_err();
+    tf_oracle::assert_bounded(err, &["invalid TF_CONFIG document at line 1", "\"y\""]);
+    let bare = format!(r#"{{"w": ["a:1", "{big}"]}}"#);
+    tf_oracle::assert_bounded(cluster_file::parse(&bare).unwrap_err(), &["xxx"]);
+}
