@@ -267,3 +267,26 @@ async fn dropping_the_stream_closes_the_watches() {
     assert_eq!(watches(&server), before, "nothing watches again");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_pod_selected_twice_is_reported_until_it_is_not() {
+    let (server, events) = api_server(vec![pod("w-0", "Running", Some("10.0.0.1"), 90)], 0).await;
+    let resolver = Arc::new(
+        KubernetesClusterResolver::new()
+            .with_job("worker", ["app=w"])
+            .with_job("ps", ["app=w"])
+            .with_client(client(&server, "training")),
+    );
+    let mut changes = resolver.watch(options());
+    let err = next(&mut changes).await.unwrap_err();
+    assert!(err.to_string().contains("\"w-0\""), "{err}");
+    watching(&server, 2).await;
+    events
+        .send(event(
+            "DELETED",
+            pod("w-0", "Running", Some("10.0.0.1"), 91),
+        ))
+        .unwrap();
+    assert_eq!(next(&mut changes).await.unwrap(), spec(&[]));
+    server.stop().await;
+}
