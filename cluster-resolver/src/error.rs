@@ -4,6 +4,7 @@
 //! An area's error lives here, one file each, and its module re-exports it under its own name
 //! (`hostlist::ParseError`, `slurm::Error`, ...), so this module depends on nothing above it.
 
+pub(crate) mod cluster_file;
 pub(crate) mod gpus;
 pub(crate) mod hostlist;
 #[cfg(feature = "kubernetes")]
@@ -14,6 +15,8 @@ pub(crate) mod tasks_per_node;
 #[cfg(feature = "gce")]
 pub(crate) mod tpu;
 pub(crate) mod union;
+#[cfg(feature = "watch")]
+pub(crate) mod watch;
 
 use std::fmt::Write as _;
 
@@ -21,6 +24,7 @@ use cluster_spec::error_chain::Chain;
 use cluster_spec::quote::{excerpt, quote};
 
 use crate::cluster_source::ClusterSource;
+use cluster_file::Error as ClusterFileError;
 use gpus::Error as GpusError;
 use hostlist::ParseError;
 #[cfg(feature = "kubernetes")]
@@ -31,6 +35,8 @@ use tasks_per_node::TasksPerNodeError;
 #[cfg(feature = "gce")]
 use tpu::Error as TpuError;
 use union::Error as UnionError;
+#[cfg(feature = "watch")]
+use watch::Error as WatchError;
 
 /// Everything that can go wrong in this crate.
 ///
@@ -101,6 +107,11 @@ pub enum Error {
     #[cfg_attr(docsrs, doc(cfg(feature = "gce")))]
     #[error(transparent)]
     Tpu(#[from] TpuError),
+    /// A watch cannot read or follow its source this time (reported, then watching goes on).
+    #[cfg(feature = "watch")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "watch")))]
+    #[error(transparent)]
+    Watch(#[from] WatchError),
 
     // ---- TF_CONFIG and SageMaker (`TfConfigClusterResolver`, `SageMakerClusterResolver`) ----
     /// An environment variable holding JSON (`TF_CONFIG`, `SM_HOSTS`) is not valid JSON, or a
@@ -123,6 +134,9 @@ pub enum Error {
         /// What is wrong, naming the key and the value found.
         message: String,
     },
+    /// A cluster file's `TF_CONFIG` document is invalid.
+    #[error(transparent)]
+    ClusterFile(#[from] ClusterFileError),
     /// `master()` needs a task, but neither the caller nor TF_CONFIG gives its type or index.
     #[error("master() needs a task: no {field} was given and TF_CONFIG has none")]
     TfConfigNoTask {

@@ -53,6 +53,10 @@
 //! # }
 //! ```
 //!
+//! With feature `watch` the resolver is also a `WatchClusterResolver` (see the `watch` module):
+//! kube-runtime's watcher on each selector's pods reports the cluster at each change, a pod
+//! being a member while it runs with its IP (the `watch` verb on `pods` is needed too).
+//!
 //! # Differences from TensorFlow
 //!
 //! - **Pod IP, not node IP.** TensorFlow uses `status.hostIP`, the node's address: wrong for any
@@ -81,9 +85,10 @@
 //!   chosen with a `k8s-openapi` feature by the final binary (or this crate's
 //!   `k8s-openapi-earliest`).
 
-mod backoff;
 mod client;
 mod pods;
+#[cfg(feature = "watch")]
+mod watch;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -96,9 +101,9 @@ use kube::api::{Api, ListParams};
 use tokio::sync::OnceCell;
 
 use crate::ClusterResolver;
+use crate::backoff::Backoff;
 use crate::overrides::{Overrides, override_accessors, override_methods};
 use crate::resolver::listed_master;
-use backoff::Backoff;
 use client::ClientSource;
 pub use kube;
 
@@ -262,17 +267,22 @@ impl KubernetesClusterResolver {
         Ok(listings)
     }
 
-    /// The spec of one listing, or why it cannot be one yet.
+    /// The spec of one listing, or why it cannot be one (yet). With [`Members::AllRunning`]
+    /// a selected pod not running with its IP is an error (`cluster_spec`); with
+    /// [`Members::RunningOnly`] it is simply not a member (a watch, where pods come and go).
     fn spec_of(
         &self,
         namespace: &str,
         listings: &[Listing<'_>],
+        members: Members,
     ) -> Result<ClusterSpec, crate::Error> {
-        check_running(
-            namespace,
-            self.address,
-            listings.iter().flat_map(|l| &l.tasks),
-        )?;
+        if members == Members::AllRunning {
+            check_running(
+                namespace,
+                self.address,
+                listings.iter().flat_map(|l| &l.tasks),
+            )?;
+        }
         let mut seen: HashMap<&str, String> = HashMap::new();
         let mut builder = ClusterSpec::builder();
         for (job, _) in &self.jobs {
@@ -329,6 +339,22 @@ impl fmt::Debug for KubernetesClusterResolver {
     }
 }
 
+/// The first pause of [`wait_for_running`](KubernetesClusterResolver::wait_for_running)'s
+/// polling, and the longest: quick when a pod is about to start, and at most one listing per
+/// few seconds against the API server when it is not.
+const WAIT_FIRST: Duration = Duration::from_millis(250);
+const WAIT_MAX: Duration = Duration::from_secs(5);
+
+/// Which selected pods a spec is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Members {
+    /// Every selected pod, each of which must be running with its IP.
+    AllRunning,
+    /// The selected pods running with their IP; the others are left out.
+    #[cfg_attr(not(feature = "watch"), allow(dead_code))]
+    RunningOnly,
+}
+
 /// The pods one selector of one job matched.
 struct Listing<'a> {
     job: &'a str,
@@ -383,15 +409,15 @@ impl ClusterResolver for KubernetesClusterResolver {
             let listings = self
                 .list_jobs(&client, &namespace, self.request_timeout)
                 .await?;
-            return self.spec_of(&namespace, &listings);
+            return self.spec_of(&namespace, &listings, Members::AllRunning);
         };
         let started = Instant::now();
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::new(WAIT_FIRST, WAIT_MAX);
         loop {
             let remaining = limit.saturating_sub(started.elapsed());
-            let timeout = self.request_timeout.min(remaining.max(Backoff::FIRST));
+            let timeout = self.request_timeout.min(remaining.max(WAIT_FIRST));
             let listings = self.list_jobs(&client, &namespace, timeout).await?;
-            match self.spec_of(&namespace, &listings) {
+            match self.spec_of(&namespace, &listings, Members::AllRunning) {
                 Err(e) if is_not_ready(&e) => {
                     let remaining = limit.saturating_sub(started.elapsed());
                     if remaining.is_zero() {

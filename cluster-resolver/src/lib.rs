@@ -24,6 +24,11 @@
 //! | a GCE instance group (feature `gce`) | [`GceClusterResolver`] | [`gce`] |
 //! | a Cloud TPU node (feature `gce`) | [`TpuClusterResolver`] | [`tpu`] |
 //! | whichever launched this process | [`auto_detect`](auto_detect()) | [`auto_detect`](mod@auto_detect) |
+//! | a cluster file (`--from file`) | [`cluster_file::parse`] | [`cluster_file`] |
+//!
+//! With feature `watch`, [`watch`] follows a cluster as it changes: a stream of specs, the
+//! current one first, then one per change ([`WatchClusterResolver`]; a cluster file through
+//! file events; any resolver by polling).
 //!
 //! [`gpus`] decides which GPUs each task of a host gets, as its `CUDA_VISIBLE_DEVICES`: the
 //! host's GPUs (`CUDA_VISIBLE_DEVICES` as named, else NVML's count, loaded at run time, else
@@ -41,6 +46,8 @@
 //!   (only core/v1 pods are listed, which every version serves alike).
 //! - `gce`: [`GceClusterResolver`] and [`TpuClusterResolver`], over the same hyper + rustls stack
 //!   kube uses.
+//! - `watch`: [`watch`], resolvers that report each change of their cluster (tokio timers,
+//!   `notify` for file events; with `kubernetes`, kube-runtime's watcher).
 //!
 //! Without features the crate pulls no HTTP client, TLS or async runtime.
 //!
@@ -75,7 +82,7 @@
 //!
 //! A function of one area fails with that area's error: [`hostlist::ParseError`] and
 //! [`hostlist::TasksPerNodeError`] (the byte where a list breaks), [`multi_worker::Error`],
-//! [`union::Error`], [`slurm::Error`], [`gpus::Error`], and with their features
+//! [`union::Error`], [`slurm::Error`], [`gpus::Error`], [`cluster_file::Error`], and with their features
 //! `kubernetes::Error` and `tpu::Error`. Resolvers return the crate's [`Error`], which wraps each area's error whole
 //! (`Error::Hostlist`, `Error::Slurm`, …) beside the failures every source shares (a missing
 //! or invalid variable, a failed network call), and prints it unchanged.
@@ -107,6 +114,7 @@
 //!   `TF_CONFIG` index of `1.9`, duplicate hosts).
 //! - **Every network call has a deadline** and a partial failure names every failed pod or
 //!   instance.
+//! - **Watching**: TensorFlow's resolvers are only asked again; [`watch`] reports each change.
 //! - `num_accelerators` answers from the source (Slurm, TPU accelerator type, a given count)
 //!   rather than by connecting to the master, which is `remote-connect`'s layer.
 //!
@@ -130,9 +138,20 @@
     doc = "[`GceClusterResolver`]: #features\n[`TpuClusterResolver`]: #features",
     doc = "[`gce`]: #features\n[`tpu`]: #features"
 )]
+#![cfg_attr(
+    feature = "watch",
+    doc = "[`watch`]: mod@watch\n[`WatchClusterResolver`]: WatchClusterResolver"
+)]
+#![cfg_attr(
+    not(feature = "watch"),
+    doc = "[`watch`]: #features\n[`WatchClusterResolver`]: #features"
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auto_detect;
+#[cfg(any(feature = "kubernetes", feature = "watch"))]
+mod backoff;
+pub mod cluster_file;
 mod cluster_source;
 mod env;
 mod error;
@@ -155,6 +174,9 @@ pub mod tf_config;
 #[cfg_attr(docsrs, doc(cfg(feature = "gce")))]
 pub mod tpu;
 pub mod union;
+#[cfg(feature = "watch")]
+#[cfg_attr(docsrs, doc(cfg(feature = "watch")))]
+pub mod watch;
 
 pub use auto_detect::{ClusterSource, OMPI_PORT_BASE, auto_detect, detect};
 pub use env::Env;
@@ -174,3 +196,6 @@ pub use tf_config::{TfConfig, TfConfigClusterResolver, tf_config_for};
 #[cfg_attr(docsrs, doc(cfg(feature = "gce")))]
 pub use tpu::TpuClusterResolver;
 pub use union::UnionClusterResolver;
+#[cfg(feature = "watch")]
+#[cfg_attr(docsrs, doc(cfg(feature = "watch")))]
+pub use watch::WatchClusterResolver;

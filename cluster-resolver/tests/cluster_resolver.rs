@@ -8,6 +8,7 @@ static METER: memory_meter::Meter = memory_meter::Meter;
 // submodules to `tests/cluster_resolver/x/`) without `#[path]` attributes.
 mod cluster_resolver {
     mod auto_detect;
+    mod cluster_file;
     #[cfg(feature = "gce")]
     mod gce;
     mod hostlist;
@@ -27,4 +28,6 @@ mod cluster_resolver {
     #[cfg(feature = "gce")]
     mod tpu;
     mod union;
+    #[cfg(feature = "watch")]
+    mod watch;
 }

@@ -3,14 +3,14 @@
 //! stops (closing kept-alive connections too) when the test says so.
 //!
 //! Just enough HTTP for hyper's client: request line, headers, `Content-Length` bodies,
-//! keep-alive.
+//! keep-alive, and chunked streams of lines (a Kubernetes `?watch=true` answer).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+use tokio::sync::{broadcast, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
 
 /// A request as the server saw it.
@@ -51,6 +51,9 @@ pub(crate) struct Response {
     pub(crate) body: String,
     /// Wait this long before answering (to trip a client's deadline).
     pub(crate) delay: Option<Duration>,
+    /// Instead of `body`: a chunked body, one chunk per line sent here, ended when every
+    /// sender is dropped (a Kubernetes watch).
+    pub(crate) lines: Option<broadcast::Sender<String>>,
 }
 
 impl Response {
@@ -65,6 +68,19 @@ impl Response {
             status,
             body: body.into(),
             delay: None,
+            lines: None,
+        }
+    }
+
+    /// `200 OK` with a chunked body of the lines sent on `lines` from now on.
+    #[cfg_attr(
+        not(all(feature = "kubernetes", feature = "watch")),
+        allow(dead_code, reason = "only the Kubernetes watch streams")
+    )]
+    pub(crate) fn lines(lines: &broadcast::Sender<String>) -> Self {
+        Self {
+            lines: Some(lines.clone()),
+            ..Self::json("")
         }
     }
 
@@ -142,10 +158,19 @@ impl HttpServer {
 async fn serve(stream: TcpStream, handler: Arc<Handler>, log: Arc<Mutex<Vec<Request>>>) {
     let mut stream = BufReader::new(stream);
     while let Some(request) = read_request(&mut stream).await {
-        log.lock().expect("request log").push(request.clone());
         let response = handler(&request);
+        // Subscribed before the request is logged: a test that saw the request sends lines
+        // that reach it.
+        let lines = response.lines.as_ref().map(broadcast::Sender::subscribe);
+        log.lock().expect("request log").push(request.clone());
         if let Some(delay) = response.delay {
             tokio::time::sleep(delay).await;
+        }
+        if let Some(lines) = lines {
+            if stream_lines(stream.get_mut(), lines).await.is_err() {
+                return;
+            }
+            continue;
         }
         let head = format!(
             "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
@@ -160,6 +185,28 @@ async fn serve(stream: TcpStream, handler: Arc<Handler>, log: Arc<Mutex<Vec<Requ
             return;
         }
     }
+}
+
+/// A `200 OK` with a chunked body: each line received, newline-terminated, as one chunk,
+/// until every sender is gone.
+async fn stream_lines(
+    stream: &mut TcpStream,
+    mut lines: broadcast::Receiver<String>,
+) -> std::io::Result<()> {
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+    stream.write_all(head.as_bytes()).await?;
+    loop {
+        match lines.recv().await {
+            Ok(line) => {
+                let chunk = format!("{:x}\r\n{line}\n\r\n", line.len() + 1);
+                stream.write_all(chunk.as_bytes()).await?;
+            }
+            Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => break,
+        }
+    }
+    stream.write_all(b"0\r\n\r\n").await
 }
 
 /// The next request, or `None` at end of stream or on anything unparsable.

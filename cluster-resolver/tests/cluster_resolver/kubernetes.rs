@@ -3,6 +3,8 @@
 
 mod environment;
 mod tensorflow;
+#[cfg(feature = "watch")]
+mod watch;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
