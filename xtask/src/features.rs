@@ -18,7 +18,10 @@ use crate::workspace;
 /// checked through `k8s-openapi-earliest`, which is `kubernetes` plus the oldest version.
 const CRATES: &[(&str, &[&str])] = &[
     ("cluster-proto", &["grpc"]),
-    ("cluster-resolver", &["k8s-openapi-earliest", "gce"]),
+    (
+        "cluster-resolver",
+        &["k8s-openapi-earliest", "gce", "watch"],
+    ),
     ("remote-connect", &["tls"]),
 ];
 
