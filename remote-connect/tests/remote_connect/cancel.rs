@@ -2,13 +2,12 @@
 //! any instant leaves the context on the old cluster or the new one, never a mix, and
 //! `check_alive` answers while a slow reconnect holds the context's lock.
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use cluster_spec::ClusterSpec;
 use remote_connect::{ConnectOptions, Context, TaskHealth, TaskId};
 
-use crate::cluster::{fast, servers, shutdown_all};
+use crate::cluster::{fast, servers, shutdown_all, silent};
 
 /// What the context shows of its cluster, each part read on its own.
 #[derive(Clone, Debug, PartialEq)]
@@ -188,19 +187,6 @@ async fn a_dropped_reconnect_leaves_the_old_cluster_or_the_new_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_update_leaves_the_old_cluster_or_the_new_one() {
     drop_at_many_instants(Op::Update).await;
-}
-
-/// A listener that accepts connections and never answers.
-async fn silent() -> (SocketAddr, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let task = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
-    (addr, task)
 }
 
 /// Starts `op` to the cluster plus a task that never answers, and checks that `check_alive`

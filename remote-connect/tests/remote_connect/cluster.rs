@@ -104,6 +104,20 @@ pub(crate) fn dead_addr() -> SocketAddr {
     listener.local_addr().unwrap()
 }
 
+/// A listener that accepts connections and never answers: a frozen task. Returns its address
+/// and the task holding its connections (abort it to close them).
+pub(crate) async fn silent() -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (addr, task)
+}
+
 /// An open channel to `addr` (TCP_NODELAY on our side too).
 pub(crate) async fn channel(addr: SocketAddr) -> Channel {
     Endpoint::from_shared(format!("http://{addr}"))

@@ -3,7 +3,6 @@
 //! update versus reset on reconnect, resolvers and their master.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use cluster_proto::eager::eager_service_server::{EagerService, EagerServiceServer};
@@ -26,7 +25,7 @@ use remote_connect::{
 };
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::cluster::{dead_addr, fast, server_at, servers, shutdown_all};
+use crate::cluster::{dead_addr, fast, server_at, servers, shutdown_all, silent};
 
 /// Every server's contexts as `(id, view)`.
 fn contexts(servers: &[RunningServer]) -> Vec<Vec<(u64, u64)>> {
@@ -143,19 +142,6 @@ async fn parameter_server_filters_give_each_task_tensorflows_devices() {
     ));
     ctx.close().await.unwrap();
     shutdown_all(servers).await;
-}
-
-/// A listener that accepts connections and never answers; returns its address.
-async fn silent() -> (SocketAddr, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let task = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
-    (addr, task)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
