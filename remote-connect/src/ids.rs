@@ -1,4 +1,5 @@
-//! Random non-zero 64-bit identifiers: context ids and device incarnations.
+//! Random non-zero 64-bit identifiers: context ids and device incarnations, and how logs and
+//! messages show them.
 //!
 //! TensorFlow draws both from a random source and treats 0 as "unset" (a context id of 0 is
 //! refused, an incarnation of 0 means "unknown"), so 0 is never returned.
@@ -21,6 +22,16 @@ fn fallback() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64);
     let local = 0u8;
     nanos ^ (std::ptr::addr_of!(local) as u64).rotate_left(32)
+}
+
+/// An id as messages and logs show it, `0x` and 16 hex digits (`0x00c0ffee00c0ffee`), so a
+/// context id in a log line matches the one in an error.
+pub(crate) struct Hex(pub(crate) u64);
+
+impl std::fmt::Display for Hex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#018x}", self.0)
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use super::connection::TaskLink;
 use super::fan_out::fan_out;
 use super::{Deadline, TaskChannel};
 use crate::error::TaskFailure;
+use crate::ids::Hex;
 
 /// `CloseContext(context_id, view_id)` on every task, concurrently; every failure is returned.
 pub(crate) async fn close_contexts(
@@ -35,7 +36,7 @@ pub(crate) async fn close_contexts(
     })
     .await;
     tracing::debug!(
-        context_id = %format_args!("{context_id:#018x}"),
+        context_id = %Hex(context_id),
         view_id,
         tasks = total,
         failed = failures.len(),

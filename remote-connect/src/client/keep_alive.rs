@@ -11,6 +11,7 @@ use super::connection::TaskLink;
 use super::events::{HealthBoard, TaskHealth};
 use super::{Deadline, TaskChannel};
 use crate::error::TaskError;
+use crate::ids::Hex;
 
 /// `KeepAlive` once; what its answer says of the task.
 pub(crate) async fn probe(
@@ -110,7 +111,7 @@ pub(crate) fn spawn(
                 alive += usize::from(joined.unwrap_or(false));
             }
             tracing::debug!(
-                context_id = %format_args!("{context_id:#018x}"),
+                context_id = %Hex(context_id),
                 tasks = tasks.len(),
                 alive,
                 "keep-alive round"

@@ -8,6 +8,7 @@ use cluster_proto::DataType;
 use cluster_proto::eager::RemoteTensorHandle;
 
 use super::Context;
+use crate::ids::Hex;
 use crate::{Error, TaskId};
 
 /// An output of an op run with [`Context::enqueue`] (or [`Batch::enqueue`](super::Batch::enqueue)),
@@ -190,7 +191,7 @@ impl fmt::Debug for RemoteTensor {
             .field("output", &h.output)
             .field("dtype", &h.dtype)
             .field("shape", &h.shape)
-            .field("context_id", &format_args!("{:#018x}", h.context_id))
+            .field("context_id", &format_args!("{}", Hex(h.context_id)))
             .finish()
     }
 }

@@ -21,7 +21,7 @@ use super::visible::Sent;
 use super::{ConnectOptions, Deadline, Transport};
 use crate::TaskId;
 use crate::error::{Error, Stage};
-use crate::ids::random_nonzero_u64;
+use crate::ids::{Hex, random_nonzero_u64};
 
 /// Connects to `spec` from scratch. `previous` lends its local server when the local task is
 /// unchanged, and its filters: as in TensorFlow, a task keeps the first filters it was ever
@@ -108,10 +108,7 @@ pub(crate) async fn connect(
         .collect();
 
     let context_id = random_nonzero_u64();
-    tracing::Span::current().record(
-        "context_id",
-        tracing::field::display(format_args!("{context_id:#018x}")),
-    );
+    tracing::Span::current().record("context_id", tracing::field::display(Hex(context_id)));
     let added = local
         .added
         .then_some((local.task.job.as_str(), local.address.as_str()));

@@ -19,6 +19,7 @@ use super::visible::{Sent, Visible};
 use super::{ConnectOptions, Deadline, Transport};
 use crate::TaskId;
 use crate::error::{Error, Stage, TaskFailure};
+use crate::ids::Hex;
 
 /// Brings `connection` to `spec` (the local task unchanged) as TensorFlow's
 /// `UpdateContextWithServerDef` does:
@@ -43,7 +44,7 @@ use crate::error::{Error, Stage, TaskFailure};
     name = "update",
     level = "debug",
     skip_all,
-    fields(context_id = %format_args!("{:#018x}", current.context_id), view = current.view_id + 1)
+    fields(context_id = %Hex(current.context_id), view = current.view_id + 1)
 )]
 pub(crate) async fn update(
     current: &Connection,
@@ -253,20 +254,23 @@ pub(crate) async fn update(
 /// Says which tasks the update adds, removes and replaces (replaced: in both clusters, but
 /// no longer holding the context at its view).
 fn log_plan(current: &Connection, wanted: &BTreeMap<TaskId, String>, changed: &BTreeSet<TaskId>) {
-    let names = |keep: &dyn Fn(&TaskId) -> bool| -> Vec<String> {
-        changed
-            .iter()
-            .filter(|t| keep(t))
-            .map(ToString::to_string)
-            .collect()
-    };
-    let was = |t: &TaskId| current.members.contains_key(t);
-    let is = |t: &TaskId| wanted.contains_key(t);
+    let (mut added, mut removed, mut replaced) = (Vec::new(), Vec::new(), Vec::new());
+    for task in changed {
+        let list = match (
+            current.members.contains_key(task),
+            wanted.contains_key(task),
+        ) {
+            (false, _) => &mut added,
+            (true, false) => &mut removed,
+            (true, true) => &mut replaced,
+        };
+        list.push(task.to_string());
+    }
     tracing::info!(
-        added = ?names(&|t| is(t) && !was(t)),
-        removed = ?names(&|t| was(t) && !is(t)),
-        replaced = ?names(&|t| was(t) && is(t)),
-        kept = wanted.keys().filter(|t| !changed.contains(*t)).count(),
+        ?added,
+        ?removed,
+        ?replaced,
+        kept = wanted.len() - added.len() - replaced.len(),
         "updating the cluster in place"
     );
 }
