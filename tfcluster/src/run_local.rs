@@ -62,13 +62,16 @@ pub(crate) async fn run(
     gpus_per_task: Option<u32>,
 ) -> Result<(), Failure> {
     let spec = jobs.cluster().map_err(anyhow::Error::msg)?;
-    let envs = task_envs(jobs, &spec, gpus_per_task).await?;
-    let tasks = jobs.tasks();
+    let (tasks, envs): (Vec<TaskId>, Vec<_>) = task_envs(jobs, &spec, gpus_per_task)
+        .await?
+        .into_iter()
+        .unzip();
     let leader = jobs.leader();
     // Caught before the first task starts, so a Ctrl-C during the start stops what started.
     let mut signals = Stop::install();
     let mut job = Supervisor::new();
-    for (task, env) in envs {
+    // The supervisor's indices are these tasks' positions.
+    for (task, env) in tasks.iter().zip(envs) {
         let started = job
             .start(TaskSpec {
                 name: task.to_string(),
