@@ -366,11 +366,12 @@ mod tls;
 
 pub use accelerators::num_accelerators;
 pub use client::{
-    Batch, ConnectOptions, ConnectTarget, Context, DeviceHandle, LogicalDevice, Outputs, Pending,
-    Progress, RemoteTensor, TaskEvent, TaskHealth,
+    Batch, ClusterChange, ConnectOptions, ConnectTarget, Context, DeviceHandle, Follow,
+    FollowEvent, FollowOptions, LogicalDevice, Outputs, Pending, Progress, RemoteTensor, TaskEvent,
+    TaskHealth,
 };
 pub use devices::LocalDevice;
-pub use error::{Error, OpFailure, Stage, TaskError, TaskFailure};
+pub use error::{Error, OpFailure, Stage, Staleness, TaskError, TaskFailure};
 pub use op::{Attr, Input, Op};
 pub use server::{
     ContextInfo, InvalidNetwork, Limits, Network, RunningServer, SHUTDOWN_GRACE, ServerError,

@@ -247,7 +247,7 @@ impl Batch {
 
 /// The task that runs ops on `device`.
 pub(super) fn target(snapshot: &Snapshot, device: &DeviceHandle) -> Result<TaskLink, Error> {
-    snapshot.check_current(device)?;
+    snapshot.attributes(device)?;
     let parsed: DeviceName = device.name().parse()?;
     let task = TaskId::new(
         parsed.job().unwrap_or_default(),
