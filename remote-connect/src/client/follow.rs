@@ -316,7 +316,17 @@ impl Follower {
         let retry =
             self.context.snapshot().spec.as_ref() != Some(&change.spec) || !missing.is_empty();
         let retry_in = retry.then(|| self.backoff.pause(Duration::MAX));
-        tracing::warn!(error = %cluster_spec::error_chain::Chain(&error), ?retry_in, "a change of the cluster failed");
+        let error_chain = cluster_spec::error_chain::Chain(&error);
+        match retry_in {
+            Some(pause) => tracing::warn!(
+                error = %error_chain,
+                ?missing,
+                "a change of the cluster failed; trying again in {pause:?}"
+            ),
+            None => {
+                tracing::warn!(error = %error_chain, "a change of the cluster was applied, with failures")
+            }
+        }
         let _ = self.events.send(FollowEvent::Failed {
             error: Arc::new(error),
             missing: missing.clone(),

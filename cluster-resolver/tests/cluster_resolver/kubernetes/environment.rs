@@ -13,7 +13,7 @@ use cluster_resolver::kubernetes::{self, KubernetesClusterResolver};
 use cluster_resolver::{ClusterResolver, Error};
 
 use super::{by_selector, spec};
-use crate::cluster_resolver::http_server::HttpServer;
+use http_standin::HttpServer;
 
 /// Tells the copy which case to run.
 const CASE: &str = "CLUSTER_RESOLVER_TEST_KUBE_CASE";
