@@ -1,5 +1,5 @@
-//! The Kubernetes API's documents as a real API server sends them: pods, pod lists and the
-//! lines of a `?watch=true` stream.
+//! The Kubernetes API's documents as a real API server sends them (pods, pod lists, the lines
+//! of a `?watch=true` stream), and a kubeconfig that points a client at the stand-in.
 
 use serde_json::{Value, json};
 
@@ -49,4 +49,28 @@ pub fn pod_list(items: Vec<Value>, version: u32) -> String {
 /// One line of a watch stream: `ADDED`, `MODIFIED` or `DELETED` with the object.
 pub fn event(kind: &str, object: Value) -> String {
     json!({"type": kind, "object": object}).to_string()
+}
+
+/// A kubeconfig whose current context is the API server at `server` (an anonymous user) with
+/// default namespace `namespace`.
+pub fn kubeconfig(server: &str, namespace: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: loopback
+  cluster:
+    server: {server}
+users:
+- name: anonymous
+  user: {{}}
+contexts:
+- name: test
+  context:
+    cluster: loopback
+    user: anonymous
+    namespace: {namespace}
+current-context: test
+"
+    )
 }
