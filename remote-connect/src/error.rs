@@ -130,9 +130,6 @@ pub enum Staleness {
     Reset,
     /// An update removed the device's task from the cluster.
     TaskRemoved,
-    /// An update gave the device's task the context again: it moved or restarted, and what
-    /// it held is gone.
-    TaskReplaced,
 }
 
 fn stale_device(name: &str, handle: u64, current: u64, cause: Staleness) -> String {
@@ -145,10 +142,6 @@ fn stale_device(name: &str, handle: u64, current: u64, cause: Staleness) -> Stri
         Staleness::TaskRemoved => format!(
             "device {name} was removed from remote context {current:#018x} by an update of \
              the cluster: its task left"
-        ),
-        Staleness::TaskReplaced => format!(
-            "device {name} of remote context {current:#018x} is on a task an update replaced \
-             (moved or restarted): handles from before the update are stale"
         ),
     }
 }
@@ -226,7 +219,7 @@ pub enum Error {
     #[error("{0} unknown device.")]
     UnknownDevice(String),
     /// A device handle the cluster moved on from: made before a full reconnect, or naming a
-    /// device whose task an update removed or replaced.
+    /// device whose task an update removed.
     #[error("{}", stale_device(name, *handle_context, *current_context, *cause))]
     StaleDevice {
         /// The device's name.

@@ -13,11 +13,11 @@ pub struct ClusterChange {
     /// Tasks new to the cluster.
     pub added: Vec<TaskId>,
     /// Tasks that left it: their devices are gone and their handles answer
-    /// [`Error::UnknownDevice`](crate::Error::UnknownDevice).
+    /// [`Error::StaleDevice`](crate::Error::StaleDevice).
     pub removed: Vec<TaskId>,
     /// Tasks still in the cluster that were given the context again: at another address, or a
-    /// new process at the same one (its devices' incarnations changed, so tensors it held are
-    /// gone).
+    /// new process at the same one. Their device handles stay valid (the names are the same);
+    /// tensors they held are gone.
     pub replaced: Vec<TaskId>,
     /// Whether TensorFlow's rule made this a reset: a new context, every earlier
     /// [`DeviceHandle`](crate::DeviceHandle) stale. Otherwise the context was updated in

@@ -183,15 +183,16 @@ impl Snapshot {
         Ok(())
     }
 
-    /// The device `handle` names, if the handle is from this snapshot's context and its
-    /// device is still there as it was (an update may have removed or replaced its task).
+    /// The device `handle` names, if the handle is from this snapshot's context and an update
+    /// did not remove its task. (A task replaced by a new process keeps its device names, as
+    /// in TensorFlow; what it held is gone, which its tensors report.)
     pub(crate) fn attributes(&self, handle: &DeviceHandle) -> Result<&DeviceAttributes, Error> {
         self.check_current(handle)?;
-        match self.devices.iter().find(|(_, a)| a.name == handle.name()) {
-            Some((_, a)) if a.incarnation == handle.incarnation() => Ok(a),
-            Some(_) => Err(self.stale(handle, Staleness::TaskReplaced)),
-            None => Err(self.stale(handle, Staleness::TaskRemoved)),
-        }
+        self.devices
+            .iter()
+            .find(|(_, a)| a.name == handle.name())
+            .map(|(_, a)| a)
+            .ok_or_else(|| self.stale(handle, Staleness::TaskRemoved))
     }
 
     fn stale(&self, handle: &DeviceHandle, cause: Staleness) -> Error {

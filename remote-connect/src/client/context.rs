@@ -360,7 +360,7 @@ impl Context {
             .devices
             .iter()
             .find(|(n, _)| *n == parsed)
-            .map(|(_, a)| DeviceHandle::new(a.name.clone(), snapshot.context_id, a.incarnation))
+            .map(|(_, a)| DeviceHandle::new(a.name.clone(), snapshot.context_id))
             .ok_or_else(|| Error::UnknownDevice(name.to_owned()))
     }
 
@@ -369,7 +369,7 @@ impl Context {
     /// # Errors
     ///
     /// [`Error::StaleDevice`] for a handle from before a full reconnect, or whose task an
-    /// update removed or replaced.
+    /// update removed.
     pub fn device_attributes(&self, handle: &DeviceHandle) -> Result<DeviceAttributes, Error> {
         self.snapshot().attributes(handle).cloned()
     }

@@ -1,24 +1,17 @@
 //! [`DeviceHandle`]: how a caller names a device of the connected cluster, tied to the remote
-//! context it was found in and to the device's incarnation.
+//! context it was found in.
 
 /// A device of the connected cluster, valid until the next full reconnect, or until an update
-/// removes or replaces the device's task.
+/// removes the device's task.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceHandle {
     name: String,
     context_id: u64,
-    /// The device's incarnation when the handle was made: a task that restarted at the same
-    /// address has new ones.
-    incarnation: u64,
 }
 
 impl DeviceHandle {
-    pub(super) fn new(name: String, context_id: u64, incarnation: u64) -> Self {
-        Self {
-            name,
-            context_id,
-            incarnation,
-        }
+    pub(super) fn new(name: String, context_id: u64) -> Self {
+        Self { name, context_id }
     }
 
     /// The device's full name.
@@ -29,9 +22,5 @@ impl DeviceHandle {
     /// The remote context the handle belongs to.
     pub fn context_id(&self) -> u64 {
         self.context_id
-    }
-
-    pub(super) fn incarnation(&self) -> u64 {
-        self.incarnation
     }
 }

@@ -146,7 +146,8 @@ impl Batch {
     /// op (an unknown op, a wrong attribute, a shape mismatch, an `unknown device` hidden by
     /// device filters); the context stays usable, and ops of earlier runs have run.
     /// [`Error::StaleDevice`] and [`Error::StaleTensor`] for handles from before a full
-    /// reconnect; [`Error::LocalDevice`] for this process's own devices.
+    /// reconnect ([`Error::StaleDevice`] also for a device whose task an update removed);
+    /// [`Error::LocalDevice`] for this process's own devices.
     ///
     /// # Cancel safety
     ///

@@ -27,7 +27,8 @@ use crate::ids::Hex;
 ///
 /// 1. `KeepAlive` to every task in both clusters; one that fails or answers another view id
 ///    is *replaced* (treated as removed and added again);
-/// 2. `GetStatus` to the added and replaced tasks;
+/// 2. `GetStatus` to the added tasks (while step 1 runs: it cannot change them) and the
+///    replaced ones;
 /// 3. if every discovery succeeded, `CreateContext` at view + 1 on them;
 /// 4. `UpdateContext` at view + 1 on the others: full (server def and devices) when a device
 ///    it may see belongs to an added, removed or replaced task, else simplified;
@@ -85,14 +86,15 @@ pub(crate) async fn update(
     let context_id = connection.context_id;
     let mut failures = Vec::new();
 
-    // 1. Which existing tasks still hold our context at our view.
+    // 1. Which existing tasks still hold our context at our view; meanwhile, tasks new to
+    // the cluster are discovered (step 2 for them needs no KeepAlive answer).
     let existing: Vec<_> = connection
         .members
         .iter()
         .filter(|(task, m)| wanted.get(*task) == Some(&m.address))
         .map(|(task, m)| m.link(task).into_item())
         .collect();
-    let (answers, lost) = fan_out(existing, |_, _, channel| {
+    let keep_alives = fan_out(existing, |_, _, channel| {
         let deadline = deadline.clone();
         async move {
             let mut eager = channel.eager;
@@ -103,8 +105,19 @@ pub(crate) async fn update(
                 )
                 .await
         }
-    })
-    .await;
+    });
+    let discover_all = |tasks: Vec<(TaskId, String, ())>| {
+        fan_out(tasks, |task, address, ()| {
+            discover(deadline.clone(), transport.clone(), task, address)
+        })
+    };
+    let new_tasks = wanted
+        .iter()
+        .filter(|(task, _)| !connection.members.contains_key(*task))
+        .map(|(task, address)| (task.clone(), address.clone(), ()))
+        .collect();
+    let ((answers, lost), (mut found, mut discovery_failures)) =
+        tokio::join!(keep_alives, discover_all(new_tasks));
     let mut kept: BTreeSet<TaskId> = BTreeSet::new();
     for (task, _, response) in answers {
         if response.context_view_id == view {
@@ -129,17 +142,16 @@ pub(crate) async fn update(
         "updating the cluster in place"
     );
 
-    // 2. Discover added and replaced tasks.
-    let to_discover: Vec<_> = wanted
+    // 2. Discover the replaced tasks (the added ones were, above).
+    let replaced = wanted
         .iter()
-        .filter(|(task, _)| !kept.contains(*task))
+        .filter(|(task, _)| connection.members.contains_key(*task) && !kept.contains(*task))
         .map(|(task, address)| (task.clone(), address.clone(), ()))
         .collect();
-    let to_discover_total = to_discover.len();
-    let (found, discovery_failures) = fan_out(to_discover, |task, address, ()| {
-        discover(deadline.clone(), transport.clone(), task, address)
-    })
-    .await;
+    let (found_again, failed_again) = discover_all(replaced).await;
+    found.extend(found_again);
+    discovery_failures.extend(failed_again);
+    let to_discover_total = moves.added.len() + moves.replaced.len();
     let discovery_ok = discovery_failures.is_empty();
     if !discovery_ok && discovery == OnDiscoveryFailure::Abort {
         // Nothing has changed on any task yet: KeepAlive and GetStatus only read.
