@@ -4,9 +4,23 @@ use std::time::Duration;
 
 /// Doubling pauses from `first` up to `max`: quick when the cause is about to clear (a pod
 /// about to start, a file half written), and at most one retry per `max` against a source
-/// that stays broken.
+/// that stays broken. The resolvers' waits and watches retry with it, and so does
+/// remote-connect's `Follow`.
+///
+/// ```
+/// use cluster_resolver::Backoff;
+/// use std::time::Duration;
+///
+/// let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_millis(300));
+/// let forever = Duration::MAX;
+/// assert_eq!(backoff.pause(forever), Duration::from_millis(100));
+/// assert_eq!(backoff.pause(forever), Duration::from_millis(200));
+/// assert_eq!(backoff.pause(forever), Duration::from_millis(300));
+/// backoff.reset();
+/// assert_eq!(backoff.pause(forever), Duration::from_millis(100));
+/// ```
 #[derive(Debug, Clone)]
-pub(crate) struct Backoff {
+pub struct Backoff {
     first: Duration,
     max: Duration,
     next: Duration,
@@ -14,7 +28,7 @@ pub(crate) struct Backoff {
 
 impl Backoff {
     /// Pauses from `first`, doubling, never longer than `max` (nor shorter than `first`).
-    pub(crate) fn new(first: Duration, max: Duration) -> Self {
+    pub fn new(first: Duration, max: Duration) -> Self {
         Self {
             first,
             max: max.max(first),
@@ -23,15 +37,14 @@ impl Backoff {
     }
 
     /// The next pause, never longer than `remaining` (so waiting ends at a deadline).
-    pub(crate) fn pause(&mut self, remaining: Duration) -> Duration {
+    pub fn pause(&mut self, remaining: Duration) -> Duration {
         let pause = self.next.min(remaining);
         self.next = self.next.saturating_mul(2).min(self.max);
         pause
     }
 
     /// Starts again from the first pause, after a success.
-    #[cfg_attr(not(feature = "watch"), allow(dead_code))]
-    pub(crate) fn reset(&mut self) {
+    pub fn reset(&mut self) {
         self.next = self.first;
     }
 }

@@ -149,7 +149,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auto_detect;
-#[cfg(any(feature = "kubernetes", feature = "watch"))]
 mod backoff;
 pub mod cluster_file;
 mod cluster_source;
@@ -179,6 +178,7 @@ pub mod union;
 pub mod watch;
 
 pub use auto_detect::{ClusterSource, OMPI_PORT_BASE, auto_detect, detect};
+pub use backoff::Backoff;
 pub use env::Env;
 pub use error::Error;
 #[cfg(feature = "gce")]

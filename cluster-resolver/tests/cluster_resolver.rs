@@ -12,8 +12,6 @@ mod cluster_resolver {
     #[cfg(feature = "gce")]
     mod gce;
     mod hostlist;
-    #[cfg(any(feature = "kubernetes", feature = "gce"))]
-    mod http_server;
     #[cfg(feature = "kubernetes")]
     mod kubernetes;
     mod memory;

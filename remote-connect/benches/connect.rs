@@ -10,6 +10,12 @@
 //!   channel and two small RPCs (`GetStatus` twice) to every task, concurrently, nothing else.
 //!   A real connect's second RPC is a `CreateContext` carrying the cluster and its devices.
 //!
+//! `follow/add_one_to_64`: a [`Context::follow`] connected to 64 tasks is told of a 65th; timed
+//! from the spec sent to the change published (the context serving the new task). Each task
+//! removed again, untimed; `follow/reconnect_65` is what a client that reconnects on every
+//! change would pay instead, in the same run. TensorFlow's update path: `CreateContext` on the new task alone,
+//! `KeepAlive` and `UpdateContext` on the 64 others (checked once before timing).
+//!
 //! With the `tls` feature, `connect_mtls` times the same connect to 16 tasks in plaintext and
 //! with TLS client certificates (a TLS 1.3 handshake per task, ECDSA P-256 certificates from a
 //! test CA), in the same run:
@@ -31,9 +37,11 @@ use criterion::{
 };
 use device_filter::ClusterDeviceFilters;
 use remote_connect::{
-    ConnectOptions, Context, LocalDevice, RunningServer, TaskServer, TaskServerBuilder,
+    ConnectOptions, Context, FollowEvent, FollowOptions, LocalDevice, RunningServer, TaskServer,
+    TaskServerBuilder,
 };
 use tokio::runtime::Runtime;
+use tokio::sync::{broadcast, mpsc};
 use tonic::transport::Endpoint;
 
 const SIZES: [usize; 4] = [16, 64, 256, 1024];
@@ -214,6 +222,94 @@ fn connect(c: &mut Criterion) {
     });
 }
 
+/// The first `n` servers as job `worker`.
+fn workers(servers: &[RunningServer], n: usize) -> ClusterSpec {
+    ClusterSpec::builder()
+        .job(
+            "worker",
+            servers[..n].iter().map(|s| s.local_addr().to_string()),
+        )
+        .build()
+        .expect("a valid spec")
+}
+
+/// The next change a follower publishes.
+async fn changed(events: &mut broadcast::Receiver<FollowEvent>) -> remote_connect::ClusterChange {
+    match events.recv().await.expect("the follower runs") {
+        FollowEvent::Changed(change) => change,
+        other => panic!("the change failed: {other:?}"),
+    }
+}
+
+fn follow(c: &mut Criterion) {
+    const N: usize = 64;
+    let rt = runtime();
+    let servers = rt.block_on(start(N + 1));
+    let (small, large) = (workers(&servers, N), workers(&servers, N + 1));
+    let (tx, rx) = mpsc::unbounded_channel::<Result<ClusterSpec, std::io::Error>>();
+    let changes = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    let ctx = Context::new();
+    let (follower, events) = rt.block_on(async {
+        let follower = ctx.follow(changes, FollowOptions::new(options(None)));
+        let mut events = follower.subscribe();
+        tx.send(Ok(small.clone())).expect("the follower listens");
+        assert_eq!(changed(&mut events).await.added.len(), N);
+        // The update path on the wire: a context created on the new task alone, the others
+        // moved to the next view.
+        tx.send(Ok(large.clone())).expect("the follower listens");
+        let change = changed(&mut events).await;
+        assert_eq!((change.added.len(), change.reset), (1, false));
+        assert!(servers[..N].iter().all(|s| s.contexts()[0].view_id == 1));
+        assert_eq!(servers[N].contexts()[0].view_id, 1);
+        tx.send(Ok(small.clone())).expect("the follower listens");
+        changed(&mut events).await;
+        (
+            follower,
+            std::sync::Arc::new(tokio::sync::Mutex::new(events)),
+        )
+    });
+
+    let mut g = c.benchmark_group("follow");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    g.bench_function("add_one_to_64", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let (tx, events) = (tx.clone(), events.clone());
+            let (small, large) = (small.clone(), large.clone());
+            async move {
+                let mut events = events.lock().await;
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
+                    tx.send(Ok(large.clone())).expect("the follower listens");
+                    changed(&mut events).await;
+                    total += start.elapsed();
+                    tx.send(Ok(small.clone())).expect("the follower listens");
+                    changed(&mut events).await;
+                }
+                total
+            }
+        });
+    });
+    // What following by reconnecting would cost: a new context on all 65.
+    let plain = options(None);
+    g.bench_function("reconnect_65", |b| {
+        b.to_async(&rt)
+            .iter_custom(|iters| connect_many(&large, &plain, iters));
+    });
+    g.finish();
+    rt.block_on(async {
+        follower.stop().await;
+        ctx.close().await.expect("the close succeeds");
+        for server in servers {
+            server.shutdown().await.expect("the server stops");
+        }
+    });
+}
+
 /// 16 tasks, plaintext and mTLS, in the same run.
 #[cfg(feature = "tls")]
 fn connect_mtls(c: &mut Criterion) {
@@ -242,7 +338,7 @@ fn connect_mtls(c: &mut Criterion) {
 }
 
 #[cfg(feature = "tls")]
-criterion_group!(benches, connect, connect_mtls);
+criterion_group!(benches, connect, follow, connect_mtls);
 #[cfg(not(feature = "tls"))]
-criterion_group!(benches, connect);
+criterion_group!(benches, connect, follow);
 criterion_main!(benches);

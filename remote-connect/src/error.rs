@@ -122,6 +122,30 @@ impl fmt::Display for TaskFailure {
     }
 }
 
+/// What made a [`DeviceHandle`](crate::DeviceHandle) stale, for [`Error::StaleDevice`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Staleness {
+    /// A full reconnect replaced the context the handle was made in.
+    Reset,
+    /// An update removed the device's task from the cluster.
+    TaskRemoved,
+}
+
+fn stale_device(name: &str, handle: u64, current: u64, cause: Staleness) -> String {
+    match cause {
+        Staleness::Reset => format!(
+            "device {name} belongs to remote context {handle:#018x}, which a later \
+             connect_to_cluster replaced with {current:#018x}: handles from before a full \
+             reconnect are stale"
+        ),
+        Staleness::TaskRemoved => format!(
+            "device {name} was removed from remote context {current:#018x} by an update of \
+             the cluster: its task left"
+        ),
+    }
+}
+
 /// The step of connecting that failed, for [`Error::Tasks`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -194,12 +218,9 @@ pub enum Error {
     /// No device of that name in the context (TensorFlow's wording).
     #[error("{0} unknown device.")]
     UnknownDevice(String),
-    /// A device handle from before a full reconnect, which reset the cluster.
-    #[error(
-        "device {name} belongs to remote context {handle_context:#018x}, which a later \
-         connect_to_cluster replaced with {current_context:#018x}: handles from before a full \
-         reconnect are stale"
-    )]
+    /// A device handle the cluster moved on from: made before a full reconnect, or naming a
+    /// device whose task an update removed.
+    #[error("{}", stale_device(name, *handle_context, *current_context, *cause))]
     StaleDevice {
         /// The device's name.
         name: String,
@@ -207,6 +228,8 @@ pub enum Error {
         handle_context: u64,
         /// The context now.
         current_context: u64,
+        /// What made it stale.
+        cause: Staleness,
     },
     /// The operation needs a connected context.
     #[error("the context is not connected to a cluster")]

@@ -124,6 +124,64 @@
 //! `.numpy()`; through `Identity` it took about 310 ms, as TensorFlow's worker copies an
 //! `Enqueue` response's tensor before sending it).
 //!
+//! ## Following a changing cluster
+//!
+//! [`Context::follow`] takes any stream of cluster specs (a resolver's watch from
+//! `cluster_resolver::watch`: a cluster file, Kubernetes pods, a polled resolver; a channel)
+//! and applies each new membership with TensorFlow's update path: `CreateContext` on the tasks
+//! added, `UpdateContext` on the others, `CloseContext` on those removed. Handles and tensors
+//! on unchanged tasks keep working; a change that adds, removes or renames a job resets, as
+//! TensorFlow's rule would. Each change is published as a [`FollowEvent`]:
+//!
+//! ```
+//! use cluster_spec::ClusterSpec;
+//! use remote_connect::{ConnectOptions, Context, FollowEvent, FollowOptions, TaskServer};
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let placeholder = ClusterSpec::from_json(r#"{"worker": ["localhost:0"]}"#)?;
+//! let mut addresses = Vec::new();
+//! let mut servers = Vec::new();
+//! for _ in 0..2 {
+//!     let server = TaskServer::builder(placeholder.clone(), "worker", 0)
+//!         .bind("127.0.0.1:0".parse()?)
+//!         .start()
+//!         .await?;
+//!     addresses.push(server.local_addr().to_string());
+//!     servers.push(server);
+//! }
+//! let one = ClusterSpec::builder().job("worker", &addresses[..1]).build()?;
+//! let two = ClusterSpec::builder().job("worker", &addresses).build()?;
+//!
+//! // Any stream of specs (a resolver's watch); here a channel the program feeds.
+//! let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+//! let changes = futures_util::stream::unfold(rx, |mut rx| async move {
+//!     rx.recv().await.map(|spec| (Ok::<_, std::io::Error>(spec), rx))
+//! });
+//! let ctx = Context::new();
+//! let follow = ctx.follow(changes, FollowOptions::new(ConnectOptions::default()));
+//! let mut events = follow.subscribe();
+//! tx.send(one)?;
+//! let FollowEvent::Changed(first) = events.recv().await? else { panic!() };
+//! assert!(first.reset); // the first connect
+//! tx.send(two)?;
+//! let FollowEvent::Changed(second) = events.recv().await? else { panic!() };
+//! assert_eq!(second.added.len(), 1);
+//! assert!(!second.reset); // an update in place: the context id is the same
+//! assert_eq!(second.context_id, first.context_id);
+//! assert_eq!(ctx.remote_tasks().len(), 2);
+//! follow.stop().await;
+//! ctx.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! A change whose new tasks cannot be discovered changes nothing: the context stays on its
+//! last good cluster, a [`FollowEvent::Failed`] says why, and the change is tried again after
+//! a back-off or at the next change. Dropping the [`Follow`] stops it at once, leaving the
+//! context whole (old cluster or new, never a mix). Adding one task to 64 (benchmark
+//! `follow/add_one_to_64`) costs one `GetStatus` and `CreateContext` to the new task and a
+//! `KeepAlive` and `UpdateContext` to each of the others, far below reconnecting all 65.
+//!
 //! ## Securing a cluster: TLS and allow lists
 //!
 //! TensorFlow's gRPC is plaintext and unauthenticated: anyone who reaches a task's port can
@@ -319,6 +377,15 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //!   TensorFlow by a test; `cargo xtask op-signatures` regenerates it); a function or custom
 //!   op's kept outputs have no known dtype ([`RemoteTensor::dtype`] is `None`) and can be used
 //!   on their own task only.
+//! - **A context can follow its cluster** ([`Context::follow`]); TensorFlow's users call
+//!   `connect_to_cluster` again by hand, and its rule resets the context (every handle dies)
+//!   for any change of the cluster. A follower updates in place (TensorFlow's
+//!   `update_server_def` path) whenever the jobs and the local task stay, and resets when a
+//!   job is added, removed or renamed. An update whose new tasks cannot be discovered
+//!   changes nothing, where TensorFlow's `update_server_def` moves the reachable tasks to
+//!   the next view and leaves the rest out ([`Context::update_server_def`] keeps
+//!   TensorFlow's behaviour). A handle on a removed task answers [`Error::StaleDevice`]
+//!   (TensorFlow: an unknown device).
 //! - **Dead and restarted tasks are reported**, through [`Context::subscribe`] and
 //!   [`Context::check_alive`]; TensorFlow's keep-alive ignores every answer.
 //! - **Incarnations are per server**: each [`TaskServer`] draws its devices' incarnations when
@@ -366,11 +433,12 @@ mod tls;
 
 pub use accelerators::num_accelerators;
 pub use client::{
-    Batch, ConnectOptions, ConnectTarget, Context, DeviceHandle, LogicalDevice, Outputs, Pending,
-    Progress, RemoteTensor, TaskEvent, TaskHealth,
+    Batch, ClusterChange, ConnectOptions, ConnectTarget, Context, DeviceHandle, Follow,
+    FollowEvent, FollowOptions, LogicalDevice, Outputs, Pending, Progress, RemoteTensor, TaskEvent,
+    TaskHealth,
 };
 pub use devices::LocalDevice;
-pub use error::{Error, OpFailure, Stage, TaskError, TaskFailure};
+pub use error::{Error, OpFailure, Stage, Staleness, TaskError, TaskFailure};
 pub use op::{Attr, Input, Op};
 pub use server::{
     ContextInfo, InvalidNetwork, Limits, Network, RunningServer, SHUTDOWN_GRACE, ServerError,

@@ -3,7 +3,7 @@
 //! restarted tasks), faults across real hosts made of network namespaces (`across_hosts`,
 //! needs root), hostile and heavy traffic (`load`), TLS with client certificates (feature
 //! `tls`) and allow lists, tensors against TensorFlow's own encodings and print form
-//! (`tensor`), the update/reset decision, cancel safety of connects and updates (`cancel`), and interop with real TensorFlow 2.21
+//! (`tensor`), the update/reset decision, following a changing cluster (`follow`), cancel safety of connects and updates (`cancel`), and interop with real TensorFlow 2.21
 //! (`interop`: python found through `TFCLUSTER_PYTHON`, default
 //! `<workspace>/target/tf-venv/bin/python`; it fails, never skips, when TensorFlow cannot run).
 
@@ -21,6 +21,8 @@ mod cancel;
 mod cluster;
 #[path = "remote_connect/faults.rs"]
 mod faults;
+#[path = "remote_connect/follow.rs"]
+mod follow;
 #[path = "remote_connect/hosts.rs"]
 mod hosts;
 #[path = "remote_connect/interop.rs"]

@@ -2,13 +2,16 @@
 //! resolver; shared by `serve`, `connect` and `resolve`.
 
 use anyhow::{Context as _, anyhow};
+#[cfg(feature = "kubernetes")]
+use cluster_resolver::WatchClusterResolver;
+use cluster_resolver::watch::{self, ClusterStream, WatchOptions};
 use cluster_resolver::{
     ClusterResolver, Env, SageMakerClusterResolver, SimpleClusterResolver, SlurmClusterResolver,
-    TfConfigClusterResolver, auto_detect,
+    TfConfigClusterResolver, auto_detect, cluster_file,
 };
 use cluster_spec::ClusterSpec;
 
-use crate::args::{Failure, read_json_or_file};
+use crate::args::{Failure, is_file, read_json_or_file};
 
 /// A cluster source of `--from`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -97,7 +100,7 @@ pub(crate) async fn resolver(
         SourceKind::Sagemaker => Box::new(SageMakerClusterResolver::new(env)),
         SourceKind::File => file(args.file.as_deref())?,
         #[cfg(feature = "kubernetes")]
-        SourceKind::Kubernetes => kubernetes(args)?,
+        SourceKind::Kubernetes => Box::new(kubernetes(args)?),
         #[cfg(feature = "gce")]
         SourceKind::Gce => gce(args)?,
         #[cfg(feature = "gce")]
@@ -111,21 +114,19 @@ pub(crate) async fn resolver(
 
 /// A TF_CONFIG document (it has a "cluster" key) or a bare cluster spec, from a file.
 fn file(path: Option<&str>) -> Result<Box<dyn ClusterResolver>, Failure> {
-    let path = path.ok_or_else(|| anyhow!("--from file needs --file PATH"))?;
-    let (text, origin) = read_json_or_file(path)?;
-    let document: serde_json::Value = serde_json::from_str(&text).context(origin.clone())?;
-    if document.get("cluster").is_some() {
-        // Read as the TF_CONFIG variable would be, with its task and rpc_layer.
-        let env = Env::from_iter([("TF_CONFIG", text.as_str())]);
-        cluster_resolver::TfConfig::from_env(&env).context(origin)?;
-        return Ok(Box::new(TfConfigClusterResolver::new(env)));
-    }
-    let spec = ClusterSpec::from_json(&text).context(origin)?;
-    Ok(Box::new(SimpleClusterResolver::new(spec)))
+    let (text, origin) = read_json_or_file(file_path(path)?)?;
+    let config = cluster_file::parse(&text).context(origin)?;
+    // Read as the TF_CONFIG variable would be, with its task and rpc_layer.
+    let env = Env::from_iter([("TF_CONFIG", config.to_json())]);
+    Ok(Box::new(TfConfigClusterResolver::new(env)))
+}
+
+fn file_path(path: Option<&str>) -> Result<&str, Failure> {
+    path.ok_or_else(|| anyhow!("--from file needs --file PATH").into())
 }
 
 #[cfg(feature = "kubernetes")]
-fn kubernetes(args: &SourceArgs) -> Result<Box<dyn ClusterResolver>, Failure> {
+fn kubernetes(args: &SourceArgs) -> Result<cluster_resolver::KubernetesClusterResolver, Failure> {
     let mut resolver = cluster_resolver::KubernetesClusterResolver::new();
     for mapping in &args.k8s_jobs {
         let (job, selector) = mapping
@@ -136,7 +137,7 @@ fn kubernetes(args: &SourceArgs) -> Result<Box<dyn ClusterResolver>, Failure> {
     if let Some(port) = args.k8s_port {
         resolver = resolver.with_port(port);
     }
-    Ok(Box::new(resolver))
+    Ok(resolver)
 }
 
 impl ClusterArgs {
@@ -145,6 +146,29 @@ impl ClusterArgs {
         let resolver = self.resolver().await?;
         let spec = resolver.cluster_spec().await?;
         Ok((resolver, spec))
+    }
+
+    /// The cluster as it changes (`connect --follow`): a cluster file (`--cluster PATH`,
+    /// `--from file`) watched on disk, Kubernetes pods watched through the API, any other
+    /// source read again every `options.interval` (inline JSON never changes).
+    pub(crate) async fn watch(&self, options: WatchOptions) -> Result<ClusterStream, Failure> {
+        match (&self.cluster, self.from) {
+            (Some(arg), _) if is_file(arg) => {
+                Ok(watch::file(arg.strip_prefix('@').unwrap_or(arg), options))
+            }
+            (None, Some(SourceKind::File)) => Ok(watch::file(
+                file_path(self.source.file.as_deref())?,
+                options,
+            )),
+            #[cfg(feature = "kubernetes")]
+            (None, Some(SourceKind::Kubernetes)) => {
+                Ok(std::sync::Arc::new(kubernetes(&self.source)?).watch(options))
+            }
+            _ => {
+                let resolver: std::sync::Arc<dyn ClusterResolver> = self.resolver().await?.into();
+                Ok(watch::poll(resolver, options))
+            }
+        }
     }
 
     /// The resolver these options name: `--cluster` as a fixed spec, or `--from`.

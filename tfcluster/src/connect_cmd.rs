@@ -4,12 +4,14 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
+use cluster_resolver::watch::WatchOptions;
 use device_filter::ClusterDeviceFilters;
 use indicatif::{ProgressBar, ProgressStyle};
 use remote_connect::{ConnectOptions, Context, Stage};
 
 use crate::args::{Failure, read_json_or_file, runtime};
 use crate::cluster_arg::ClusterArgs;
+use crate::connect_follow;
 use crate::output::emit;
 use crate::probe;
 use crate::report::{self, Format};
@@ -19,6 +21,8 @@ use crate::tls_args::TlsArgs;
 /// every task's devices, and with filters what each task may see; with --probe, also run an
 /// op on every task and check each one's view on the workers themselves.
 ///
+/// With --follow, stays connected and prints each change of the cluster as it is applied.
+///
 /// Finishes within --timeout even when tasks are down or silent: every task that failed is
 /// listed with its address and cause, and the exit status is 1. On a terminal, a progress bar
 /// shows discovery and context creation for clusters of more than 8 tasks.
@@ -27,6 +31,7 @@ use crate::tls_args::TlsArgs;
 tfcluster connect --cluster '{\"worker\": [\"localhost:2222\", \"localhost:2223\"], \"ps\": [\"localhost:2224\"]}' --filters ps\n  \
 tfcluster connect --from tf-config --timeout 2s --format json\n  \
 tfcluster connect --cluster cluster.json --filters ps --probe\n  \
+tfcluster connect --cluster cluster.json --follow --format json\n  \
 tfcluster connect --cluster cluster.json --tls-cert client.crt --tls-key client.key --tls-ca ca.crt")]
 pub(crate) struct Args {
     #[command(flatten)]
@@ -38,6 +43,18 @@ pub(crate) struct Args {
     /// Give up on a task after this long (e.g. 500ms, 5s).
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     timeout: Duration,
+    /// Keep following the cluster after the report: each change (tasks added, removed,
+    /// replaced) is applied in place as TensorFlow's update_server_def does, and printed as
+    /// one line (with --format json, one object per line with keys added, removed, replaced,
+    /// reset, devices) until Ctrl-C, which closes every remote context (exit status 130). A
+    /// cluster file (--cluster PATH, --from file) is watched for changes, Kubernetes pods
+    /// through the API's watch; other sources are read again every --interval.
+    #[arg(long, conflicts_with = "probe")]
+    follow: bool,
+    /// With --follow: how often sources that cannot announce changes (TF_CONFIG, Slurm, inline
+    /// JSON, ...) are read again.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration, requires = "follow")]
+    interval: Duration,
     /// Also run one tiny op on every task (a tfcluster task server, which runs no ops, is
     /// reported as such); with --filters, also check each task's view by real cross-task
     /// inputs and compare it with what the filters predict (any difference: exit status 1).
@@ -71,6 +88,11 @@ async fn connect(args: Args) -> Result<(), Failure> {
     }
     if let Some(tls) = args.tls.config()? {
         options = options.tls(tls);
+    }
+    if args.follow {
+        let watch = WatchOptions::default().with_interval(args.interval);
+        let changes = args.cluster.watch(watch).await?;
+        return connect_follow::run(changes, options, args.format).await;
     }
     let ctx = Context::new();
     let tasks = spec.total_tasks();

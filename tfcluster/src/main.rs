@@ -10,6 +10,7 @@ mod args;
 mod child_process;
 mod cluster_arg;
 mod connect_cmd;
+mod connect_follow;
 mod hostlist_cmd;
 mod identity;
 mod limit_args;

@@ -190,6 +190,9 @@ fn resolve_without_a_cluster_says_what_each_source_lacks() {
 #[path = "tfcluster/network.rs"]
 mod network;
 
+#[path = "tfcluster/follow.rs"]
+mod follow;
+
 #[path = "tfcluster/forms.rs"]
 mod forms;
 

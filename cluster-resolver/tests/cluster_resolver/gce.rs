@@ -12,7 +12,7 @@ use cluster_resolver::{ClusterResolver, Env, Error, GceClusterResolver};
 use cluster_spec::ClusterSpec;
 use cluster_spec::error_chain::Chain;
 
-use super::http_server::{HttpServer, Request, Response};
+use http_standin::{HttpServer, Request, Response};
 
 const PAGE1: &str = include_str!("gce/list_instances_page1.json");
 const PAGE2: &str = include_str!("gce/list_instances_page2.json");

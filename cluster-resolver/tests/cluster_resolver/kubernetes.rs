@@ -14,7 +14,7 @@ use cluster_resolver::kubernetes::{self, KubernetesClusterResolver, PodAddress, 
 use cluster_resolver::{ClusterResolver, Error};
 use cluster_spec::ClusterSpec;
 
-use super::http_server::{HttpServer, Request, Response};
+use http_standin::{HttpServer, Request, Response};
 
 const WORKERS: &str = include_str!("kubernetes/pods_worker.json");
 const PS: &str = include_str!("kubernetes/pods_ps.json");

@@ -10,7 +10,7 @@ use cluster_resolver::{ClusterResolver, Env, Error, TpuClusterResolver, tpu};
 use cluster_spec::ClusterSpec;
 use cluster_spec::error_chain::Chain;
 
-use super::http_server::{HttpServer, Request, Response};
+use http_standin::{HttpServer, Request, Response};
 
 const V3_32: &str = include_str!("tpu/node_v3_32_ready.json");
 const V3_8_CREATING: &str = include_str!("tpu/node_v3_8_creating.json");

@@ -65,6 +65,30 @@ pub(crate) fn is_update(
     kept.eq(new.job.iter())
 }
 
+/// The rule a followed context updates by (TensorFlow's `update_server_def`, which keeps the
+/// context when the local task stays): an update when the local job and task are unchanged and
+/// the jobs, as `ClusterDef` lists them (sorted by name, the local job left out), are the same;
+/// tasks within them may come, go or move. A job added, removed or renamed changes the job
+/// order every task was given, and the local task renamed is another client: both reset.
+pub(crate) fn same_jobs(
+    current: &ClusterSpec,
+    current_local: &crate::TaskId,
+    new_spec: &ClusterSpec,
+    new_local: &crate::TaskId,
+) -> bool {
+    let names = |spec: &ClusterSpec| {
+        let mut jobs: Vec<String> = spec
+            .jobs()
+            .into_iter()
+            .filter(|job| *job != new_local.job)
+            .map(str::to_owned)
+            .collect();
+        jobs.sort_unstable();
+        jobs
+    };
+    current_local == new_local && names(current) == names(new_spec)
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -168,6 +192,49 @@ mod tests {
             prop_assert!(!is_update(&sent, &local, &spec, &other_task));
             let other_job = TaskId::new("elsewhere", local.task);
             prop_assert!(!is_update(&sent, &local, &spec, &other_job));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn followed_tasks_may_come_go_and_move_within_the_same_jobs(
+            jobs in jobs(),
+            pick in any::<proptest::sample::Index>(),
+            moved in any::<bool>(),
+        ) {
+            let spec = build(&jobs);
+            let local = TaskId::new("localhost", 0);
+            let mut changed = jobs.clone();
+            let (job, addresses) = &mut changed[pick.index(jobs.len())];
+            if moved {
+                addresses[0] = format!("{job}-moved:3333");
+            } else {
+                addresses.push(format!("{job}-extra:2222"));
+            }
+            prop_assert!(same_jobs(&spec, &local, &build(&changed), &local));
+            // The local job in the new spec (as the context reports it) is no new job.
+            let (_, full, _) = connected(&build(&changed), true);
+            prop_assert!(same_jobs(&spec, &local, &full, &local));
+        }
+
+        #[test]
+        fn a_job_added_or_removed_or_another_local_task_resets_a_follower(
+            jobs in jobs(),
+            remove in any::<bool>(),
+        ) {
+            let spec = build(&jobs);
+            let local = TaskId::new("localhost", 0);
+            let mut changed = jobs.clone();
+            if remove && changed.len() > 1 {
+                changed.pop();
+            } else {
+                changed.push(("zz_extra".into(), vec!["zz-0:2222".into()]));
+            }
+            prop_assert!(!same_jobs(&spec, &local, &build(&changed), &local));
+            prop_assert!(!same_jobs(&spec, &local, &spec, &TaskId::new("localhost", 1)));
+            prop_assert!(!same_jobs(&spec, &local, &spec, &TaskId::new("renamed", 0)));
         }
     }
 

@@ -15,6 +15,7 @@ use super::local::Local;
 use super::requests::Blueprint;
 use super::visible::Sent;
 use super::{ConnectOptions, DeviceHandle, TaskChannel};
+use crate::error::Staleness;
 use crate::{Error, TaskId};
 
 /// One remote task of a connection.
@@ -72,6 +73,14 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
+    /// Every remote task with its address.
+    pub(crate) fn addresses(&self) -> BTreeMap<TaskId, String> {
+        self.members
+            .iter()
+            .map(|(task, m)| (task.clone(), m.address.clone()))
+            .collect()
+    }
+
     /// Every member, to call.
     pub(crate) fn links(&self) -> Vec<TaskLink> {
         self.members.iter().map(|(t, m)| m.link(t)).collect()
@@ -122,6 +131,8 @@ impl Drop for Live {
 pub(crate) struct Snapshot {
     pub(crate) context_id: u64,
     pub(crate) view_id: u64,
+    /// The cluster as given (without an added local job).
+    pub(crate) spec: Option<ClusterSpec>,
     pub(crate) full_spec: Option<ClusterSpec>,
     pub(crate) local_address: Option<String>,
     pub(crate) local_task: Option<TaskId>,
@@ -152,6 +163,7 @@ impl Snapshot {
         Self {
             context_id: connection.context_id,
             view_id: connection.view_id,
+            spec: Some(connection.spec.clone()),
             full_spec: Some(connection.full_spec.clone()),
             local_address: Some(connection.local.address.clone()),
             local_task: Some(connection.local.task.clone()),
@@ -166,22 +178,29 @@ impl Snapshot {
     /// Fails for a handle from another context than this snapshot's.
     pub(crate) fn check_current(&self, handle: &DeviceHandle) -> Result<(), Error> {
         if self.context_id != handle.context_id() {
-            return Err(Error::StaleDevice {
-                name: handle.name().to_owned(),
-                handle_context: handle.context_id(),
-                current_context: self.context_id,
-            });
+            return Err(self.stale(handle, Staleness::Reset));
         }
         Ok(())
     }
 
-    /// The device `handle` names, if the handle is from this snapshot's context.
+    /// The device `handle` names, if the handle is from this snapshot's context and an update
+    /// did not remove its task. (A task replaced by a new process keeps its device names, as
+    /// in TensorFlow; what it held is gone, which its tensors report.)
     pub(crate) fn attributes(&self, handle: &DeviceHandle) -> Result<&DeviceAttributes, Error> {
         self.check_current(handle)?;
         self.devices
             .iter()
             .find(|(_, a)| a.name == handle.name())
             .map(|(_, a)| a)
-            .ok_or_else(|| Error::UnknownDevice(handle.name().to_owned()))
+            .ok_or_else(|| self.stale(handle, Staleness::TaskRemoved))
+    }
+
+    fn stale(&self, handle: &DeviceHandle, cause: Staleness) -> Error {
+        Error::StaleDevice {
+            name: handle.name().to_owned(),
+            handle_context: handle.context_id(),
+            current_context: self.context_id,
+            cause,
+        }
     }
 }

@@ -7,19 +7,44 @@ use std::sync::{Arc, RwLock};
 use cluster_proto::DeviceAttributes;
 use cluster_spec::ClusterSpec;
 use device_filter::DeviceName;
+use futures_util::future::BoxFuture;
 use tokio::sync::{Mutex, broadcast};
 
 use super::close_connection::{close_all, detached};
+use super::cluster_change::Moves;
 use super::connection::{Connection, Live, Snapshot};
 use super::events::{HealthBoard, TaskEvent, TaskHealth};
 use super::releases::Releases;
 use super::resolve::resolve;
+use super::update::OnDiscoveryFailure;
 use super::{
     ConnectOptions, ConnectTarget, Deadline, DeviceHandle, cluster, discovery, keep_alive, reset,
     update,
 };
 use crate::TaskId;
 use crate::error::Error;
+
+/// How [`Context::apply`] meets a connected context with a new cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Rule {
+    /// `connect_to_cluster`'s: TensorFlow's `remote.py` rule (an update only for the same
+    /// cluster and local task); an update goes on past tasks that fail, as TensorFlow's.
+    Connect,
+    /// A follower's: TensorFlow's `update_server_def` whenever the local task and the jobs
+    /// stay ([`cluster::same_jobs`]); an update whose new tasks cannot be discovered changes
+    /// nothing.
+    Follow,
+}
+
+/// A new cluster swapped in by [`Context::apply`].
+pub(super) struct Applied {
+    /// A new context (else the old one, updated in place).
+    pub(super) reset: bool,
+    pub(super) moves: Moves,
+    /// Closes what was replaced (the old contexts, or the tasks an update let go) and then
+    /// reports the update's failures.
+    pub(super) closing: BoxFuture<'static, Result<(), Error>>,
+}
 
 /// A device as the context lists it (TensorFlow's `LogicalDevice`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,11 +154,33 @@ impl Context {
         let Some((spec, default_device)) = resolve(target.into(), &options).await? else {
             return Ok(());
         };
+        let applied = self
+            .apply(spec, default_device, options, Rule::Connect)
+            .await?;
+        detached(applied.closing).await.unwrap_or(Ok(()))
+    }
+
+    /// Brings the context to `spec`, updating it in place or resetting it as `rule` decides,
+    /// and swaps the new state in whole. The closing of what it replaced is returned, to run
+    /// detached at once (nothing else runs it); see [`connect_to_cluster`](Self::connect_to_cluster)
+    /// for cancel safety.
+    pub(super) async fn apply(
+        &self,
+        spec: ClusterSpec,
+        default_device: Option<String>,
+        options: ConnectOptions,
+        rule: Rule,
+    ) -> Result<Applied, Error> {
         let mut guard = self.inner.connection.lock().await;
         let local = TaskId::new(options.job_name.clone(), options.task_index);
         let update = guard.as_ref().is_some_and(|live| {
             let c = &live.connection;
-            cluster::is_update(c.blueprint.cluster(), &c.local.task, &spec, &local)
+            match rule {
+                Rule::Connect => {
+                    cluster::is_update(c.blueprint.cluster(), &c.local.task, &spec, &local)
+                }
+                Rule::Follow => cluster::same_jobs(&c.spec, &c.local.task, &spec, &local),
+            }
         });
         tracing::info!(
             decision = if update {
@@ -141,28 +188,45 @@ impl Context {
             } else {
                 "full reset"
             },
-            reason = match guard.as_ref() {
-                None => "not connected yet",
-                Some(_) if update => "same cluster and local task",
-                Some(_) => "the cluster or the local task changed (TensorFlow's rule)",
+            reason = match (guard.as_ref(), rule) {
+                (None, _) => "not connected yet",
+                (Some(_), Rule::Connect) if update => "same cluster and local task",
+                (Some(_), Rule::Connect) => {
+                    "the cluster or the local task changed (TensorFlow's rule)"
+                }
+                (Some(_), Rule::Follow) if update => "same jobs and local task",
+                (Some(_), Rule::Follow) => "a job or the local task changed",
             },
             "connect_to_cluster"
         );
         if update {
             let live = guard.as_mut().expect("checked above");
-            let (mut next, closing) = update::update(&live.connection, spec, &options).await?;
+            let discovery = match rule {
+                Rule::Connect => OnDiscoveryFailure::Continue,
+                Rule::Follow => OnDiscoveryFailure::Abort,
+            };
+            let (mut next, closing, moves) =
+                update::update(&live.connection, spec, &options, discovery).await?;
             if default_device.is_some() {
                 next.default_device = default_device;
             }
             self.swap_in(live, next);
-            drop(guard);
-            return detached(closing.run()).await.unwrap_or(Ok(()));
+            return Ok(Applied {
+                reset: false,
+                moves,
+                closing: Box::pin(closing.run()),
+            });
         }
+        let before = guard
+            .as_ref()
+            .map(|live| live.connection.addresses())
+            .unwrap_or_default();
         let previous = guard
             .as_ref()
             .map(|live| (&live.connection.local, &live.connection.filters));
         let connection = reset::connect(spec, default_device, options, previous).await?;
         // From here to the swap nothing awaits: a dropped future sees old or new, whole.
+        let moves = Moves::between(&before, &connection.addresses());
         self.inner.health.reset();
         let mut live = Live {
             connection,
@@ -170,17 +234,24 @@ impl Context {
         };
         self.install_keep_alive(&mut live);
         self.publish(Some(&live.connection));
-        let old = guard.replace(live);
-        drop(guard);
-        // As TensorFlow: the old contexts are closed after the new ones exist.
-        if let Some(mut old) = old {
-            // Its keep-alives stop with the swap, not when its closing starts.
-            if let Some(handle) = old.keep_alive.take() {
-                handle.abort();
-            }
-            let _ = detached(close_all(old)).await;
+        let mut old = guard.replace(live);
+        // Its keep-alives stop with the swap, not when its closing starts.
+        if let Some(handle) = old.as_mut().and_then(|old| old.keep_alive.take()) {
+            handle.abort();
         }
-        Ok(())
+        // As TensorFlow: the old contexts are closed after the new ones exist, and a task
+        // that misses it collects the context after `keep_alive_secs`.
+        let closing = async move {
+            if let Some(old) = old {
+                let _ = close_all(old).await;
+            }
+            Ok(())
+        };
+        Ok(Applied {
+            reset: true,
+            moves,
+            closing: Box::pin(closing),
+        })
     }
 
     /// Updates the connected context to `target`'s cluster in place, as TensorFlow's
@@ -216,7 +287,13 @@ impl Context {
                 task: options.task_index,
             });
         }
-        let (next, closing) = update::update(&live.connection, spec, &options).await?;
+        let (next, closing, _) = update::update(
+            &live.connection,
+            spec,
+            &options,
+            OnDiscoveryFailure::Continue,
+        )
+        .await?;
         self.swap_in(live, next);
         drop(guard);
         detached(closing.run()).await.unwrap_or(Ok(()))
@@ -291,8 +368,8 @@ impl Context {
     ///
     /// # Errors
     ///
-    /// [`Error::StaleDevice`] for a handle from before a full reconnect;
-    /// [`Error::UnknownDevice`] when an update removed the device's task.
+    /// [`Error::StaleDevice`] for a handle from before a full reconnect, or whose task an
+    /// update removed.
     pub fn device_attributes(&self, handle: &DeviceHandle) -> Result<DeviceAttributes, Error> {
         self.snapshot().attributes(handle).cloned()
     }

@@ -1,7 +1,8 @@
 //! [`DeviceHandle`]: how a caller names a device of the connected cluster, tied to the remote
 //! context it was found in.
 
-/// A device of the connected cluster, valid until the next full reconnect.
+/// A device of the connected cluster, valid until the next full reconnect, or until an update
+/// removes the device's task.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceHandle {
     name: String,

@@ -146,7 +146,8 @@ impl Batch {
     /// op (an unknown op, a wrong attribute, a shape mismatch, an `unknown device` hidden by
     /// device filters); the context stays usable, and ops of earlier runs have run.
     /// [`Error::StaleDevice`] and [`Error::StaleTensor`] for handles from before a full
-    /// reconnect; [`Error::LocalDevice`] for this process's own devices.
+    /// reconnect ([`Error::StaleDevice`] also for a device whose task an update removed);
+    /// [`Error::LocalDevice`] for this process's own devices.
     ///
     /// # Cancel safety
     ///
@@ -247,7 +248,7 @@ impl Batch {
 
 /// The task that runs ops on `device`.
 pub(super) fn target(snapshot: &Snapshot, device: &DeviceHandle) -> Result<TaskLink, Error> {
-    snapshot.check_current(device)?;
+    snapshot.attributes(device)?;
     let parsed: DeviceName = device.name().parse()?;
     let task = TaskId::new(
         parsed.job().unwrap_or_default(),

@@ -10,6 +10,7 @@ use cluster_spec::ClusterSpec;
 
 use super::close::close_contexts;
 use super::cluster;
+use super::cluster_change::Moves;
 use super::connection::{Connection, Member, TaskLink};
 use super::create_request::{CreateStep, CreateTemplate};
 use super::discovery::discover;
@@ -26,7 +27,8 @@ use crate::ids::Hex;
 ///
 /// 1. `KeepAlive` to every task in both clusters; one that fails or answers another view id
 ///    is *replaced* (treated as removed and added again);
-/// 2. `GetStatus` to the added and replaced tasks;
+/// 2. `GetStatus` to the added tasks (while step 1 runs: it cannot change them) and the
+///    replaced ones;
 /// 3. if every discovery succeeded, `CreateContext` at view + 1 on them;
 /// 4. `UpdateContext` at view + 1 on the others: full (server def and devices) when a device
 ///    it may see belongs to an added, removed or replaced task, else simplified;
@@ -34,6 +36,8 @@ use crate::ids::Hex;
 ///    context has a higher view and ignores it).
 ///
 /// The view advances even when some steps fail, as in TensorFlow; every failure is reported.
+/// With [`OnDiscoveryFailure::Abort`] a failed step 2 fails the update instead, before any
+/// task was changed.
 /// Device filters are not changed by an update (TensorFlow warns and ignores new ones).
 ///
 /// Steps 1 to 4 build the new state aside from `current`, which is never changed: the caller
@@ -50,7 +54,8 @@ pub(crate) async fn update(
     current: &Connection,
     spec: ClusterSpec,
     options: &ConnectOptions,
-) -> Result<(Connection, Closing), Error> {
+    discovery: OnDiscoveryFailure,
+) -> Result<(Connection, Closing, Moves), Error> {
     let mut connection = current.clone();
     if options
         .cluster_device_filters
@@ -81,14 +86,15 @@ pub(crate) async fn update(
     let context_id = connection.context_id;
     let mut failures = Vec::new();
 
-    // 1. Which existing tasks still hold our context at our view.
+    // 1. Which existing tasks still hold our context at our view; meanwhile, tasks new to
+    // the cluster are discovered (step 2 for them needs no KeepAlive answer).
     let existing: Vec<_> = connection
         .members
         .iter()
         .filter(|(task, m)| wanted.get(*task) == Some(&m.address))
         .map(|(task, m)| m.link(task).into_item())
         .collect();
-    let (answers, lost) = fan_out(existing, |_, _, channel| {
+    let keep_alives = fan_out(existing, |_, _, channel| {
         let deadline = deadline.clone();
         async move {
             let mut eager = channel.eager;
@@ -99,8 +105,19 @@ pub(crate) async fn update(
                 )
                 .await
         }
-    })
-    .await;
+    });
+    let discover_all = |tasks: Vec<(TaskId, String, ())>| {
+        fan_out(tasks, |task, address, ()| {
+            discover(deadline.clone(), transport.clone(), task, address)
+        })
+    };
+    let new_tasks = wanted
+        .iter()
+        .filter(|(task, _)| !connection.members.contains_key(*task))
+        .map(|(task, address)| (task.clone(), address.clone(), ()))
+        .collect();
+    let ((answers, lost), (mut found, mut discovery_failures)) =
+        tokio::join!(keep_alives, discover_all(new_tasks));
     let mut kept: BTreeSet<TaskId> = BTreeSet::new();
     for (task, _, response) in answers {
         if response.context_view_id == view {
@@ -116,19 +133,34 @@ pub(crate) async fn update(
         .filter(|task| !kept.contains(*task))
         .cloned()
         .collect();
-    log_plan(current, &wanted, &changed);
+    let moves = Moves::sort(&connection.members, &wanted, &changed);
+    tracing::info!(
+        added = ?moves.added,
+        removed = ?moves.removed,
+        replaced = ?moves.replaced,
+        kept = kept.len(),
+        "updating the cluster in place"
+    );
 
-    // 2. Discover added and replaced tasks.
-    let to_discover: Vec<_> = wanted
+    // 2. Discover the replaced tasks (the added ones were, above).
+    let replaced = wanted
         .iter()
-        .filter(|(task, _)| !kept.contains(*task))
+        .filter(|(task, _)| connection.members.contains_key(*task) && !kept.contains(*task))
         .map(|(task, address)| (task.clone(), address.clone(), ()))
         .collect();
-    let (found, discovery_failures) = fan_out(to_discover, |task, address, ()| {
-        discover(deadline.clone(), transport.clone(), task, address)
-    })
-    .await;
+    let (found_again, failed_again) = discover_all(replaced).await;
+    found.extend(found_again);
+    discovery_failures.extend(failed_again);
+    let to_discover_total = moves.added.len() + moves.replaced.len();
     let discovery_ok = discovery_failures.is_empty();
+    if !discovery_ok && discovery == OnDiscoveryFailure::Abort {
+        // Nothing has changed on any task yet: KeepAlive and GetStatus only read.
+        return Err(Error::Tasks {
+            stage: Stage::Discovery,
+            total: to_discover_total,
+            failures: discovery_failures,
+        });
+    }
     failures.extend(discovery_failures);
 
     // Tasks that go away: removed from the cluster, or replaced.
@@ -248,31 +280,17 @@ pub(crate) async fn update(
         total: wanted.len(),
         failures,
     };
-    Ok((connection, closing))
+    Ok((connection, closing, moves))
 }
 
-/// Says which tasks the update adds, removes and replaces (replaced: in both clusters, but
-/// no longer holding the context at its view).
-fn log_plan(current: &Connection, wanted: &BTreeMap<TaskId, String>, changed: &BTreeSet<TaskId>) {
-    let (mut added, mut removed, mut replaced) = (Vec::new(), Vec::new(), Vec::new());
-    for task in changed {
-        let list = match (
-            current.members.contains_key(task),
-            wanted.contains_key(task),
-        ) {
-            (false, _) => &mut added,
-            (true, false) => &mut removed,
-            (true, true) => &mut replaced,
-        };
-        list.push(task.to_string());
-    }
-    tracing::info!(
-        ?added,
-        ?removed,
-        ?replaced,
-        kept = wanted.len() - added.len() - replaced.len(),
-        "updating the cluster in place"
-    );
+/// What an update does when a task to add (or give the context again) cannot be discovered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnDiscoveryFailure {
+    /// Go on without it, as TensorFlow's `update_server_def`: the others move to the next
+    /// view and the failure is reported.
+    Continue,
+    /// Change nothing and fail: a follower stays on its last good cluster and retries.
+    Abort,
 }
 
 /// Step 5 of an update, run once the new state is in place: `CloseContext` at the old view

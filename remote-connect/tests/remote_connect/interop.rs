@@ -8,7 +8,8 @@
 //!    `UnimplementedError`, TensorFlow's update and reset paths;
 //! 3. device filters, differential: for a sequence of clusters and filter sets, the device
 //!    lists our servers receive from TensorFlow's client equal those they receive from ours;
-//! 4. ops run from Rust on real TensorFlow workers (`ops`): values, remote chains, errors,
+//! 4. following a cluster file of real TensorFlow workers (`follow`): added, removed, reset;
+//! 5. ops run from Rust on real TensorFlow workers (`ops`): values, remote chains, errors,
 //!    device filters enforced by the workers, results equal to Python's, latency figures.
 
 use std::collections::BTreeSet;
@@ -23,6 +24,8 @@ use tf_oracle::{Process, STARTUP};
 
 use crate::cluster::server;
 
+#[path = "interop/follow.rs"]
+mod follow;
 #[path = "interop/ops.rs"]
 mod ops;
 

@@ -13,7 +13,7 @@ use cluster_resolver::kubernetes::{self, KubernetesClusterResolver};
 use cluster_resolver::{ClusterResolver, Error};
 
 use super::{by_selector, spec};
-use crate::cluster_resolver::http_server::HttpServer;
+use http_standin::HttpServer;
 
 /// Tells the copy which case to run.
 const CASE: &str = "CLUSTER_RESOLVER_TEST_KUBE_CASE";
@@ -32,7 +32,11 @@ async fn the_environment_configures_the_client() {
         "cluster-resolver-kubeconfig-{}.yaml",
         std::process::id()
     ));
-    std::fs::write(&kubeconfig, kubeconfig_of(server.url(), "ml-team")).unwrap();
+    std::fs::write(
+        &kubeconfig,
+        http_standin::kubernetes::kubeconfig(server.url(), "ml-team"),
+    )
+    .unwrap();
     in_a_copy(
         "kubeconfig",
         &[("KUBECONFIG", kubeconfig.to_str().unwrap())],
@@ -74,29 +78,6 @@ async fn a_kubeconfig() {
             r#"{"worker": ["10.44.1.21:8470", "10.44.2.9:8470", "10.44.3.7:8470", "10.44.1.23:8470"]}"#
         )
     );
-}
-
-/// A kubeconfig whose current context is `server` without credentials, in `namespace`.
-fn kubeconfig_of(server: &str, namespace: &str) -> String {
-    format!(
-        "apiVersion: v1
-kind: Config
-clusters:
-- name: loopback
-  cluster:
-    server: {server}
-users:
-- name: anonymous
-  user: {{}}
-contexts:
-- name: test
-  context:
-    cluster: loopback
-    user: anonymous
-    namespace: {namespace}
-current-context: test
-"
-    )
 }
 
 /// Runs `case` of this test in a copy of the test binary whose environment is only

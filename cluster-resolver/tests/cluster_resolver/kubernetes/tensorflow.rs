@@ -9,7 +9,7 @@ use cluster_spec::ClusterSpec;
 use serde_json::{Value, json};
 
 use super::{PS, WORKERS, WORKERS_PENDING, client};
-use crate::cluster_resolver::http_server::{HttpServer, Response};
+use http_standin::{HttpServer, Response};
 
 /// Reads the cases from stdin, answers each with TensorFlow's resolver, prints one JSON line.
 const SCRIPT: &str = r#"

@@ -12,37 +12,18 @@ use cluster_resolver::watch::{ClusterStream, WatchOptions};
 use cluster_spec::ClusterSpec;
 use cluster_spec::error_chain::Chain;
 use futures_util::StreamExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::client;
-use crate::cluster_resolver::http_server::{HttpServer, Request, Response};
+use http_standin::kubernetes::{self, event};
+use http_standin::{HttpServer, Request, Response};
 
 const PROMPT: Duration = Duration::from_secs(10);
 
 /// A pod of job `worker` (label `app=w`), with its phase and pod IP.
 fn pod(name: &str, phase: &str, ip: Option<&str>, version: u32) -> Value {
-    let mut status = json!({"phase": phase, "hostIP": "10.128.0.7"});
-    if let Some(ip) = ip {
-        status["podIP"] = json!(ip);
-    }
-    json!({
-        "kind": "Pod",
-        "apiVersion": "v1",
-        "metadata": {
-            "name": name,
-            "namespace": "training",
-            "uid": format!("uid-{name}"),
-            "resourceVersion": version.to_string(),
-            "labels": {"app": "w"}
-        },
-        "status": status
-    })
-}
-
-/// A watch event line.
-fn event(kind: &str, object: Value) -> String {
-    json!({"type": kind, "object": object}).to_string()
+    kubernetes::pod(name, "training", &[("app", "w")], phase, ip, version)
 }
 
 /// A loopback API server whose `app=w` listing is `pods` and whose `app=w` watches carry what
@@ -71,11 +52,7 @@ async fn api_server(
             Some("app=w") => pods.clone(),
             _ => Vec::new(),
         };
-        Response::json(
-            json!({"kind": "PodList", "apiVersion": "v1",
-                   "metadata": {"resourceVersion": "100"}, "items": items})
-            .to_string(),
-        )
+        Response::json(kubernetes::pod_list(items, 100))
     })
     .await;
     (server, events)

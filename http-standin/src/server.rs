@@ -15,20 +15,22 @@ use tokio::task::{JoinHandle, JoinSet};
 
 /// A request as the server saw it.
 #[derive(Debug, Clone)]
-pub(crate) struct Request {
-    pub(crate) method: String,
+pub struct Request {
+    /// `GET`, `POST`, ...
+    pub method: String,
     /// The path, still percent-encoded as sent.
-    pub(crate) path: String,
+    pub path: String,
     /// Query parameters, decoded (`+` and `%XX`), in order.
-    pub(crate) query: Vec<(String, String)>,
+    pub query: Vec<(String, String)>,
     /// Header names lower-cased.
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: String,
+    pub headers: Vec<(String, String)>,
+    /// The body, as text.
+    pub body: String,
 }
 
 impl Request {
     /// The first value of header `name` (lower-case).
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -36,7 +38,7 @@ impl Request {
     }
 
     /// The first value of query parameter `name`.
-    pub(crate) fn query(&self, name: &str) -> Option<&str> {
+    pub fn query(&self, name: &str) -> Option<&str> {
         self.query
             .iter()
             .find(|(n, _)| n == name)
@@ -46,24 +48,26 @@ impl Request {
 
 /// What the handler answers.
 #[derive(Debug, Clone)]
-pub(crate) struct Response {
-    pub(crate) status: u16,
-    pub(crate) body: String,
+pub struct Response {
+    /// The HTTP status.
+    pub status: u16,
+    /// The JSON body.
+    pub body: String,
     /// Wait this long before answering (to trip a client's deadline).
-    pub(crate) delay: Option<Duration>,
+    pub delay: Option<Duration>,
     /// Instead of `body`: a chunked body, one chunk per line sent here, ended when every
     /// sender is dropped (a Kubernetes watch).
-    pub(crate) lines: Option<broadcast::Sender<String>>,
+    pub lines: Option<broadcast::Sender<String>>,
 }
 
 impl Response {
     /// `200 OK` with a JSON body.
-    pub(crate) fn json(body: impl Into<String>) -> Self {
+    pub fn json(body: impl Into<String>) -> Self {
         Self::status(200, body)
     }
 
     /// Any status with a JSON body.
-    pub(crate) fn status(status: u16, body: impl Into<String>) -> Self {
+    pub fn status(status: u16, body: impl Into<String>) -> Self {
         Self {
             status,
             body: body.into(),
@@ -73,11 +77,7 @@ impl Response {
     }
 
     /// `200 OK` with a chunked body of the lines sent on `lines` from now on.
-    #[cfg_attr(
-        not(all(feature = "kubernetes", feature = "watch")),
-        allow(dead_code, reason = "only the Kubernetes watch streams")
-    )]
-    pub(crate) fn lines(lines: &broadcast::Sender<String>) -> Self {
+    pub fn lines(lines: &broadcast::Sender<String>) -> Self {
         Self {
             lines: Some(lines.clone()),
             ..Self::json("")
@@ -85,7 +85,7 @@ impl Response {
     }
 
     /// The same answer, after `delay`.
-    pub(crate) fn delayed(mut self, delay: Duration) -> Self {
+    pub fn delayed(mut self, delay: Duration) -> Self {
         self.delay = Some(delay);
         self
     }
@@ -94,7 +94,7 @@ impl Response {
 type Handler = dyn Fn(&Request) -> Response + Send + Sync;
 
 /// A running server; [`stop`](Self::stop) it at the end of the test.
-pub(crate) struct HttpServer {
+pub struct HttpServer {
     url: String,
     requests: Arc<Mutex<Vec<Request>>>,
     shutdown: oneshot::Sender<()>,
@@ -103,7 +103,7 @@ pub(crate) struct HttpServer {
 
 impl HttpServer {
     /// Starts a server on 127.0.0.1 with an OS-chosen port, answering with `handler`.
-    pub(crate) async fn start<F>(handler: F) -> Self
+    pub async fn start<F>(handler: F) -> Self
     where
         F: Fn(&Request) -> Response + Send + Sync + 'static,
     {
@@ -138,17 +138,17 @@ impl HttpServer {
     }
 
     /// `http://127.0.0.1:<port>`.
-    pub(crate) fn url(&self) -> &str {
+    pub fn url(&self) -> &str {
         &self.url
     }
 
     /// Every request so far, in arrival order.
-    pub(crate) fn requests(&self) -> Vec<Request> {
+    pub fn requests(&self) -> Vec<Request> {
         self.requests.lock().expect("request log").clone()
     }
 
     /// Stops accepting, closes open connections, and waits for the server task.
-    pub(crate) async fn stop(self) {
+    pub async fn stop(self) {
         let _ = self.shutdown.send(());
         let _ = self.task.await;
     }

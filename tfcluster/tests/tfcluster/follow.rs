@@ -1,0 +1,234 @@
+//! `tfcluster connect --follow` end to end: a cluster file rewritten and Kubernetes pods added,
+//! deleted and readdressed (the API server stood in for on loopback), each change one line,
+//! and SIGINT closing every remote context with exit status 130.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cluster_spec::ClusterSpec;
+use nix::sys::signal::Signal;
+use remote_connect::{RunningServer, TaskServer};
+use serde_json::Value;
+use tokio::runtime::Runtime;
+
+use super::launch::Launch;
+
+const PROMPT: Duration = Duration::from_secs(30);
+
+/// A task server of job `worker` at `addr` (port 0: any free port), in `rt`.
+fn server(rt: &Runtime, addr: SocketAddr) -> RunningServer {
+    let placeholder = ClusterSpec::from_json(r#"{"worker": ["localhost:0"]}"#).unwrap();
+    rt.block_on(
+        TaskServer::builder(placeholder, "worker", 0)
+            .bind(addr)
+            .start(),
+    )
+    .unwrap()
+}
+
+/// Waits until no server holds a context (`connect --follow` closed them all).
+fn assert_all_closed(servers: &[RunningServer]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while servers.iter().any(|s| !s.contexts().is_empty()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "contexts left open: {:?}",
+            servers
+                .iter()
+                .map(|s| s.contexts().len())
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The last JSON line of `job`'s stdout that has `key`, once there are `count` of them.
+fn json_line(job: &Launch, key: &str, count: usize) -> Value {
+    let lines = job.lines_with(&format!("\"{key}\""), count, PROMPT);
+    serde_json::from_str(&lines[count - 1]).unwrap()
+}
+
+fn tasks(change: &Value, key: &str) -> Vec<String> {
+    serde_json::from_value(change[key].clone()).unwrap()
+}
+
+fn task(t: u32) -> String {
+    format!("/job:worker/replica:0/task:{t}")
+}
+
+#[test]
+fn a_followed_cluster_file_prints_each_change_and_sigint_closes_every_context() {
+    let rt = Runtime::new().unwrap();
+    let servers: Vec<RunningServer> = (0..3)
+        .map(|_| server(&rt, "127.0.0.1:0".parse().unwrap()))
+        .collect();
+    let a: Vec<String> = servers.iter().map(|s| s.local_addr().to_string()).collect();
+    let dir = std::env::temp_dir().join(format!("tfcluster-follow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cluster.json");
+    let replace = |json: String| {
+        let next: PathBuf = dir.join("cluster.json.next");
+        std::fs::write(&next, json).unwrap();
+        std::fs::rename(&next, &file).unwrap();
+    };
+    replace(format!(r#"{{"worker": ["{}", "{}"]}}"#, a[0], a[1]));
+
+    let mut job = Launch::start(
+        &[
+            "connect",
+            "--cluster",
+            file.to_str().unwrap(),
+            "--follow",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    let report = json_line(&job, "context_id", 1);
+    assert_eq!(report["tasks"].as_array().unwrap().len(), 2, "{report}");
+
+    replace(format!(
+        r#"{{"worker": ["{}", "{}", "{}"]}}"#,
+        a[0], a[1], a[2]
+    ));
+    let added = json_line(&job, "added", 1);
+    assert_eq!(tasks(&added, "added"), [task(2)], "{added}");
+    assert!(tasks(&added, "removed").is_empty() && tasks(&added, "replaced").is_empty());
+    assert_eq!(
+        (added["reset"].as_bool(), added["devices"].as_u64()),
+        (Some(false), Some(4))
+    );
+
+    replace(format!(
+        r#"{{"worker": {{"0": "{}", "2": "{}"}}}}"#,
+        a[0], a[2]
+    ));
+    let removed = json_line(&job, "added", 2);
+    assert_eq!(tasks(&removed, "removed"), [task(1)], "{removed}");
+    assert_eq!(removed["devices"].as_u64(), Some(3));
+
+    job.signal(Signal::SIGINT);
+    assert_eq!(job.wait(PROMPT).code(), Some(130), "{}", job.stderr());
+    assert!(
+        job.stderr().contains("stopped by SIGINT"),
+        "{}",
+        job.stderr()
+    );
+    assert_all_closed(&servers);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(feature = "kubernetes")]
+#[test]
+fn followed_kubernetes_pods_added_deleted_and_readdressed() {
+    use std::sync::{Arc, Mutex};
+
+    use http_standin::kubernetes::{event, kubeconfig, pod, pod_list};
+    use http_standin::{HttpServer, Request, Response};
+    use tokio::sync::broadcast;
+
+    let rt = Runtime::new().unwrap();
+    // Pods on 127.0.0.2..5, all on one port as a Kubernetes job's pods are.
+    let first = server(&rt, "127.0.0.2:0".parse().unwrap());
+    let port = first.local_addr().port();
+    let mut servers = vec![first];
+    for host in 3..=5 {
+        servers.push(server(&rt, SocketAddr::from(([127, 0, 0, host], port))));
+    }
+    let ip = |host: u8| format!("127.0.0.{host}");
+    let labels = [("app", "w")];
+    let running = |name: &str, host: u8, version: u32| {
+        pod(
+            name,
+            "training",
+            &labels,
+            "Running",
+            Some(&ip(host)),
+            version,
+        )
+    };
+
+    // The API server: a listing of the pods as they are, and a watch carrying the events.
+    let pods = Arc::new(Mutex::new(vec![
+        running("w-0", 2, 90),
+        running("w-1", 3, 91),
+    ]));
+    let (events, _) = broadcast::channel::<String>(64);
+    let listed = pods.clone();
+    let lines = events.clone();
+    let api = rt.block_on(HttpServer::start(move |request: &Request| {
+        if request.query("watch") == Some("true") {
+            return Response::lines(&lines);
+        }
+        Response::json(pod_list(listed.lock().unwrap().clone(), 100))
+    }));
+    let config =
+        std::env::temp_dir().join(format!("tfcluster-follow-k8s-{}.yaml", std::process::id()));
+    std::fs::write(&config, kubeconfig(api.url(), "training")).unwrap();
+    let send = |kind: &str, object: Value| {
+        let name = object["metadata"]["name"].as_str().unwrap().to_owned();
+        let mut pods = pods.lock().unwrap();
+        pods.retain(|p| p["metadata"]["name"] != name.as_str());
+        if kind != "DELETED" {
+            pods.push(object.clone());
+            pods.sort_by_key(|p| p["metadata"]["name"].as_str().unwrap().to_owned());
+        }
+        events.send(event(kind, object)).unwrap();
+    };
+
+    let mut job = Launch::start(
+        &[
+            "connect",
+            "--from",
+            "kubernetes",
+            "--k8s-job",
+            "worker=app=w",
+            "--k8s-port",
+            &port.to_string(),
+            "--follow",
+        ],
+        &[
+            ("KUBECONFIG", config.to_str().unwrap()),
+            ("HOME", "/nonexistent"),
+        ],
+    );
+    job.lines_with("no device filters", 1, PROMPT);
+    let watching = |n: usize| {
+        let deadline = std::time::Instant::now() + PROMPT;
+        while api
+            .requests()
+            .iter()
+            .filter(|r| r.query("watch") == Some("true"))
+            .count()
+            < n
+        {
+            assert!(std::time::Instant::now() < deadline, "no watch came");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    watching(1);
+
+    send("ADDED", running("w-2", 4, 101));
+    let line = &job.lines_with("update: ", 1, PROMPT)[0];
+    assert_eq!(line, &format!("update: added {}; 4 devices", task(2)));
+
+    send("DELETED", running("w-2", 4, 102));
+    let line = &job.lines_with("update: ", 2, PROMPT)[1];
+    assert_eq!(line, &format!("update: removed {}; 3 devices", task(2)));
+
+    // Pod w-0 rescheduled with another IP: task 0 replaced, no reset.
+    send("MODIFIED", running("w-0", 5, 103));
+    let line = &job.lines_with("update: ", 3, PROMPT)[2];
+    assert_eq!(line, &format!("update: replaced {}; 3 devices", task(0)));
+    assert!(
+        servers[3].contexts().len() == 1,
+        "the new pod has the context"
+    );
+
+    job.signal(Signal::SIGINT);
+    assert_eq!(job.wait(PROMPT).code(), Some(130), "{}", job.stderr());
+    assert_all_closed(&servers);
+    std::fs::remove_file(&config).unwrap();
+    rt.block_on(api.stop());
+}
