@@ -194,6 +194,7 @@ mod resolver;
 mod round;
 mod server;
 pub mod supervise;
+mod watcher;
 mod wire;
 
 mod generated {
@@ -216,7 +217,9 @@ pub mod proto {
 }
 
 pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus, task_env};
-pub use client::{ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited};
+pub use client::{
+    ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited, Watched, WatchedRound,
+};
 pub use error::Error;
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
@@ -225,4 +228,5 @@ pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus
 pub use resolver::RendezvousClusterResolver;
 pub use round::{Assignment, Member, RoundError, TaskAssignment, assign};
 pub use server::{MAX_REQUEST_BYTES, RendezvousServer, ServerOptions};
+pub use watcher::RendezvousWatcher;
 pub use wire::WireError;

@@ -123,6 +123,39 @@ impl Registry {
         Ok(Waited::Pending(job.pending(now, last_call)))
     }
 
+    /// What an observer of job `rdzv_id` learns: the running round when it is later than
+    /// `after_round` (a number past the job's latest round was seen of another job under this
+    /// id, so the running round is news), else what the next round waits for, or the end of
+    /// the job. Its round's rank is 0: the observer is no member. It touches no node, so
+    /// observing changes nothing.
+    pub(crate) fn observe(
+        &self,
+        rdzv_id: &str,
+        after_round: u64,
+        now: Instant,
+    ) -> Result<Waited, Refusal> {
+        let job = self.jobs.get(rdzv_id).ok_or_else(|| {
+            Refusal::NotFound(format!(
+                "no job with rendezvous id {} here: no node has joined it yet, or every node \
+                 left and it was forgotten",
+                quote(rdzv_id, 0)
+            ))
+        })?;
+        let after_round = if after_round > job.rounds_formed {
+            0
+        } else {
+            after_round
+        };
+        Ok(match &job.phase {
+            Phase::Done(done) => Waited::Done(done.clone()),
+            Phase::Running(round) if round.number > after_round => Waited::Round {
+                round: Arc::clone(round),
+                rank: 0,
+            },
+            _ => Waited::Pending(job.pending(now, self.settings.last_call)),
+        })
+    }
+
     pub(crate) fn heartbeat(
         &mut self,
         rdzv_id: &str,
