@@ -26,7 +26,7 @@ pub(crate) enum SourceKind {
     Sagemaker,
     /// A file (--file): a TF_CONFIG document (with "cluster" and "task"), or a cluster spec.
     File,
-    /// The running round of an elastic job (`run --rdzv`): --rdzv HOST[:PORT], --rdzv-id JOB.
+    /// The running round of an elastic job (`run --rdzv`): --rdzv `HOST[:PORT]`, --rdzv-id JOB.
     /// Observed, not joined: the job is not changed.
     Rendezvous,
     /// Kubernetes pods: job `worker` = pods labelled `job-name=tensorflow` (TensorFlow's

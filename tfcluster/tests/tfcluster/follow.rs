@@ -385,6 +385,27 @@ fn connect_follows_an_elastic_job_at_its_rendezvous_and_sigint_closes_every_cont
         once.stdout()
     );
 
+    // resolve: the round's cluster, no task of this process, worker 0 as master.
+    let worker_0 = servers[0].local_addr().to_string();
+    let mut resolve = Launch::start(
+        &[
+            "resolve",
+            "--from",
+            "rendezvous",
+            "--rdzv",
+            &rdzv,
+            "--rdzv-id",
+            "job",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(resolve.wait(PROMPT).code(), Some(0), "{}", resolve.stderr());
+    let found: Value = serde_json::from_str(&resolve.stdout()).unwrap();
+    assert_eq!(found["cluster"]["worker"][0], worker_0.as_str(), "{found}");
+    assert_eq!(found["master"], format!("grpc://{worker_0}"), "{found}");
+    assert!(found["task_type"].is_null(), "{found}");
+
     let mut follow = Launch::start(
         &[&args[..], &["--follow", "--format", "json"]].concat(),
         &[],
