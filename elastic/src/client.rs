@@ -355,17 +355,17 @@ impl RendezvousClient {
 
     /// Watches job `rdzv_id` as an observer, not a node: one long poll of up to `poll`
     /// (at most 10 s; the rendezvous may cap it lower) for its running round when that is
-    /// later than `after_round` (0: any), answering [`Watched::Pending`] when none came in
+    /// later than `after` (`None`: any), answering [`Watched::Pending`] when none came in
     /// time, or [`Watched::JobDone`]. It joins nothing and changes nothing: any number of
-    /// observers may watch. An `after_round` past the job's latest round (the rendezvous
-    /// restarted and the job began again) gets the running round.
+    /// observers may watch. When `after` is a round of another job under this id (the
+    /// rendezvous restarted and its job began again), the running round is the answer.
     ///
     /// Retried while the rendezvous cannot be reached, as every call is; a job the rendezvous
     /// does not have is [`Error::Refused`] with `NOT_FOUND`.
     pub async fn watch_round(
         &self,
         rdzv_id: &str,
-        after_round: u64,
+        after: Option<&WatchedRound>,
         poll: Duration,
     ) -> Result<Watched, Error> {
         use proto::wait_round_response::Outcome;
@@ -373,8 +373,9 @@ impl RendezvousClient {
         let poll = poll.min(MAX_POLL);
         let request = proto::WatchRoundsRequest {
             rdzv_id: rdzv_id.to_owned(),
-            after_round,
+            after_round: after.map_or(0, WatchedRound::number),
             poll_ms: poll.as_millis() as u64,
+            job: after.map_or(0, WatchedRound::job),
         };
         let response = self
             .call(

@@ -141,7 +141,10 @@
 //! nothing, needs no heartbeat and changes no round, so any number may watch; the round's
 //! `rank` in its answer is 0 and means nothing. A round that ended is not answered: its tasks
 //! are stopping, and the next round is the news. An id the rendezvous does not know is
-//! `NOT_FOUND` (no node has joined it yet, or its nodes all left and it was forgotten).
+//! `NOT_FOUND` (no node has joined it yet, or its nodes all left and it was forgotten). Each
+//! round names its job's incarnation, drawn when the job was created, so an observer of a
+//! rendezvous that restarted (its job beginning again at round 1) gets the new job's running
+//! round rather than waiting for a number past the old one.
 //!
 //! [`RendezvousWatcher`] wraps it as a resolver and a watch:
 //!

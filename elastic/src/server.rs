@@ -232,6 +232,7 @@ fn waited_to_proto(waited: Waited) -> proto::WaitRoundResponse {
             rank,
             cluster_json: round.cluster_json.clone(),
             config: Some(wire::config_to_proto(&round.config)),
+            job: round.job,
         }),
     };
     proto::WaitRoundResponse {
@@ -343,7 +344,7 @@ impl Rendezvous for Service {
         let req = request.into_inner();
         let waited = self
             .long_poll(&req.rdzv_id, req.poll_ms, |registry, now| {
-                let waited = registry.observe(&req.rdzv_id, req.after_round, now)?;
+                let waited = registry.observe(&req.rdzv_id, req.job, req.after_round, now)?;
                 let pending = matches!(waited, Waited::Pending(_));
                 Ok((waited, pending))
             })

@@ -38,9 +38,10 @@ const ROUND_TIMEOUT: Duration = Duration::from_secs(10);
 /// [`retry_for`](crate::ClientOptions::retry_for)) or does not know the job is an `Err` item,
 /// and the watch goes on after a back-off pause ([`WatchOptions::backoff_first`] doubling up
 /// to [`WatchOptions::backoff_max`]); a restarted rendezvous, whose job begins again at round
-/// 1, is followed from its new rounds. When the job is over, the stream yields one `Err` item
-/// saying how it ended ([`Error::JobEnded`] as its source), then nothing more: it stays open,
-/// as every [`ClusterStream`] does, until it is dropped.
+/// 1, is followed from its new rounds (each round names its job's incarnation, so even a
+/// restart the client's retries hid is seen). When the job is over, the stream yields one
+/// `Err` item saying how it ended ([`Error::JobEnded`] as its source), then nothing more: it
+/// stays open, as every [`ClusterStream`] does, until it is dropped.
 #[derive(Debug, Clone)]
 pub struct RendezvousWatcher {
     client: RendezvousClient,
@@ -80,7 +81,7 @@ impl RendezvousWatcher {
         let deadline = start + self.round_timeout;
         loop {
             let poll = deadline.saturating_duration_since(Instant::now());
-            match self.client.watch_round(&self.rdzv_id, 0, poll).await? {
+            match self.client.watch_round(&self.rdzv_id, None, poll).await? {
                 Watched::Round(round) => return Ok(round),
                 Watched::JobDone(done) => return Err(self.ended(done)),
                 Watched::Pending { detail, .. } if Instant::now() >= deadline => {
@@ -175,7 +176,7 @@ impl WatchClusterResolver for RendezvousWatcher {
             backoff: Backoff::new(options.backoff_first, options.backoff_max),
             poll: options.call_timeout,
             watcher: self,
-            after_round: 0,
+            after: None,
             last: None,
             pause: None,
             over: false,
@@ -192,8 +193,8 @@ struct Follower {
     watcher: Arc<RendezvousWatcher>,
     backoff: Backoff,
     poll: Duration,
-    /// The last round seen (0: none).
-    after_round: u64,
+    /// The last round seen.
+    after: Option<WatchedRound>,
     /// The last spec emitted.
     last: Option<ClusterSpec>,
     /// The wait before the next call, after a failure.
@@ -215,15 +216,16 @@ impl Follower {
             }
             let watched = watcher
                 .client
-                .watch_round(&watcher.rdzv_id, self.after_round, self.poll)
+                .watch_round(&watcher.rdzv_id, self.after.as_ref(), self.poll)
                 .await;
             match watched {
                 Ok(Watched::Round(round)) => {
                     self.backoff.reset();
-                    self.after_round = round.number();
-                    if self.last.as_ref() != Some(round.cluster_spec()) {
-                        self.last = Some(round.cluster_spec().clone());
-                        return Ok(round.cluster_spec().clone());
+                    let spec = round.cluster_spec().clone();
+                    self.after = Some(round);
+                    if self.last.as_ref() != Some(&spec) {
+                        self.last = Some(spec.clone());
+                        return Ok(spec);
                     }
                 }
                 Ok(Watched::Pending { .. }) => self.backoff.reset(),
@@ -232,10 +234,6 @@ impl Follower {
                     return Err(watcher.resolver_error(watcher.ended(done)));
                 }
                 Err(e) => {
-                    // The rendezvous may have restarted and forgotten the job, which then
-                    // begins again at round 1: ask for the running round, whatever its number
-                    // (an unchanged cluster is still no item).
-                    self.after_round = 0;
                     self.pause = Some(self.backoff.pause(Duration::MAX));
                     return Err(watcher.resolver_error(e));
                 }

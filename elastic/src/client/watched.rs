@@ -16,6 +16,7 @@ use crate::{Error, JobConfig};
 /// member's [`Round`](super::Round) adds its rank and tasks.
 #[derive(Debug, Clone)]
 pub struct WatchedRound {
+    job: u64,
     number: u64,
     restart_count: u32,
     config: JobConfig,
@@ -69,6 +70,7 @@ impl WatchedRound {
             ));
         }
         Ok(Self {
+            job: round.job,
             number: round.number,
             restart_count: round.restart_count,
             config,
@@ -80,6 +82,12 @@ impl WatchedRound {
     /// The round's number in the job, from 1.
     pub fn number(&self) -> u64 {
         self.number
+    }
+
+    /// The job's incarnation at the rendezvous: another job under the same rendezvous id (a
+    /// restarted rendezvous, an id reused after its job ended) has another.
+    pub fn job(&self) -> u64 {
+        self.job
     }
 
     /// The job's restart count: how many rounds a failure ended before this one. The same

@@ -79,14 +79,18 @@ pub struct WaitRoundRequest {
 pub struct WatchRoundsRequest {
     #[prost(string, tag = "1")]
     pub rdzv_id: ::prost::alloc::string::String,
-    /// The last round the observer has seen (0: none): the answer is a later round. A number
-    /// past the job's latest round was seen of another job under this id (the rendezvous
-    /// restarted and forgot it), so the running round is the answer.
+    /// The last round the observer has seen (0: none): the answer is a later round of the same
+    /// job. A round of another job under this id (`job` differs, or `after_round` is past the
+    /// job's latest round: the rendezvous restarted and its job began again) is no reference,
+    /// so the running round is the answer.
     #[prost(uint64, tag = "2")]
     pub after_round: u64,
     /// How long the server may hold the call; it may answer sooner.
     #[prost(uint64, tag = "3")]
     pub poll_ms: u64,
+    /// The `job` of the round `after_round` names (0: unknown).
+    #[prost(uint64, tag = "4")]
+    pub job: u64,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct WaitRoundResponse {
@@ -123,6 +127,10 @@ pub struct Round {
     pub cluster_json: ::prost::alloc::string::String,
     #[prost(message, optional, tag = "6")]
     pub config: ::core::option::Option<JobConfig>,
+    /// The job's incarnation, drawn when the job was created: two jobs under one rendezvous id
+    /// (a restarted rendezvous, an id reused after its job ended) have different ones.
+    #[prost(uint64, tag = "7")]
+    pub job: u64,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Member {

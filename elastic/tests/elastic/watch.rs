@@ -18,14 +18,14 @@ use crate::common::{client, config, fast, join, names, round, run, server};
 
 const SHORT: Duration = Duration::from_millis(300);
 
-async fn watched_round(client: &RendezvousClient, after: u64) -> WatchedRound {
+async fn watched_round(client: &RendezvousClient, after: Option<&WatchedRound>) -> WatchedRound {
     match client
         .watch_round("job", after, Duration::from_secs(10))
         .await
         .unwrap()
     {
         Watched::Round(round) => round,
-        other => panic!("no round after {after}: {other:?}"),
+        other => panic!("no round after {:?}: {other:?}", after.map(|r| r.number())),
     }
 }
 
@@ -47,7 +47,7 @@ fn an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end() {
         let client = client(&server);
         let observer = client.clone();
 
-        let err = observer.watch_round("job", 0, SHORT).await.unwrap_err();
+        let err = observer.watch_round("job", None, SHORT).await.unwrap_err();
         let Error::Refused { status, .. } = &err else {
             panic!("{err}")
         };
@@ -56,7 +56,7 @@ fn an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end() {
 
         let c = config("2:3", 0);
         let mut a = join(&client, "job", &c, 0).await;
-        let detail = pending(observer.watch_round("job", 0, SHORT).await.unwrap());
+        let detail = pending(observer.watch_round("job", None, SHORT).await.unwrap());
         assert_eq!(
             detail,
             "round 1 waits for nodes: 1 of min 2 (max 3) have joined"
@@ -64,13 +64,13 @@ fn an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end() {
 
         let mut b = join(&client, "job", &c, 1).await;
         let (ra, _) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
-        let r1 = watched_round(&observer, 0).await;
+        let r1 = watched_round(&observer, None).await;
         assert_eq!(
             (r1.number(), member_names(&r1)),
             (1, vec!["agent0", "agent1"])
         );
         assert_eq!(r1.cluster_spec(), ra.cluster_spec());
-        let detail = pending(observer.watch_round("job", 1, SHORT).await.unwrap());
+        let detail = pending(observer.watch_round("job", Some(&r1), SHORT).await.unwrap());
         assert_eq!(
             detail,
             "round 1 is running with 2 of max 3 nodes; waiting for round 2"
@@ -78,8 +78,8 @@ fn an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end() {
 
         // A long poll parked on round 1 answers when round 2 runs, not when round 1 ends.
         let parked = tokio::spawn({
-            let observer = observer.clone();
-            async move { watched_round(&observer, 1).await }
+            let (observer, r1) = (observer.clone(), r1.clone());
+            async move { watched_round(&observer, Some(&r1)).await }
         });
         let mut n = join(&client, "job", &c, 2).await;
         client.rejoin(&mut a).await.unwrap();
@@ -101,7 +101,7 @@ fn an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end() {
         client.rejoin(&mut a).await.unwrap();
         client.rejoin(&mut n).await.unwrap();
         let (ra, _) = tokio::join!(round(&client, &mut a), round(&client, &mut n));
-        let r3 = watched_round(&observer, 2).await;
+        let r3 = watched_round(&observer, Some(&r2)).await;
         assert_eq!(
             (r3.number(), member_names(&r3)),
             (3, vec!["agent0", "agent2"])
@@ -113,7 +113,8 @@ fn an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end() {
             .report(&a, 3, 0, TaskStatus::Exited(0), "")
             .await
             .unwrap();
-        let Watched::JobDone(done) = observer.watch_round("job", 3, SHORT).await.unwrap() else {
+        let Watched::JobDone(done) = observer.watch_round("job", Some(&r3), SHORT).await.unwrap()
+        else {
             panic!("the job goes on");
         };
         assert!(done.succeeded && done.round == 3, "{done}");
@@ -256,6 +257,24 @@ fn a_watch_outlives_a_rendezvous_restart() {
         };
         assert_eq!(&spec, rb.cluster_spec());
         assert_eq!(spec.task_address("worker", 0).unwrap(), "127.0.0.1:20005");
+
+        // A restart at once, its job at round 1 again before the watch asks (its retries
+        // hide the restart): round 1 of the new job is still news.
+        server.shutdown().await;
+        let server = elastic::RendezvousServer::start(addr, ServerOptions::default())
+            .await
+            .unwrap();
+        let client = crate::common::client(&server);
+        let mut b = join(&client, "job", &c, 6).await;
+        let rb = round(&client, &mut b).await;
+        let spec = loop {
+            match next(&mut stream).await {
+                Ok(spec) => break spec,
+                Err(e) => assert!(e.contains("unreachable") || e.contains("NotFound"), "{e}"),
+            }
+        };
+        assert_eq!(&spec, rb.cluster_spec());
+        assert_eq!(spec.task_address("worker", 0).unwrap(), "127.0.0.1:20006");
         server.shutdown().await;
     });
 }
