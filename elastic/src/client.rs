@@ -4,6 +4,7 @@
 
 mod heartbeats;
 mod round;
+mod watched;
 
 use std::collections::hash_map::RandomState;
 use std::future::Future;
@@ -16,6 +17,7 @@ use tonic::{Code, Status};
 
 pub use heartbeats::Heartbeats;
 pub use round::Round;
+pub use watched::{Watched, WatchedRound};
 
 use crate::error::duration;
 use crate::outcome::{JobDone, RoundStatus, TaskStatus};
@@ -29,7 +31,8 @@ use crate::{Error, JobConfig, WireError};
 /// is a few MB.
 const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
-/// The longest single `WaitRound` long poll the client asks for; the server may cap it lower.
+/// The longest single `WaitRound` or `WatchRounds` long poll the client asks for; the server
+/// may cap it lower.
 const MAX_POLL: Duration = Duration::from_secs(10);
 
 /// Deadlines of a [`RendezvousClient`].
@@ -347,6 +350,64 @@ impl RendezvousClient {
                     return Err(Error::invalid_response(&self.addr, "WaitRound", missing));
                 }
             }
+        }
+    }
+
+    /// Watches job `rdzv_id` as an observer, not a node: one long poll of up to `poll`
+    /// (at most 10 s; the rendezvous may cap it lower) for its running round when that is
+    /// later than `after` (`None`: any), answering [`Watched::Pending`] when none came in
+    /// time, or [`Watched::JobDone`]. It joins nothing and changes nothing: any number of
+    /// observers may watch. When `after` is a round of another job under this id (the
+    /// rendezvous restarted and its job began again), the running round is the answer.
+    ///
+    /// Retried while the rendezvous cannot be reached, as every call is; a job the rendezvous
+    /// does not have is [`Error::Refused`] with `NOT_FOUND`.
+    pub async fn watch_round(
+        &self,
+        rdzv_id: &str,
+        after: Option<&WatchedRound>,
+        poll: Duration,
+    ) -> Result<Watched, Error> {
+        use proto::wait_round_response::Outcome;
+        const CALL: &str = "WatchRounds";
+        let poll = poll.min(MAX_POLL);
+        let request = proto::WatchRoundsRequest {
+            rdzv_id: rdzv_id.to_owned(),
+            after_round: after.map_or(0, WatchedRound::number),
+            poll_ms: poll.as_millis() as u64,
+            job: after.map_or(0, WatchedRound::job),
+        };
+        let response = self
+            .call(
+                CALL,
+                self.give_up(),
+                poll + self.options.rpc_timeout,
+                |mut stub, t| {
+                    let request = timed(request.clone(), t);
+                    async move { stub.watch_rounds(request).await }
+                },
+            )
+            .await?;
+        match response.outcome {
+            Some(Outcome::Round(round)) => Ok(Watched::Round(WatchedRound::from_proto(
+                round, &self.addr, CALL,
+            )?)),
+            Some(Outcome::Pending(p)) => Ok(Watched::Pending {
+                round: p.round,
+                waiting: p.waiting,
+                detail: p.detail,
+            }),
+            Some(Outcome::Done(done)) => Ok(Watched::JobDone(
+                wire::done_from_proto(done)
+                    .map_err(|e| Error::invalid_response(&self.addr, CALL, e))?,
+            )),
+            None => Err(Error::invalid_response(
+                &self.addr,
+                CALL,
+                WireError::Missing {
+                    field: "the outcome",
+                },
+            )),
         }
     }
 

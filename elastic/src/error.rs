@@ -147,6 +147,14 @@ pub enum Error {
     /// [`Heartbeats::ended`](crate::Heartbeats::ended) was awaited again after it returned.
     #[error("the heartbeat loop has already reported how its round ended")]
     HeartbeatsFinished,
+    /// The job an observer asked for a round of is done: no round will come.
+    #[error("job {} is over: {done}", quote(.rdzv_id, 0))]
+    JobEnded {
+        /// The job's rendezvous id.
+        rdzv_id: String,
+        /// How it ended, with its first failure.
+        done: Box<crate::JobDone>,
+    },
 }
 
 impl Error {

@@ -23,6 +23,11 @@
 //!   [`TF_CONFIG`](Round::tf_config), the job's restart count — and
 //!   [`RendezvousClusterResolver`], a round as a `ClusterResolver`, so `remote-connect`'s
 //!   `connect_to_cluster` can connect to it.
+//! - [`RendezvousWatcher`]: a job's rounds seen from outside the job (the `WatchRounds`
+//!   long poll, [`RendezvousClient::watch_round`]): it joins nothing and changes nothing. A
+//!   `ClusterResolver` over the running round and a `WatchClusterResolver` whose stream
+//!   yields each new round's cluster, so `remote-connect`'s `Context::follow` (and
+//!   `tfcluster connect --follow --from rendezvous`) follows an elastic job as it changes.
 //! - [`Agent`]: one host's side of a job — hold a free port per local task, join, wait for a
 //!   round, start each local task with [`task_env`] (its `TF_CONFIG`, `TFCLUSTER_ROUND`,
 //!   `TFCLUSTER_RESTART_COUNT`, `TFCLUSTER_NODE_RANK`, `TFCLUSTER_LOCAL_TASK`, and its share
@@ -37,14 +42,16 @@
 //! - The job's shape, parsed and checked at the edge with errors that name the value:
 //!   [`NodeRange`] (`--nodes 2:4`), [`Layout`] (`--layout chief=1,ps=2`), [`JobConfig`].
 //!
-//! **Who depends on it:** the `tfcluster` CLI (`run --rdzv`, and `rendezvous` to serve one),
+//! **Who depends on it:** the `tfcluster` CLI (`run --rdzv`, `rendezvous` to serve one, and
+//! `connect`/`resolve --from rendezvous` to watch one),
 //! and Rust programs that supervise TensorFlow processes across hosts. It builds on
 //! `cluster-spec` (a round's cluster) and `cluster-resolver` (the `ClusterResolver` trait and
 //! `TF_CONFIG`), and pulls tokio and tonic; it does not depend on `remote-connect`.
 //!
 //! ## Features
 //!
-//! None. It needs a tokio runtime; the server, the heartbeats and the supervisor's waits run
+//! None (it enables `cluster-resolver`'s `watch`, for [`RendezvousWatcher`]). It needs a
+//! tokio runtime; the server, the heartbeats and the supervisor's waits run
 //! as tokio tasks. The supervisor and the agent are Unix-only (process groups).
 //!
 //! ## Example
@@ -125,6 +132,58 @@
 //! (TensorFlow's workers take SIGTERM as a preemption notice and run on), longer than a node
 //! may be silent. [`Agent`] does both.
 //!
+//! ## Watching a job from outside
+//!
+//! A program that is no node of the job — a `Context` following the cluster, a dashboard —
+//! watches its rounds with `WatchRounds`, a long poll like `WaitRound` (capped alike) that
+//! answers with the job's running round once it is later than the last one the observer saw,
+//! else after the poll with what the next round waits for, or with the job's end. It joins
+//! nothing, needs no heartbeat and changes no round, so any number may watch; the round's
+//! `rank` in its answer is 0 and means nothing. A round that ended is not answered: its tasks
+//! are stopping, and the next round is the news. An id the rendezvous does not know is
+//! `NOT_FOUND` (no node has joined it yet, or its nodes all left and it was forgotten). Each
+//! round names its job's incarnation, drawn when the job was created, so an observer of a
+//! rendezvous that restarted (its job beginning again at round 1) gets the new job's running
+//! round rather than waiting for a number past the old one.
+//!
+//! [`RendezvousWatcher`] wraps it as a resolver and a watch:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! use cluster_resolver::WatchClusterResolver;
+//! use cluster_resolver::watch::WatchOptions;
+//! use elastic::{
+//!     ClientOptions, Join, JobConfig, RendezvousClient, RendezvousServer, RendezvousWatcher,
+//!     ServerOptions, Waited,
+//! };
+//! use futures_util::StreamExt;
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let options = ServerOptions::default().last_call(Duration::from_millis(100));
+//! let server = RendezvousServer::start("127.0.0.1:0".parse()?, options).await?;
+//! let client = RendezvousClient::new(server.local_addr().to_string(), ClientOptions::default())?;
+//! let config = JobConfig::new("1:2".parse()?, 1)?;
+//! let mut a = client.join(&Join::new("job-1", config.clone(), vec![2222])).await?;
+//! let wait = Duration::from_secs(10);
+//! let Waited::Round(_) = client.wait_round(&mut a, wait).await? else { panic!("ended") };
+//!
+//! // An observer: the running round first, then each new round.
+//! let watcher = Arc::new(RendezvousWatcher::new(client.clone(), "job-1"));
+//! let mut rounds = watcher.watch(WatchOptions::default());
+//! assert_eq!(rounds.next().await.unwrap()?.num_tasks("worker")?, 1);
+//!
+//! // A second node ends round 1 (it had room); round 2 holds both.
+//! let mut b = client.join(&Join::new("job-1", config, vec![2223])).await?;
+//! client.rejoin(&mut a).await?;
+//! let (_, _) = tokio::try_join!(client.wait_round(&mut a, wait), client.wait_round(&mut b, wait))?;
+//! assert_eq!(rounds.next().await.unwrap()?.num_tasks("worker")?, 2);
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
 //! ## Limits and failure handling
 //!
 //! Every call has a deadline on both sides. The server decodes requests up to
@@ -194,6 +253,7 @@ mod resolver;
 mod round;
 mod server;
 pub mod supervise;
+mod watcher;
 mod wire;
 
 mod generated {
@@ -216,7 +276,9 @@ pub mod proto {
 }
 
 pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus, task_env};
-pub use client::{ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited};
+pub use client::{
+    ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited, Watched, WatchedRound,
+};
 pub use error::Error;
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
@@ -225,4 +287,5 @@ pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus
 pub use resolver::RendezvousClusterResolver;
 pub use round::{Assignment, Member, RoundError, TaskAssignment, assign};
 pub use server::{MAX_REQUEST_BYTES, RendezvousServer, ServerOptions};
+pub use watcher::RendezvousWatcher;
 pub use wire::WireError;

@@ -62,8 +62,9 @@ impl ServerOptions {
         self
     }
 
-    /// The longest a `WaitRound` long poll is held. It is also held at most a third of the
-    /// timeout, so that a node polling is never silent long enough to be declared gone.
+    /// The longest a `WaitRound` (or `WatchRounds`) long poll is held. It is also held at most
+    /// a third of the timeout, so that a node polling is never silent long enough to be
+    /// declared gone.
     pub fn max_poll(mut self, max_poll: Duration) -> Self {
         self.max_poll = max_poll;
         self
@@ -214,6 +215,31 @@ fn refused(refusal: Refusal) -> Status {
     }
 }
 
+/// The answer of `WaitRound` and `WatchRounds`.
+fn waited_to_proto(waited: Waited) -> proto::WaitRoundResponse {
+    use proto::wait_round_response::Outcome;
+    let outcome = match waited {
+        Waited::Pending(p) => Outcome::Pending(proto::Pending {
+            round: p.round,
+            waiting: p.waiting,
+            detail: p.detail,
+        }),
+        Waited::Done(done) => Outcome::Done(wire::done_to_proto(&done)),
+        Waited::Round { round, rank } => Outcome::Round(proto::Round {
+            number: round.number,
+            restart_count: round.restart_count,
+            members: round.members.iter().map(wire::member_to_proto).collect(),
+            rank,
+            cluster_json: round.cluster_json.clone(),
+            config: Some(wire::config_to_proto(&round.config)),
+            job: round.job,
+        }),
+    };
+    proto::WaitRoundResponse {
+        outcome: Some(outcome),
+    }
+}
+
 /// A request whose message breaks the protocol or carries an invalid value.
 fn invalid(error: Error) -> Status {
     Status::invalid_argument(cluster_spec::error_chain::Chain(&error).to_string())
@@ -226,9 +252,9 @@ impl Service {
 
     /// Answers what `check` finds. While `check` says the caller would rather wait (with the
     /// answer to give when the time is up), holds the call until job `rdzv_id` changes and
-    /// checks again, for at most `poll_ms` (capped). Each check counts as the node being heard
-    /// from, and the cap is a third of the heartbeat timeout, so a node that keeps polling
-    /// stays alive.
+    /// checks again, for at most `poll_ms` (capped). A node's check counts as the node being
+    /// heard from, and the cap is a third of the heartbeat timeout, so a node that keeps
+    /// polling stays alive; an observer's check (`WatchRounds`) touches no node.
     async fn long_poll<T>(
         &self,
         rdzv_id: &str,
@@ -300,7 +326,6 @@ impl Rendezvous for Service {
         &self,
         request: Request<proto::WaitRoundRequest>,
     ) -> Result<Response<proto::WaitRoundResponse>, Status> {
-        use proto::wait_round_response::Outcome;
         let req = request.into_inner();
         let waited = self
             .long_poll(&req.rdzv_id, req.poll_ms, |registry, now| {
@@ -309,25 +334,22 @@ impl Rendezvous for Service {
                 Ok((waited, pending))
             })
             .await?;
-        let outcome = match waited {
-            Waited::Pending(p) => Outcome::Pending(proto::Pending {
-                round: p.round,
-                waiting: p.waiting,
-                detail: p.detail,
-            }),
-            Waited::Done(done) => Outcome::Done(wire::done_to_proto(&done)),
-            Waited::Round { round, rank } => Outcome::Round(proto::Round {
-                number: round.number,
-                restart_count: round.restart_count,
-                members: round.members.iter().map(wire::member_to_proto).collect(),
-                rank,
-                cluster_json: round.cluster_json.clone(),
-                config: Some(wire::config_to_proto(&round.config)),
-            }),
-        };
-        Ok(Response::new(proto::WaitRoundResponse {
-            outcome: Some(outcome),
-        }))
+        Ok(Response::new(waited_to_proto(waited)))
+    }
+
+    async fn watch_rounds(
+        &self,
+        request: Request<proto::WatchRoundsRequest>,
+    ) -> Result<Response<proto::WaitRoundResponse>, Status> {
+        let req = request.into_inner();
+        let waited = self
+            .long_poll(&req.rdzv_id, req.poll_ms, |registry, now| {
+                let waited = registry.observe(&req.rdzv_id, req.job, req.after_round, now)?;
+                let pending = matches!(waited, Waited::Pending(_));
+                Ok((waited, pending))
+            })
+            .await?;
+        Ok(Response::new(waited_to_proto(waited)))
     }
 
     async fn heartbeat(

@@ -1,8 +1,8 @@
 //! Integration tests of `elastic`: a `RendezvousServer` on loopback (port 0) and clients as
 //! agents — rounds closing at max and after the last call, late and new joiners, lost nodes,
 //! failures and the shared restart count, success, refusals, hostile peers, an unreachable
-//! rendezvous — and a round's `ClusterResolver`; the `Supervisor` of task processes. Every
-//! test runs under a deadline.
+//! rendezvous — a round's `ClusterResolver`, observers watching the rounds; the `Supervisor`
+//! of task processes. Every test runs under a deadline.
 
 #[path = "elastic/common.rs"]
 mod common;
@@ -14,3 +14,5 @@ mod resolver;
 mod rounds;
 #[path = "elastic/supervise.rs"]
 mod supervise;
+#[path = "elastic/watch.rs"]
+mod watch;

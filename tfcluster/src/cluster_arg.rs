@@ -2,7 +2,6 @@
 //! resolver; shared by `serve`, `connect` and `resolve`.
 
 use anyhow::{Context as _, anyhow};
-#[cfg(feature = "kubernetes")]
 use cluster_resolver::WatchClusterResolver;
 use cluster_resolver::watch::{self, ClusterStream, WatchOptions};
 use cluster_resolver::{
@@ -12,6 +11,7 @@ use cluster_resolver::{
 use cluster_spec::ClusterSpec;
 
 use crate::args::{Failure, is_file, read_json_or_file};
+use crate::rdzv_source::RdzvSourceArgs;
 
 /// A cluster source of `--from`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -26,6 +26,9 @@ pub(crate) enum SourceKind {
     Sagemaker,
     /// A file (--file): a TF_CONFIG document (with "cluster" and "task"), or a cluster spec.
     File,
+    /// The running round of an elastic job (`run --rdzv`): --rdzv `HOST[:PORT]`, --rdzv-id JOB.
+    /// Observed, not joined: the job is not changed.
+    Rendezvous,
     /// Kubernetes pods: job `worker` = pods labelled `job-name=tensorflow` (TensorFlow's
     /// default), or the --k8s-job mappings; port --k8s-port (8470).
     #[cfg(feature = "kubernetes")]
@@ -85,12 +88,16 @@ pub(crate) struct ClusterArgs {
     pub(crate) from: Option<SourceKind>,
     #[command(flatten)]
     pub(crate) source: SourceArgs,
+    #[command(flatten)]
+    pub(crate) rendezvous: RdzvSourceArgs,
 }
 
-/// The resolver a source names, reading the process environment.
+/// The resolver a source names, reading the process environment; `rendezvous` holds the
+/// flags of `--from rendezvous` where the command has them.
 pub(crate) async fn resolver(
     from: SourceKind,
     args: &SourceArgs,
+    rendezvous: Option<&RdzvSourceArgs>,
 ) -> Result<Box<dyn ClusterResolver>, Failure> {
     let env = Env::process();
     Ok(match from {
@@ -99,6 +106,7 @@ pub(crate) async fn resolver(
         SourceKind::Slurm => Box::new(SlurmClusterResolver::new(env)),
         SourceKind::Sagemaker => Box::new(SageMakerClusterResolver::new(env)),
         SourceKind::File => file(args.file.as_deref())?,
+        SourceKind::Rendezvous => Box::new(RdzvSourceArgs::watcher(rendezvous)?),
         #[cfg(feature = "kubernetes")]
         SourceKind::Kubernetes => Box::new(kubernetes(args)?),
         #[cfg(feature = "gce")]
@@ -149,8 +157,9 @@ impl ClusterArgs {
     }
 
     /// The cluster as it changes (`connect --follow`): a cluster file (`--cluster PATH`,
-    /// `--from file`) watched on disk, Kubernetes pods watched through the API, any other
-    /// source read again every `options.interval` (inline JSON never changes).
+    /// `--from file`) watched on disk, Kubernetes pods watched through the API, an elastic
+    /// job's rounds through its rendezvous's long poll, any other source read again every
+    /// `options.interval` (inline JSON never changes).
     pub(crate) async fn watch(&self, options: WatchOptions) -> Result<ClusterStream, Failure> {
         match (&self.cluster, self.from) {
             (Some(arg), _) if is_file(arg) => {
@@ -160,6 +169,10 @@ impl ClusterArgs {
                 file_path(self.source.file.as_deref())?,
                 options,
             )),
+            (None, Some(SourceKind::Rendezvous)) => {
+                let watcher = RdzvSourceArgs::watcher(Some(&self.rendezvous))?;
+                Ok(std::sync::Arc::new(watcher).watch(options))
+            }
             #[cfg(feature = "kubernetes")]
             (None, Some(SourceKind::Kubernetes)) => {
                 Ok(std::sync::Arc::new(kubernetes(&self.source)?).watch(options))
@@ -179,7 +192,7 @@ impl ClusterArgs {
                 let spec = ClusterSpec::from_json(&text).context(origin)?;
                 Ok(Box::new(SimpleClusterResolver::new(spec)))
             }
-            (None, Some(from)) => resolver(from, &self.source).await,
+            (None, Some(from)) => resolver(from, &self.source, Some(&self.rendezvous)).await,
             (None, None) => Err(anyhow!(
                 "give the cluster with --cluster JSON|FILE or --from SOURCE (see --help)"
             )

@@ -32,6 +32,7 @@ tfcluster connect --cluster '{\"worker\": [\"localhost:2222\", \"localhost:2223\
 tfcluster connect --from tf-config --timeout 2s --format json\n  \
 tfcluster connect --cluster cluster.json --filters ps --probe\n  \
 tfcluster connect --cluster cluster.json --follow --format json\n  \
+tfcluster connect --from rendezvous --rdzv node0:29400 --rdzv-id job1 --follow\n  \
 tfcluster connect --cluster cluster.json --tls-cert client.crt --tls-key client.key --tls-ca ca.crt")]
 pub(crate) struct Args {
     #[command(flatten)]
@@ -48,7 +49,9 @@ pub(crate) struct Args {
     /// one line (with --format json, one object per line with keys added, removed, replaced,
     /// reset, devices) until Ctrl-C, which closes every remote context (exit status 130). A
     /// cluster file (--cluster PATH, --from file) is watched for changes, Kubernetes pods
-    /// through the API's watch; other sources are read again every --interval.
+    /// through the API's watch, an elastic job (--from rendezvous) through its rendezvous,
+    /// which answers each new round at once (a long poll); other sources are read again
+    /// every --interval.
     #[arg(long, conflicts_with = "probe")]
     follow: bool,
     /// With --follow: how often sources that cannot announce changes (TF_CONFIG, Slurm, inline

@@ -10,6 +10,7 @@ use cluster_spec::ClusterSpec;
 
 use crate::args::Failure;
 use crate::cluster_arg::{SourceArgs, SourceKind, resolver};
+use crate::rdzv_source::RdzvSourceArgs;
 
 /// The cluster and this task, as one source resolved them.
 pub(crate) struct Identity {
@@ -24,15 +25,19 @@ pub(crate) struct Identity {
     pub(crate) cuda_visible_devices: Option<String>,
 }
 
-/// Resolves `from` against the process environment (and `args` for the sources that need
-/// more).
-pub(crate) async fn identify(from: SourceKind, args: &SourceArgs) -> Result<Identity, Failure> {
+/// Resolves `from` against the process environment (and `args`, `rendezvous` for the sources
+/// that need more).
+pub(crate) async fn identify(
+    from: SourceKind,
+    args: &SourceArgs,
+    rendezvous: Option<&RdzvSourceArgs>,
+) -> Result<Identity, Failure> {
     let detected = match from {
         SourceKind::Auto => Some(detect(&Env::process())?),
         SourceKind::TfConfig => Some(ClusterSource::TfConfig),
         SourceKind::Slurm => Some(ClusterSource::Slurm),
         SourceKind::Sagemaker => Some(ClusterSource::SageMaker),
-        SourceKind::File => None,
+        SourceKind::File | SourceKind::Rendezvous => None,
         #[cfg(feature = "kubernetes")]
         SourceKind::Kubernetes => Some(ClusterSource::Kubernetes),
         #[cfg(feature = "gce")]
@@ -42,13 +47,14 @@ pub(crate) async fn identify(from: SourceKind, args: &SourceArgs) -> Result<Iden
         Some(source) => source.to_string(),
         None => match from {
             SourceKind::File => format!("file {}", args.file.as_deref().unwrap_or("")),
+            SourceKind::Rendezvous => rendezvous.map_or("rendezvous".into(), |r| r.describe()),
             other => format!("{other:?}"),
         },
     };
     if detected == Some(ClusterSource::Slurm) {
         return slurm(source);
     }
-    let resolver: Box<dyn ClusterResolver> = resolver(from, args).await?;
+    let resolver: Box<dyn ClusterResolver> = resolver(from, args, rendezvous).await?;
     Ok(Identity {
         spec: resolver.cluster_spec().await?,
         task_type: resolver.task_type(),

@@ -18,6 +18,7 @@ mod local_cluster;
 mod output;
 mod probe;
 mod rdzv_args;
+mod rdzv_source;
 mod rendezvous_cmd;
 mod report;
 mod resolve_cmd;

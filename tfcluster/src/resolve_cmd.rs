@@ -7,6 +7,7 @@ use crate::args::{Failure, runtime};
 use crate::cluster_arg::{SourceArgs, SourceKind};
 use crate::identity::identify;
 use crate::output::emit;
+use crate::rdzv_source::RdzvSourceArgs;
 
 /// Find this process's cluster from its environment, as a TensorFlow job would.
 ///
@@ -14,8 +15,13 @@ use crate::output::emit;
 /// SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE), SageMaker (SM_HOSTS,
 /// SM_CURRENT_HOST) and Open MPI (OMPI_COMM_WORLD_*), and uses the first complete one; when
 /// none is complete the error says what each source lacks.
+///
+/// `--from rendezvous` asks an elastic job's rendezvous (--rdzv, --rdzv-id) for its running
+/// round, as an observer: the cluster, no task of this process, and as master the job's chief
+/// (else worker 0).
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  srun -N2 -n4 tfcluster resolve\n  \
+tfcluster resolve --from rendezvous --rdzv node0:29400 --rdzv-id job1 --format json\n  \
 TF_CONFIG='{\"cluster\": {\"worker\": [\"w0:2222\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}' tfcluster resolve --format json\n  \
 eval \"$(srun -n1 tfcluster resolve --from slurm --format env)\"")]
 pub(crate) struct Args {
@@ -31,6 +37,8 @@ pub(crate) struct Args {
     json: bool,
     #[command(flatten)]
     source: SourceArgs,
+    #[command(flatten)]
+    rendezvous: RdzvSourceArgs,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -43,16 +51,12 @@ enum Format {
 
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let format = if args.json { Format::Json } else { args.format };
-    let out = runtime()?.block_on(resolve(args.from, &args.source, format))?;
+    let out = runtime()?.block_on(resolve(&args, format))?;
     emit(&out)
 }
 
-async fn resolve(
-    from: SourceKind,
-    source_args: &SourceArgs,
-    format: Format,
-) -> Result<String, Failure> {
-    let found = identify(from, source_args).await?;
+async fn resolve(args: &Args, format: Format) -> Result<String, Failure> {
+    let found = identify(args.from, &args.source, Some(&args.rendezvous)).await?;
     Ok(match format {
         Format::Json => {
             let cluster: serde_json::Value =

@@ -129,7 +129,7 @@ async fn launch(args: Args) -> Result<(), Failure> {
         }
         return run_local::run(jobs, &args.command, args.grace, gpus_per_task).await;
     }
-    let mut found = identify(args.from, &args.source).await?;
+    let mut found = identify(args.from, &args.source, None).await?;
     if args.job.is_some() {
         found.task_type = args.job;
     }

@@ -4,101 +4,66 @@
 use cluster_spec::ClusterSpec;
 
 use super::Node;
+use super::watched::WatchedRound;
 use crate::proto;
 use crate::resolver::RendezvousClusterResolver;
-use crate::round::{Assignment, Member, TaskAssignment, assign};
-use crate::wire;
+use crate::round::{Assignment, Member, TaskAssignment};
 use crate::{Error, JobConfig};
 
 /// A round that holds this node: its number, the job's restart count, the members in rank
 /// order, this node's rank and its tasks, and the round's cluster.
 #[derive(Debug, Clone)]
 pub struct Round {
-    number: u64,
-    restart_count: u32,
+    round: WatchedRound,
     rank: u32,
     node_id: String,
-    config: JobConfig,
-    members: Vec<Member>,
-    assignment: Assignment,
 }
 
 impl Round {
     pub(super) fn from_proto(round: proto::Round, node: &Node, addr: &str) -> Result<Self, Error> {
+        let rank = round.rank;
+        let round = WatchedRound::from_proto(round, addr, "WaitRound")?;
         let bad = |what: String| Error::InvalidResponse {
             addr: addr.to_owned(),
             call: "WaitRound",
             what: Some(what),
             source: None,
         };
-        let config = wire::config_from_proto(round.config)
-            .map_err(|e| Error::invalid_response(addr, "WaitRound", e))?;
-        if config != node.join.config {
+        if round.config() != &node.join.config {
             return Err(bad(format!(
                 "round {} is of another config: {}",
-                round.number,
-                node.join.config.differences(&config).join(", ")
+                round.number(),
+                node.join.config.differences(round.config()).join(", ")
             )));
         }
-        let members = round
-            .members
-            .into_iter()
-            .map(wire::member_from_proto)
-            .collect::<Result<Vec<_>, Error>>()
-            .map_err(|e| Error::invalid_response(addr, "WaitRound", e))?;
-        let assignment = assign(&config, &members).map_err(|e| Error::InvalidResponse {
-            addr: addr.to_owned(),
-            call: "WaitRound",
-            what: Some(format!(
-                "round {} has members that make no cluster",
-                round.number
-            )),
-            source: Some(Box::new(Error::Round(e))),
-        })?;
-        // The rendezvous sends its cluster too. An agent of another version computing another
-        // cluster would start tasks that cannot find each other, so a difference stops here.
-        let theirs =
-            ClusterSpec::from_json(&round.cluster_json).map_err(|e| Error::InvalidResponse {
-                addr: addr.to_owned(),
-                call: "WaitRound",
-                what: Some(format!("round {}'s cluster does not parse", round.number)),
-                source: Some(Box::new(Error::Spec(e))),
-            })?;
-        if &theirs != assignment.cluster_spec() {
-            return Err(bad(format!(
-                "round {}'s cluster {theirs} differs from the one its members make, {}",
-                round.number,
-                assignment.cluster_spec()
-            )));
-        }
-        let rank = round.rank;
-        if members.get(rank as usize).map(|m| m.node_id.as_str()) != Some(node.node_id()) {
+        if round
+            .members()
+            .get(rank as usize)
+            .map(|m| m.node_id.as_str())
+            != Some(node.node_id())
+        {
             return Err(bad(format!(
                 "rank {rank} of round {} is not node {}",
-                round.number,
+                round.number(),
                 node.node_id()
             )));
         }
         Ok(Self {
-            number: round.number,
-            restart_count: round.restart_count,
+            round,
             rank,
             node_id: node.node_id().to_owned(),
-            config,
-            members,
-            assignment,
         })
     }
 
     /// The round's number in the job, from 1.
     pub fn number(&self) -> u64 {
-        self.number
+        self.round.number()
     }
 
     /// The job's restart count: how many rounds a failure ended before this one. The same
     /// for every task of the round (`TORCHELASTIC_RESTART_COUNT`'s role).
     pub fn restart_count(&self) -> u32 {
-        self.restart_count
+        self.round.restart_count()
     }
 
     /// This node's rank: its place among the members.
@@ -113,27 +78,32 @@ impl Round {
 
     /// The job's config.
     pub fn config(&self) -> &JobConfig {
-        &self.config
+        self.round.config()
     }
 
     /// The members, in rank order.
     pub fn members(&self) -> &[Member] {
-        &self.members
+        self.round.members()
     }
 
     /// The round's cluster.
     pub fn cluster_spec(&self) -> &ClusterSpec {
-        self.assignment.cluster_spec()
+        self.round.cluster_spec()
     }
 
     /// Every task of the round.
     pub fn assignment(&self) -> &Assignment {
-        &self.assignment
+        self.round.assignment()
+    }
+
+    /// The round as an observer sees it (no rank, no local tasks).
+    pub fn watched(&self) -> &WatchedRound {
+        &self.round
     }
 
     /// This node's tasks, in local order: local task `i` serves on the node's `i`-th port.
     pub fn local_tasks(&self) -> &[TaskAssignment] {
-        self.assignment.node_tasks(self.rank)
+        self.round.assignment().node_tasks(self.rank)
     }
 
     /// The `TF_CONFIG` for local task `local_task` (RPC layer `grpc`).
@@ -163,7 +133,7 @@ impl Round {
             .get(local_task as usize)
             .ok_or(Error::NoSuchLocalTask {
                 local_task,
-                tasks: self.config.tasks_per_node(),
+                tasks: self.config().tasks_per_node(),
             })
     }
 }

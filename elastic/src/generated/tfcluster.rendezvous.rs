@@ -75,6 +75,23 @@ pub struct WaitRoundRequest {
     #[prost(uint64, tag = "4")]
     pub poll_ms: u64,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct WatchRoundsRequest {
+    #[prost(string, tag = "1")]
+    pub rdzv_id: ::prost::alloc::string::String,
+    /// The last round the observer has seen (0: none): the answer is a later round of the same
+    /// job. A round of another job under this id (`job` differs, or `after_round` is past the
+    /// job's latest round: the rendezvous restarted and its job began again) is no reference,
+    /// so the running round is the answer.
+    #[prost(uint64, tag = "2")]
+    pub after_round: u64,
+    /// How long the server may hold the call; it may answer sooner.
+    #[prost(uint64, tag = "3")]
+    pub poll_ms: u64,
+    /// The `job` of the round `after_round` names (0: unknown).
+    #[prost(uint64, tag = "4")]
+    pub job: u64,
+}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct WaitRoundResponse {
     #[prost(oneof = "wait_round_response::Outcome", tags = "1, 2, 3")]
@@ -102,7 +119,7 @@ pub struct Round {
     /// In rank order; member `r` holds the round's tasks r*tasks_per_node .. (r+1)*tasks_per_node.
     #[prost(message, repeated, tag = "3")]
     pub members: ::prost::alloc::vec::Vec<Member>,
-    /// The rank of the node that asked.
+    /// The rank of the node that asked; 0 in an answer to WatchRounds.
     #[prost(uint32, tag = "4")]
     pub rank: u32,
     /// The round's cluster as TF_CONFIG's "cluster" object.
@@ -110,6 +127,10 @@ pub struct Round {
     pub cluster_json: ::prost::alloc::string::String,
     #[prost(message, optional, tag = "6")]
     pub config: ::core::option::Option<JobConfig>,
+    /// The job's incarnation, drawn when the job was created: two jobs under one rendezvous id
+    /// (a restarted rendezvous, an id reused after its job ended) have different ones.
+    #[prost(uint64, tag = "7")]
+    pub job: u64,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct Member {
@@ -502,6 +523,37 @@ pub mod rendezvous_client {
                 .insert(GrpcMethod::new("tfcluster.rendezvous.Rendezvous", "Leave"));
             self.inner.unary(req, path, codec).await
         }
+        /// Long poll for the job's running round by an observer, not a node (`tfcluster connect
+        /// --follow --from rendezvous`): it joins nothing, needs no heartbeat and changes nothing.
+        /// The answer is WaitRound's: the running round when it is later than `after_round`, else
+        /// Pending (after `poll_ms`, capped as WaitRound's), or JobDone. Its Round's `rank` is 0
+        /// and means nothing: the observer is no member. An unknown `rdzv_id` is NOT_FOUND.
+        pub async fn watch_rounds(
+            &mut self,
+            request: impl tonic::IntoRequest<super::WatchRoundsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::WaitRoundResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/tfcluster.rendezvous.Rendezvous/WatchRounds",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("tfcluster.rendezvous.Rendezvous", "WatchRounds"),
+                );
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -551,6 +603,18 @@ pub mod rendezvous_server {
             &self,
             request: tonic::Request<super::LeaveRequest>,
         ) -> std::result::Result<tonic::Response<super::LeaveResponse>, tonic::Status>;
+        /// Long poll for the job's running round by an observer, not a node (`tfcluster connect
+        /// --follow --from rendezvous`): it joins nothing, needs no heartbeat and changes nothing.
+        /// The answer is WaitRound's: the running round when it is later than `after_round`, else
+        /// Pending (after `poll_ms`, capped as WaitRound's), or JobDone. Its Round's `rank` is 0
+        /// and means nothing: the observer is no member. An unknown `rdzv_id` is NOT_FOUND.
+        async fn watch_rounds(
+            &self,
+            request: tonic::Request<super::WatchRoundsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::WaitRoundResponse>,
+            tonic::Status,
+        >;
     }
     #[derive(Debug)]
     pub struct RendezvousServer<T> {
@@ -832,6 +896,51 @@ pub mod rendezvous_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = LeaveSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/tfcluster.rendezvous.Rendezvous/WatchRounds" => {
+                    #[allow(non_camel_case_types)]
+                    struct WatchRoundsSvc<T: Rendezvous>(pub Arc<T>);
+                    impl<
+                        T: Rendezvous,
+                    > tonic::server::UnaryService<super::WatchRoundsRequest>
+                    for WatchRoundsSvc<T> {
+                        type Response = super::WaitRoundResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::WatchRoundsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Rendezvous>::watch_rounds(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = WatchRoundsSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

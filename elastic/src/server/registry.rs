@@ -73,9 +73,11 @@ impl Registry {
                     args.rdzv_id
                 )));
             }
+            // Never 0, which observers send for "unknown".
+            let incarnation = self.draw(u64::MAX).max(1);
             self.jobs.insert(
                 args.rdzv_id.clone(),
-                Job::new(args.rdzv_id.clone(), args.config.clone(), now),
+                Job::new(args.rdzv_id.clone(), incarnation, args.config.clone(), now),
             );
         }
         let node_id = match args.node_id.clone() {
@@ -121,6 +123,39 @@ impl Registry {
             )));
         }
         Ok(Waited::Pending(job.pending(now, last_call)))
+    }
+
+    /// What an observer of job `rdzv_id` learns: the running round when it is later than
+    /// round `after_round` of job incarnation `job` (0: unknown), else what the next round
+    /// waits for, or the end of the job. A round of another job under this id (another
+    /// incarnation, or a number past this job's latest) is no reference: the running round is
+    /// news. Its round's rank is 0: the observer is no member. It touches no node, so
+    /// observing changes nothing.
+    pub(crate) fn observe(
+        &self,
+        rdzv_id: &str,
+        job: u64,
+        after_round: u64,
+        now: Instant,
+    ) -> Result<Waited, Refusal> {
+        let found = self.jobs.get(rdzv_id).ok_or_else(|| {
+            Refusal::NotFound(format!(
+                "no job with rendezvous id {} here: no node has joined it yet, or every node \
+                 left and it was forgotten",
+                quote(rdzv_id, 0)
+            ))
+        })?;
+        let another_job =
+            (job != 0 && job != found.incarnation) || after_round > found.rounds_formed;
+        let after_round = if another_job { 0 } else { after_round };
+        Ok(match &found.phase {
+            Phase::Done(done) => Waited::Done(done.clone()),
+            Phase::Running(round) if round.number > after_round => Waited::Round {
+                round: Arc::clone(round),
+                rank: 0,
+            },
+            _ => Waited::Pending(found.pending(now, self.settings.last_call)),
+        })
     }
 
     pub(crate) fn heartbeat(
@@ -216,15 +251,21 @@ impl Registry {
 
     fn new_node_id(&self, rdzv_id: &str) -> String {
         let next = self.jobs.get(rdzv_id).map_or(0, |j| j.next_seq);
+        format!("n{next}-{:08x}", self.draw(next) as u32)
+    }
+
+    /// A number no earlier draw is likely to have: `salt` and the time, hashed with the
+    /// registry's random keys.
+    fn draw(&self, salt: u64) -> u64 {
         let mut hasher = self.random.build_hasher();
-        hasher.write_u64(next);
+        hasher.write_u64(salt);
         hasher.write_u128(
             std::time::SystemTime::UNIX_EPOCH
                 .elapsed()
                 .unwrap_or_default()
                 .as_nanos(),
         );
-        format!("n{next}-{:08x}", hasher.finish() as u32)
+        hasher.finish()
     }
 }
 

@@ -1,14 +1,25 @@
-//! `tfcluster connect --follow` end to end: a cluster file rewritten and Kubernetes pods added,
-//! deleted and readdressed (the API server stood in for on loopback), each change one line,
-//! and SIGINT closing every remote context with exit status 130.
+//! `tfcluster connect --follow` end to end: a cluster file rewritten, Kubernetes pods added,
+//! deleted and readdressed (the API server stood in for on loopback), and an elastic job's
+//! rounds watched at its rendezvous (in process, nodes joining with the ports of in-process
+//! task servers), each change one line, and SIGINT closing every remote context with exit
+//! status 130. And a `Context` following the rounds through `RendezvousWatcher` itself.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use cluster_resolver::WatchClusterResolver;
+use cluster_resolver::watch::WatchOptions;
 use cluster_spec::ClusterSpec;
+use elastic::{
+    ClientOptions, JobConfig, Join, Node, RendezvousClient, RendezvousServer, RendezvousWatcher,
+    ServerOptions, Waited,
+};
 use nix::sys::signal::Signal;
-use remote_connect::{RunningServer, TaskServer};
+use remote_connect::{
+    ClusterChange, Context, FollowEvent, FollowOptions, RunningServer, TaskId, TaskServer,
+};
 use serde_json::Value;
 use tokio::runtime::Runtime;
 
@@ -231,4 +242,189 @@ fn followed_kubernetes_pods_added_deleted_and_readdressed() {
     assert_all_closed(&servers);
     std::fs::remove_file(&config).unwrap();
     rt.block_on(api.stop());
+}
+
+/// An elastic job on an in-process rendezvous, nodes joined by hand with the ports of task
+/// servers on 127.0.0.1: one task per node, 1 to 2 nodes, a 300 ms last call, and a
+/// heartbeat timeout long enough that nodes the test drives by hand are never lost.
+struct ElasticJob {
+    rdzv: RendezvousServer,
+    client: RendezvousClient,
+    config: JobConfig,
+}
+
+impl ElasticJob {
+    async fn start() -> Self {
+        let options = ServerOptions::default()
+            .last_call(Duration::from_millis(300))
+            .timeout(Duration::from_secs(300));
+        let rdzv = RendezvousServer::start("127.0.0.1:0".parse().unwrap(), options)
+            .await
+            .unwrap();
+        let client =
+            RendezvousClient::new(rdzv.local_addr().to_string(), ClientOptions::default()).unwrap();
+        let config = JobConfig::new("1:2".parse().unwrap(), 1).unwrap();
+        Self {
+            rdzv,
+            client,
+            config,
+        }
+    }
+
+    /// A node whose one task is `server`.
+    async fn join(&self, server: &RunningServer) -> Node {
+        let join = Join::new("job", self.config.clone(), vec![server.local_addr().port()])
+            .host("127.0.0.1");
+        self.client.join(&join).await.unwrap()
+    }
+
+    /// Waits for the next round of every node in `nodes`.
+    async fn round(&self, nodes: &mut [&mut Node]) -> ClusterSpec {
+        let mut spec = None;
+        for node in nodes.iter_mut() {
+            let Waited::Round(round) = self.client.wait_round(node, PROMPT).await.unwrap() else {
+                panic!("the job ended");
+            };
+            spec = Some(round.cluster_spec().clone());
+        }
+        spec.unwrap()
+    }
+}
+
+/// The next `Changed` of `events`, within [`PROMPT`].
+async fn changed(events: &mut tokio::sync::broadcast::Receiver<FollowEvent>) -> ClusterChange {
+    loop {
+        match tokio::time::timeout(PROMPT, events.recv()).await {
+            Ok(Ok(FollowEvent::Changed(change))) => return change,
+            Ok(Ok(other)) => eprintln!("follow event: {other:?}"),
+            other => panic!("no change: {other:?}"),
+        }
+    }
+}
+
+/// The `worker` job of `spec`.
+fn workers_of(spec: &ClusterSpec) -> Vec<Option<String>> {
+    let tasks = spec.job_tasks("worker").unwrap();
+    tasks.into_iter().map(|t| t.map(str::to_owned)).collect()
+}
+
+/// The `worker` job of the cluster `ctx` serves (beside its own local job).
+fn workers(ctx: &Context) -> Vec<Option<String>> {
+    workers_of(&ctx.cluster_spec().unwrap())
+}
+
+fn names(tasks: &[TaskId]) -> Vec<String> {
+    tasks.iter().map(TaskId::to_string).collect()
+}
+
+#[test]
+fn a_context_follows_an_elastic_jobs_rounds() {
+    let rt = Runtime::new().unwrap();
+    let servers: Vec<RunningServer> = (0..2)
+        .map(|_| server(&rt, "127.0.0.1:0".parse().unwrap()))
+        .collect();
+    rt.block_on(async {
+        let job = ElasticJob::start().await;
+        let mut a = job.join(&servers[0]).await;
+        let round_1 = job.round(&mut [&mut a]).await;
+
+        let watcher = Arc::new(RendezvousWatcher::new(job.client.clone(), "job"));
+        let ctx = Context::new();
+        let follow = ctx.follow(
+            watcher.watch(WatchOptions::default()),
+            FollowOptions::default(),
+        );
+        let mut events = follow.subscribe();
+        let first = changed(&mut events).await;
+        assert_eq!(names(&first.added), [task(0)], "{first:?}");
+        assert_eq!(workers(&ctx), workers_of(&round_1));
+
+        // A second node ends round 1 (it had room); round 2 holds both, worker 0 where it was.
+        let mut b = job.join(&servers[1]).await;
+        job.client.rejoin(&mut a).await.unwrap();
+        let round_2 = job.round(&mut [&mut a, &mut b]).await;
+        let change = changed(&mut events).await;
+        assert_eq!(names(&change.added), [task(1)], "{change:?}");
+        assert!(change.removed.is_empty() && change.replaced.is_empty() && !change.reset);
+        assert_eq!(change.devices, 3);
+        assert_eq!(workers(&ctx), workers_of(&round_2));
+
+        follow.stop().await;
+        ctx.close().await.unwrap();
+        job.rdzv.shutdown().await;
+    });
+    assert_all_closed(&servers);
+}
+
+#[test]
+fn connect_follows_an_elastic_job_at_its_rendezvous_and_sigint_closes_every_context() {
+    let rt = Runtime::new().unwrap();
+    let servers: Vec<RunningServer> = (0..2)
+        .map(|_| server(&rt, "127.0.0.1:0".parse().unwrap()))
+        .collect();
+    let job = rt.block_on(ElasticJob::start());
+    let mut a = rt.block_on(job.join(&servers[0]));
+    rt.block_on(job.round(&mut [&mut a]));
+
+    let rdzv = job.rdzv.local_addr().to_string();
+    let args = [
+        "connect",
+        "--from",
+        "rendezvous",
+        "--rdzv",
+        &rdzv,
+        "--rdzv-id",
+        "job",
+    ];
+    // Without --follow: the running round, once.
+    let mut once = Launch::start(&args, &[]);
+    assert_eq!(once.wait(PROMPT).code(), Some(0), "{}", once.stderr());
+    assert!(
+        once.stdout().contains(&servers[0].local_addr().to_string()),
+        "{}",
+        once.stdout()
+    );
+
+    // resolve: the round's cluster, no task of this process, worker 0 as master.
+    let worker_0 = servers[0].local_addr().to_string();
+    let mut resolve = Launch::start(
+        &[
+            "resolve",
+            "--from",
+            "rendezvous",
+            "--rdzv",
+            &rdzv,
+            "--rdzv-id",
+            "job",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(resolve.wait(PROMPT).code(), Some(0), "{}", resolve.stderr());
+    let found: Value = serde_json::from_str(&resolve.stdout()).unwrap();
+    assert_eq!(found["cluster"]["worker"][0], worker_0.as_str(), "{found}");
+    assert_eq!(found["master"], format!("grpc://{worker_0}"), "{found}");
+    assert!(found["task_type"].is_null(), "{found}");
+
+    let mut follow = Launch::start(
+        &[&args[..], &["--follow", "--format", "json"]].concat(),
+        &[],
+    );
+    let report = json_line(&follow, "context_id", 1);
+    assert_eq!(report["tasks"].as_array().unwrap().len(), 1, "{report}");
+
+    let mut b = rt.block_on(job.join(&servers[1]));
+    rt.block_on(job.client.rejoin(&mut a)).unwrap();
+    rt.block_on(job.round(&mut [&mut a, &mut b]));
+    let added = json_line(&follow, "added", 1);
+    assert_eq!(tasks(&added, "added"), [task(1)], "{added}");
+    assert_eq!(
+        (added["reset"].as_bool(), added["devices"].as_u64()),
+        (Some(false), Some(3))
+    );
+
+    follow.signal(Signal::SIGINT);
+    assert_eq!(follow.wait(PROMPT).code(), Some(130), "{}", follow.stderr());
+    assert_all_closed(&servers);
+    rt.block_on(job.rdzv.shutdown());
 }

@@ -9,6 +9,8 @@ use crate::round::{Assignment, Member};
 /// A round as it formed: fixed for its whole life.
 #[derive(Debug)]
 pub(crate) struct FormedRound {
+    /// The job's incarnation: another job under the same rendezvous id has another.
+    pub(crate) job: u64,
     pub(crate) number: u64,
     pub(crate) restart_count: u32,
     pub(crate) config: JobConfig,

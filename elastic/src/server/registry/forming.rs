@@ -114,6 +114,7 @@ impl Job {
             .map(|(r, id)| (id.clone(), r as u32))
             .collect();
         let round = Arc::new(FormedRound {
+            job: self.incarnation,
             number,
             restart_count: self.restart_count,
             config: self.config.clone(),

@@ -28,6 +28,9 @@ pub(super) enum Phase {
 #[derive(Debug)]
 pub(super) struct Job {
     pub(super) id: String,
+    /// Drawn when the job is created, so that an observer can tell this job's rounds from
+    /// those of another job under the same id.
+    pub(super) incarnation: u64,
     pub(super) config: JobConfig,
     pub(super) nodes: HashMap<String, Node>,
     pub(super) next_seq: u64,
@@ -44,9 +47,10 @@ pub(super) struct Job {
 }
 
 impl Job {
-    pub(super) fn new(id: String, config: JobConfig, now: Instant) -> Self {
+    pub(super) fn new(id: String, incarnation: u64, config: JobConfig, now: Instant) -> Self {
         Self {
             id,
+            incarnation,
             config,
             nodes: HashMap::new(),
             next_seq: 0,

@@ -112,3 +112,47 @@ fn unknown_jobs_and_nodes_are_not_found() {
         Err(Refusal::NotFound(_))
     ));
 }
+
+#[test]
+fn observing_keeps_no_node_alive_and_answers_the_running_round() {
+    let (mut r, t0, c) = (registry(), Instant::now(), config(2, 2, "", 5));
+    assert!(matches!(
+        r.observe("job", 0, 0, t0),
+        Err(Refusal::NotFound(m)) if m.contains("\"job\"")
+    ));
+    join_as(&mut r, &c, "a", 1000, t0).unwrap();
+    join_as(&mut r, &c, "b", 1001, t0).unwrap();
+    let Waited::Round { round, rank } = r.observe("job", 0, 0, t0).unwrap() else {
+        panic!("round 1 runs");
+    };
+    assert_eq!((round.number, rank), (1, 0));
+    let job = round.job;
+    assert_ne!(job, 0);
+    // Round 1 of another job under this id (a restarted rendezvous) is no reference.
+    assert!(matches!(
+        r.observe("job", job ^ 1, 1, t0),
+        Ok(Waited::Round { .. })
+    ));
+    assert!(matches!(
+        r.observe("job", job, 1, t0),
+        Ok(Waited::Pending(_))
+    ));
+    // A round number past the job's was seen of another job under this id.
+    assert!(matches!(
+        r.observe("job", job, 7, t0),
+        Ok(Waited::Round { .. })
+    ));
+    // Observed all along, the nodes are still lost when they fall silent.
+    let mut now = t0;
+    while now < t0 + TIMEOUT * 2 {
+        now += Duration::from_secs(1);
+        r.observe("job", job, 1, now).unwrap();
+        r.tick(now);
+    }
+    assert!(matches!(
+        r.observe("job", 0, 0, now),
+        Ok(Waited::Pending(_))
+    ));
+    let end = r.jobs["job"].ended.back().unwrap();
+    assert_eq!((end.round, end.reason), (1, crate::EndReason::NodeLost));
+}
