@@ -356,6 +356,7 @@ mod accelerators;
 mod client;
 pub mod devices;
 mod error;
+mod function;
 mod ids;
 mod op;
 mod server;
@@ -371,6 +372,7 @@ pub use client::{
 };
 pub use devices::LocalDevice;
 pub use error::{Error, OpFailure, Stage, TaskError, TaskFailure};
+pub use function::{Arg, Function, FunctionError, Signature};
 pub use op::{Attr, Input, Op};
 pub use server::{
     ContextInfo, InvalidNetwork, Limits, Network, RunningServer, SHUTDOWN_GRACE, ServerError,

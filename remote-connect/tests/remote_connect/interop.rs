@@ -9,7 +9,10 @@
 //! 3. device filters, differential: for a sequence of clusters and filter sets, the device
 //!    lists our servers receive from TensorFlow's client equal those they receive from ours;
 //! 4. ops run from Rust on real TensorFlow workers (`ops`): values, remote chains, errors,
-//!    device filters enforced by the workers, results equal to Python's, latency figures.
+//!    device filters enforced by the workers, results equal to Python's, latency figures;
+//! 5. functions traced in Python run from Rust on them (`functions`): results equal to
+//!    Python's, inputs kept on workers, device filters, errors, one registration per
+//!    context (counted on the wire by `counting_proxy`), latency beside Python's.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -23,6 +26,10 @@ use tf_oracle::{Process, STARTUP};
 
 use crate::cluster::server;
 
+#[path = "interop/counting_proxy.rs"]
+mod counting_proxy;
+#[path = "interop/functions.rs"]
+mod functions;
 #[path = "interop/ops.rs"]
 mod ops;
 
