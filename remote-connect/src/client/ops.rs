@@ -160,7 +160,8 @@ impl Batch {
     /// Not cancel safe: a dropped run may have sent some of its Enqueues, whose ops may or may
     /// not have run on their tasks; what they kept there, and the releases of dropped
     /// [`RemoteTensor`]s that rode along, are freed when the context closes. The context
-    /// itself stays usable.
+    /// itself stays usable; a function registration dropped in flight counts as not done, so
+    /// a concurrent call waiting for it, or the next call, sends it again (harmless).
     pub async fn run(self) -> Result<Vec<Outputs>, Error> {
         let snapshot = self.ctx.snapshot();
         if snapshot.context_id == 0 {

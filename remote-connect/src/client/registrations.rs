@@ -96,28 +96,27 @@ impl Context {
             fingerprint: function.fingerprint(),
         };
         let link = member.link(task);
-        self.registrations()
-            .cell(key)
-            .get_or_try_init(|| async {
-                let item = QueueItem {
-                    item: Some(queue_item::Item::RegisterFunction(RegisterFunctionOp {
-                        function_def: Some(function.function_def().clone()),
-                        is_component_function: false,
-                        library: Some(function.library().clone()),
-                    })),
-                };
-                enqueue(&link.channel, snapshot.context_id, vec![item], snapshot)
-                    .await
-                    .map(drop)
-                    .map_err(|error| {
-                        op_failure(
-                            &link,
-                            vec![format!("RegisterFunction({})", function.name())],
-                            error,
-                        )
-                    })
-            })
-            .await
-            .map(|()| ())
+        let cell = self.registrations().cell(key);
+        cell.get_or_try_init(|| async {
+            let item = QueueItem {
+                item: Some(queue_item::Item::RegisterFunction(RegisterFunctionOp {
+                    function_def: Some(function.function_def().clone()),
+                    is_component_function: false,
+                    library: Some(function.library().clone()),
+                })),
+            };
+            enqueue(&link.channel, snapshot.context_id, vec![item], snapshot)
+                .await
+                .map(drop)
+                .map_err(|error| {
+                    op_failure(
+                        &link,
+                        vec![format!("RegisterFunction({})", function.name())],
+                        error,
+                    )
+                })
+        })
+        .await?;
+        Ok(())
     }
 }
