@@ -164,3 +164,63 @@ fn decode_library(bytes: &[u8]) -> Result<FunctionDefLibrary, FunctionError> {
         source,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use cluster_proto::op_def::ArgDef;
+    use cluster_proto::{DataType, NodeDef, OpDef};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn def(name: &str, calls: &str) -> FunctionDef {
+        FunctionDef {
+            signature: Some(OpDef {
+                name: name.into(),
+                output_arg: vec![ArgDef {
+                    name: "y".into(),
+                    r#type: DataType::DtInt64 as i32,
+                    ..ArgDef::default()
+                }],
+                ..OpDef::default()
+            }),
+            node_def: vec![NodeDef {
+                op: calls.into(),
+                ..NodeDef::default()
+            }],
+            ..FunctionDef::default()
+        }
+    }
+
+    #[test]
+    fn a_library_function_comes_with_its_callees_and_a_fingerprint_of_both() {
+        let library = FunctionDefLibrary {
+            function: vec![def("g", "AddV2"), def("f", "g"), def("h", "AddV2")],
+            ..FunctionDefLibrary::default()
+        };
+        let f = Function::from_library(&library.encode_to_vec(), "f").unwrap();
+        assert_eq!(f.name(), "f");
+        assert_eq!(f.signature().to_string(), "f() -> (int64)");
+        assert_eq!(library::names(f.library()), ["g"]);
+        let alone = Function::from_function_def(&def("f", "g").encode_to_vec()).unwrap();
+        assert!(alone.library().function.is_empty());
+        assert_ne!(alone.fingerprint(), f.fingerprint());
+        let joined = alone.with_library(&library.encode_to_vec()).unwrap();
+        assert_eq!(joined.fingerprint(), f.fingerprint());
+        let err = Function::from_library(&library.encode_to_vec(), "nope").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"the library has no function "nope"; it has ["g", "f", "h"]"#
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_are_read_or_refused_without_panicking(
+            bytes in proptest::collection::vec(any::<u8>(), 0..256)
+        ) {
+            let _ = Function::from_function_def(&bytes);
+            let _ = Function::from_library(&bytes, "f");
+        }
+    }
+}

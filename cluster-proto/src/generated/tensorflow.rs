@@ -739,7 +739,7 @@ pub mod op_def {
     /// One input or output argument.
     #[derive(Clone, PartialEq, ::prost::Message)]
     pub struct ArgDef {
-        /// Its name, "[a-z][a-z0-9_]*".
+        /// Its name: lowercase letters, digits and underscores, starting with a letter.
         #[prost(string, tag = "1")]
         pub name: ::prost::alloc::string::String,
         /// Human-readable description.

@@ -120,3 +120,30 @@ impl Context {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(context_id: u64, name: &str) -> Key {
+        Key {
+            context_id,
+            task: TaskId::new("worker", 0),
+            incarnation: 7,
+            name: name.into(),
+            fingerprint: 1,
+        }
+    }
+
+    #[test]
+    fn one_cell_per_registration_and_a_new_context_forgets_the_old_ones() {
+        let r = Registrations::default();
+        let a = r.cell(key(1, "f"));
+        assert!(Arc::ptr_eq(&a, &r.cell(key(1, "f"))));
+        assert!(!Arc::ptr_eq(&a, &r.cell(key(1, "g"))));
+        r.cell(key(2, "f"));
+        let cells = r.cells.lock().unwrap();
+        assert_eq!(cells.len(), 1, "the old context's cells are gone");
+        assert!(cells.contains_key(&key(2, "f")));
+    }
+}
