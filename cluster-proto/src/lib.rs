@@ -4,8 +4,8 @@
 //! puts on the wire for cluster descriptions ([`ClusterDef`], [`ServerDef`]), device filters
 //! ([`ClusterDeviceFilters`]), device discovery ([`GetStatusResponse`], [`DeviceAttributes`]),
 //! tensor transfer from a worker ([`RecvTensorRequest`], [`RecvTensorResponse`]),
-//! remote eager contexts and the operations run in them ([`eager`]), and the values those
-//! operations carry ([`TensorProto`], [`TensorShapeProto`], [`DataType`], [`AttrValue`]), with
+//! remote eager contexts and the operations and functions run in them ([`eager`],
+//! [`FunctionDef`]), and the values those operations carry ([`TensorProto`], [`TensorShapeProto`], [`DataType`], [`AttrValue`]), with
 //! TensorFlow's packages, message names and field numbers. Depend on it directly only if you speak TensorFlow's protocol yourself; most users
 //! want `cluster-spec` (the validated model) or `remote-connect` (the gRPC layer), which build on
 //! it.
@@ -49,17 +49,17 @@
 //! - **`WorkerService` is in package `tensorflow`.** TensorFlow's `worker_service.proto` declares
 //!   `package tensorflow.grpc`, yet the runtime registers and calls
 //!   `/tensorflow.WorkerService/GetStatus`; the stubs here use the path TensorFlow really uses.
-//! - **Function payloads are opaque.** The queue items that register, clean up or remove
-//!   functions, pack handles or sync executors ([`eager::queue_item::Item`]) are `bytes`: each is
-//!   a length-delimited sub-message on the wire, so they round-trip unchanged without
-//!   TensorFlow's function-library protos. So are a tensor's `resource_handle_val` and
-//!   `variant_val` elements.
+//! - **Functions are typed.** [`FunctionDef`] and [`FunctionDefLibrary`] (with [`OpDef`],
+//!   [`NodeDef`] and [`FullTypeDef`] below them) decode what Python writes with
+//!   `concrete_function.function_def.SerializeToString()`, and the queue items that register,
+//!   remove or clean up functions ([`eager::RegisterFunctionOp`], …) carry them. A tensor's
+//!   `resource_handle_val` and `variant_val` elements stay opaque bytes.
 //!
 //! ## Differences from TensorFlow
 //!
 //! - Only the messages and fields the cluster layer uses are declared (see `proto/`); in
-//!   particular `ConfigProto` and `ConfigProto.Experimental` are partial, and the function
-//!   payloads are opaque bytes (above).
+//!   particular `ConfigProto` and `ConfigProto.Experimental` are partial, and a tensor's
+//!   resource and variant elements are opaque bytes (above).
 //! - proto3 lets an encoder omit a field that holds its default value; prost omits a map entry's
 //!   key `0` where TensorFlow's C++ encoder writes it. Both decode to the same message.
 

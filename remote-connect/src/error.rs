@@ -266,6 +266,10 @@ pub enum Error {
     /// A value that cannot be sent or read.
     #[error(transparent)]
     Tensor(#[from] crate::TensorError),
+    /// A function that cannot be read, or a call that does not fit its signature; found
+    /// before anything was sent.
+    #[error(transparent)]
+    Function(#[from] crate::FunctionError),
     /// A task answered in a way TensorFlow's protocol does not allow.
     #[error("unexpected response: {0}")]
     BadResponse(String),

@@ -10,7 +10,7 @@ use cluster_proto::{AttrValue, DataType};
 
 pub use attr::Attr;
 
-use crate::{RemoteTensor, Tensor};
+use crate::{Function, RemoteTensor, Tensor};
 
 /// A TensorFlow operation: its registered name (`"AddV2"`, `"MatMul"`), inputs in the op's
 /// order and attributes.
@@ -35,6 +35,8 @@ pub struct Op {
     name: String,
     inputs: Vec<Input>,
     attrs: BTreeMap<String, AttrValue>,
+    /// Set for a call of a registered function.
+    function: Option<Function>,
 }
 
 /// An op's input: a value sent with the op ([`Tensor`]), a tensor already on a task
@@ -98,6 +100,30 @@ impl Op {
             name: name.into(),
             inputs: Vec::new(),
             attrs: BTreeMap::new(),
+            function: None,
+        }
+    }
+
+    /// A call of `function`: inputs are added with [`input`](Self::input) in its signature's
+    /// order and checked against it before anything is sent; it is registered on the task
+    /// that runs it first if needed ([`Context::register_function`](crate::Context::register_function)).
+    /// It is sent as TensorFlow's client sends a `tf.function` call: an operation named
+    /// after the function, marked as one, without attributes.
+    ///
+    /// ```
+    /// # fn f(function: &remote_connect::Function) {
+    /// use remote_connect::{Op, Tensor};
+    ///
+    /// let call = Op::function(function)
+    ///     .input(Tensor::vector(vec![1.0f32, 2.0]))
+    ///     .input(Tensor::vector(vec![3.0f32, 4.0]));
+    /// assert_eq!(call.name(), function.name());
+    /// # }
+    /// ```
+    pub fn function(function: &Function) -> Self {
+        Self {
+            function: Some(function.clone()),
+            ..Self::new(function.name())
         }
     }
 
@@ -128,5 +154,10 @@ impl Op {
     /// The attributes as sent.
     pub fn attrs(&self) -> &BTreeMap<String, AttrValue> {
         &self.attrs
+    }
+
+    /// The function called, for an op made with [`Op::function`].
+    pub fn called_function(&self) -> Option<&Function> {
+        self.function.as_ref()
     }
 }

@@ -10,6 +10,7 @@ use cluster_proto::DataType;
 
 pub use element::Element;
 pub use error::TensorError;
+pub(crate) use error::dtype_name;
 pub(crate) use proto::{shape_of, shape_proto};
 
 /// A dense tensor's value: its element type, shape and elements, as TensorFlow's

@@ -103,6 +103,83 @@ pub struct SendTensorOp {
     #[prost(string, tag = "3")]
     pub device_name: ::prost::alloc::string::String,
 }
+/// Registers a function in the context's function library, so that an Operation with
+/// `is_function` can call it by name.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RegisterFunctionOp {
+    /// The function.
+    #[prost(message, optional, tag = "1")]
+    pub function_def: ::core::option::Option<super::FunctionDef>,
+    /// Part of a multi-device function: registered in a private library of the context.
+    #[prost(bool, tag = "2")]
+    pub is_component_function: bool,
+    /// Functions it calls, registered with it.
+    #[prost(message, optional, tag = "3")]
+    pub library: ::core::option::Option<super::FunctionDefLibrary>,
+}
+/// Removes a function from the context's function library.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RemoveFunctionOp {
+    /// The function's name.
+    #[prost(string, tag = "1")]
+    pub function_name: ::prost::alloc::string::String,
+}
+/// Cleans up after a component function's step.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CleanupFunctionOp {
+    /// The step.
+    #[prost(int64, tag = "1")]
+    pub step_id: i64,
+}
+/// Waits for the operations enqueued on the same stream so far.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SyncRemoteExecutorForStream {}
+/// Places a packed handle on the task: tensors on several devices under one op id.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SendPackedHandleOp {
+    /// The id the pack is stored under.
+    #[prost(int64, tag = "1")]
+    pub op_id: i64,
+    /// The tensors.
+    #[prost(message, repeated, tag = "2")]
+    pub handles: ::prost::alloc::vec::Vec<send_packed_handle_op::Handle>,
+    /// The composite device holding the pack.
+    #[prost(string, tag = "3")]
+    pub device_name: ::prost::alloc::string::String,
+}
+/// Nested message and enum types in `SendPackedHandleOp`.
+pub mod send_packed_handle_op {
+    /// A tensor sent with the request.
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct LocalTensorHandle {
+        /// The value.
+        #[prost(message, optional, tag = "1")]
+        pub tensor: ::core::option::Option<super::super::TensorProto>,
+        /// The device it goes to.
+        #[prost(string, tag = "2")]
+        pub device: ::prost::alloc::string::String,
+    }
+    /// One tensor of the pack.
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct Handle {
+        /// The tensor.
+        #[prost(oneof = "handle::Item", tags = "1, 2")]
+        pub item: ::core::option::Option<handle::Item>,
+    }
+    /// Nested message and enum types in `Handle`.
+    pub mod handle {
+        /// The tensor.
+        #[derive(Clone, PartialEq, ::prost::Oneof)]
+        pub enum Item {
+            /// A value sent with the request.
+            #[prost(message, tag = "1")]
+            LocalHandle(super::LocalTensorHandle),
+            /// A tensor already on a task.
+            #[prost(message, tag = "2")]
+            RemoteHandle(super::super::RemoteTensorHandle),
+        }
+    }
+}
 /// One entry of an Enqueue request's queue.
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct QueueItem {
@@ -124,21 +201,21 @@ pub mod queue_item {
         /// Place tensors on the task.
         #[prost(message, tag = "3")]
         SendTensor(super::SendTensorOp),
-        /// A serialized tensorflow.eager.RegisterFunctionOp, kept opaque.
-        #[prost(bytes, tag = "4")]
-        RegisterFunction(::prost::alloc::vec::Vec<u8>),
-        /// A serialized tensorflow.eager.CleanupFunctionOp, kept opaque.
-        #[prost(bytes, tag = "5")]
-        CleanupFunction(::prost::alloc::vec::Vec<u8>),
-        /// A serialized tensorflow.eager.SyncRemoteExecutorForStream, kept opaque.
-        #[prost(bytes, tag = "6")]
-        SyncRemoteExecutorForStream(::prost::alloc::vec::Vec<u8>),
-        /// A serialized tensorflow.eager.SendPackedHandleOp, kept opaque.
-        #[prost(bytes, tag = "7")]
-        SendPackedHandle(::prost::alloc::vec::Vec<u8>),
-        /// A serialized tensorflow.eager.RemoveFunctionOp, kept opaque.
-        #[prost(bytes, tag = "8")]
-        RemoveFunction(::prost::alloc::vec::Vec<u8>),
+        /// Register a function (and its library) in the context.
+        #[prost(message, tag = "4")]
+        RegisterFunction(super::RegisterFunctionOp),
+        /// Clean up what a component function's step left behind.
+        #[prost(message, tag = "5")]
+        CleanupFunction(super::CleanupFunctionOp),
+        /// Wait for the operations enqueued on this stream so far.
+        #[prost(message, tag = "6")]
+        SyncRemoteExecutorForStream(super::SyncRemoteExecutorForStream),
+        /// Place a packed handle (several tensors on several devices) on the task.
+        #[prost(message, tag = "7")]
+        SendPackedHandle(super::SendPackedHandleOp),
+        /// Remove a registered function from the context.
+        #[prost(message, tag = "8")]
+        RemoveFunction(super::RemoveFunctionOp),
     }
 }
 /// The result of one queue item: for an operation, each output's shape, and with op id -1 also

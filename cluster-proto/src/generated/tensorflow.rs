@@ -505,6 +505,438 @@ pub struct NameAttrList {
         AttrValue,
     >,
 }
+/// A full type: a constructor applied to argument types, with an optional literal.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct FullTypeDef {
+    /// The constructor or element type.
+    #[prost(enumeration = "FullTypeId", tag = "1")]
+    pub type_id: i32,
+    /// Its type arguments.
+    #[prost(message, repeated, tag = "2")]
+    pub args: ::prost::alloc::vec::Vec<FullTypeDef>,
+    /// A literal of the type, if it admits one.
+    #[prost(oneof = "full_type_def::Attr", tags = "3, 4")]
+    pub attr: ::core::option::Option<full_type_def::Attr>,
+}
+/// Nested message and enum types in `FullTypeDef`.
+pub mod full_type_def {
+    /// A literal of the type, if it admits one.
+    #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
+    pub enum Attr {
+        /// A string literal (a type variable's name).
+        #[prost(string, tag = "3")]
+        S(::prost::alloc::string::String),
+        /// An integer literal.
+        #[prost(int64, tag = "4")]
+        I(i64),
+    }
+}
+/// A type constructor or element type of a full type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum FullTypeId {
+    TftUnset = 0,
+    TftVar = 1,
+    TftAny = 2,
+    TftProduct = 3,
+    TftNamed = 4,
+    TftForEach = 20,
+    TftCallable = 100,
+    TftTensor = 1000,
+    TftArray = 1001,
+    TftOptional = 1002,
+    TftLiteral = 1003,
+    TftEncoded = 1004,
+    TftShapeTensor = 1005,
+    TftBool = 200,
+    TftUint8 = 201,
+    TftUint16 = 202,
+    TftUint32 = 203,
+    TftUint64 = 204,
+    TftInt8 = 205,
+    TftInt16 = 206,
+    TftInt32 = 207,
+    TftInt64 = 208,
+    TftHalf = 209,
+    TftFloat = 210,
+    TftDouble = 211,
+    TftBfloat16 = 215,
+    TftComplex64 = 212,
+    TftComplex128 = 213,
+    TftString = 214,
+    TftDataset = 10102,
+    TftRagged = 10103,
+    TftIterator = 10104,
+    TftMutexLock = 10202,
+    TftLegacyVariant = 10203,
+}
+impl FullTypeId {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::TftUnset => "TFT_UNSET",
+            Self::TftVar => "TFT_VAR",
+            Self::TftAny => "TFT_ANY",
+            Self::TftProduct => "TFT_PRODUCT",
+            Self::TftNamed => "TFT_NAMED",
+            Self::TftForEach => "TFT_FOR_EACH",
+            Self::TftCallable => "TFT_CALLABLE",
+            Self::TftTensor => "TFT_TENSOR",
+            Self::TftArray => "TFT_ARRAY",
+            Self::TftOptional => "TFT_OPTIONAL",
+            Self::TftLiteral => "TFT_LITERAL",
+            Self::TftEncoded => "TFT_ENCODED",
+            Self::TftShapeTensor => "TFT_SHAPE_TENSOR",
+            Self::TftBool => "TFT_BOOL",
+            Self::TftUint8 => "TFT_UINT8",
+            Self::TftUint16 => "TFT_UINT16",
+            Self::TftUint32 => "TFT_UINT32",
+            Self::TftUint64 => "TFT_UINT64",
+            Self::TftInt8 => "TFT_INT8",
+            Self::TftInt16 => "TFT_INT16",
+            Self::TftInt32 => "TFT_INT32",
+            Self::TftInt64 => "TFT_INT64",
+            Self::TftHalf => "TFT_HALF",
+            Self::TftFloat => "TFT_FLOAT",
+            Self::TftDouble => "TFT_DOUBLE",
+            Self::TftBfloat16 => "TFT_BFLOAT16",
+            Self::TftComplex64 => "TFT_COMPLEX64",
+            Self::TftComplex128 => "TFT_COMPLEX128",
+            Self::TftString => "TFT_STRING",
+            Self::TftDataset => "TFT_DATASET",
+            Self::TftRagged => "TFT_RAGGED",
+            Self::TftIterator => "TFT_ITERATOR",
+            Self::TftMutexLock => "TFT_MUTEX_LOCK",
+            Self::TftLegacyVariant => "TFT_LEGACY_VARIANT",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "TFT_UNSET" => Some(Self::TftUnset),
+            "TFT_VAR" => Some(Self::TftVar),
+            "TFT_ANY" => Some(Self::TftAny),
+            "TFT_PRODUCT" => Some(Self::TftProduct),
+            "TFT_NAMED" => Some(Self::TftNamed),
+            "TFT_FOR_EACH" => Some(Self::TftForEach),
+            "TFT_CALLABLE" => Some(Self::TftCallable),
+            "TFT_TENSOR" => Some(Self::TftTensor),
+            "TFT_ARRAY" => Some(Self::TftArray),
+            "TFT_OPTIONAL" => Some(Self::TftOptional),
+            "TFT_LITERAL" => Some(Self::TftLiteral),
+            "TFT_ENCODED" => Some(Self::TftEncoded),
+            "TFT_SHAPE_TENSOR" => Some(Self::TftShapeTensor),
+            "TFT_BOOL" => Some(Self::TftBool),
+            "TFT_UINT8" => Some(Self::TftUint8),
+            "TFT_UINT16" => Some(Self::TftUint16),
+            "TFT_UINT32" => Some(Self::TftUint32),
+            "TFT_UINT64" => Some(Self::TftUint64),
+            "TFT_INT8" => Some(Self::TftInt8),
+            "TFT_INT16" => Some(Self::TftInt16),
+            "TFT_INT32" => Some(Self::TftInt32),
+            "TFT_INT64" => Some(Self::TftInt64),
+            "TFT_HALF" => Some(Self::TftHalf),
+            "TFT_FLOAT" => Some(Self::TftFloat),
+            "TFT_DOUBLE" => Some(Self::TftDouble),
+            "TFT_BFLOAT16" => Some(Self::TftBfloat16),
+            "TFT_COMPLEX64" => Some(Self::TftComplex64),
+            "TFT_COMPLEX128" => Some(Self::TftComplex128),
+            "TFT_STRING" => Some(Self::TftString),
+            "TFT_DATASET" => Some(Self::TftDataset),
+            "TFT_RAGGED" => Some(Self::TftRagged),
+            "TFT_ITERATOR" => Some(Self::TftIterator),
+            "TFT_MUTEX_LOCK" => Some(Self::TftMutexLock),
+            "TFT_LEGACY_VARIANT" => Some(Self::TftLegacyVariant),
+            _ => None,
+        }
+    }
+}
+/// Where a resource lives and what it holds.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ResourceHandleProto {
+    /// The device holding the resource.
+    #[prost(string, tag = "1")]
+    pub device: ::prost::alloc::string::String,
+    /// The container it is in.
+    #[prost(string, tag = "2")]
+    pub container: ::prost::alloc::string::String,
+    /// Its name in the container.
+    #[prost(string, tag = "3")]
+    pub name: ::prost::alloc::string::String,
+    /// A hash of its type, checked when it is looked up.
+    #[prost(uint64, tag = "4")]
+    pub hash_code: u64,
+    /// Its type's name, for debugging.
+    #[prost(string, tag = "5")]
+    pub maybe_type_name: ::prost::alloc::string::String,
+    /// What it holds.
+    #[prost(message, repeated, tag = "6")]
+    pub dtypes_and_shapes: ::prost::alloc::vec::Vec<
+        resource_handle_proto::DtypeAndShape,
+    >,
+}
+/// Nested message and enum types in `ResourceHandleProto`.
+pub mod resource_handle_proto {
+    /// The dtype and shape of a value the resource holds.
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct DtypeAndShape {
+        /// The element type.
+        #[prost(enumeration = "super::DataType", tag = "1")]
+        pub dtype: i32,
+        /// The shape.
+        #[prost(message, optional, tag = "2")]
+        pub shape: ::core::option::Option<super::TensorShapeProto>,
+    }
+}
+/// The definition of an op, or the signature of a function.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct OpDef {
+    /// The op's name (a function's name, for a function's signature).
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    /// The inputs, in order.
+    #[prost(message, repeated, tag = "2")]
+    pub input_arg: ::prost::alloc::vec::Vec<op_def::ArgDef>,
+    /// The outputs, in order.
+    #[prost(message, repeated, tag = "3")]
+    pub output_arg: ::prost::alloc::vec::Vec<op_def::ArgDef>,
+    /// Named control outputs.
+    #[prost(string, repeated, tag = "20")]
+    pub control_output: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// The attributes.
+    #[prost(message, repeated, tag = "4")]
+    pub attr: ::prost::alloc::vec::Vec<op_def::AttrDef>,
+    /// When and why the op was deprecated.
+    #[prost(message, optional, tag = "8")]
+    pub deprecation: ::core::option::Option<OpDeprecation>,
+    /// One-line description.
+    #[prost(string, tag = "5")]
+    pub summary: ::prost::alloc::string::String,
+    /// Longer description.
+    #[prost(string, tag = "6")]
+    pub description: ::prost::alloc::string::String,
+    /// op(a, b) == op(b, a).
+    #[prost(bool, tag = "18")]
+    pub is_commutative: bool,
+    /// An associative, commutative reduction of its inputs.
+    #[prost(bool, tag = "16")]
+    pub is_aggregate: bool,
+    /// Has state: never deduplicated or moved freely.
+    #[prost(bool, tag = "17")]
+    pub is_stateful: bool,
+    /// May take an uninitialized tensor.
+    #[prost(bool, tag = "19")]
+    pub allows_uninitialized_input: bool,
+    /// Communicates across devices or tasks.
+    #[prost(bool, tag = "21")]
+    pub is_distributed_communication: bool,
+}
+/// Nested message and enum types in `OpDef`.
+pub mod op_def {
+    /// One input or output argument.
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct ArgDef {
+        /// Its name: lowercase letters, digits and underscores, starting with a letter.
+        #[prost(string, tag = "1")]
+        pub name: ::prost::alloc::string::String,
+        /// Human-readable description.
+        #[prost(string, tag = "2")]
+        pub description: ::prost::alloc::string::String,
+        /// A fixed element type (or none, when `type_attr` or `type_list_attr` names it).
+        #[prost(enumeration = "super::DataType", tag = "3")]
+        pub r#type: i32,
+        /// The type attribute holding the element type.
+        #[prost(string, tag = "4")]
+        pub type_attr: ::prost::alloc::string::String,
+        /// The int attribute holding how many tensors the argument is.
+        #[prost(string, tag = "5")]
+        pub number_attr: ::prost::alloc::string::String,
+        /// The list(type) attribute holding one element type per tensor.
+        #[prost(string, tag = "6")]
+        pub type_list_attr: ::prost::alloc::string::String,
+        /// For resource arguments: the dtypes and shapes of what they hold.
+        #[prost(message, repeated, tag = "7")]
+        pub handle_data: ::prost::alloc::vec::Vec<
+            super::resource_handle_proto::DtypeAndShape,
+        >,
+        /// A reference argument (graphs of TF1 only).
+        #[prost(bool, tag = "16")]
+        pub is_ref: bool,
+        /// The argument's experimental full type.
+        #[prost(message, optional, tag = "17")]
+        pub experimental_full_type: ::core::option::Option<super::FullTypeDef>,
+    }
+    /// One attribute.
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct AttrDef {
+        /// Its name.
+        #[prost(string, tag = "1")]
+        pub name: ::prost::alloc::string::String,
+        /// Its type: "int", "type", "list(type)", …
+        #[prost(string, tag = "2")]
+        pub r#type: ::prost::alloc::string::String,
+        /// The value when none is given.
+        #[prost(message, optional, tag = "3")]
+        pub default_value: ::core::option::Option<super::AttrValue>,
+        /// Human-readable description.
+        #[prost(string, tag = "4")]
+        pub description: ::prost::alloc::string::String,
+        /// Whether `minimum` applies.
+        #[prost(bool, tag = "5")]
+        pub has_minimum: bool,
+        /// The least int value or list length.
+        #[prost(int64, tag = "6")]
+        pub minimum: i64,
+        /// The values allowed.
+        #[prost(message, optional, tag = "7")]
+        pub allowed_values: ::core::option::Option<super::AttrValue>,
+    }
+}
+/// An op's deprecation.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct OpDeprecation {
+    /// The GraphDef version from which the op is deprecated.
+    #[prost(int32, tag = "1")]
+    pub version: i32,
+    /// Why, and what to use instead.
+    #[prost(string, tag = "2")]
+    pub explanation: ::prost::alloc::string::String,
+}
+/// A list of op definitions.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct OpList {
+    /// The ops.
+    #[prost(message, repeated, tag = "1")]
+    pub op: ::prost::alloc::vec::Vec<OpDef>,
+}
+/// A node: an op applied to inputs named by their producers.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NodeDef {
+    /// The node's name, unique in its graph or function.
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    /// The op (or function) it runs.
+    #[prost(string, tag = "2")]
+    pub op: ::prost::alloc::string::String,
+    /// Its inputs: "node:output", a function argument's name, or "^node" for a control input.
+    #[prost(string, repeated, tag = "3")]
+    pub input: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// The device it is placed on, possibly partial.
+    #[prost(string, tag = "4")]
+    pub device: ::prost::alloc::string::String,
+    /// The op's attributes.
+    #[prost(btree_map = "string, message", tag = "5")]
+    pub attr: ::prost::alloc::collections::BTreeMap<
+        ::prost::alloc::string::String,
+        AttrValue,
+    >,
+    /// Where it came from.
+    #[prost(message, optional, tag = "6")]
+    pub experimental_debug_info: ::core::option::Option<node_def::ExperimentalDebugInfo>,
+    /// The experimental full type of its outputs.
+    #[prost(message, optional, tag = "7")]
+    pub experimental_type: ::core::option::Option<FullTypeDef>,
+}
+/// Nested message and enum types in `NodeDef`.
+pub mod node_def {
+    /// Where the node came from, for error messages.
+    #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+    pub struct ExperimentalDebugInfo {
+        /// The nodes this node was made from.
+        #[prost(string, repeated, tag = "1")]
+        pub original_node_names: ::prost::alloc::vec::Vec<
+            ::prost::alloc::string::String,
+        >,
+        /// The functions those nodes were in.
+        #[prost(string, repeated, tag = "2")]
+        pub original_func_names: ::prost::alloc::vec::Vec<
+            ::prost::alloc::string::String,
+        >,
+    }
+}
+/// A set of functions, with gradients: a function and those it calls.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct FunctionDefLibrary {
+    /// The functions.
+    #[prost(message, repeated, tag = "1")]
+    pub function: ::prost::alloc::vec::Vec<FunctionDef>,
+    /// Gradient functions of functions.
+    #[prost(message, repeated, tag = "2")]
+    pub gradient: ::prost::alloc::vec::Vec<GradientDef>,
+    /// Gradient functions of ops, by registered op type.
+    #[prost(message, repeated, tag = "3")]
+    pub registered_gradients: ::prost::alloc::vec::Vec<RegisteredGradient>,
+}
+/// A function: its signature, and its body as nodes.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct FunctionDef {
+    /// The name, arguments, results and attributes.
+    #[prost(message, optional, tag = "1")]
+    pub signature: ::core::option::Option<OpDef>,
+    /// Attributes of the function itself.
+    #[prost(btree_map = "string, message", tag = "5")]
+    pub attr: ::prost::alloc::collections::BTreeMap<
+        ::prost::alloc::string::String,
+        AttrValue,
+    >,
+    /// Attributes of arguments, by argument index.
+    #[prost(btree_map = "uint32, message", tag = "7")]
+    pub arg_attr: ::prost::alloc::collections::BTreeMap<u32, function_def::ArgAttrs>,
+    /// Unique ids of resource arguments, by argument index.
+    #[prost(btree_map = "uint32, uint32", tag = "8")]
+    pub resource_arg_unique_id: ::prost::alloc::collections::BTreeMap<u32, u32>,
+    /// The body.
+    #[prost(message, repeated, tag = "3")]
+    pub node_def: ::prost::alloc::vec::Vec<NodeDef>,
+    /// Each output argument's name -> the body output returned for it.
+    #[prost(btree_map = "string, string", tag = "4")]
+    pub ret: ::prost::alloc::collections::BTreeMap<
+        ::prost::alloc::string::String,
+        ::prost::alloc::string::String,
+    >,
+    /// Each control output's name -> the body node it stands for.
+    #[prost(btree_map = "string, string", tag = "6")]
+    pub control_ret: ::prost::alloc::collections::BTreeMap<
+        ::prost::alloc::string::String,
+        ::prost::alloc::string::String,
+    >,
+}
+/// Nested message and enum types in `FunctionDef`.
+pub mod function_def {
+    /// The attributes of one argument.
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct ArgAttrs {
+        /// The attributes by name.
+        #[prost(btree_map = "string, message", tag = "1")]
+        pub attr: ::prost::alloc::collections::BTreeMap<
+            ::prost::alloc::string::String,
+            super::AttrValue,
+        >,
+    }
+}
+/// The gradient function of a function.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GradientDef {
+    /// The function.
+    #[prost(string, tag = "1")]
+    pub function_name: ::prost::alloc::string::String,
+    /// Its gradient function.
+    #[prost(string, tag = "2")]
+    pub gradient_func: ::prost::alloc::string::String,
+}
+/// The gradient function of an op type.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RegisteredGradient {
+    /// The gradient function.
+    #[prost(string, tag = "1")]
+    pub gradient_func: ::prost::alloc::string::String,
+    /// The op type.
+    #[prost(string, tag = "2")]
+    pub registered_op_type: ::prost::alloc::string::String,
+}
 /// Options for the gRPC runtime.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RpcOptions {

@@ -10,6 +10,7 @@ use device_filter::DeviceName;
 use futures_util::future::BoxFuture;
 use tokio::sync::{Mutex, broadcast};
 
+use super::Registrations;
 use super::close_connection::{close_all, detached};
 use super::cluster_change::Moves;
 use super::connection::{Connection, Live, Snapshot};
@@ -103,6 +104,8 @@ struct Inner {
     health: Arc<HealthBoard>,
     /// Tensors dropped and not yet freed on their tasks.
     releases: Releases,
+    /// Functions registered on remote tasks.
+    registrations: Registrations,
     /// The last op id handed out; ids name kept outputs on the tasks.
     last_op_id: AtomicI64,
 }
@@ -511,6 +514,10 @@ impl Context {
 
     pub(super) fn releases(&self) -> &Releases {
         &self.inner.releases
+    }
+
+    pub(super) fn registrations(&self) -> &Registrations {
+        &self.inner.registrations
     }
 
     pub(super) fn next_op_id(&self) -> i64 {

@@ -112,16 +112,21 @@ impl Batch {
     }
 
     fn add(&mut self, device: &DeviceHandle, mut op: Op, op_id: i64) -> Pending {
-        let inputs: Vec<DataType> = op
-            .inputs()
-            .iter()
-            .map(|i| i.dtype().unwrap_or(DataType::DtInvalid))
-            .collect();
-        let completion = signature::complete(op.name(), op.attrs(), &inputs);
-        for (name, value) in completion.attrs {
-            op = op.attr(name, value);
-        }
-        let dtypes = completion.outputs;
+        let dtypes = match op.called_function() {
+            Some(f) => Some(f.signature().outputs.iter().map(|a| a.dtype).collect()),
+            None => {
+                let inputs: Vec<DataType> = op
+                    .inputs()
+                    .iter()
+                    .map(|i| i.dtype().unwrap_or(DataType::DtInvalid))
+                    .collect();
+                let completion = signature::complete(op.name(), op.attrs(), &inputs);
+                for (name, value) in completion.attrs {
+                    op = op.attr(name, value);
+                }
+                completion.outputs
+            }
+        };
         let pending = Pending {
             index: self.steps.len(),
             op_id,
@@ -143,8 +148,10 @@ impl Batch {
     /// # Errors
     ///
     /// [`Error::Op`] with TensorFlow's status code and message when a task refuses or fails an
-    /// op (an unknown op, a wrong attribute, a shape mismatch, an `unknown device` hidden by
-    /// device filters); the context stays usable, and ops of earlier runs have run.
+    /// op (an unknown op or function, a wrong attribute, a shape mismatch, an `unknown
+    /// device` hidden by device filters) or a function's registration; the context stays
+    /// usable, and ops of earlier runs have run. [`Error::Function`] for a function call whose
+    /// inputs do not fit its signature, before anything is sent.
     /// [`Error::StaleDevice`] and [`Error::StaleTensor`] for handles from before a full
     /// reconnect ([`Error::StaleDevice`] also for a device whose task an update removed);
     /// [`Error::LocalDevice`] for this process's own devices.
@@ -154,7 +161,8 @@ impl Batch {
     /// Not cancel safe: a dropped run may have sent some of its Enqueues, whose ops may or may
     /// not have run on their tasks; what they kept there, and the releases of dropped
     /// [`RemoteTensor`]s that rode along, are freed when the context closes. The context
-    /// itself stays usable.
+    /// itself stays usable; a function registration dropped in flight counts as not done, so
+    /// a concurrent call waiting for it, or the next call, sends it again (harmless).
     pub async fn run(self) -> Result<Vec<Outputs>, Error> {
         let snapshot = self.ctx.snapshot();
         if snapshot.context_id == 0 {
@@ -162,6 +170,10 @@ impl Batch {
         }
         let mut targets = Vec::with_capacity(self.steps.len());
         for step in &self.steps {
+            if let Some(function) = step.op.called_function() {
+                let inputs: Vec<_> = step.op.inputs().iter().map(Input::dtype).collect();
+                function.signature().check(&inputs)?;
+            }
             targets.push(target(&snapshot, &step.device)?);
         }
         let mut outputs = Vec::with_capacity(self.steps.len());
@@ -188,6 +200,9 @@ impl Batch {
     ) -> Result<Vec<Outputs>, Error> {
         let task = &link.task;
         let context_id = snapshot.context_id;
+        for function in run.iter().filter_map(|s| s.op.called_function()) {
+            self.ctx.ensure_registered(snapshot, task, function).await?;
+        }
         let mut queue = self.ctx.releases().take(context_id, task);
         let releases = queue.len();
         for step in run {
@@ -290,6 +305,7 @@ fn operation(step: &Step, context_id: u64) -> Result<Operation, Error> {
         op_inputs,
         attrs: step.op.attrs().clone(),
         device: step.device.name().to_owned(),
+        is_function: step.op.called_function().is_some(),
         ..Operation::default()
     })
 }
@@ -312,7 +328,7 @@ pub(super) fn op_failure(link: &TaskLink, ops: Vec<String>, error: TaskError) ->
 }
 
 /// One Enqueue under the connect's `rpc_timeout`.
-async fn enqueue(
+pub(super) async fn enqueue(
     channel: &TaskChannel,
     context_id: u64,
     queue: Vec<QueueItem>,

@@ -72,9 +72,10 @@ impl RemoteTensor {
         &self.inner.device
     }
 
-    /// The element type, as TensorFlow's op registry defines the op's output; `None` for an op
-    /// the registry does not know (a function) or whose output type was not determined by
-    /// what was sent. Such a tensor can still be fetched and used on its own task.
+    /// The element type, as TensorFlow's op registry defines the op's output (or a
+    /// [`Function`](crate::Function)'s signature); `None` for an op the registry does not know
+    /// or whose output type was not determined by what was sent. Such a tensor can still be
+    /// fetched and used on its own task.
     pub fn dtype(&self) -> Option<DataType> {
         self.inner.dtype
     }

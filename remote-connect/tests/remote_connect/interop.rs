@@ -10,7 +10,10 @@
 //!    lists our servers receive from TensorFlow's client equal those they receive from ours;
 //! 4. following a cluster file of real TensorFlow workers (`follow`): added, removed, reset;
 //! 5. ops run from Rust on real TensorFlow workers (`ops`): values, remote chains, errors,
-//!    device filters enforced by the workers, results equal to Python's, latency figures.
+//!    device filters enforced by the workers, results equal to Python's, latency figures;
+//! 6. functions traced in Python run from Rust on them (`functions`): results equal to
+//!    Python's, inputs kept on workers, device filters, errors, one registration per
+//!    context (counted on the wire by `counting_proxy`), latency beside Python's.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -24,8 +27,12 @@ use tf_oracle::{Process, STARTUP};
 
 use crate::cluster::server;
 
+#[path = "interop/counting_proxy.rs"]
+mod counting_proxy;
 #[path = "interop/follow.rs"]
 mod follow;
+#[path = "interop/functions.rs"]
+mod functions;
 #[path = "interop/ops.rs"]
 mod ops;
 

@@ -18,8 +18,8 @@ use tf_oracle::{Process, STARTUP};
 
 use super::{blocking, tf_cluster};
 
-const W0: &str = "/job:worker/replica:0/task:0/device:CPU:0";
-const W1: &str = "/job:worker/replica:0/task:1/device:CPU:0";
+pub(super) const W0: &str = "/job:worker/replica:0/task:0/device:CPU:0";
+pub(super) const W1: &str = "/job:worker/replica:0/task:1/device:CPU:0";
 const PS0: &str = "/job:ps/replica:0/task:0/device:CPU:0";
 
 fn f32s(values: &[f32]) -> Tensor {
@@ -31,7 +31,7 @@ fn values(tensors: &[Tensor]) -> Vec<f32> {
 }
 
 /// TensorFlow's status from an op error.
-fn status(error: &Error) -> (tonic::Code, String) {
+pub(super) fn status(error: &Error) -> (tonic::Code, String) {
     match error {
         Error::Op(failure) => {
             let status = failure
@@ -43,7 +43,7 @@ fn status(error: &Error) -> (tonic::Code, String) {
     }
 }
 
-async fn connect(
+pub(super) async fn connect(
     spec: &cluster_spec::ClusterSpec,
     filters: Option<ClusterDeviceFilters>,
 ) -> Context {
