@@ -21,7 +21,6 @@ from pathlib import Path
 
 import maturin
 from maturin import (  # noqa: F401  (PEP 517 hooks re-exported as they are)
-    build_sdist,
     get_requires_for_build_editable,
     get_requires_for_build_sdist,
     get_requires_for_build_wheel,
@@ -84,6 +83,15 @@ def build_cli(profile):
     if strip:
         subprocess.run([strip, str(target)], check=True)
     return target
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    # maturin's sdist holds this crate and its path dependencies, not the tfcluster CLI crate
+    # the wheel's scripts are built from: a wheel built from it would lack the CLI.
+    raise RuntimeError(
+        "tfcluster publishes no sdist: build a wheel from a checkout of the repository "
+        "(`pip install ./python`, `pip wheel ./python`, `python -m build --wheel python`)"
+    )
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
