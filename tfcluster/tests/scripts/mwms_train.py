@@ -23,10 +23,10 @@ STEPS = 30
 BATCH = 64
 
 
-def train(strategy, cluster, expected_task):
+def train(strategy, cluster, expected_task, started):
     """Trains under `strategy`, whose resolver must see `cluster` (TF_CONFIG's "cluster" shape)
-    and place this process at `expected_task`, `(job, index)`."""
-    started = time.monotonic()
+    and place this process at `expected_task`, `(job, index)`; the time printed runs from
+    `started` (`time.monotonic()` before the strategy was made)."""
     resolver = strategy.cluster_resolver
     task = (resolver.task_type, resolver.task_id)
     assert task == expected_task, (task, expected_task)
@@ -91,9 +91,11 @@ def train(strategy, cluster, expected_task):
 
 
 if __name__ == "__main__":
+    started = time.monotonic()
     tf_config = json.loads(os.environ["TF_CONFIG"])
     train(
         tf.distribute.MultiWorkerMirroredStrategy(),
         tf_config["cluster"],
         (tf_config["task"]["type"], tf_config["task"]["index"]),
+        started,
     )

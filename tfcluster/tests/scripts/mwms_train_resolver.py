@@ -11,12 +11,14 @@ TF_CONFIG's task under `tfcluster run --local`), and the cluster the one the res
 import json
 import os
 import sys
+import time
 
 import tensorflow as tf
 
 import tfcluster.tf
 from mwms_train import train
 
+started = time.monotonic()
 kind = sys.argv[1] if len(sys.argv) > 1 else "slurm"
 resolver = {
     "slurm": tfcluster.tf.SlurmClusterResolver,
@@ -32,4 +34,4 @@ else:
 print(f"resolver {resolver!r} master {resolver.master()}", flush=True)
 strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
 assert strategy.cluster_resolver is resolver
-train(strategy, resolver.cluster_spec().as_dict(), expected)
+train(strategy, resolver.cluster_spec().as_dict(), expected, started)
