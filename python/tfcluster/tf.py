@@ -12,7 +12,9 @@ Each class takes the constructor arguments of TensorFlow's resolver of the same 
 answers ``cluster_spec()`` (a ``tf.train.ClusterSpec``), ``master()``, ``task_type``,
 ``task_id``, ``rpc_layer``, ``environment`` and ``num_accelerators()`` as TensorFlow's
 strategies call them, from the Rust resolvers of ``tfcluster`` (see each class's help for how
-they differ from TensorFlow's). This module imports TensorFlow; ``import tfcluster`` does not.
+they differ from TensorFlow's). Options are given to the constructor: ``task_type``,
+``task_id`` and ``rpc_layer`` have no setters, as the Rust resolvers are immutable. This
+module imports TensorFlow; ``import tfcluster`` does not.
 """
 
 from __future__ import annotations
