@@ -25,8 +25,12 @@ const CRATES: &[(&str, &[&str])] = &[
     ("remote-connect", &["tls"]),
 ];
 
-/// The binaries with features: checked like [`CRATES`], but not documented for docs.rs.
-const BINARIES: &[(&str, &[&str])] = &[("tfcluster", &["kubernetes", "gce"])];
+/// The binaries (and the Python extension module) with features: checked like [`CRATES`], but
+/// not documented for docs.rs.
+const BINARIES: &[(&str, &[&str])] = &[
+    ("tfcluster", &["kubernetes", "gce"]),
+    ("tfcluster-python", &["kubernetes"]),
+];
 
 /// `cargo clippy -D warnings` on each crate of [`CRATES`] and [`BINARIES`] with no features,
 /// then each feature.

@@ -14,6 +14,7 @@ mod fuzz;
 mod interop;
 mod machine;
 mod op_signatures;
+mod python;
 mod slurm;
 mod soak;
 mod stats;
@@ -49,7 +50,8 @@ tasks:
                      with no features and each feature alone), codegen --check,
                      doc -D warnings (and as docs.rs builds it, on nightly),
                      cargo test --workspace --all-features, the tests of what a missing
-                     feature changes, interop, and the real Slurm check (slurm)
+                     feature changes, interop, the Python package (python) and the real
+                     Slurm check (slurm)
   interop            remote-connect against real TensorFlow 2.21 on loopback: our Context to
                      tf.distribute.Servers, TensorFlow's client to our TaskServers (alone and
                      mixed with a TF worker), the filtered device lists of both clients, and
@@ -57,6 +59,10 @@ tasks:
                      enforced by the workers, results equal to Python's)
   op-signatures      regenerate remote-connect/src/op/signatures.txt from TensorFlow 2.21's
                      op registry (the output dtypes of ops run remotely)
+  python             the Python package (python/): its wheel built in the dev profile through
+                     its PEP 517 backend (maturin's, plus the tfcluster CLI in the wheel's
+                     scripts; maturin and pytest pip-installed into the TensorFlow venv),
+                     installed into that venv, and python/tests run there with pytest
   slurm [--env]      start a local 3-node Slurm cluster, each node a network namespace of its
                      own at 192.0.2.11-13 (installing slurm-wlm, munge and iproute2 with
                      apt-get if missing), check srun's task placement on it, that the Slurm
@@ -73,6 +79,10 @@ tasks:
   soak [CYCLES]      the long robustness run kept out of `test`: CYCLES (10,000) connect/close
                      cycles against in-process task servers (release build); fails if a context
                      is left behind or resident memory grows over the second half
+  wheel              the release abi3 wheel (maturin build --release, the release CLI in its
+                     scripts) in target/wheels/release, installed into the TensorFlow venv;
+                     prints its size and `import tfcluster`'s time and writes them to
+                     docs/benchmarks.md. Not part of `test` (release builds take long)
   tf-venv            create target/tf-venv with tensorflow-cpu 2.21.0 if missing; print its python
 ";
 
@@ -87,6 +97,8 @@ fn main() -> ExitCode {
         ["test"] => test::run(),
         ["interop"] => interop::run(),
         ["op-signatures"] => op_signatures::run(),
+        ["python"] => python::run(),
+        ["wheel"] => python::release(),
         ["slurm"] => slurm::run(false),
         ["slurm", "--env"] => slurm::run(true),
         ["fuzz", rest @ ..] => fuzz::run(rest),

@@ -11,8 +11,9 @@
 //! builds the `slurm_rank` example of `cluster-resolver` and the `tfcluster` binary, starts a
 //! cluster, runs the shell placement [`Scenario`]s, the resolver scenarios (every rank runs the
 //! example; see [`resolver`]) and the TensorFlow ones (`srun -N3 -n3 tfcluster run --from slurm
-//! -- python mwms_train.py`, and TensorFlow's own SlurmClusterResolver in the same steps; see
-//! [`tensorflow`]), prints timings and stops it.
+//! -- python mwms_train.py`, `srun -N3 -n3 python mwms_train_resolver.py` with the Python
+//! package's `tfcluster.tf.SlurmClusterResolver`, and TensorFlow's own SlurmClusterResolver in
+//! the same steps; see [`tensorflow`]), prints timings and stops it.
 
 mod build;
 mod cluster;
@@ -38,7 +39,7 @@ pub(crate) use install::ensure_installed;
 pub(crate) use oracle::oracle_conf;
 pub(crate) use placement::Scenario;
 
-use crate::{tf_venv, workspace};
+use crate::workspace;
 
 /// Everything the local cluster writes: apt logs, and `run/` with config, state and daemon logs.
 fn state_dir() -> PathBuf {
@@ -57,7 +58,8 @@ pub(crate) fn run(show_env: bool) -> Result<(), String> {
         "xtask: slurm: built {example} and {tfcluster} in {:.2?}",
         building.elapsed()
     );
-    let python = text(tf_venv::python()?)?;
+    // TensorFlow's venv, with the tfcluster Python package installed for tfcluster.tf.
+    let python = text(crate::python::install()?)?;
     let plain = [example.as_str()];
     let with_jobs = [
         example.as_str(),

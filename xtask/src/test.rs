@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::{codegen, features, interop, slurm, tf_venv, workspace};
+use crate::{codegen, features, interop, python, slurm, tf_venv, workspace};
 
 pub(crate) fn run() -> Result<(), String> {
     let python = tf_venv::ensure()?;
@@ -44,6 +44,8 @@ pub(crate) fn run() -> Result<(), String> {
     )?;
     features::test()?;
     interop::run()?;
+    // The Python package: its wheel built and installed into the TF venv, its pytest suite.
+    python::run()?;
     // The real Slurm cluster last: it needs the daemons, which the unit tests do not.
     slurm::run(false)
 }

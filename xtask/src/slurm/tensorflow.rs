@@ -1,6 +1,10 @@
 //! Real TensorFlow on the cluster's three hosts, launched by `tfcluster run --from slurm`:
 //! MultiWorkerMirroredStrategy training across the nodes, and TensorFlow's own
 //! SlurmClusterResolver compared with the TF_CONFIG `tfcluster run` exported, in the same step.
+//! Then the Python package's resolver, with no launcher: `srun -N3 -n3 python
+//! mwms_train_resolver.py` trains with `MultiWorkerMirroredStrategy(cluster_resolver=
+//! tfcluster.tf.SlurmClusterResolver())`, and under `--distribution=cyclic` every rank compares
+//! it with TensorFlow's own, which must put some rank on a node it does not run on.
 //!
 //! What TensorFlow 2.21's resolver gets wrong here is printed, not failed on (it is TensorFlow's
 //! behaviour, documented in cluster-resolver's "Differences from TensorFlow"): on CPU-only
@@ -41,7 +45,28 @@ print(json.dumps({
 }))
 "#;
 
-/// Runs the TensorFlow scenarios with `tfcluster` (the binary) and TensorFlow's `python`.
+/// Each rank's view by `tfcluster.tf.SlurmClusterResolver()` and by TensorFlow's own (given 2
+/// GPUs per node, without which it fails on two tasks per node), as one JSON line.
+const COMPARE_RESOLVERS: &str = r#"
+import json, os
+import tensorflow as tf
+import tfcluster.tf
+
+def view(resolver):
+    cluster = resolver.cluster_spec().as_dict()
+    return {"cluster": cluster, "task": {"type": resolver.task_type, "index": resolver.task_id}}
+
+theirs = tf.distribute.cluster_resolver.SlurmClusterResolver(
+    gpus_per_node=2, gpus_per_task=1, auto_set_gpu=False)
+print(json.dumps({
+    "node": os.environ["SLURMD_NODENAME"],
+    "ours": view(tfcluster.tf.SlurmClusterResolver()),
+    "tensorflow": view(theirs),
+}))
+"#;
+
+/// Runs the TensorFlow scenarios with `tfcluster` (the binary) and TensorFlow's `python`
+/// (whose venv has the Python package installed).
 pub(crate) fn run(cluster: &Cluster, tfcluster: &str, python: &str) -> Result<(), String> {
     let script = text(workspace::root().join("tfcluster/tests/scripts/mwms_train.py"))?;
     let script = script.as_str();
@@ -74,7 +99,69 @@ pub(crate) fn run(cluster: &Cluster, tfcluster: &str, python: &str) -> Result<()
             program: &compare,
             check: Box::new(|ranks| compare_views(ranks, false)),
         },
+    )?;
+    let resolver_script =
+        text(workspace::root().join("tfcluster/tests/scripts/mwms_train_resolver.py"))?;
+    let train: Vec<&str> = [&ENV[..], &[python, resolver_script.as_str()]].concat();
+    run_scenario(
+        cluster,
+        &Scenario {
+            name: "tfcluster.tf.SlurmClusterResolver: MultiWorkerMirroredStrategy on 3 hosts",
+            srun_args: &["-N3", "-n3"],
+            program: &train,
+            check: Box::new(check_training),
+        },
+    )?;
+    let compare: Vec<&str> = [&ENV[..], &[python, "-c", COMPARE_RESOLVERS]].concat();
+    run_scenario(
+        cluster,
+        &Scenario {
+            name: "tfcluster.tf.SlurmClusterResolver beside TensorFlow's, cyclic",
+            srun_args: &["-N3", "-n5", "--distribution=cyclic"],
+            program: &compare,
+            check: Box::new(tensorflow_disagrees),
+        },
     )
+}
+
+/// `tfcluster.tf.SlurmClusterResolver` puts every rank on its own node; TensorFlow's, with
+/// its block layout, puts at least one elsewhere (each such rank is printed).
+fn tensorflow_disagrees(ranks: &[RankOutput]) -> Result<(), String> {
+    let mut wrong = 0;
+    for rank in ranks {
+        let line: Value = serde_json::from_str(rank.stdout.trim()).map_err(|e| {
+            format!(
+                "rank {}: not one JSON line ({e}):\n{}{}",
+                rank.rank, rank.stdout, rank.stderr
+            )
+        })?;
+        let node = line["node"].as_str().unwrap_or_default();
+        let ours = address(&line["ours"]);
+        if ours.split(':').next() != Some(node) || line["ours"]["task"]["index"] != rank.rank {
+            return Err(format!(
+                "rank {} runs on {node} but tfcluster.tf.SlurmClusterResolver gave it {ours} \
+                 ({})",
+                rank.rank, line["ours"]
+            ));
+        }
+        let theirs = address(&line["tensorflow"]);
+        if theirs.split(':').next() != Some(node) {
+            wrong += 1;
+            eprintln!(
+                "xtask: slurm: rank {} on {node}: tfcluster.tf.SlurmClusterResolver gives it \
+                 {ours}, TensorFlow's SlurmClusterResolver {theirs} (another node)",
+                rank.rank
+            );
+        }
+    }
+    if wrong == 0 {
+        return Err(
+            "TensorFlow's SlurmClusterResolver put every rank on its own node under \
+             --distribution=cyclic; expected it to disagree"
+                .to_owned(),
+        );
+    }
+    Ok(())
 }
 
 /// Every rank trained as worker `rank` of 3 replicas, and all saw the same cluster.

@@ -1,0 +1,45 @@
+"""tfcluster: TensorFlow's cluster model, done in Rust, for Python.
+
+- ``ClusterSpec``: a cluster validated when it is made (job names, ``host:port`` addresses,
+  task indices), with TensorFlow's ``as_dict()`` and ``ClusterDef`` bytes.
+- ``hostlist.expand`` / ``hostlist.compress``: Slurm's hostlist grammar as Slurm expands it.
+- The resolvers: ``SlurmClusterResolver``, ``TFConfigClusterResolver``,
+  ``SageMakerClusterResolver``, ``KubernetesClusterResolver`` (in wheels built with the
+  ``kubernetes`` feature) and ``auto_detect()``, with TensorFlow's methods.
+- ``tfcluster.tf``: the same resolvers as ``tf.distribute.cluster_resolver.ClusterResolver``
+  subclasses, for TensorFlow's strategies (TensorFlow is imported there, and only there).
+- The ``tfcluster`` command-line tool, installed on the environment's PATH.
+
+Invalid input raises ``ValueError``; an environment that does not resolve to a cluster raises
+``RuntimeError``; both carry the Rust error's whole message. Everything here is the Rust
+implementation (``tfcluster._native``); this package only names it.
+"""
+
+from tfcluster import hostlist
+from tfcluster._native import (
+    HAS_KUBERNETES,
+    ClusterResolver,
+    ClusterSpec,
+    SageMakerClusterResolver,
+    SlurmClusterResolver,
+    TFConfigClusterResolver,
+    __version__,
+    auto_detect,
+)
+
+__all__ = [
+    "ClusterResolver",
+    "ClusterSpec",
+    "HAS_KUBERNETES",
+    "SageMakerClusterResolver",
+    "SlurmClusterResolver",
+    "TFConfigClusterResolver",
+    "__version__",
+    "auto_detect",
+    "hostlist",
+]
+
+if HAS_KUBERNETES:
+    from tfcluster._native import KubernetesClusterResolver  # noqa: F401
+
+    __all__.append("KubernetesClusterResolver")

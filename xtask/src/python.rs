@@ -1,0 +1,242 @@
+//! `cargo xtask python` and `cargo xtask wheel`: the `tfcluster` Python distribution
+//! (`python/`) built, installed into the TensorFlow venv, and tested there.
+//!
+//! The wheel is built the way `pip install ./python` builds it: through the package's PEP 517
+//! backend (maturin's, which first builds the `tfcluster` CLI into the wheel's scripts), with
+//! maturin and pytest installed into the venv with pip. The test wheel is a `dev`-profile
+//! build, sharing every compiled crate with the workspace's tests (the release profile's fat
+//! LTO takes many minutes on CI's two cores); `wheel` builds the release abi3 wheel once and
+//! measures it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use crate::{docs_section, machine, stats, tf_venv, workspace};
+
+/// What the venv needs besides TensorFlow to build and test the package.
+const TOOLS: &[&str] = &["maturin>=1.9,<2", "pytest"];
+
+/// `cargo xtask python`: the dev wheel built and installed, then the pytest suite.
+pub(crate) fn run() -> Result<(), String> {
+    let python = install()?;
+    workspace::run(
+        venv_command(&python)
+            .args([
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-v",
+                "python/tests",
+            ])
+            .env("TF_CPP_MIN_LOG_LEVEL", "2"),
+    )
+}
+
+/// The TensorFlow venv's python with the dev wheel of the package installed (for the Slurm
+/// scenarios too).
+pub(crate) fn install() -> Result<PathBuf, String> {
+    let python = tf_venv::python()?;
+    ensure_tools(&python)?;
+    let started = Instant::now();
+    let wheel = build(&python, "dev")?;
+    install_wheel(&python, &wheel)?;
+    eprintln!(
+        "xtask: python: built and installed {} in {:.2?}",
+        wheel.display(),
+        started.elapsed()
+    );
+    Ok(python)
+}
+
+/// `cargo xtask wheel`: the release abi3 wheel (`maturin build --release`, manylinux tag, the
+/// release CLI in its scripts) in `target/wheels/release`, installed into the venv; prints
+/// its size and `import tfcluster`'s time and writes them to `docs/benchmarks.md`.
+pub(crate) fn release() -> Result<(), String> {
+    let python = tf_venv::python()?;
+    ensure_tools(&python)?;
+    let started = Instant::now();
+    let out = workspace::root().join("target/wheels/release");
+    clear(&out)?;
+    workspace::run(
+        venv_command(&python)
+            .arg("python/build_backend/tfcluster_build.py")
+            .arg("release"),
+    )?;
+    workspace::run(
+        venv_command(&python)
+            .args(["-m", "maturin", "build", "--release", "--manifest-path"])
+            .arg("python/Cargo.toml")
+            .arg("--out")
+            .arg(&out),
+    )?;
+    let wheel = only_wheel(&out)?;
+    let built = started.elapsed();
+    install_wheel(&python, &wheel)?;
+    let size = std::fs::metadata(&wheel)
+        .map_err(|e| format!("cannot stat {}: {e}", wheel.display()))?
+        .len();
+    let import = import_time_ms(&python)?;
+    let name = wheel.file_name().unwrap_or_default().to_string_lossy();
+    let body = format!(
+        "## The Python wheel\n\n\
+         `cargo xtask wheel` on {machine}, {load}: the release abi3 wheel `{name}` \
+         (the extension module and the `tfcluster` CLI, both stripped) built in {built:.0?}.\n\n\
+         | figure | target | measured |\n|---|---|---|\n\
+         | wheel size | ≤ 15 MB | {size_mb:.1} MB |\n\
+         | `import tfcluster` (median of {runs}, `python -X importtime`, no TensorFlow) | ≤ 20 ms | \
+         {median:.1} ms (min {min:.1}, max {max:.1}) |\n",
+        machine = machine::describe(),
+        load = machine::load(),
+        size_mb = size as f64 / 1e6,
+        runs = import.count,
+        median = import.median,
+        min = import.min,
+        max = import.max,
+    );
+    print!("{body}");
+    docs_section::write(
+        &workspace::root().join("docs/benchmarks.md"),
+        "wheel",
+        &body,
+    )
+}
+
+/// `python -m pip ...`-style commands of the venv, with its scripts (maturin) on PATH as an
+/// activated venv has them: maturin's PEP 517 backend runs `maturin` from PATH.
+fn venv_command(python: &Path) -> Command {
+    let mut command = Command::new(python);
+    let bin = python.parent().unwrap_or(Path::new("."));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![bin.to_path_buf()];
+    paths.extend(std::env::split_paths(&path));
+    if let Ok(joined) = std::env::join_paths(paths) {
+        command.env("PATH", joined);
+    }
+    command
+}
+
+/// Installs maturin and pytest with pip when the venv cannot import them.
+fn ensure_tools(python: &Path) -> Result<(), String> {
+    let ready = Command::new(python)
+        .args(["-c", "import maturin, pytest"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if ready {
+        return Ok(());
+    }
+    workspace::run(
+        venv_command(python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(TOOLS),
+    )
+}
+
+/// Builds the wheel through the package's PEP 517 backend, as `pip install ./python` does,
+/// in cargo profile `profile`; returns its path.
+fn build(python: &Path, profile: &str) -> Result<PathBuf, String> {
+    let out = workspace::root().join("target/wheels").join(profile);
+    clear(&out)?;
+    workspace::run(
+        venv_command(python)
+            .args([
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--no-build-isolation",
+                "--disable-pip-version-check",
+                "--wheel-dir",
+            ])
+            .arg(&out)
+            // A path, not a requirement name.
+            .arg("./python")
+            .env("MATURIN_PEP517_ARGS", format!("--profile {profile}")),
+    )?;
+    only_wheel(&out)
+}
+
+fn install_wheel(python: &Path, wheel: &Path) -> Result<(), String> {
+    workspace::run(
+        venv_command(python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--force-reinstall",
+                "--disable-pip-version-check",
+            ])
+            .arg(wheel),
+    )
+}
+
+/// Removes the wheels a previous build left in `dir`, so the one found after is this build's.
+fn clear(dir: &Path) -> Result<(), String> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove {}: {e}", dir.display())),
+    }
+}
+
+/// The one `.whl` in `dir`.
+fn only_wheel(dir: &Path) -> Result<PathBuf, String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let wheels: Vec<PathBuf> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "whl"))
+        .collect();
+    match wheels.as_slice() {
+        [wheel] => Ok(wheel.clone()),
+        _ => Err(format!(
+            "expected one wheel in {}, found {wheels:?}",
+            dir.display()
+        )),
+    }
+}
+
+/// `import tfcluster`'s cumulative time in milliseconds, as `python -X importtime` reports
+/// it, over 21 fresh interpreters (the first run, which warms the page cache, left out).
+fn import_time_ms(python: &Path) -> Result<stats::Summary, String> {
+    let mut times = Vec::new();
+    for run in 0..22 {
+        let out = Command::new(python)
+            .args(["-X", "importtime", "-c", "import tfcluster"])
+            .current_dir(std::env::temp_dir())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "import tfcluster failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // `import time: self [us] | cumulative | imported package`, the package's own line.
+        let micros = stderr
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.strip_prefix("import time:")?.split('|');
+                let cumulative = fields.nth(1)?.trim().parse::<f64>().ok()?;
+                (fields.next()?.trim() == "tfcluster").then_some(cumulative)
+            })
+            .next()
+            .ok_or_else(|| format!("python -X importtime printed no tfcluster line:\n{stderr}"))?;
+        if run > 0 {
+            times.push(micros / 1000.0);
+        }
+    }
+    stats::Summary::of(&times).ok_or_else(|| "no import time measured".to_owned())
+}
