@@ -123,10 +123,7 @@ pub(crate) async fn resolver(
 /// A TF_CONFIG document (it has a "cluster" key) or a bare cluster spec, from a file.
 fn file(path: Option<&str>) -> Result<Box<dyn ClusterResolver>, Failure> {
     let (text, origin) = read_json_or_file(file_path(path)?)?;
-    let config = cluster_file::parse(&text).context(origin)?;
-    // Read as the TF_CONFIG variable would be, with its task and rpc_layer.
-    let env = Env::from_iter([("TF_CONFIG", config.to_json())]);
-    Ok(Box::new(TfConfigClusterResolver::new(env)))
+    Ok(cluster_file::resolver(&text).context(origin)?)
 }
 
 fn file_path(path: Option<&str>) -> Result<&str, Failure> {
