@@ -58,17 +58,17 @@ pub(crate) fn read_input(arg: &str) -> Result<(String, String), Failure> {
 /// JSON given inline (it starts with `{`), from stdin (`-`) or from a file (a path, or
 /// `@path`).
 pub(crate) fn read_json_or_file(arg: &str) -> Result<(String, String), Failure> {
-    match arg.strip_prefix('@') {
-        _ if !is_file(arg) => read_input(arg),
+    match file_arg(arg) {
         Some(path) => read_file(path),
-        None => read_file(arg),
+        None => read_input(arg),
     }
 }
 
-/// Whether [`read_json_or_file`] reads `arg` from a file (a path or `@path`), not inline JSON
-/// or stdin.
-pub(crate) fn is_file(arg: &str) -> bool {
-    !(arg.trim_start().starts_with('{') || arg == "-")
+/// The file [`read_json_or_file`] reads `arg` from (a path, or `@path`); `None` for inline
+/// JSON or stdin.
+pub(crate) fn file_arg(arg: &str) -> Option<&str> {
+    let inline = arg.trim_start().starts_with('{') || arg == "-";
+    (!inline).then(|| arg.strip_prefix('@').unwrap_or(arg))
 }
 
 /// The bytes of a file, or of standard input for `-`, and where they came from.

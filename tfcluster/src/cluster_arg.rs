@@ -10,7 +10,7 @@ use cluster_resolver::{
 };
 use cluster_spec::ClusterSpec;
 
-use crate::args::{Failure, is_file, read_json_or_file};
+use crate::args::{Failure, file_arg, read_json_or_file};
 use crate::rdzv_source::RdzvSourceArgs;
 
 /// A cluster source of `--from`.
@@ -158,10 +158,9 @@ impl ClusterArgs {
     /// job's rounds through its rendezvous's long poll, any other source read again every
     /// `options.interval` (inline JSON never changes).
     pub(crate) async fn watch(&self, options: WatchOptions) -> Result<ClusterStream, Failure> {
-        match (&self.cluster, self.from) {
-            (Some(arg), _) if is_file(arg) => {
-                Ok(watch::file(arg.strip_prefix('@').unwrap_or(arg), options))
-            }
+        let cluster_file = self.cluster.as_deref().and_then(file_arg);
+        match (cluster_file, self.from) {
+            (Some(path), _) => Ok(watch::file(path, options)),
             (None, Some(SourceKind::File)) => Ok(watch::file(
                 file_path(self.source.file.as_deref())?,
                 options,

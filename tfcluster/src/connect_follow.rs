@@ -46,8 +46,7 @@ pub(crate) async fn run(
             Err(RecvError::Lagged(missed)) => {
                 tracing::warn!(missed, "changes came faster than they were printed")
             }
-            // The source ended (it never does): following is over, as a stop would be.
-            Err(RecvError::Closed) => break nix::sys::signal::Signal::SIGTERM,
+            Err(RecvError::Closed) => unreachable!("`follow` holds the events' sender"),
         }
     };
     follow.stop().await;

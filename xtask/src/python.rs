@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::{docs_section, machine, stats, tf_venv, workspace};
+use crate::{docs_section, machine, stats, tf_venv, venv, workspace};
 
 /// What the venv needs besides TensorFlow to build and test the package.
 const TOOLS: &[&str] = &["maturin>=1.9,<2", "pytest"];
@@ -21,7 +21,7 @@ const TOOLS: &[&str] = &["maturin>=1.9,<2", "pytest"];
 pub(crate) fn run() -> Result<(), String> {
     let python = install()?;
     workspace::run(
-        venv_command(&python)
+        venv::command(&python)
             .args([
                 "-m",
                 "pytest",
@@ -60,12 +60,12 @@ pub(crate) fn release() -> Result<(), String> {
     let out = workspace::root().join("target/wheels/release");
     clear(&out)?;
     workspace::run(
-        venv_command(&python)
+        venv::command(&python)
             .arg("python/build_backend/tfcluster_build.py")
             .arg("release"),
     )?;
     workspace::run(
-        venv_command(&python)
+        venv::command(&python)
             .args(["-m", "maturin", "build", "--release", "--manifest-path"])
             .arg("python/Cargo.toml")
             .arg("--out")
@@ -103,20 +103,6 @@ pub(crate) fn release() -> Result<(), String> {
     )
 }
 
-/// `python -m pip ...`-style commands of the venv, with its scripts (maturin) on PATH as an
-/// activated venv has them: maturin's PEP 517 backend runs `maturin` from PATH.
-fn venv_command(python: &Path) -> Command {
-    let mut command = Command::new(python);
-    let bin = python.parent().unwrap_or(Path::new("."));
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut paths = vec![bin.to_path_buf()];
-    paths.extend(std::env::split_paths(&path));
-    if let Ok(joined) = std::env::join_paths(paths) {
-        command.env("PATH", joined);
-    }
-    command
-}
-
 /// Installs maturin and pytest with pip when the venv cannot import them.
 fn ensure_tools(python: &Path) -> Result<(), String> {
     let ready = Command::new(python)
@@ -126,17 +112,7 @@ fn ensure_tools(python: &Path) -> Result<(), String> {
     if ready {
         return Ok(());
     }
-    workspace::run(
-        venv_command(python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .args(TOOLS),
-    )
+    workspace::run(venv::pip(python, "install").args(TOOLS))
 }
 
 /// Builds the wheel through the package's PEP 517 backend, as `pip install ./python` does,
@@ -145,17 +121,8 @@ fn build(python: &Path, profile: &str) -> Result<PathBuf, String> {
     let out = workspace::root().join("target/wheels").join(profile);
     clear(&out)?;
     workspace::run(
-        venv_command(python)
-            .args([
-                "-m",
-                "pip",
-                "wheel",
-                "--quiet",
-                "--no-deps",
-                "--no-build-isolation",
-                "--disable-pip-version-check",
-                "--wheel-dir",
-            ])
+        venv::pip(python, "wheel")
+            .args(["--no-deps", "--no-build-isolation", "--wheel-dir"])
             .arg(&out)
             // A path, not a requirement name.
             .arg("./python")
@@ -166,16 +133,8 @@ fn build(python: &Path, profile: &str) -> Result<PathBuf, String> {
 
 fn install_wheel(python: &Path, wheel: &Path) -> Result<(), String> {
     workspace::run(
-        venv_command(python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--no-deps",
-                "--force-reinstall",
-                "--disable-pip-version-check",
-            ])
+        venv::pip(python, "install")
+            .args(["--no-deps", "--force-reinstall"])
             .arg(wheel),
     )
 }

@@ -48,17 +48,7 @@ impl Venv<'_> {
         workspace::run(Command::new("python3").args(["-m", "venv"]).arg(dir))?;
         let mut failures = Vec::new();
         for install in installs {
-            let tried = workspace::run(
-                Command::new(&python)
-                    .args([
-                        "-m",
-                        "pip",
-                        "install",
-                        "--quiet",
-                        "--disable-pip-version-check",
-                    ])
-                    .args(*install),
-            );
+            let tried = workspace::run(pip(&python, "install").args(*install));
             match tried {
                 Ok(()) if self.ready(&python) => return Ok(python),
                 Ok(()) => failures.push(format!(
@@ -74,4 +64,31 @@ impl Venv<'_> {
             failures.join("; ")
         ))
     }
+}
+
+/// A command running the venv's `python`, with the venv's scripts on PATH as an activated
+/// venv has them (maturin's PEP 517 backend runs `maturin` from PATH, the tests `tfcluster`).
+pub(crate) fn command(python: &Path) -> Command {
+    let mut command = Command::new(python);
+    let bin = python.parent().unwrap_or(Path::new("."));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![bin.to_path_buf()];
+    paths.extend(std::env::split_paths(&path));
+    if let Ok(joined) = std::env::join_paths(paths) {
+        command.env("PATH", joined);
+    }
+    command
+}
+
+/// `python -m pip SUBCOMMAND --quiet --disable-pip-version-check` in the venv of `python`.
+pub(crate) fn pip(python: &Path, subcommand: &str) -> Command {
+    let mut pip = command(python);
+    pip.args([
+        "-m",
+        "pip",
+        subcommand,
+        "--quiet",
+        "--disable-pip-version-check",
+    ]);
+    pip
 }

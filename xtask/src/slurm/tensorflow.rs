@@ -129,12 +129,7 @@ pub(crate) fn run(cluster: &Cluster, tfcluster: &str, python: &str) -> Result<()
 fn tensorflow_disagrees(ranks: &[RankOutput]) -> Result<(), String> {
     let mut wrong = 0;
     for rank in ranks {
-        let line: Value = serde_json::from_str(rank.stdout.trim()).map_err(|e| {
-            format!(
-                "rank {}: not one JSON line ({e}):\n{}{}",
-                rank.rank, rank.stdout, rank.stderr
-            )
-        })?;
+        let line = json_line(rank)?;
         let node = line["node"].as_str().unwrap_or_default();
         let ours = address(&line["ours"]);
         if ours.split(':').next() != Some(node) || line["ours"]["task"]["index"] != rank.rank {
@@ -192,12 +187,7 @@ fn check_training(ranks: &[RankOutput]) -> Result<(), String> {
 /// be the same. Where TensorFlow differs, says how.
 fn compare_views(ranks: &[RankOutput], agree: bool) -> Result<(), String> {
     for rank in ranks {
-        let line: Value = serde_json::from_str(rank.stdout.trim()).map_err(|e| {
-            format!(
-                "rank {}: not one JSON line ({e}):\n{}{}",
-                rank.rank, rank.stdout, rank.stderr
-            )
-        })?;
+        let line = json_line(rank)?;
         let node = line["node"].as_str().unwrap_or_default();
         let ours = &line["ours"];
         let own = address(ours);
@@ -247,4 +237,14 @@ fn address(view: &Value) -> String {
         .as_str()
         .unwrap_or("?")
         .to_owned()
+}
+
+/// A rank's output, which is one JSON line.
+fn json_line(rank: &RankOutput) -> Result<Value, String> {
+    serde_json::from_str(rank.stdout.trim()).map_err(|e| {
+        format!(
+            "rank {}: not one JSON line ({e}):\n{}{}",
+            rank.rank, rank.stdout, rank.stderr
+        )
+    })
 }

@@ -9,12 +9,11 @@ use std::time::{Duration, Instant};
 use cluster_resolver::watch::{self, WatchOptions};
 use futures_util::StreamExt;
 use remote_connect::{
-    ClusterChange, ConnectOptions, Context, Error, FollowEvent, FollowOptions, Op, Staleness,
-    TaskId, Tensor,
+    ConnectOptions, Context, Error, FollowEvent, FollowOptions, Op, Staleness, TaskId, Tensor,
 };
-use tokio::sync::broadcast;
 
 use super::tf_cluster;
+use crate::follow::next_change;
 
 /// A cluster file in a directory of its own, removed when dropped.
 struct ClusterFile {
@@ -49,20 +48,6 @@ impl ClusterFile {
 impl Drop for ClusterFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-async fn next_change(events: &mut broadcast::Receiver<FollowEvent>) -> ClusterChange {
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
-            .await
-            .expect("no change within 30 s")
-            .unwrap();
-        match event {
-            FollowEvent::Changed(change) => return change,
-            FollowEvent::Source(error) => eprintln!("source: {error}"),
-            other => panic!("expected a change, got {other:?}"),
-        }
     }
 }
 
