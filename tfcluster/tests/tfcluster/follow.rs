@@ -38,6 +38,13 @@ fn server(rt: &Runtime, addr: SocketAddr) -> RunningServer {
     .unwrap()
 }
 
+/// `n` task servers on free 127.0.0.1 ports, in `rt`.
+fn loopback_servers(rt: &Runtime, n: usize) -> Vec<RunningServer> {
+    (0..n)
+        .map(|_| server(rt, "127.0.0.1:0".parse().unwrap()))
+        .collect()
+}
+
 /// Waits until no server holds a context (`connect --follow` closed them all).
 fn assert_all_closed(servers: &[RunningServer]) {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -71,9 +78,7 @@ fn task(t: u32) -> String {
 #[test]
 fn a_followed_cluster_file_prints_each_change_and_sigint_closes_every_context() {
     let rt = Runtime::new().unwrap();
-    let servers: Vec<RunningServer> = (0..3)
-        .map(|_| server(&rt, "127.0.0.1:0".parse().unwrap()))
-        .collect();
+    let servers = loopback_servers(&rt, 3);
     let a: Vec<String> = servers.iter().map(|s| s.local_addr().to_string()).collect();
     let dir = std::env::temp_dir().join(format!("tfcluster-follow-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -320,9 +325,7 @@ fn names(tasks: &[TaskId]) -> Vec<String> {
 #[test]
 fn a_context_follows_an_elastic_jobs_rounds() {
     let rt = Runtime::new().unwrap();
-    let servers: Vec<RunningServer> = (0..2)
-        .map(|_| server(&rt, "127.0.0.1:0".parse().unwrap()))
-        .collect();
+    let servers = loopback_servers(&rt, 2);
     rt.block_on(async {
         let job = ElasticJob::start().await;
         let mut a = job.join(&servers[0]).await;
@@ -359,9 +362,7 @@ fn a_context_follows_an_elastic_jobs_rounds() {
 #[test]
 fn connect_follows_an_elastic_job_at_its_rendezvous_and_sigint_closes_every_context() {
     let rt = Runtime::new().unwrap();
-    let servers: Vec<RunningServer> = (0..2)
-        .map(|_| server(&rt, "127.0.0.1:0".parse().unwrap()))
-        .collect();
+    let servers = loopback_servers(&rt, 2);
     let job = rt.block_on(ElasticJob::start());
     let mut a = rt.block_on(job.join(&servers[0]));
     rt.block_on(job.round(&mut [&mut a]));
