@@ -2,6 +2,7 @@
 //! report, leave. Every call has a deadline; a rendezvous that cannot be reached is retried
 //! for [`ClientOptions::retry_for`] and then reported as [`Error::Unreachable`].
 
+mod backend;
 mod heartbeats;
 mod round;
 mod watched;
@@ -9,6 +10,7 @@ mod watched;
 use std::collections::hash_map::RandomState;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -24,8 +26,11 @@ use crate::outcome::{JobDone, RoundStatus, TaskStatus};
 use crate::proto;
 use crate::proto::rendezvous_client::RendezvousClient as Stub;
 use crate::server::MAX_STDERR_TAIL;
+use crate::server::Service;
+use crate::server::etcd_store::EtcdStore;
 use crate::wire;
-use crate::{Error, JobConfig, WireError};
+use crate::{Error, EtcdOptions, JobConfig, WireError};
+use backend::Backend;
 
 /// The largest answer the client decodes: the round of a job at its task limit (65,536 tasks)
 /// is a few MB.
@@ -212,7 +217,7 @@ pub enum Waited {
 #[derive(Debug, Clone)]
 pub struct RendezvousClient {
     addr: String,
-    stub: Stub<Channel>,
+    backend: Backend,
     options: ClientOptions,
 }
 
@@ -234,7 +239,23 @@ impl RendezvousClient {
         let stub = Stub::new(endpoint.connect_lazy()).max_decoding_message_size(MAX_RESPONSE_BYTES);
         Ok(Self {
             addr,
-            stub,
+            backend: Backend::Grpc(stub),
+            options,
+        })
+    }
+
+    /// A client of the rendezvous kept in the etcd cluster of `etcd`: the rendezvous's rules
+    /// run in this process, each call a transaction on the job's record in etcd (see
+    /// [`EtcdOptions`]), each node's liveness a lease this client keeps alive while the node
+    /// polls and heartbeats. Connects on the first call; calls are retried while etcd cannot
+    /// be reached (or has no leader) for [`ClientOptions::retry_for`], then fail with
+    /// [`Error::Unreachable`] naming the endpoints. Errors only for TLS material the client
+    /// refuses.
+    pub async fn etcd(etcd: EtcdOptions, options: ClientOptions) -> Result<Self, Error> {
+        let store = EtcdStore::connect(&etcd, options.rpc_timeout).await?;
+        Ok(Self {
+            addr: etcd.to_string(),
+            backend: Backend::Etcd(Arc::new(Service { store })),
             options,
         })
     }
@@ -537,13 +558,14 @@ impl RendezvousClient {
         mut f: F,
     ) -> Result<T, Error>
     where
-        F: FnMut(Stub<Channel>, Duration) -> Fut,
+        F: FnMut(Backend, Duration) -> Fut,
         Fut: Future<Output = Result<tonic::Response<T>, Status>>,
     {
         let start = Instant::now();
         let mut backoff = Duration::from_millis(50);
         loop {
-            let status = match tokio::time::timeout(attempt, f(self.stub.clone(), attempt)).await {
+            let status = match tokio::time::timeout(attempt, f(self.backend.clone(), attempt)).await
+            {
                 Ok(Ok(response)) => return Ok(response.into_inner()),
                 Ok(Err(status)) => status,
                 Err(_) => {

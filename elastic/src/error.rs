@@ -62,6 +62,24 @@ pub enum Error {
         #[source]
         source: tonic::transport::Error,
     },
+    /// An etcd endpoint is not `HOST[:PORT]`.
+    #[error("invalid etcd endpoint {}: {reason}", quote(.value, 0))]
+    InvalidEtcdEndpoint {
+        /// The endpoint given.
+        value: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The etcd client refused the endpoints or the TLS settings (a certificate that does not
+    /// parse); why is the [`source`](std::error::Error::source).
+    #[error("cannot use etcd at {endpoints}")]
+    Etcd {
+        /// The endpoints, `etcd://HOST:PORT,...`.
+        endpoints: String,
+        /// The etcd client's error.
+        #[source]
+        source: etcd_client::Error,
+    },
     /// The server cannot listen where it was told; why is the
     /// [`source`](std::error::Error::source).
     #[error("cannot serve the rendezvous on {addr}")]

@@ -245,6 +245,7 @@
 mod agent;
 mod client;
 mod error;
+mod etcd;
 mod job_config;
 mod layout;
 mod node_range;
@@ -280,6 +281,7 @@ pub use client::{
     ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited, Watched, WatchedRound,
 };
 pub use error::Error;
+pub use etcd::{DEFAULT_PREFIX, ETCD_PORT, EtcdOptions, EtcdTls};
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};

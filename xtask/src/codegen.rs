@@ -75,7 +75,9 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
     // Every crate is checked even when an earlier one is stale, so one run names them all.
     let failures: Vec<String> = CRATES
         .iter()
-        .filter_map(|krate| run_one(krate, check).err())
+        .map(|krate| run_one(krate, check))
+        .chain([crate::protoc_standin::run(check)])
+        .filter_map(Result::err)
         .collect();
     if failures.is_empty() {
         Ok(())

@@ -14,6 +14,7 @@ mod fuzz;
 mod interop;
 mod machine;
 mod op_signatures;
+mod protoc_standin;
 mod python;
 mod slurm;
 mod soak;

@@ -29,4 +29,10 @@ pub enum WireError {
         /// The value sent.
         value: i32,
     },
+    /// A stored job names a round it does not hold (the etcd backend's record).
+    #[error("round {round} is named but not stored")]
+    UnknownRound {
+        /// The round's number.
+        round: u64,
+    },
 }

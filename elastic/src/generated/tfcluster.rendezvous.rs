@@ -281,6 +281,88 @@ pub struct LeaveRequest {
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LeaveResponse {}
+/// The etcd backend's record of a job: the value of key `PREFIX/RDZV_ID/state` (PREFIX is
+/// `/tfcluster/rendezvous` unless the agents were told another). Every agent reads it, applies
+/// a call with the same rules the built-in rendezvous uses, and writes it back in a
+/// transaction that compares the key's revision, so two agents never change one state in two
+/// ways. Beside it, `PREFIX/RDZV_ID/alive/NODE_ID` is each node's liveness: a key on an etcd
+/// lease the node's agent keeps alive. Times are milliseconds since the Unix epoch.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StoredJob {
+    #[prost(uint64, tag = "1")]
+    pub incarnation: u64,
+    #[prost(message, optional, tag = "2")]
+    pub config: ::core::option::Option<JobConfig>,
+    #[prost(message, repeated, tag = "3")]
+    pub nodes: ::prost::alloc::vec::Vec<StoredNode>,
+    /// The order number the next new node gets.
+    #[prost(uint64, tag = "4")]
+    pub next_seq: u64,
+    /// The running round's number; 0 when none runs.
+    #[prost(uint64, tag = "5")]
+    pub running: u64,
+    /// Set once the job is done.
+    #[prost(message, optional, tag = "6")]
+    pub done: ::core::option::Option<JobDone>,
+    #[prost(uint64, tag = "7")]
+    pub rounds_formed: u64,
+    #[prost(uint32, tag = "8")]
+    pub restart_count: u32,
+    /// The latest rounds that ended, oldest first.
+    #[prost(message, repeated, tag = "9")]
+    pub ended: ::prost::alloc::vec::Vec<RoundEnd>,
+    #[prost(message, optional, tag = "10")]
+    pub first_failure: ::core::option::Option<Failure>,
+    /// When the last node started waiting: a round with `min` nodes closes `last_call_ms` later.
+    #[prost(uint64, tag = "11")]
+    pub last_arrival_ms: u64,
+    /// Since when the job has had no node (0: it has nodes); forgotten `timeout_ms` later.
+    #[prost(uint64, tag = "12")]
+    pub empty_since_ms: u64,
+    /// Every round the job still refers to (the running one, each node's latest), rank 0.
+    #[prost(message, repeated, tag = "13")]
+    pub rounds: ::prost::alloc::vec::Vec<Round>,
+    /// The job's timings, set by its first node: every agent closes rounds and loses nodes
+    /// by these.
+    #[prost(uint64, tag = "14")]
+    pub last_call_ms: u64,
+    #[prost(uint64, tag = "15")]
+    pub timeout_ms: u64,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StoredNode {
+    #[prost(string, tag = "1")]
+    pub node_id: ::prost::alloc::string::String,
+    /// Order of the node's first join: the order of members in a round.
+    #[prost(uint64, tag = "2")]
+    pub seq: u64,
+    #[prost(string, tag = "3")]
+    pub host: ::prost::alloc::string::String,
+    #[prost(uint32, repeated, tag = "4")]
+    pub ports: ::prost::alloc::vec::Vec<u32>,
+    #[prost(string, tag = "5")]
+    pub name: ::prost::alloc::string::String,
+    /// The latest round the node was a member of (0: none).
+    #[prost(uint64, tag = "9")]
+    pub last_round: u64,
+    #[prost(oneof = "stored_node::State", tags = "6, 7, 8")]
+    pub state: ::core::option::Option<stored_node::State>,
+}
+/// Nested message and enum types in `StoredNode`.
+pub mod stored_node {
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Oneof)]
+    pub enum State {
+        /// Waiting for the next round since then.
+        #[prost(uint64, tag = "6")]
+        WaitingSinceMs(u64),
+        /// A member of the running round.
+        #[prost(bool, tag = "7")]
+        Member(bool),
+        /// Its round ended and it has not joined again.
+        #[prost(bool, tag = "8")]
+        Idle(bool),
+    }
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum EndReason {

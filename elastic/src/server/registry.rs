@@ -18,6 +18,7 @@ mod forming;
 mod job;
 mod membership;
 mod node;
+mod stored;
 mod task_end;
 
 use std::collections::HashMap;
@@ -35,6 +36,7 @@ pub(crate) use calls::{JoinArgs, Joined, Refusal, Settings, Waited};
 use job::{Job, Phase};
 use node::NodeState;
 
+pub(crate) use stored::Clock;
 pub(crate) use task_end::MAX_STDERR_TAIL;
 
 /// Every job of a rendezvous.

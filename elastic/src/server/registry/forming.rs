@@ -11,7 +11,7 @@ use super::job::{Job, Phase};
 use super::node::{Node, NodeState};
 use crate::error::duration;
 use crate::outcome::JobDone;
-use crate::round::{Member, assign};
+use crate::round::Member;
 
 impl Job {
     fn waiting(&self) -> impl Iterator<Item = (&String, &Node)> {
@@ -49,6 +49,18 @@ impl Job {
             waiting,
             detail,
         }
+    }
+
+    /// When the clock alone would change the job: the last call of a round that has its
+    /// `min` nodes running out, or a job without nodes being forgotten. `None`: only a call
+    /// (or a node going silent) changes it. The etcd backend wakes its waiters then.
+    pub(super) fn next_deadline(&self, settings: &Settings) -> Option<Instant> {
+        if self.nodes.is_empty() {
+            return self.empty_since.map(|since| since + settings.timeout);
+        }
+        let forming = matches!(self.phase, Phase::Forming);
+        (forming && self.waiting().count() >= self.config.nodes().min() as usize)
+            .then(|| self.last_arrival + settings.last_call)
     }
 
     /// Closes the next round when `max` nodes wait, or at least `min` and the last call has
@@ -91,8 +103,15 @@ impl Job {
             })
             .collect();
         let number = self.next_round();
-        let assignment = match assign(&self.config, &members) {
-            Ok(a) => a,
+        let formed = FormedRound::new(
+            self.incarnation,
+            number,
+            self.restart_count,
+            self.config.clone(),
+            members,
+        );
+        let round = match formed {
+            Ok(round) => Arc::new(round),
             Err(e) => {
                 // Every node was checked when it joined, so this is a bug; the job fails with
                 // the reason rather than waiting for ever.
@@ -107,22 +126,6 @@ impl Job {
                 return true;
             }
         };
-        let cluster_json = assignment.cluster_spec().to_json();
-        let ranks = ids
-            .iter()
-            .enumerate()
-            .map(|(r, id)| (id.clone(), r as u32))
-            .collect();
-        let round = Arc::new(FormedRound {
-            job: self.incarnation,
-            number,
-            restart_count: self.restart_count,
-            config: self.config.clone(),
-            members,
-            assignment,
-            cluster_json,
-            ranks,
-        });
         for id in &ids {
             let node = self.nodes.get_mut(id).expect("listed above");
             node.state = NodeState::Member;

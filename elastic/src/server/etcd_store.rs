@@ -1,0 +1,422 @@
+//! The etcd store: each job a record in etcd ([`proto::StoredJob`] at `PREFIX/ID/state`),
+//! each node's liveness a key on a lease its agent keeps alive (`PREFIX/ID/alive/NODE`). A
+//! call reads both in one transaction, loads the job into a registry (nodes without a key
+//! are silent past the timeout), ticks it, runs the call, and writes the record back only if
+//! it changed, comparing the record's revision: of two agents changing one state, the second
+//! finds the first's change and runs its call again on it. So a round closes once, with one
+//! membership, whichever agents race to close it and whatever etcd member leads. A waiting
+//! call watches the job's keys from the revision it read (a record written, a node's key
+//! expiring) and wakes by its own clock only when the clock would change the job (a last
+//! call running out).
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use cluster_spec::error_chain::Chain;
+use etcd_client::{
+    Certificate, Client, Compare, CompareOp, ConnectOptions, GetOptions, Identity, PutOptions,
+    TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
+};
+use prost::Message;
+use tonic::Status;
+
+use super::registry::{Clock, Refusal, Registry, Settings};
+use super::store::{Store, refused};
+use crate::error::duration;
+use crate::etcd::{EtcdOptions, key_segment};
+use crate::{Error, proto};
+
+/// The jobs of an etcd cluster, as one agent (one process) sees them.
+pub(crate) struct EtcdStore {
+    client: Client,
+    /// `etcd://HOST:PORT,...`, for messages.
+    url: String,
+    endpoints: Vec<String>,
+    prefix: String,
+    /// The timings of a job this store creates; a stored job keeps its own.
+    settings: Settings,
+    /// The lease TTL of this agent's nodes, in whole seconds as etcd counts.
+    ttl: i64,
+    /// How long one etcd request may take.
+    rpc_timeout: Duration,
+    /// The address this host reaches etcd at: the host of a node that names none.
+    host: OnceLock<Option<String>>,
+    /// The leases of nodes that joined through this store, by node id.
+    leases: Mutex<HashMap<String, i64>>,
+}
+
+impl std::fmt::Debug for EtcdStore {
+    /// etcd's client shows nothing of use: the store by its endpoints.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdStore")
+            .field("url", &self.url)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A job's keys as one transaction read them.
+struct Snapshot {
+    record: Option<Vec<u8>>,
+    /// The record's revision (0: no record), which a write compares.
+    mod_revision: i64,
+    /// The store's revision at the read: a watch from after it misses nothing.
+    revision: i64,
+    alive: HashMap<String, i64>,
+}
+
+impl EtcdStore {
+    /// A client of the etcd cluster of `options` (no connection yet: the first call
+    /// connects), each request bounded by `rpc_timeout`.
+    pub(crate) async fn connect(
+        options: &EtcdOptions,
+        rpc_timeout: Duration,
+    ) -> Result<Self, Error> {
+        let mut connect = ConnectOptions::new()
+            // A member cut off from its cluster refuses rather than answers from the past.
+            .with_require_leader(true)
+            .with_connect_timeout(rpc_timeout)
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(20));
+        if let Some(tls) = options.tls_config() {
+            let mut config = TlsOptions::new().ca_certificate(Certificate::from_pem(&tls.ca_pem));
+            if let Some((cert, key)) = &tls.identity {
+                config = config.identity(Identity::from_pem(cert, key));
+            }
+            if let Some(domain) = &tls.domain {
+                config = config.domain_name(domain.clone());
+            }
+            connect = connect.with_tls(config);
+        }
+        let client = Client::connect(options.urls(), Some(connect))
+            .await
+            .map_err(|source| Error::Etcd {
+                endpoints: options.to_string(),
+                source,
+            })?;
+        let timeout = options.node_timeout();
+        Ok(Self {
+            client,
+            url: options.to_string(),
+            endpoints: options.endpoints().to_vec(),
+            prefix: options.key_prefix().to_owned(),
+            settings: Settings {
+                last_call: options.job_last_call(),
+                timeout,
+                // One job per record: no limit of the store's own.
+                max_jobs: usize::MAX,
+            },
+            ttl: timeout.as_secs_f64().ceil().max(1.0) as i64,
+            rpc_timeout,
+            host: OnceLock::new(),
+            leases: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn job_prefix(&self, rdzv_id: &str) -> String {
+        format!("{}/{}/", self.prefix, key_segment(rdzv_id))
+    }
+
+    fn record_key(&self, rdzv_id: &str) -> String {
+        format!("{}state", self.job_prefix(rdzv_id))
+    }
+
+    fn alive_prefix(&self, rdzv_id: &str) -> String {
+        format!("{}alive/", self.job_prefix(rdzv_id))
+    }
+
+    fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
+        self.leases.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `request`, within the request deadline, its failure as the status the client acts on:
+    /// etcd's own status (UNAVAILABLE while it has no leader, retried) or UNAVAILABLE for a
+    /// cluster that cannot be reached, naming the endpoints.
+    async fn request<T>(
+        &self,
+        what: &str,
+        request: impl Future<Output = Result<T, etcd_client::Error>>,
+    ) -> Result<T, Status> {
+        match tokio::time::timeout(self.rpc_timeout, request).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(e)) => Err(self.status(what, e)),
+            Err(_) => Err(self.late(what)),
+        }
+    }
+
+    /// An etcd client error as a status: etcd's own (UNAVAILABLE while it has no leader),
+    /// else UNAVAILABLE, naming the endpoints.
+    fn status(&self, what: &str, e: etcd_client::Error) -> Status {
+        match e {
+            etcd_client::Error::GRpcStatus(status) => Status::new(
+                status.code(),
+                format!("etcd at {} ({what}): {}", self.url, status.message()),
+            ),
+            e => Status::unavailable(format!(
+                "cannot reach etcd at {} ({what}): {}",
+                self.url,
+                Chain(&e)
+            )),
+        }
+    }
+
+    /// No answer within the request deadline.
+    fn late(&self, what: &str) -> Status {
+        Status::deadline_exceeded(format!(
+            "etcd at {} did not answer ({what}) within {}",
+            self.url,
+            duration(self.rpc_timeout)
+        ))
+    }
+
+    /// The job's record and its live nodes, at one revision.
+    async fn read(&self, rdzv_id: &str) -> Result<Snapshot, Status> {
+        let alive_prefix = self.alive_prefix(rdzv_id);
+        let txn = Txn::new().and_then([
+            TxnOp::get(self.record_key(rdzv_id), None),
+            TxnOp::get(alive_prefix.clone(), Some(GetOptions::new().with_prefix())),
+        ]);
+        let mut kv = self.client.kv_client();
+        let answer = self.request("read the job", kv.txn(txn)).await?;
+        let mut snapshot = Snapshot {
+            record: None,
+            mod_revision: 0,
+            revision: answer.header().map_or(0, |h| h.revision()),
+            alive: HashMap::new(),
+        };
+        let mut gets = answer.op_responses().into_iter().filter_map(|r| match r {
+            TxnOpResponse::Get(get) => Some(get),
+            _ => None,
+        });
+        if let Some(kv) = gets.next().and_then(|g| g.kvs().first().cloned()) {
+            snapshot.record = Some(kv.value().to_vec());
+            snapshot.mod_revision = kv.mod_revision();
+        }
+        for kv in gets.next().iter().flat_map(|g| g.kvs()) {
+            let node = kv
+                .key()
+                .strip_prefix(alive_prefix.as_bytes())
+                .unwrap_or_default();
+            snapshot
+                .alive
+                .insert(String::from_utf8_lossy(node).into_owned(), kv.lease());
+        }
+        Ok(snapshot)
+    }
+
+    /// This store's lease for `node`, granted the first time.
+    async fn lease(&self, node: &str) -> Result<i64, Status> {
+        if let Some(&lease) = self.leases().get(node) {
+            return Ok(lease);
+        }
+        let mut leases = self.client.lease_client();
+        let granted = self
+            .request("grant a node's lease", leases.grant(self.ttl, None))
+            .await?;
+        self.leases().insert(node.to_owned(), granted.id());
+        Ok(granted.id())
+    }
+
+    /// Keeps `node`'s lease alive, when this store holds it. An expired lease is forgotten:
+    /// the node is lost, and joins again with a new one.
+    async fn keep_alive(&self, node: &str) -> Result<(), Status> {
+        let Some(lease) = self.leases().get(node).copied() else {
+            return Ok(());
+        };
+        let mut leases = self.client.lease_client();
+        // Opening the keep-alive stream renews the lease once and reads etcd's answer.
+        match tokio::time::timeout(self.rpc_timeout, leases.keep_alive(lease)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(etcd_client::Error::LeaseKeepAliveError(_))) => {
+                self.leases().remove(node);
+            }
+            Ok(Err(e)) => return Err(self.status("keep a node's lease alive", e)),
+            Err(_) => return Err(self.late("keep a node's lease alive")),
+        }
+        Ok(())
+    }
+
+    /// Writes the job's record (`None`: deletes it) if it is still at `mod_revision`, with a
+    /// live key for each of `joined` on its lease. The store's new revision, or `None` when
+    /// another agent changed the job first.
+    async fn write(
+        &self,
+        rdzv_id: &str,
+        mod_revision: i64,
+        record: Option<Vec<u8>>,
+        joined: &[(String, String)],
+    ) -> Result<Option<i64>, Status> {
+        let key = self.record_key(rdzv_id);
+        let mut ops = vec![match record {
+            Some(bytes) => TxnOp::put(key.clone(), bytes, None),
+            None => TxnOp::delete(key.clone(), None),
+        }];
+        for (node, host) in joined {
+            let lease = self.lease(node).await?;
+            let alive = format!("{}{node}", self.alive_prefix(rdzv_id));
+            ops.push(TxnOp::put(
+                alive,
+                host.clone(),
+                Some(PutOptions::new().with_lease(lease)),
+            ));
+        }
+        let txn = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
+            .and_then(ops);
+        let mut kv = self.client.kv_client();
+        let answer = self.request("write the job", kv.txn(txn)).await?;
+        Ok(answer
+            .succeeded()
+            .then(|| answer.header().map_or(0, |h| h.revision())))
+    }
+
+    /// Gives back the leases of this store's nodes the job no longer has (they left or were
+    /// lost), so their keys go now rather than at the TTL.
+    async fn release(&self, registry: &Registry, rdzv_id: &str) {
+        let kept: HashSet<String> = registry.node_ids(rdzv_id).into_iter().collect();
+        let gone: Vec<(String, i64)> = {
+            let mut leases = self.leases();
+            let gone: Vec<_> = leases
+                .iter()
+                .filter(|(node, _)| !kept.contains(*node))
+                .map(|(n, &l)| (n.clone(), l))
+                .collect();
+            for (node, _) in &gone {
+                leases.remove(node);
+            }
+            gone
+        };
+        for (_, lease) in gone {
+            let mut leases = self.client.lease_client();
+            let _ = self.request("revoke a lease", leases.revoke(lease)).await;
+        }
+    }
+
+    /// Returns when a key of the job changes after `revision`, or at `wake`.
+    async fn changed(&self, rdzv_id: &str, revision: i64, wake: Instant) -> Result<(), Status> {
+        let options = WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(revision + 1);
+        let mut watches = self.client.watch_client();
+        let mut stream = self
+            .request(
+                "watch the job",
+                watches.watch(self.job_prefix(rdzv_id), Some(options)),
+            )
+            .await?;
+        loop {
+            tokio::select! {
+                message = stream.message() => match message {
+                    // Events, or a watch etcd ended (its start compacted away): read again.
+                    Ok(Some(answer)) if answer.canceled() || !answer.events().is_empty() => {
+                        return Ok(());
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
+                        return Err(Status::unavailable(format!(
+                            "etcd at {} ended a watch of job {rdzv_id:?}",
+                            self.url
+                        )));
+                    }
+                    Err(e) => return Err(self.status("watch the job", e)),
+                },
+                () = tokio::time::sleep_until(wake.into()) => return Ok(()),
+            }
+        }
+    }
+}
+
+impl Store for EtcdStore {
+    async fn long_poll<T, F>(
+        &self,
+        rdzv_id: &str,
+        node: Option<&str>,
+        deadline: Instant,
+        mut check: F,
+    ) -> Result<T, Status>
+    where
+        T: Send,
+        F: FnMut(&mut Registry, Instant) -> Result<(T, bool), Refusal> + Send,
+    {
+        if let Some(node) = node {
+            self.keep_alive(node).await?;
+        }
+        loop {
+            let snapshot = self.read(rdzv_id).await?;
+            let clock = Clock::now();
+            let now = clock.instant();
+            let stored = snapshot
+                .record
+                .as_deref()
+                .map(proto::StoredJob::decode)
+                .transpose()
+                .map_err(|e| self.unusable(rdzv_id, &e))?;
+            let alive: HashSet<String> = snapshot.alive.keys().cloned().collect();
+            let mut registry =
+                Registry::load(self.settings.clone(), rdzv_id, stored, &alive, clock)
+                    .map_err(|e| self.unusable(rdzv_id, &e))?;
+            // Nodes whose keys expired are lost, a last call that ran out closes its round.
+            registry.tick(now);
+            let (answer, wait) = check(&mut registry, now).map_err(refused)?;
+            let record = registry.store(rdzv_id, clock).map(|r| r.encode_to_vec());
+            let mut revision = snapshot.revision;
+            if record != snapshot.record {
+                let joined = registry.new_nodes(rdzv_id, &alive);
+                match self
+                    .write(rdzv_id, snapshot.mod_revision, record, &joined)
+                    .await?
+                {
+                    Some(written) => revision = written,
+                    // Another agent changed the job first: the call again, on its state.
+                    None => continue,
+                }
+                self.release(&registry, rdzv_id).await;
+            }
+            if !wait || Instant::now() >= deadline {
+                return Ok(answer);
+            }
+            let wake = registry
+                .next_deadline(rdzv_id)
+                .map_or(deadline, |at| at.min(deadline));
+            self.changed(rdzv_id, revision, wake).await?;
+        }
+    }
+
+    fn poll_cap(&self) -> Duration {
+        (self.settings.timeout / 3).min(Duration::from_secs(30))
+    }
+
+    fn default_host(&self, _peer: Option<SocketAddr>) -> Option<String> {
+        self.host
+            .get_or_init(|| self.endpoints.iter().find_map(|e| address_toward(e)))
+            .clone()
+    }
+}
+
+impl EtcdStore {
+    /// A record this version cannot load: DATA_LOSS, naming the key; not retried.
+    fn unusable(&self, rdzv_id: &str, e: &(dyn std::error::Error + 'static)) -> Status {
+        Status::data_loss(format!(
+            "the record of job {rdzv_id:?} at {} in etcd at {} does not load: {}",
+            self.record_key(rdzv_id),
+            self.url,
+            Chain(e)
+        ))
+    }
+}
+
+/// This host's address on the route to `endpoint` (`HOST:PORT`): a UDP socket connected
+/// there says which, without sending anything.
+fn address_toward(endpoint: &str) -> Option<String> {
+    let target = endpoint.to_socket_addrs().ok()?.next()?;
+    let unspecified: SocketAddr = if target.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        ([0u16; 8], 0).into()
+    };
+    let socket = UdpSocket::bind(unspecified).ok()?;
+    socket.connect(target).ok()?;
+    Some(socket.local_addr().ok()?.ip().to_canonical().to_string())
+}
