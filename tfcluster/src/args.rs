@@ -10,12 +10,14 @@ use anyhow::Context as _;
 /// printed as `tfcluster: error: outer: inner: innermost`), and a call site that knows more
 /// adds it as context (`.with_context(|| format!("cannot read {path}"))`), never by writing
 /// the cause into a string.
+#[derive(Debug)]
 pub(crate) struct Failure {
     /// What went wrong; `None` to end quietly (standard output closed, a launched command
     /// that reported for itself).
     pub(crate) error: Option<anyhow::Error>,
-    /// The exit status: 1 for an error of ours, else a status passed on (a launched
-    /// command's own, or 128 plus the signal that stopped a launch).
+    /// The exit status: 1 for an error of ours, 2 for a command line that contradicts
+    /// itself, else a status passed on (a launched command's own, which comes with no
+    /// error, or 128 plus the signal that stopped a launch).
     pub(crate) code: u8,
 }
 
@@ -26,6 +28,12 @@ impl Failure {
             error: Some(error.into()),
             code,
         }
+    }
+
+    /// A command line clap let through whose flags contradict each other (clap cannot see
+    /// that they do): exit status 2, as for clap's own usage errors, `error` printed first.
+    pub(crate) fn usage(error: impl Into<anyhow::Error>) -> Self {
+        Self::new(error, 2)
     }
 
     /// Ends with `code` and prints nothing.

@@ -26,7 +26,8 @@ pub(crate) enum SourceKind {
     Sagemaker,
     /// A file (--file): a TF_CONFIG document (with "cluster" and "task"), or a cluster spec.
     File,
-    /// The running round of an elastic job (`run --rdzv`): --rdzv `HOST[:PORT]`, --rdzv-id JOB.
+    /// The running round of an elastic job (`run --rdzv`): --rdzv `HOST[:PORT]` or
+    /// `etcd://HOST[:PORT],...`, --rdzv-id JOB.
     /// Observed, not joined: the job is not changed.
     Rendezvous,
     /// Kubernetes pods: job `worker` = pods labelled `job-name=tensorflow` (TensorFlow's
@@ -106,7 +107,7 @@ pub(crate) async fn resolver(
         SourceKind::Slurm => Box::new(SlurmClusterResolver::new(env)),
         SourceKind::Sagemaker => Box::new(SageMakerClusterResolver::new(env)),
         SourceKind::File => file(args.file.as_deref())?,
-        SourceKind::Rendezvous => Box::new(RdzvSourceArgs::watcher(rendezvous)?),
+        SourceKind::Rendezvous => Box::new(RdzvSourceArgs::watcher(rendezvous).await?),
         #[cfg(feature = "kubernetes")]
         SourceKind::Kubernetes => Box::new(kubernetes(args)?),
         #[cfg(feature = "gce")]
@@ -166,7 +167,7 @@ impl ClusterArgs {
                 options,
             )),
             (None, Some(SourceKind::Rendezvous)) => {
-                let watcher = RdzvSourceArgs::watcher(Some(&self.rendezvous))?;
+                let watcher = RdzvSourceArgs::watcher(Some(&self.rendezvous)).await?;
                 Ok(std::sync::Arc::new(watcher).watch(options))
             }
             #[cfg(feature = "kubernetes")]

@@ -33,6 +33,7 @@ tfcluster connect --from tf-config --timeout 2s --format json\n  \
 tfcluster connect --cluster cluster.json --filters ps --probe\n  \
 tfcluster connect --cluster cluster.json --follow --format json\n  \
 tfcluster connect --from rendezvous --rdzv node0:29400 --rdzv-id job1 --follow\n  \
+tfcluster connect --from rendezvous --rdzv etcd://node0:2379,node1:2379 --rdzv-id job1 --follow\n  \
 tfcluster connect --cluster cluster.json --tls-cert client.crt --tls-key client.key --tls-ca ca.crt")]
 pub(crate) struct Args {
     #[command(flatten)]

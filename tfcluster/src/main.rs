@@ -3,7 +3,8 @@
 //! Each command lives in its own module with its clap arguments; this file declares the
 //! command line and dispatches. Exit status: 0 on success, 1 on an error (invalid input, a
 //! failed task or network call; `tfcluster: error:` and the message naming the value or task,
-//! then its causes), 2 when the command line itself is wrong (clap's usage errors); `run` ends
+//! then its causes), 2 when the command line itself is wrong (clap's usage errors, and flags
+//! that contradict each other, e.g. `--rdzv-backend built-in --rdzv etcd://…`); `run` ends
 //! with its command's own status, or 128 plus the signal that stopped it.
 
 mod args;
@@ -19,6 +20,8 @@ mod output;
 mod probe;
 mod rdzv_args;
 mod rdzv_source;
+mod rdzv_target;
+mod rdzv_tls_args;
 mod rendezvous_cmd;
 mod report;
 mod resolve_cmd;
@@ -109,9 +112,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure { error, code }) => {
             if let Some(error) = error {
-                // Exit 1 is an error of ours; another status is passed on (a stop by signal),
-                // and its message says why without calling it an error.
-                let kind = if code == 1 { "error: " } else { "" };
+                // Exit 1 is an error of ours, 2 a usage error; another status is passed on
+                // (a stop by signal), and its message says why without calling it an error.
+                let kind = if matches!(code, 1 | 2) { "error: " } else { "" };
                 eprintln!("tfcluster: {kind}{}", Chain(error.as_ref()));
             }
             ExitCode::from(code)

@@ -1,76 +1,32 @@
-//! The flags of `run --rdzv`: where the rendezvous is and the job's shape, parsed at the edge
-//! so that clap's errors name the flag and the value.
+//! The flags of `run --rdzv`: where the rendezvous is (see [`crate::rdzv_target`]), the job's
+//! shape and the agent's timings, parsed at the edge so that errors name the flag and the
+//! value.
 
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 use elastic::{JobConfig, Layout, NodeRange};
 
 use crate::args::Failure;
-
-/// The rendezvous port when `--rdzv` names none (torchrun's).
-pub(crate) const DEFAULT_PORT: u16 = 29400;
-
-/// `HOST[:PORT]`: a rendezvous endpoint.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Endpoint {
-    pub(crate) host: String,
-    pub(crate) port: u16,
-}
-
-impl std::fmt::Display for Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.host.contains(':') {
-            write!(f, "[{}]:{}", self.host, self.port)
-        } else {
-            write!(f, "{}:{}", self.host, self.port)
-        }
-    }
-}
-
-impl FromStr for Endpoint {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        let bad = || format!("{text:?}: expected HOST[:PORT], e.g. node0:29400 or [::1]:29400");
-        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-            let (host, rest) = rest.split_once(']').ok_or_else(bad)?;
-            match rest {
-                "" => (host, None),
-                _ => (host, Some(rest.strip_prefix(':').ok_or_else(bad)?)),
-            }
-        } else {
-            match text.split_once(':') {
-                Some((host, port)) if !port.contains(':') => (host, Some(port)),
-                Some(_) => (text, None),
-                None => (text, None),
-            }
-        };
-        if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c == '/') {
-            return Err(bad());
-        }
-        let port =
-            match port {
-                None => DEFAULT_PORT,
-                Some(port) => port.parse().ok().filter(|&p| p > 0).ok_or_else(|| {
-                    format!("{text:?}: the port must be a number from 1 to 65535")
-                })?,
-            };
-        Ok(Self {
-            host: host.to_owned(),
-            port,
-        })
-    }
-}
+use crate::rdzv_target::{Backend, RdzvValue, Rendezvous};
+use crate::rdzv_tls_args::RdzvTlsArgs;
 
 /// `run --rdzv`'s flags.
 #[derive(clap::Args, Debug)]
 pub(crate) struct RdzvArgs {
-    /// Run this host's share of an elastic job: join the rendezvous at `HOST[:PORT]` (port
-    /// 29400 by default), which the agent on that host serves when none answers there.
-    #[arg(long, value_name = "HOST[:PORT]")]
-    pub(crate) rdzv: Option<Endpoint>,
+    /// Run this host's share of an elastic job, meeting the other hosts at the rendezvous:
+    /// `HOST[:PORT]`, the built-in one (port 29400 by default), which the agent on HOST
+    /// serves when nothing answers there; or `etcd://HOST[:PORT][,HOST[:PORT]...]`, an etcd
+    /// cluster's members (port 2379 by default), where every agent is equal and nothing is
+    /// served.
+    #[arg(long, value_name = "HOST[:PORT]|etcd://HOST[:PORT],...")]
+    pub(crate) rdzv: Option<RdzvValue>,
+    /// With --rdzv: which rendezvous --rdzv names; by default etcd for `etcd://…`, else the
+    /// built-in one. With etcd, --rdzv may be a bare list, `h1:2379,h2:2379`.
+    #[arg(long, value_enum, value_name = "BACKEND", requires = "rdzv")]
+    rdzv_backend: Option<Backend>,
+    #[command(flatten)]
+    rdzv_tls: RdzvTlsArgs,
     /// With --rdzv: how many hosts the job runs on, `MIN:MAX` or `N`.
     #[arg(long, value_name = "MIN:MAX|N", default_value = "1", requires = "rdzv")]
     nodes: NodeRange,
@@ -97,19 +53,22 @@ pub(crate) struct RdzvArgs {
     /// With --rdzv: the job's id at the rendezvous, the same on every host.
     #[arg(long, value_name = "JOB", default_value = "default", requires = "rdzv")]
     pub(crate) rdzv_id: String,
-    /// With --rdzv: how long a host may be silent before it is lost, and how long an
-    /// unreachable rendezvous is retried.
+    /// With --rdzv: how long a host may be silent before it is lost (on etcd: the TTL of its
+    /// lease, in whole seconds), and how long an unreachable rendezvous is retried before the
+    /// agent fails.
     #[arg(long, value_name = "DUR", default_value = "15s", value_parser = humantime::parse_duration, requires = "rdzv")]
     pub(crate) rdzv_timeout: Duration,
-    /// With --rdzv, for the rendezvous this agent serves: how long a round with at least MIN
-    /// hosts waits for more.
+    /// With --rdzv: how long a round with at least MIN hosts waits for more. Set by the
+    /// agent that serves the built-in rendezvous, or on etcd by the agent that creates the
+    /// job (the first to join it).
     #[arg(long, value_name = "DUR", default_value = "3s", value_parser = humantime::parse_duration, requires = "rdzv")]
     pub(crate) rdzv_last_call: Duration,
     /// With --rdzv: how long to wait for each round to form.
     #[arg(long, value_name = "DUR", default_value = "10m", value_parser = humantime::parse_duration, requires = "rdzv")]
     pub(crate) join_timeout: Duration,
     /// With --rdzv: the address other hosts reach this host's tasks at (by default, the
-    /// address the rendezvous sees this host at).
+    /// address the rendezvous sees this host at; on etcd, this host's address on its route
+    /// to the first etcd member).
     #[arg(long, value_name = "ADDR", requires = "rdzv")]
     pub(crate) host: Option<String>,
     /// With --rdzv: where to write the job's first failure as JSON when it fails.
@@ -127,29 +86,22 @@ impl RdzvArgs {
         };
         Ok(config.with_max_restarts(self.max_restarts))
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoints_take_the_default_port() {
-        let e: Endpoint = "node0".parse().unwrap();
-        assert_eq!((e.host.as_str(), e.port), ("node0", 29400));
-        let e: Endpoint = "10.0.0.1:1234".parse().unwrap();
-        assert_eq!((e.host.as_str(), e.port), ("10.0.0.1", 1234));
-        let e: Endpoint = "[::1]:5".parse().unwrap();
-        assert_eq!((e.to_string(), e.port), ("[::1]:5".to_owned(), 5));
-        let e: Endpoint = "::1".parse().unwrap();
-        assert_eq!(e.to_string(), "[::1]:29400");
-    }
-
-    #[test]
-    fn bad_endpoints_name_the_value() {
-        for bad in ["", ":1", "h:0", "h:x", "[::1", "a b"] {
-            let err = bad.parse::<Endpoint>().unwrap_err();
-            assert!(err.contains(&format!("{bad:?}")), "{err}");
-        }
+    /// The rendezvous the flags name (`None` without --rdzv); on etcd with --rdzv-timeout
+    /// and --rdzv-last-call as the timings of a job this agent creates, and --rdzv-timeout
+    /// as its lease's TTL.
+    pub(crate) fn rendezvous(&self) -> Result<Option<Rendezvous>, Failure> {
+        let Some(value) = &self.rdzv else {
+            return Ok(None);
+        };
+        Ok(Some(
+            match Rendezvous::from_flags(value, self.rdzv_backend, &self.rdzv_tls)? {
+                Rendezvous::Etcd(etcd) => Rendezvous::Etcd(
+                    etcd.timeout(self.rdzv_timeout)
+                        .last_call(self.rdzv_last_call),
+                ),
+                built_in => built_in,
+            },
+        ))
     }
 }

@@ -16,12 +16,13 @@ use crate::rdzv_source::RdzvSourceArgs;
 /// SM_CURRENT_HOST) and Open MPI (OMPI_COMM_WORLD_*), and uses the first complete one; when
 /// none is complete the error says what each source lacks.
 ///
-/// `--from rendezvous` asks an elastic job's rendezvous (--rdzv, --rdzv-id) for its running
-/// round, as an observer: the cluster, no task of this process, and as master the job's chief
-/// (else worker 0).
+/// `--from rendezvous` asks an elastic job's rendezvous (--rdzv `HOST[:PORT]` or
+/// `etcd://HOST[:PORT],...`, --rdzv-id) for its running round, as an observer: the cluster, no
+/// task of this process, and as master the job's chief (else worker 0).
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  srun -N2 -n4 tfcluster resolve\n  \
 tfcluster resolve --from rendezvous --rdzv node0:29400 --rdzv-id job1 --format json\n  \
+tfcluster resolve --from rendezvous --rdzv etcd://node0:2379 --rdzv-id job1\n  \
 TF_CONFIG='{\"cluster\": {\"worker\": [\"w0:2222\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}' tfcluster resolve --format json\n  \
 eval \"$(srun -n1 tfcluster resolve --from slurm --format env)\"")]
 pub(crate) struct Args {

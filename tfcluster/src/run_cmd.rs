@@ -54,6 +54,15 @@ use crate::stop_signal::Stop;
 /// it; that is no failure and counts as no restart. The job succeeds when the chief (or
 /// worker 0) exits 0 (exit status 0). With --dry-run, the agents form the first round (so
 /// every host must run it) and print its environment.
+///
+/// `--rdzv etcd://HOST[:PORT],...`: the same job, its rendezvous kept in an etcd cluster
+/// (v3 API; the list names its members' client endpoints, port 2379 by default). No agent
+/// serves anything and every agent is equal: the job survives the loss of any host, those
+/// of etcd's members included while a majority of the members lives (a lost agent's lease
+/// runs out after `--rdzv-timeout` and the others go on in a new round). An etcd that
+/// cannot be reached for `--rdzv-timeout` fails the agent, naming the endpoints. TLS to
+/// etcd: `--rdzv-tls-ca` (and `--rdzv-tls-cert` with `--rdzv-tls-key` where etcd checks
+/// clients). `--rdzv-backend` says which rendezvous --rdzv names when its form does not.
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
 srun -N3 -n3 tfcluster run --from slurm -- python train.py\n  \
@@ -63,7 +72,11 @@ tfcluster run --from file --file cluster.json --job worker --task 1 -- python tr
 tfcluster run --dry-run --format json
   tfcluster run --rdzv node0 --nodes 2 --tasks-per-node 2 -- python mwms_train.py   # on node0 and node1
   tfcluster run --rdzv node0:29400 --nodes 2:4 --layout chief=1,ps=2 --max-restarts 3 \\
-      --error-file /tmp/error.json -- python pss_train.py")]
+      --error-file /tmp/error.json -- python pss_train.py
+  tfcluster run --rdzv etcd://node0:2379,node1:2379,node2:2379 --nodes 2:3 --rdzv-id job1 \\
+      -- python mwms_train.py   # on each host; any one of them may be lost
+  tfcluster run --rdzv etcd://etcd0:2379 --rdzv-tls-ca ca.pem --rdzv-tls-cert me.pem \\
+      --rdzv-tls-key me-key.pem --nodes 2 -- python mwms_train.py")]
 #[command(group = clap::ArgGroup::new("launcher").args(["local", "rdzv"]))]
 pub(crate) struct Args {
     /// Where to find the cluster and this task.
@@ -196,5 +209,91 @@ fn render(tasks: &[(String, Vec<(String, String)>)], command: &[String], format:
                 .collect();
             format!("{}\n", json!({ "tasks": tasks, "command": command }))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::rdzv_target::Rendezvous;
+
+    /// `tfcluster run` alone, as clap parses it.
+    #[derive(Parser)]
+    struct Run {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(flags: &[&str]) -> Result<Args, clap::Error> {
+        let line = [&["run"], flags, &["--", "true"]].concat();
+        Run::try_parse_from(line).map(|run| run.args)
+    }
+
+    fn rendezvous(flags: &[&str]) -> Result<Rendezvous, Failure> {
+        let args = parse(flags).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
+        args.rdzv.rendezvous().map(|r| r.expect("--rdzv given"))
+    }
+
+    #[test]
+    fn rdzv_flags_name_one_rendezvous() {
+        let r = rendezvous(&["--rdzv", "node0"]).unwrap();
+        assert!(matches!(r, Rendezvous::BuiltIn(_)), "{r:?}");
+        let r = rendezvous(&["--rdzv", "etcd://a,b:1", "--rdzv-timeout", "5s"]).unwrap();
+        let Rendezvous::Etcd(etcd) = &r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(etcd.endpoints(), ["a:2379", "b:1"]);
+        // --rdzv-timeout is the lease's TTL and the job's timeout, --rdzv-last-call its.
+        let debug = format!("{etcd:?}");
+        assert!(
+            debug.contains("timeout: 5s") && debug.contains("last_call: 3s"),
+            "{debug}"
+        );
+        let r = rendezvous(&["--rdzv-backend", "etcd", "--rdzv", "h1:2379,h2:2379"]).unwrap();
+        assert_eq!(r.to_string(), "etcd://h1:2379,h2:2379");
+        assert!(parse(&["--rdzv", "x", "--rdzv-backend", "built-in"]).is_ok());
+    }
+
+    #[test]
+    fn contradicting_rdzv_flags_are_usage_errors() {
+        let failure = rendezvous(&["--rdzv-backend", "built-in", "--rdzv", "etcd://a"])
+            .expect_err("contradicts");
+        assert_eq!(failure.code, 2);
+        let message = failure.error.unwrap().to_string();
+        assert!(
+            message.contains("--rdzv-backend built-in") && message.contains("etcd://a:2379"),
+            "{message}"
+        );
+        let failure = rendezvous(&["--rdzv", "node0", "--rdzv-tls-ca", "/ca.pem"])
+            .expect_err("no TLS to the built-in rendezvous");
+        assert_eq!(failure.code, 2);
+    }
+
+    #[test]
+    fn clap_refuses_rdzv_flags_without_their_partners() {
+        for flags in [
+            &["--rdzv-backend", "etcd"][..],
+            &["--rdzv-tls-ca", "/ca.pem"],
+            &["--rdzv", "etcd://a", "--rdzv-tls-cert", "/c.pem"],
+            &["--rdzv", "etcd://a", "--rdzv-tls-key", "/k.pem"],
+            &[
+                "--rdzv",
+                "etcd://a",
+                "--rdzv-tls-cert",
+                "/c",
+                "--rdzv-tls-key",
+                "/k",
+            ],
+            &["--rdzv", "etcd://a", "--rdzv-backend", "zookeeper"],
+        ] {
+            assert!(parse(flags).is_err(), "{flags:?} parsed");
+        }
+        let err = parse(&["--rdzv", "etcd://a:0"]).err().unwrap().to_string();
+        assert!(
+            err.contains("--rdzv") && err.contains("invalid etcd endpoint \"a:0\""),
+            "{err}"
+        );
     }
 }

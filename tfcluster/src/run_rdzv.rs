@@ -1,5 +1,6 @@
-//! `run --rdzv`: this host's agent of an elastic job, and the rendezvous it serves when it
-//! runs on the endpoint's host and nothing answers there yet.
+//! `run --rdzv`: this host's agent of an elastic job, and the built-in rendezvous it serves
+//! when it runs on the endpoint's host and nothing answers there yet (an etcd rendezvous
+//! needs no serving: every agent is its client alike).
 
 use std::io::ErrorKind;
 use std::time::Duration;
@@ -15,7 +16,8 @@ use serde_json::json;
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
 use crate::args::Failure;
-use crate::rdzv_args::{Endpoint, RdzvArgs};
+use crate::rdzv_args::RdzvArgs;
+use crate::rdzv_target::Rendezvous;
 use crate::stop_signal::{Stop, stopped};
 
 /// How long the agent that serves the rendezvous keeps serving after its own job ended, so
@@ -28,12 +30,12 @@ pub(crate) async fn run(
     command: &[String],
     grace: Duration,
 ) -> Result<(), Failure> {
-    let endpoint = endpoint_of(args)?;
+    let rendezvous = rendezvous_of(args)?;
     let mut signals = forward(Stop::install());
-    let agent = agent(&endpoint, args, command, grace)?;
+    let agent = agent(&rendezvous, args, command, grace).await?;
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
     agent.task_gpus().await?;
-    let server = serve_if_here(&endpoint, args).await;
+    let server = serve_if_here(&rendezvous, args).await;
     let outcome = agent.run(&mut signals).await;
     if let Some(server) = server {
         // Still caught: a signal cuts the linger short.
@@ -78,10 +80,10 @@ pub(crate) async fn dry_run(
     args: &RdzvArgs,
     command: &[String],
 ) -> Result<Vec<(String, Vec<(String, String)>)>, Failure> {
-    let endpoint = endpoint_of(args)?;
-    let agent = agent(&endpoint, args, command, Duration::ZERO)?;
+    let rendezvous = rendezvous_of(args)?;
+    let agent = agent(&rendezvous, args, command, Duration::ZERO).await?;
     let gpus = agent.task_gpus().await?.clone();
-    let server = serve_if_here(&endpoint, args).await;
+    let server = serve_if_here(&rendezvous, args).await;
     let waited = agent.first_round().await;
     if let Some(server) = server {
         tokio::time::sleep(LINGER).await;
@@ -110,25 +112,31 @@ pub(crate) async fn dry_run(
         .collect()
 }
 
-fn endpoint_of(args: &RdzvArgs) -> Result<Endpoint, Failure> {
-    args.rdzv
-        .clone()
+fn rendezvous_of(args: &RdzvArgs) -> Result<Rendezvous, Failure> {
+    args.rendezvous()?
         .ok_or_else(|| anyhow!("--rdzv is required").into())
 }
 
-/// The agent, its client's deadlines from `--rdzv-timeout`.
-fn agent(
-    endpoint: &Endpoint,
-    args: &RdzvArgs,
-    command: &[String],
-    grace: Duration,
-) -> Result<Agent, Failure> {
+/// The client of the rendezvous, whichever backend: its deadlines from `--rdzv-timeout`, so
+/// a rendezvous unreachable (every etcd member, or the built-in one's host) for that long
+/// fails the agent, naming it.
+async fn client(rendezvous: &Rendezvous, args: &RdzvArgs) -> Result<RendezvousClient, Failure> {
     let timeout = args.rdzv_timeout;
     let options = ClientOptions::default()
         .connect_timeout((timeout / 3).min(Duration::from_secs(5)))
         .rpc_timeout(timeout.min(Duration::from_secs(10)))
         .retry_for(timeout);
-    let client = RendezvousClient::new(endpoint.to_string(), options)?;
+    rendezvous.client(options).await
+}
+
+/// The agent of this host.
+async fn agent(
+    rendezvous: &Rendezvous,
+    args: &RdzvArgs,
+    command: &[String],
+    grace: Duration,
+) -> Result<Agent, Failure> {
+    let client = client(rendezvous, args).await?;
     let mut join = Join::new(args.rdzv_id.clone(), args.config()?, Vec::new()).name(hostname());
     if let Some(host) = &args.host {
         join = join.host(host.clone());
@@ -145,9 +153,13 @@ fn agent(
     ))
 }
 
-/// Serves the rendezvous on the endpoint when it is an address of this host and free; the
-/// agent that wins the bind serves, the others (and every other host) are clients.
-async fn serve_if_here(endpoint: &Endpoint, args: &RdzvArgs) -> Option<RendezvousServer> {
+/// Serves the built-in rendezvous on its endpoint when that is an address of this host and
+/// free; the agent that wins the bind serves, the others (and every other host) are clients.
+/// On etcd, nothing.
+async fn serve_if_here(rendezvous: &Rendezvous, args: &RdzvArgs) -> Option<RendezvousServer> {
+    let Rendezvous::BuiltIn(endpoint) = rendezvous else {
+        return None;
+    };
     let addr = tokio::net::lookup_host((endpoint.host.as_str(), endpoint.port))
         .await
         .ok()?

@@ -1,0 +1,131 @@
+//! `--rdzv-tls-ca`, `--rdzv-tls-cert`, `--rdzv-tls-key`: TLS to an etcd rendezvous, the same
+//! flags for `run --rdzv etcd://…` and `--from rendezvous`. The built-in rendezvous speaks
+//! plaintext gRPC only, so these flags go with the etcd backend alone.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use elastic::EtcdTls;
+
+use crate::args::Failure;
+
+/// TLS to the members of an etcd rendezvous: their CA, and this client's certificate for
+/// clusters that check clients.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub(crate) struct RdzvTlsArgs {
+    /// With an etcd rendezvous: talk to etcd over TLS (https), checking its members'
+    /// certificates (etcd's --cert-file) against these CA certificates, PEM. Each member's
+    /// certificate must name the host --rdzv dials it at, as a DNS name or IP address.
+    #[arg(long, value_name = "PATH", requires = "rdzv")]
+    pub(crate) rdzv_tls_ca: Option<PathBuf>,
+    /// With --rdzv-tls-ca: this agent's certificate chain, PEM, for an etcd that checks
+    /// clients (etcd's --client-cert-auth); needs --rdzv-tls-key.
+    #[arg(long, value_name = "PATH", requires_all = ["rdzv_tls_key", "rdzv_tls_ca"])]
+    pub(crate) rdzv_tls_cert: Option<PathBuf>,
+    /// The private key of --rdzv-tls-cert, PEM.
+    #[arg(long, value_name = "PATH", requires_all = ["rdzv_tls_cert", "rdzv_tls_ca"])]
+    pub(crate) rdzv_tls_key: Option<PathBuf>,
+}
+
+impl RdzvTlsArgs {
+    /// The first of these flags given, for an error that names it; `None` without any.
+    pub(crate) fn first_given(&self) -> Option<&'static str> {
+        [
+            (self.rdzv_tls_ca.is_some(), "--rdzv-tls-ca"),
+            (self.rdzv_tls_cert.is_some(), "--rdzv-tls-cert"),
+            (self.rdzv_tls_key.is_some(), "--rdzv-tls-key"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
+    /// The TLS settings the flags name, their files read now (an error names the flag and
+    /// the path); `None` without --rdzv-tls-ca (plaintext).
+    pub(crate) fn read(&self) -> Result<Option<EtcdTls>, Failure> {
+        let Some(ca) = &self.rdzv_tls_ca else {
+            return Ok(None);
+        };
+        let tls = EtcdTls::new(read("--rdzv-tls-ca", ca)?);
+        Ok(Some(match (&self.rdzv_tls_cert, &self.rdzv_tls_key) {
+            (Some(cert), Some(key)) => {
+                tls.identity(read("--rdzv-tls-cert", cert)?, read("--rdzv-tls-key", key)?)
+            }
+            // clap's `requires_all` lets only both or neither through.
+            _ => tls,
+        }))
+    }
+}
+
+/// A PEM file of `flag`, which must hold at least one PEM block.
+fn read(flag: &str, path: &Path) -> Result<Vec<u8>, Failure> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read {flag} {}", path.display()))?;
+    if !bytes.windows(11).any(|w| w == b"-----BEGIN ") {
+        return Err(anyhow::anyhow!("{flag} {}: no PEM block in it", path.display()).into());
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str, text: &str) -> PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("tfcluster-rdzv-tls-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn message(failure: Failure) -> String {
+        format!("{:#}", failure.error.expect("an error"))
+    }
+
+    #[test]
+    fn no_ca_is_plaintext() {
+        let args = RdzvTlsArgs::default();
+        assert!(args.read().unwrap().is_none());
+        assert_eq!(args.first_given(), None);
+    }
+
+    #[test]
+    fn files_are_read_with_errors_naming_flag_and_path() {
+        let pem = "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n";
+        let ca = scratch("ca.pem", pem);
+        let args = RdzvTlsArgs {
+            rdzv_tls_ca: Some(ca.clone()),
+            ..RdzvTlsArgs::default()
+        };
+        assert!(args.read().unwrap().is_some());
+        assert_eq!(args.first_given(), Some("--rdzv-tls-ca"));
+
+        let missing = std::env::temp_dir().join("tfcluster-no-such-key.pem");
+        let args = RdzvTlsArgs {
+            rdzv_tls_ca: Some(ca.clone()),
+            rdzv_tls_cert: Some(ca.clone()),
+            rdzv_tls_key: Some(missing.clone()),
+        };
+        let err = message(args.read().unwrap_err());
+        assert!(
+            err.starts_with(&format!(
+                "cannot read --rdzv-tls-key {}: ",
+                missing.display()
+            )),
+            "{err}"
+        );
+
+        let junk = scratch("junk.pem", "not a certificate");
+        let args = RdzvTlsArgs {
+            rdzv_tls_ca: Some(junk.clone()),
+            ..RdzvTlsArgs::default()
+        };
+        let err = message(args.read().unwrap_err());
+        assert_eq!(
+            err,
+            format!("--rdzv-tls-ca {}: no PEM block in it", junk.display())
+        );
+        for path in [ca, junk] {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
