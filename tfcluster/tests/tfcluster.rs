@@ -214,5 +214,8 @@ mod elastic_run;
 #[path = "tfcluster/attacks.rs"]
 mod attacks;
 
+#[path = "tfcluster/host_job.rs"]
+mod host_job;
+
 #[path = "tfcluster/elastic_hosts.rs"]
 mod elastic_hosts;
