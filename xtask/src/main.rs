@@ -4,6 +4,7 @@
 //! `elastic/src/generated/`; `test` runs every check CI runs; `fuzz` runs the fuzz targets. Each
 //! task lives in its own module; this file only dispatches.
 
+mod apt;
 mod bench_elastic;
 mod bench_vs_tf;
 mod child;
