@@ -10,6 +10,7 @@ mod bench_vs_tf;
 mod child;
 mod codegen;
 mod docs_section;
+mod etcd;
 mod features;
 mod fuzz;
 mod interop;
@@ -46,7 +47,8 @@ tasks:
   codegen [--check]  regenerate cluster-proto/src/generated/ and elastic/src/generated/ from each
                      crate's proto/ with protox; --check fails if the committed files differ from what would be generated
   test               everything CI runs: installs what the tests need when missing (the
-                     TensorFlow 2.21 venv under target/tf-venv, Debian's slurm-wlm and munge),
+                     TensorFlow 2.21 venv under target/tf-venv, Debian's slurm-wlm and munge,
+                     Debian's etcd-server and etcd-client for the etcd rendezvous tests),
                      then fmt --check, clippy -D warnings (all features, then each crate
                      with no features and each feature alone), codegen --check,
                      doc -D warnings (and as docs.rs builds it, on nightly),
