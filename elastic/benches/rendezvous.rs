@@ -1,14 +1,17 @@
 //! Time from the last of N agents joining to every agent holding the round (min = max = N),
 //! all in one process on loopback, each agent with a connection of its own: the rendezvous's
-//! share of a restart. Issue 18's target: 50 ms or less for 64 agents.
+//! share of a restart. On the built-in rendezvous (issue 18's target: 50 ms or less for 64
+//! agents) and on a local three-member etcd cluster (`last_join_to_round_etcd`, each agent
+//! an etcd client of its own; issue 22's target, to every task spawned: 200 ms for 64).
 
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use elastic::{
-    ClientOptions, JobConfig, Join, NodeRange, RendezvousClient, RendezvousServer, ServerOptions,
-    Waited,
+    ClientOptions, EtcdOptions, JobConfig, Join, NodeRange, RendezvousClient, RendezvousServer,
+    ServerOptions, Waited,
 };
+use etcd_cluster::EtcdCluster;
 
 fn rounds(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -33,29 +36,63 @@ fn rounds(c: &mut Criterion) {
         let clients: Vec<RendezvousClient> = (0..agents)
             .map(|_| RendezvousClient::new(addr.clone(), ClientOptions::default()).unwrap())
             .collect();
-        let config =
-            JobConfig::new(NodeRange::new(agents.into(), agents.into()).unwrap(), 1).unwrap();
-        let mut job = 0u64;
-        group.bench_function(BenchmarkId::from_parameter(agents), |b| {
-            b.to_async(&runtime).iter_custom(|iters| {
-                let (clients, config) = (clients.clone(), config.clone());
-                job += iters;
-                let first_job = job - iters;
-                async move {
-                    let mut total = Duration::ZERO;
-                    for i in 0..iters {
-                        total +=
-                            one_round(&clients, &config, format!("job{agents}-{}", first_job + i))
-                                .await;
-                    }
-                    total
-                }
-            });
-        });
+        bench_rounds(&mut group, &runtime, agents, &clients);
     }
     group.finish();
     runtime.block_on(server.shutdown());
+
+    let etcd = EtcdCluster::start_local(3);
+    let options = EtcdOptions::new(etcd.endpoints()).unwrap();
+    let mut group = c.benchmark_group("last_join_to_round_etcd");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(20));
+    for agents in [8u16, 64] {
+        let clients: Vec<RendezvousClient> = runtime.block_on(async {
+            let mut clients = Vec::new();
+            for _ in 0..agents {
+                let options = options.clone();
+                clients.push(
+                    RendezvousClient::etcd(options, ClientOptions::default())
+                        .await
+                        .unwrap(),
+                );
+            }
+            clients
+        });
+        bench_rounds(&mut group, &runtime, agents, &clients);
+    }
+    group.finish();
+    drop(etcd);
 }
+
+/// One measurement per iteration: a job of `agents` nodes of its own, through `clients`.
+fn bench_rounds(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    runtime: &tokio::runtime::Runtime,
+    agents: u16,
+    clients: &[RendezvousClient],
+) {
+    let config = JobConfig::new(NodeRange::new(agents.into(), agents.into()).unwrap(), 1).unwrap();
+    let mut job = 0u64;
+    group.bench_function(BenchmarkId::from_parameter(agents), |b| {
+        b.to_async(runtime).iter_custom(|iters| {
+            let (clients, config) = (clients.to_vec(), config.clone());
+            job += iters;
+            let first_job = job - iters;
+            async move {
+                let mut total = Duration::ZERO;
+                for i in 0..iters {
+                    total +=
+                        one_round(&clients, &config, format!("job{agents}-{}", first_job + i))
+                            .await;
+                }
+                total
+            }
+        });
+    });
+}
+
 
 /// All agents but the last join and wait; then the time from the last join to every agent
 /// holding the round.

@@ -251,6 +251,25 @@ impl RendezvousClient {
     /// be reached (or has no leader) for [`ClientOptions::retry_for`], then fail with
     /// [`Error::Unreachable`] naming the endpoints. Errors only for TLS material the client
     /// refuses.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// use elastic::{ClientOptions, EtcdOptions, EtcdTls, Join, JobConfig, RendezvousClient};
+    ///
+    /// # async fn agent() -> Result<(), Box<dyn std::error::Error>> {
+    /// let etcd: EtcdOptions = "etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379".parse()?;
+    /// let tls = EtcdTls::new(std::fs::read("ca.pem")?)
+    ///     .identity(std::fs::read("client.pem")?, std::fs::read("client-key.pem")?);
+    /// let etcd = etcd.tls(tls).timeout(Duration::from_secs(15));
+    /// let client = RendezvousClient::etcd(etcd, ClientOptions::default()).await?;
+    /// // From here on, as with the built-in rendezvous.
+    /// let config = JobConfig::new("2:3".parse()?, 2)?;
+    /// let mut node = client.join(&Join::new("job-1", config, vec![2222, 2223])).await?;
+    /// let round = client.wait_round(&mut node, Duration::from_secs(600)).await?;
+    /// # let _ = round;
+    /// # Ok(()) }
+    /// ```
     pub async fn etcd(etcd: EtcdOptions, options: ClientOptions) -> Result<Self, Error> {
         let store = EtcdStore::connect(&etcd, options.rpc_timeout).await?;
         Ok(Self {

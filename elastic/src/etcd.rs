@@ -70,7 +70,8 @@ impl EtcdTls {
 }
 
 impl EtcdOptions {
-    /// The etcd cluster at `endpoints`, each `HOST[:PORT]` (port 2379 by default), with the
+    /// The etcd cluster at `endpoints`, each `HOST[:PORT]` (port 2379 by default) or a client
+    /// URL `http://HOST:PORT` (the scheme follows [`tls`](Self::tls)), with the
     /// defaults: prefix [`DEFAULT_PREFIX`], no TLS, a 15 s node timeout (each node's lease)
     /// and a 3 s last call, as the built-in rendezvous.
     pub fn new<I, S>(endpoints: I) -> Result<Self, Error>
@@ -164,15 +165,10 @@ impl fmt::Display for EtcdOptions {
 impl FromStr for EtcdOptions {
     type Err = Error;
 
-    /// `etcd://HOST[:PORT][,HOST[:PORT]...]`, or the list without the scheme.
+    /// `etcd://HOST[:PORT][,HOST[:PORT]...]`, or the list without the scheme (each item may
+    /// be an etcd client URL, `http://HOST:PORT`, as etcdctl takes them).
     fn from_str(s: &str) -> Result<Self, Error> {
         let list = s.strip_prefix("etcd://").unwrap_or(s);
-        if list.contains("://") {
-            return Err(Error::InvalidEtcdEndpoint {
-                value: s.to_owned(),
-                reason: "expected etcd://HOST[:PORT][,HOST[:PORT]...]",
-            });
-        }
         Self::new(list.split(','))
     }
 }
@@ -184,6 +180,10 @@ fn endpoint(value: &str) -> Result<String, Error> {
         reason,
     };
     let value = value.trim();
+    let value = ["http://", "https://"]
+        .iter()
+        .find_map(|scheme| value.strip_prefix(scheme))
+        .unwrap_or(value);
     if value.is_empty() {
         return Err(bad("an endpoint is empty"));
     }
@@ -233,8 +233,8 @@ mod tests {
         assert_eq!(o.endpoints(), ["a:1", "b:2379", "[::1]:3", "[::2]:2379"]);
         assert_eq!(o.to_string(), "etcd://a:1,b:2379,[::1]:3,[::2]:2379");
         assert_eq!(o.urls()[0], "http://a:1");
-        let o: EtcdOptions = "10.0.0.1:2379".parse().unwrap();
-        assert_eq!(o.endpoints(), ["10.0.0.1:2379"]);
+        let o: EtcdOptions = "10.0.0.1:2379,http://b:4,https://c".parse().unwrap();
+        assert_eq!(o.endpoints(), ["10.0.0.1:2379", "b:4", "c:2379"]);
     }
 
     #[test]
@@ -246,7 +246,7 @@ mod tests {
             "a:x",
             "a,,b",
             "[::1",
-            "http://a:1",
+            "ftp://a:1",
             "a b",
         ] {
             let err = bad.parse::<EtcdOptions>().unwrap_err().to_string();

@@ -15,6 +15,9 @@
 //!
 //! - [`RendezvousServer`]: the service (gRPC, our own `tfcluster.rendezvous` package,
 //!   [`proto`]), in process, serving any number of jobs by rendezvous id.
+//! - [`RendezvousClient::etcd`]: the same rendezvous with no server, its state kept in an
+//!   etcd cluster ([`EtcdOptions`]), so the job outlives any one host: see
+//!   [the etcd backend](#the-etcd-backend).
 //! - [`RendezvousClient`]: an agent's calls — [`join`](RendezvousClient::join),
 //!   [`wait_round`](RendezvousClient::wait_round), [`heartbeats`](RendezvousClient::heartbeats)
 //!   while the round runs, [`report`](RendezvousClient::report) a task's end,
@@ -132,6 +135,39 @@
 //! (TensorFlow's workers take SIGTERM as a preemption notice and run on), longer than a node
 //! may be silent. [`Agent`] does both.
 //!
+//! ## The etcd backend
+//!
+//! The built-in rendezvous lives in one process: when its host goes, the job goes (as with
+//! torchrun's c10d backend). [`RendezvousClient::etcd`] keeps the rendezvous in an etcd
+//! cluster instead, and every agent is equal: `tfcluster run --rdzv
+//! etcd://h1:2379,h2:2379,h3:2379`. The rules are the built-in rendezvous's own, run in each
+//! agent on the state it reads from etcd:
+//!
+//! - **A job is one record**, `PREFIX/RDZV_ID/state` ([`proto::StoredJob`]; prefix
+//!   [`DEFAULT_PREFIX`] unless [`EtcdOptions::prefix`] says otherwise): its config and
+//!   timings (set by the node that created it), nodes, rounds, restart count, ended rounds
+//!   and first failure, so any surviving agent reports the same job.
+//! - **Every call is a transaction.** The agent reads the record and the live-node keys at
+//!   one revision, applies the call, and writes the record back only if it changed, on the
+//!   condition that its revision is the one it read; otherwise it reads again and reapplies.
+//!   Two agents can never close one round two ways, whichever etcd member leads.
+//! - **Liveness is a lease.** A node's key `PREFIX/RDZV_ID/alive/NODE_ID` is on a lease of
+//!   TTL [`EtcdOptions::timeout`] (whole seconds) that its agent renews with each wait and
+//!   heartbeat; a dead agent's key expires by itself, and the next call of any agent finds
+//!   the node lost and ends its round. A node that leaves gives its lease back at once.
+//! - **Waits are watches.** A waiting call watches the job's keys from the revision it read
+//!   and wakes on a change (a record written, a node's key expiring) or when its own clock
+//!   would change the job (a last call running out): no polling of etcd.
+//! - **Failures of etcd are retried**: a member down, no leader during an election, an
+//!   unreachable cluster are `UNAVAILABLE` and retried for [`ClientOptions::retry_for`], then
+//!   [`Error::Unreachable`] names the endpoints (`etcd://HOST:PORT,...`). TLS ([`EtcdTls`]:
+//!   the CA, a client certificate) by rustls. A record this version cannot load is
+//!   `DATA_LOSS`, naming its key.
+//!
+//! Times in the record (a node's wait, the last arrival) are wall-clock milliseconds, so
+//! hosts' clocks should agree to well under the last call (NTP does); nothing else depends
+//! on clocks.
+//!
 //! ## Watching a job from outside
 //!
 //! A program that is no node of the job — a `Context` following the cluster, a dashboard —
@@ -237,9 +273,13 @@
 //!   address.
 //! - **The first failure is kept** by the rendezvous and given to every node, with its task,
 //!   host, status and stderr tail.
-//! - **One backend, in memory**: a restarted rendezvous forgets its jobs (agents' calls then
-//!   fail and they join again); there is no etcd or c10d store yet. Like TensorFlow's own
-//!   gRPC, the service is plaintext and unauthenticated: serve it on a trusted network.
+//! - **Two backends.** The built-in one is in memory: a restarted rendezvous forgets its
+//!   jobs (agents' calls then fail and they join again); like TensorFlow's own gRPC it is
+//!   plaintext and unauthenticated, for a trusted network. The etcd one keeps each job in
+//!   etcd, liveness as leases, round changes as revision-compared transactions, with TLS.
+//!   torchrun's etcd backend keeps a rendezvous version and participants; ours keeps the
+//!   whole job (restart count, first failure), and a node keeps its rank across rounds on
+//!   either backend.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent;

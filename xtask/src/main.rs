@@ -4,11 +4,13 @@
 //! `elastic/src/generated/`; `test` runs every check CI runs; `fuzz` runs the fuzz targets. Each
 //! task lives in its own module; this file only dispatches.
 
+mod apt;
 mod bench_elastic;
 mod bench_vs_tf;
 mod child;
 mod codegen;
 mod docs_section;
+mod etcd;
 mod features;
 mod fuzz;
 mod interop;
@@ -46,7 +48,8 @@ tasks:
   codegen [--check]  regenerate cluster-proto/src/generated/ and elastic/src/generated/ from each
                      crate's proto/ with protox; --check fails if the committed files differ from what would be generated
   test               everything CI runs: installs what the tests need when missing (the
-                     TensorFlow 2.21 venv under target/tf-venv, Debian's slurm-wlm and munge),
+                     TensorFlow 2.21 venv under target/tf-venv, Debian's slurm-wlm and munge,
+                     Debian's etcd-server and etcd-client for the etcd rendezvous tests),
                      then fmt --check, clippy -D warnings (all features, then each crate
                      with no features and each feature alone), codegen --check,
                      doc -D warnings (and as docs.rs builds it, on nightly),

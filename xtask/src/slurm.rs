@@ -19,7 +19,7 @@ mod build;
 mod cluster;
 mod config;
 mod daemon;
-mod deadline;
+pub(crate) mod deadline;
 mod hosts;
 mod install;
 mod leftovers;

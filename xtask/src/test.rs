@@ -1,15 +1,16 @@
 //! `cargo xtask test`: every check CI runs, in order, stopping at the first failure.
 //!
-//! It installs what the tests need first (the TensorFlow 2.21 venv, Debian's Slurm), so a fresh
-//! machine runs the same suite as a developer's.
+//! It installs what the tests need first (the TensorFlow 2.21 venv, Debian's Slurm and etcd), so
+//! a fresh machine runs the same suite as a developer's.
 
 use std::process::Command;
 
-use crate::{codegen, features, interop, python, slurm, tf_venv, workspace};
+use crate::{codegen, etcd, features, interop, python, slurm, tf_venv, workspace};
 
 pub(crate) fn run() -> Result<(), String> {
     let python = tf_venv::ensure()?;
     slurm::ensure_installed()?;
+    etcd::ensure_installed()?;
     workspace::run(Command::new("cargo").args(["fmt", "--all", "--check"]))?;
     workspace::run(Command::new("cargo").args([
         "clippy",

@@ -77,7 +77,7 @@ impl<S: Store> Rendezvous for Service<S> {
         };
         let (joined, timeout) = self
             .store
-            .long_poll(&args.rdzv_id, None, Instant::now(), |registry, now| {
+            .long_poll(&args.rdzv_id, node_id.as_deref(), Instant::now(), |registry, now| {
                 let joined = registry.join(args.clone(), now)?;
                 Ok(((joined, registry.settings().timeout), false))
             })

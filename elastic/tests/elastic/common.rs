@@ -1,12 +1,16 @@
-//! What every test uses: a server with short timings, agents, and a deadline per test.
+//! What every test uses: a rendezvous with short timings on either backend, agents, and a
+//! deadline per test. The shared suite (rounds, observers, a round's resolver) runs each test
+//! twice, on the built-in rendezvous and on a real three-member etcd cluster
+//! ([`on_both_backends!`]).
 
 use std::future::Future;
 use std::time::Duration;
 
 use elastic::{
-    ClientOptions, JobConfig, Join, Node, RendezvousClient, RendezvousServer, Round, ServerOptions,
-    Waited,
+    ClientOptions, EtcdOptions, JobConfig, Join, Node, RendezvousClient, RendezvousServer, Round,
+    ServerOptions, Waited,
 };
+use etcd_cluster::EtcdCluster;
 
 /// A test's whole budget; none comes near it unless something hangs.
 pub(crate) const TEST_DEADLINE: Duration = Duration::from_secs(30);
@@ -25,6 +29,111 @@ pub(crate) fn run<F: Future<Output = ()>>(test: F) {
                 .expect("the test hung");
         });
 }
+
+/// The shared suite's last call and heartbeat timeout.
+pub(crate) const LAST_CALL: Duration = Duration::from_millis(300);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Which rendezvous a shared test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend {
+    /// A `RendezvousServer` on 127.0.0.1.
+    BuiltIn,
+    /// Three etcd members on 127.0.0.1, each client a `RendezvousClient::etcd`.
+    Etcd,
+}
+
+/// A rendezvous under test and the timings its jobs get.
+pub(crate) struct Rdzv {
+    server: Option<RendezvousServer>,
+    etcd: Option<EtcdCluster>,
+    last_call: Duration,
+    timeout: Duration,
+}
+
+impl Rdzv {
+    pub(crate) async fn start(backend: Backend, last_call: Duration, timeout: Duration) -> Self {
+        let (server, etcd) = match backend {
+            Backend::BuiltIn => {
+                let options = ServerOptions::default()
+                    .last_call(last_call)
+                    .timeout(timeout);
+                (Some(server_with(options).await), None)
+            }
+            Backend::Etcd => {
+                let cluster = tokio::task::spawn_blocking(|| EtcdCluster::start_local(3))
+                    .await
+                    .expect("etcd starts");
+                (None, Some(cluster))
+            }
+        };
+        Self {
+            server,
+            etcd,
+            last_call,
+            timeout,
+        }
+    }
+
+    /// A client, as one more agent process would have (an etcd client of its own).
+    pub(crate) async fn client(&self) -> RendezvousClient {
+        match (&self.server, &self.etcd) {
+            (Some(server), _) => client(server),
+            (None, Some(etcd)) => RendezvousClient::etcd(self.etcd_options(etcd), fast())
+                .await
+                .unwrap(),
+            (None, None) => unreachable!("one backend or the other"),
+        }
+    }
+
+    fn etcd_options(&self, etcd: &EtcdCluster) -> EtcdOptions {
+        EtcdOptions::new(etcd.endpoints())
+            .unwrap()
+            .last_call(self.last_call)
+            .timeout(self.timeout)
+    }
+
+    /// How errors name the rendezvous.
+    pub(crate) fn addr(&self) -> String {
+        match (&self.server, &self.etcd) {
+            (Some(server), _) => server.local_addr().to_string(),
+            (None, Some(etcd)) => self.etcd_options(etcd).to_string(),
+            (None, None) => unreachable!("one backend or the other"),
+        }
+    }
+
+    pub(crate) async fn shutdown(self) {
+        if let Some(server) = self.server {
+            server.shutdown().await;
+        }
+        if let Some(etcd) = self.etcd {
+            tokio::task::spawn_blocking(move || drop(etcd)).await.unwrap();
+        }
+    }
+}
+
+/// For each `async fn name(backend: Backend)` of the shared suite, a module `name` with one
+/// test per backend: `name::built_in` and `name::etcd`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                use crate::common::{Backend, run};
+
+                #[test]
+                fn built_in() {
+                    run(super::$name(Backend::BuiltIn));
+                }
+
+                #[test]
+                fn etcd() {
+                    run(super::$name(Backend::Etcd));
+                }
+            }
+        )*
+    };
+}
+pub(crate) use on_both_backends;
 
 /// A server on 127.0.0.1 with a 300 ms last call and a 15 s heartbeat timeout.
 pub(crate) async fn server() -> RendezvousServer {

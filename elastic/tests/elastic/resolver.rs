@@ -3,13 +3,11 @@
 use cluster_resolver::ClusterResolver;
 use elastic::{JobConfig, Join};
 
-use crate::common::{client, round, run, server};
+use crate::common::{Backend, LAST_CALL, Rdzv, TIMEOUT, on_both_backends, round};
 
-#[test]
-fn a_round_resolves_like_its_tf_config() {
-    run(async {
-        let server = server().await;
-        let client = client(&server);
+async fn a_round_resolves_like_its_tf_config(backend: Backend) {
+        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+        let client = rdzv.client().await;
         let c = JobConfig::new("2".parse().unwrap(), 2)
             .unwrap()
             .with_layout("chief=1".parse().unwrap())
@@ -50,5 +48,6 @@ fn a_round_resolves_like_its_tf_config() {
             rb.tf_config(2).unwrap_err().to_string(),
             "local task 2 is not in the round: this node runs 2 tasks"
         );
-    });
 }
+
+on_both_backends!(a_round_resolves_like_its_tf_config);

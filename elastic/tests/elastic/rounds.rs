@@ -4,13 +4,11 @@ use std::time::{Duration, Instant};
 
 use elastic::{EndReason, Join, RoundStatus, ServerOptions, TaskStatus, Waited};
 
-use crate::common::{client, config, join, names, round, run, server, server_with};
+use crate::common::{Backend, LAST_CALL, Rdzv, TIMEOUT, config, join, names, on_both_backends, round};
 
-#[test]
-fn closes_at_max_at_once() {
-    run(async {
-        let server = server_with(ServerOptions::default().last_call(Duration::from_secs(60))).await;
-        let client = client(&server);
+async fn closes_at_max_at_once(backend: Backend) {
+        let rdzv = Rdzv::start(backend, Duration::from_secs(60), TIMEOUT).await;
+        let client = rdzv.client().await;
         let c = config("2:3", 0);
         let mut nodes = Vec::new();
         for i in 0..3 {
@@ -36,15 +34,12 @@ fn closes_at_max_at_once() {
             r#"{"worker":["127.0.0.1:20000","127.0.0.1:20001","127.0.0.1:20002"]}"#
         );
         assert_eq!(rounds[1].local_tasks()[0].index, 1);
-        server.shutdown().await;
-    });
+        rdzv.shutdown().await;
 }
 
-#[test]
-fn closes_after_the_last_call_with_min() {
-    run(async {
-        let server = server().await; // 300 ms last call
-        let client = client(&server);
+async fn closes_after_the_last_call_with_min(backend: Backend) {
+        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await; // 300 ms last call
+        let client = rdzv.client().await;
         let c = config("2:4", 0);
         let mut a = join(&client, "job", &c, 0).await;
         // Below min: nothing forms, and the wait says so.
@@ -70,7 +65,6 @@ fn closes_after_the_last_call_with_min() {
         );
         assert_eq!((ra.number(), rb.number()), (1, 1));
         assert_eq!(names(&rb), ["agent0", "agent1"]);
-    });
 }
 
 /// The "within N ms" part of a wait timeout, which varies.
@@ -85,11 +79,9 @@ fn elastic_duration(err: &elastic::Error) -> String {
     }
 }
 
-#[test]
-fn a_late_joiner_waits_for_the_next_round() {
-    run(async {
-        let server = server().await;
-        let client = client(&server);
+async fn a_late_joiner_waits_for_the_next_round(backend: Backend) {
+        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+        let client = rdzv.client().await;
         let c = config("1:2", 0);
         let (mut a, mut b) = (
             join(&client, "job", &c, 0).await,
@@ -121,14 +113,11 @@ fn a_late_joiner_waits_for_the_next_round() {
         let (ra2, rl) = tokio::join!(round(&client, &mut a), round(&client, &mut late));
         assert_eq!((ra2.number(), rl.number()), (2, 2));
         assert_eq!(names(&rl), ["agent0", "agent2"]);
-    });
 }
 
-#[test]
-fn a_new_node_below_max_ends_the_round_and_joins_the_next() {
-    run(async {
-        let server = server().await;
-        let client = client(&server);
+async fn a_new_node_below_max_ends_the_round_and_joins_the_next(backend: Backend) {
+        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+        let client = rdzv.client().await;
         let c = config("2:4", 0);
         let (mut a, mut b) = (
             join(&client, "job", &c, 0).await,
@@ -163,19 +152,11 @@ fn a_new_node_below_max_ends_the_round_and_joins_the_next() {
         assert_eq!(rn.restart_count(), 0);
         assert_eq!(names(&rn), ["agent0", "agent1", "agent2"]);
         assert_eq!(rn.rank(), 2);
-    });
 }
 
-#[test]
-fn a_silent_node_is_lost_and_the_next_round_excludes_it() {
-    run(async {
-        let server = server_with(
-            ServerOptions::default()
-                .last_call(Duration::from_millis(200))
-                .timeout(Duration::from_millis(600)),
-        )
-        .await;
-        let client = client(&server);
+async fn a_silent_node_is_lost_and_the_next_round_excludes_it(backend: Backend) {
+        let rdzv = Rdzv::start(backend, Duration::from_millis(200), Duration::from_millis(600)).await;
+        let client = rdzv.client().await;
         let c = config("1:3", 5);
         let (mut a, mut b, mut silent) = (
             join(&client, "job", &c, 0).await,
@@ -218,14 +199,11 @@ fn a_silent_node_is_lost_and_the_next_round_excludes_it() {
         // The lost node is told it is no longer in the job.
         let err = client.heartbeat(&silent, 1).await.unwrap_err();
         assert!(err.to_string().contains("NotFound: node "), "{err}");
-    });
 }
 
-#[test]
-fn a_failure_ends_the_round_and_every_node_sees_the_restart_count() {
-    run(async {
-        let server = server().await;
-        let client = client(&server);
+async fn a_failure_ends_the_round_and_every_node_sees_the_restart_count(backend: Backend) {
+        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+        let client = rdzv.client().await;
         let c = config("3", 3);
         let mut nodes = Vec::new();
         for i in 0..3 {
@@ -279,14 +257,11 @@ fn a_failure_ends_the_round_and_every_node_sees_the_restart_count() {
         }
         let r = round(&client, &mut nodes[0]).await;
         assert_eq!((r.number(), r.restart_count()), (3, 2));
-    });
 }
 
-#[test]
-fn restarts_are_bounded_and_the_first_failure_is_the_story() {
-    run(async {
-        let server = server().await;
-        let client = client(&server);
+async fn restarts_are_bounded_and_the_first_failure_is_the_story(backend: Backend) {
+        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+        let client = rdzv.client().await;
         let c = config("1", 0);
         let mut a = join(&client, "job", &c, 0).await;
         let r = round(&client, &mut a).await;
@@ -321,14 +296,11 @@ fn restarts_are_bounded_and_the_first_failure_is_the_story() {
             ),
             "{err}"
         );
-    });
 }
 
-#[test]
-fn the_chief_succeeding_ends_the_job_for_every_node() {
-    run(async {
-        let server = server().await;
-        let client = client(&server);
+async fn the_chief_succeeding_ends_the_job_for_every_node(backend: Backend) {
+        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+        let client = rdzv.client().await;
         let c = elastic::JobConfig::new("2".parse().unwrap(), 2)
             .unwrap()
             .with_layout("chief=1,ps=1".parse().unwrap())
@@ -363,14 +335,11 @@ fn the_chief_succeeding_ends_the_job_for_every_node() {
             hb.ended().await,
             Err(elastic::Error::HeartbeatsFinished)
         ));
-    });
 }
 
-#[test]
-fn conflicting_configs_on_one_id_are_refused_naming_both() {
-    run(async {
-        let server = server().await;
-        let client = client(&server);
+async fn conflicting_configs_on_one_id_are_refused_naming_both(backend: Backend) {
+        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+        let client = rdzv.client().await;
         join(&client, "job", &config("2:4", 3), 0).await;
         let err = client
             .join(&Join::new("job", config("2:3", 3), vec![20_001]))
@@ -385,10 +354,11 @@ fn conflicting_configs_on_one_id_are_refused_naming_both() {
             format!(
                 "rendezvous at {} refused Join: FailedPrecondition: rendezvous \"job\" runs a job \
                  with another config: nodes 2:4 (this node: 2:3)",
-                server.local_addr()
+                rdzv.addr()
             )
         );
         // Another id is another job.
         join(&client, "job2", &config("2:3", 3), 1).await;
-    });
 }
+
+on_both_backends!(closes_at_max_at_once, closes_after_the_last_call_with_min, a_late_joiner_waits_for_the_next_round, a_new_node_below_max_ends_the_round_and_joins_the_next, a_silent_node_is_lost_and_the_next_round_excludes_it, a_failure_ends_the_round_and_every_node_sees_the_restart_count, restarts_are_bounded_and_the_first_failure_is_the_story, the_chief_succeeding_ends_the_job_for_every_node, conflicting_configs_on_one_id_are_refused_naming_both);

@@ -14,7 +14,10 @@ use elastic::{
 use futures_util::StreamExt;
 use tonic::Code;
 
-use crate::common::{client, config, fast, join, names, round, run, server};
+use crate::common::{
+    Backend, LAST_CALL, Rdzv, TIMEOUT, client, config, fast, join, names, on_both_backends, round,
+    run, server,
+};
 
 const SHORT: Duration = Duration::from_millis(300);
 
@@ -40,11 +43,9 @@ fn member_names(round: &WatchedRound) -> Vec<&str> {
     round.members().iter().map(|m| m.name.as_str()).collect()
 }
 
-#[test]
-fn an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end() {
-    run(async {
-        let server = server().await;
-        let client = client(&server);
+async fn an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end(backend: Backend) {
+        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+        let client = rdzv.client().await;
         let observer = client.clone();
 
         let err = observer.watch_round("job", None, SHORT).await.unwrap_err();
@@ -118,15 +119,12 @@ fn an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end() {
             panic!("the job goes on");
         };
         assert!(done.succeeded && done.round == 3, "{done}");
-        server.shutdown().await;
-    });
+        rdzv.shutdown().await;
 }
 
-#[test]
-fn a_watcher_resolves_the_running_round() {
-    run(async {
-        let server = server().await;
-        let client = client(&server);
+async fn a_watcher_resolves_the_running_round(backend: Backend) {
+        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+        let client = rdzv.client().await;
         let watcher = RendezvousWatcher::new(client.clone(), "job").round_timeout(SHORT);
         let c = config("2", 0);
         let mut a = join(&client, "job", &c, 0).await;
@@ -154,8 +152,7 @@ fn a_watcher_resolves_the_running_round() {
         );
         assert_eq!((watcher.task_type(), watcher.task_id()), (None, None));
         assert_eq!(watcher.rpc_layer().as_deref(), Some("grpc"));
-        server.shutdown().await;
-    });
+        rdzv.shutdown().await;
 }
 
 fn options() -> WatchOptions {
@@ -170,11 +167,9 @@ async fn next(stream: &mut ClusterStream) -> Result<cluster_spec::ClusterSpec, S
         .map_err(|e| cluster_spec::error_chain::Chain(&e).to_string())
 }
 
-#[test]
-fn a_watch_yields_the_round_then_one_item_per_round_then_the_end() {
-    run(async {
-        let server = server().await;
-        let client = client(&server);
+async fn a_watch_yields_the_round_then_one_item_per_round_then_the_end(backend: Backend) {
+        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+        let client = rdzv.client().await;
         let mut stream = Arc::new(RendezvousWatcher::new(client.clone(), "job")).watch(options());
 
         // No job yet: an error item, and the watch goes on until the job exists.
@@ -216,8 +211,7 @@ fn a_watch_yields_the_round_then_one_item_per_round_then_the_end() {
                 .await
                 .is_err()
         );
-        server.shutdown().await;
-    });
+        rdzv.shutdown().await;
 }
 
 #[test]
@@ -278,3 +272,5 @@ fn a_watch_outlives_a_rendezvous_restart() {
         server.shutdown().await;
     });
 }
+
+on_both_backends!(an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end, a_watcher_resolves_the_running_round, a_watch_yields_the_round_then_one_item_per_round_then_the_end);

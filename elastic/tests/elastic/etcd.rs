@@ -1,0 +1,206 @@
+//! What only the etcd backend has: etcd's own failures (a leader lost while a round forms,
+//! a cluster that cannot be reached, TLS), job state every agent reads alike, and a record
+//! that does not load. Each test runs its own etcd cluster from Debian's etcd-server.
+
+use std::time::{Duration, Instant};
+
+use elastic::{
+    EndReason, EtcdOptions, EtcdTls, Join, RendezvousClient, RoundStatus, TaskStatus, Waited,
+};
+use etcd_cluster::EtcdCluster;
+
+use crate::common::{config, fast, join, names, round, run};
+
+async fn cluster(members: usize) -> EtcdCluster {
+    tokio::task::spawn_blocking(move || EtcdCluster::start_local(members))
+        .await
+        .unwrap()
+}
+
+/// A client of its own, as another agent process would have.
+async fn agent(options: &EtcdOptions) -> RendezvousClient {
+    RendezvousClient::etcd(options.clone(), fast()).await.unwrap()
+}
+
+#[test]
+fn a_leader_lost_while_a_round_forms_closes_it_once_with_the_same_members() {
+    run(async {
+        let mut etcd = cluster(3).await;
+        let options = EtcdOptions::new(etcd.endpoints())
+            .unwrap()
+            .last_call(Duration::from_millis(800));
+        let (ca, cb, cc) = (
+            agent(&options).await,
+            agent(&options).await,
+            agent(&options).await,
+        );
+        let c = config("2:3", 0);
+        let mut a = join(&ca, "job", &c, 0).await;
+        let mut b = join(&cb, "job", &c, 1).await;
+        // Both wait out the last call and race to close the round while etcd elects again.
+        let leader = tokio::task::spawn_blocking(move || {
+            let leader = etcd.wait_leader(Duration::from_secs(10));
+            etcd.kill(leader);
+            (etcd, leader)
+        });
+        let (ra, rb) = tokio::join!(round(&ca, &mut a), round(&cb, &mut b));
+        let (etcd, killed) = leader.await.unwrap();
+        assert_eq!((ra.number(), rb.number()), (1, 1));
+        assert_eq!(names(&ra), ["agent0", "agent1"]);
+        assert_eq!(ra.members(), rb.members());
+        assert_eq!(ra.cluster_spec(), rb.cluster_spec());
+        // One round formed: a third node ends round 1 to come in, and the next is round 2.
+        let mut n = join(&cc, "job", &c, 2).await;
+        assert_eq!(n.note(), "round 1 ended to take this node in");
+        ca.rejoin(&mut a).await.unwrap();
+        cb.rejoin(&mut b).await.unwrap();
+        let (ra, _, rn) = tokio::join!(
+            round(&ca, &mut a),
+            round(&cb, &mut b),
+            round(&cc, &mut n)
+        );
+        assert_eq!((ra.number(), rn.number()), (2, 2));
+        assert_eq!(names(&rn), ["agent0", "agent1", "agent2"]);
+        let leader = tokio::task::spawn_blocking(move || {
+            let leader = etcd.wait_leader(Duration::from_secs(10));
+            drop(etcd);
+            leader
+        });
+        assert_ne!(leader.await.unwrap(), killed);
+    });
+}
+
+#[test]
+fn an_unreachable_etcd_fails_each_call_within_the_retry_naming_the_endpoints() {
+    run(async {
+        // Ports nothing listens on.
+        let free: Vec<u16> = (0..2)
+            .map(|_| {
+                std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port()
+            })
+            .collect();
+        let list = format!("etcd://127.0.0.1:{},127.0.0.1:{}", free[0], free[1]);
+        let options: EtcdOptions = list.parse().unwrap();
+        let retry = Duration::from_secs(1);
+        let client = RendezvousClient::etcd(options, fast().retry_for(retry))
+            .await
+            .unwrap();
+        let start = Instant::now();
+        let err = client
+            .join(&Join::new("job", config("2", 0), vec![1]))
+            .await
+            .unwrap_err();
+        let waited = start.elapsed();
+        assert!(
+            waited >= retry && waited < retry + Duration::from_secs(3),
+            "{waited:?}"
+        );
+        let text = err.to_string();
+        assert!(matches!(err, elastic::Error::Unreachable { .. }), "{text}");
+        assert!(
+            text.starts_with(&format!("rendezvous at {list} unreachable for ")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("cannot reach etcd at {list}")), "{text}");
+    });
+}
+
+#[test]
+fn tls_to_etcd_forms_rounds_and_a_client_without_its_certificate_is_refused() {
+    run(async {
+        let (etcd, files) = tokio::task::spawn_blocking(|| EtcdCluster::start_local_tls(3))
+            .await
+            .unwrap();
+        let read = |p: &std::path::Path| std::fs::read(p).unwrap();
+        let ca = read(&files.ca);
+        let tls = EtcdTls::new(ca.clone()).identity(read(&files.client_cert), read(&files.client_key));
+        let options = EtcdOptions::new(etcd.endpoints()).unwrap().tls(tls);
+        let (c1, c2) = (agent(&options).await, agent(&options).await);
+        let c = config("2", 0);
+        let (mut a, mut b) = (join(&c1, "job", &c, 0).await, join(&c2, "job", &c, 1).await);
+        let (ra, rb) = tokio::join!(round(&c1, &mut a), round(&c2, &mut b));
+        assert_eq!(ra.cluster_spec(), rb.cluster_spec());
+
+        // The CA alone: the members ask for a client certificate, and this one has none.
+        let anonymous = EtcdOptions::new(etcd.endpoints())
+            .unwrap()
+            .tls(EtcdTls::new(ca));
+        let client = RendezvousClient::etcd(anonymous.clone(), fast().retry_for(Duration::from_millis(500)))
+            .await
+            .unwrap();
+        let err = client
+            .join(&Join::new("job2", c, vec![1]))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("etcd at {anonymous}")),
+            "{err}"
+        );
+        tokio::task::spawn_blocking(move || drop(etcd)).await.unwrap();
+    });
+}
+
+#[test]
+fn every_agent_reads_the_same_restart_count_and_first_failure() {
+    run(async {
+        let etcd = cluster(3).await;
+        let options = EtcdOptions::new(etcd.endpoints()).unwrap();
+        let (ca, cb) = (agent(&options).await, agent(&options).await);
+        let c = config("2", 1);
+        let (mut a, mut b) = (join(&ca, "job", &c, 0).await, join(&cb, "job", &c, 1).await);
+        let (ra, rb) = tokio::join!(round(&ca, &mut a), round(&cb, &mut b));
+        let mut beats = cb.heartbeats(&b, &rb);
+        ca.report(&a, ra.number(), 0, TaskStatus::Exited(3), "first\n")
+            .await
+            .unwrap();
+        let RoundStatus::Ended(end) = beats.ended().await.unwrap() else {
+            panic!("round 1 goes on");
+        };
+        assert_eq!((end.reason, end.restart_count), (EndReason::TaskFailed, 1));
+        ca.rejoin(&mut a).await.unwrap();
+        cb.rejoin(&mut b).await.unwrap();
+        let (ra, rb) = tokio::join!(round(&ca, &mut a), round(&cb, &mut b));
+        assert_eq!((ra.restart_count(), rb.restart_count()), (1, 1));
+        cb.report(&b, rb.number(), 0, TaskStatus::Signaled(9), "second\n")
+            .await
+            .unwrap();
+        let (Waited::JobDone(da), Waited::JobDone(db)) = (
+            ca.wait_round(&mut a, Duration::from_secs(5)).await.unwrap(),
+            cb.wait_round(&mut b, Duration::from_secs(5)).await.unwrap(),
+        ) else {
+            panic!("the job goes on");
+        };
+        assert!(!da.succeeded);
+        assert_eq!(da.to_string(), db.to_string());
+        let first = da.first_failure.unwrap();
+        assert_eq!(
+            (first.node_id.as_str(), first.stderr_tail.as_str(), first.round),
+            (a.node_id(), "first\n", 1)
+        );
+        tokio::task::spawn_blocking(move || drop(etcd)).await.unwrap();
+    });
+}
+
+#[test]
+fn a_record_that_does_not_load_is_refused_naming_its_key() {
+    run(async {
+        let etcd = cluster(1).await;
+        let options = EtcdOptions::new(etcd.endpoints()).unwrap();
+        let key = "/tfcluster/rendezvous/job/state";
+        let put = etcd.etcdctl(&["put", key, "not a record"]);
+        assert!(put.status.success(), "{put:?}");
+        let client = agent(&options).await;
+        let err = client
+            .join(&Join::new("job", config("2", 0), vec![1]))
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("DataLoss"), "{text}");
+        assert!(text.contains(&format!("at {key} in etcd at {options}")), "{text}");
+        tokio::task::spawn_blocking(move || drop(etcd)).await.unwrap();
+    });
+}
