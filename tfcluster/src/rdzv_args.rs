@@ -22,7 +22,8 @@ pub(crate) struct RdzvArgs {
     #[arg(long, value_name = "HOST[:PORT]|etcd://HOST[:PORT],...")]
     pub(crate) rdzv: Option<RdzvValue>,
     /// With --rdzv: which rendezvous --rdzv names; by default etcd for `etcd://…`, else the
-    /// built-in one. With etcd, --rdzv may be a bare list, `h1:2379,h2:2379`.
+    /// built-in one. With etcd, --rdzv may be a bare list, `h1:2379,h2:2379`, or etcdctl's
+    /// `http://h1:2379,http://h2:2379`.
     #[arg(long, value_enum, value_name = "BACKEND", requires = "rdzv")]
     rdzv_backend: Option<Backend>,
     #[command(flatten)]

@@ -84,8 +84,9 @@ pub(crate) enum Backend {
 pub(crate) enum RdzvValue {
     /// `etcd://HOST[:PORT][,HOST[:PORT]...]`.
     Etcd(EtcdOptions),
-    /// No scheme: `HOST[:PORT]` (either backend), or `HOST[:PORT],HOST[:PORT]...` (etcd's
-    /// members, with `--rdzv-backend etcd`).
+    /// No `etcd://`: `HOST[:PORT]` (either backend), or a list `HOST[:PORT],HOST[:PORT]...`
+    /// whose items may be etcd client URLs, `http://HOST:PORT` (etcd's members, with
+    /// `--rdzv-backend etcd`).
     Bare(String),
 }
 
@@ -99,13 +100,17 @@ impl FromStr for RdzvValue {
                 .map(Self::Etcd)
                 .map_err(|e: elastic::Error| e.to_string());
         }
-        if let Some((scheme, _)) = text.split_once("://") {
-            return Err(format!(
-                "{text:?}: no rendezvous is reached by {scheme}://; expected HOST[:PORT] (the \
-                 built-in rendezvous) or etcd://HOST[:PORT][,HOST[:PORT]...]"
-            ));
-        }
-        if text.contains(',') {
+        if text.contains(',') || text.contains("://") {
+            // etcd's members, possibly as client URLs (`http://HOST:PORT`, as etcdctl takes
+            // them); no other rendezvous takes a list or a scheme.
+            if let Some((scheme, _)) = text.split_once("://")
+                && !matches!(scheme, "http" | "https")
+            {
+                return Err(format!(
+                    "{text:?}: no rendezvous is reached by {scheme}://; expected HOST[:PORT] \
+                     (the built-in rendezvous) or etcd://HOST[:PORT][,HOST[:PORT]...]"
+                ));
+            }
             text.parse::<EtcdOptions>().map_err(|e| e.to_string())?;
         } else {
             text.parse::<Endpoint>()?;
@@ -159,15 +164,22 @@ impl Rendezvous {
                      the built-in rendezvous's HOST[:PORT], or drop --rdzv-backend"
                 )));
             }
-            (RdzvValue::Bare(text), Some(Backend::Etcd)) => text
-                .parse()
-                .map_err(|e| Failure::usage(anyhow!("--rdzv-backend etcd: --rdzv: {e}")))?,
-            (RdzvValue::Bare(text), None | Some(Backend::BuiltIn)) => {
-                if text.contains(',') {
+            (RdzvValue::Bare(text), Some(Backend::Etcd)) => {
+                if text.contains("https://") && tls.first_given().is_none() {
                     return Err(Failure::usage(anyhow!(
-                        "--rdzv {text} lists several endpoints, which only an etcd rendezvous \
-                         has: give --rdzv etcd://{text} (or --rdzv-backend etcd), or one \
-                         HOST[:PORT] for the built-in rendezvous"
+                        "--rdzv {text} names https:// endpoints: TLS to etcd needs \
+                         --rdzv-tls-ca"
+                    )));
+                }
+                text.parse()
+                    .map_err(|e| Failure::usage(anyhow!("--rdzv-backend etcd: --rdzv: {e}")))?
+            }
+            (RdzvValue::Bare(text), None | Some(Backend::BuiltIn)) => {
+                if text.contains(',') || text.contains("://") {
+                    return Err(Failure::usage(anyhow!(
+                        "--rdzv {text} names etcd's members (several endpoints, or client \
+                         URLs), which the built-in rendezvous cannot use: give \
+                         --rdzv-backend etcd, or one HOST[:PORT] for the built-in rendezvous"
                     )));
                 }
                 if let Some(flag) = tls.first_given() {
@@ -255,6 +267,9 @@ mod tests {
         assert_eq!(r.to_string(), "etcd://h1:2379,h2:2379");
         let r = resolve("node0", Some(Backend::Etcd)).unwrap();
         assert_eq!(r.to_string(), "etcd://node0:2379");
+        // etcdctl's form of the list.
+        let r = resolve("http://h1:1,http://h2:2", Some(Backend::Etcd)).unwrap();
+        assert_eq!(r.to_string(), "etcd://h1:1,h2:2");
     }
 
     #[test]
@@ -265,12 +280,17 @@ mod tests {
             message.starts_with("--rdzv-backend built-in cannot use --rdzv etcd://a:1,"),
             "{message}"
         );
-        let (message, code) = failure(resolve("a:1,b:2", None));
+        for list in ["a:1,b:2", "http://a:1"] {
+            let (message, code) = failure(resolve(list, None));
+            assert_eq!(code, 2);
+            assert!(
+                message.starts_with(&format!("--rdzv {list} names etcd's members")),
+                "{message}"
+            );
+        }
+        let (message, code) = failure(resolve("https://a:1", Some(Backend::Etcd)));
         assert_eq!(code, 2);
-        assert!(
-            message.starts_with("--rdzv a:1,b:2 lists several endpoints"),
-            "{message}"
-        );
+        assert!(message.contains("needs --rdzv-tls-ca"), "{message}");
         let tls = RdzvTlsArgs {
             rdzv_tls_ca: Some("/ca.pem".into()),
             ..RdzvTlsArgs::default()
@@ -292,13 +312,11 @@ mod tests {
             ("etcd://", "invalid etcd endpoint"),
             ("a,b:x", "invalid etcd endpoint \"b:x\""),
             (
-                "http://a:1",
-                "\"http://a:1\": no rendezvous is reached by http://",
+                "ftp://a:1",
+                "\"ftp://a:1\": no rendezvous is reached by ftp://",
             ),
-            (
-                "etcd://http://a",
-                "invalid etcd endpoint \"etcd://http://a\"",
-            ),
+            ("etcd://ftp://a", "invalid etcd endpoint \"ftp://a\""),
+            ("http://a:0", "invalid etcd endpoint \"http://a:0\""),
         ] {
             let err = bad.parse::<RdzvValue>().unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");
