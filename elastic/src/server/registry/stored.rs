@@ -47,7 +47,7 @@ impl Clock {
         (self.wall_ms + after).saturating_sub(before)
     }
 
-    fn from_ms(self, ms: u64) -> Instant {
+    fn instant_of_ms(self, ms: u64) -> Instant {
         if ms <= self.wall_ms {
             self.instant
                 .checked_sub(Duration::from_millis(self.wall_ms - ms))
@@ -107,7 +107,7 @@ impl Registry {
         let mut nodes = HashMap::new();
         for node in stored.nodes {
             let state = match node.state {
-                Some(State::WaitingSinceMs(ms)) => NodeState::Waiting(clock.from_ms(ms)),
+                Some(State::WaitingSinceMs(ms)) => NodeState::Waiting(clock.instant_of_ms(ms)),
                 Some(State::Member(_)) => NodeState::Member,
                 Some(State::Idle(_)) => NodeState::Idle,
                 None => {
@@ -162,8 +162,9 @@ impl Registry {
                 .first_failure
                 .map(wire::failure_from_proto)
                 .transpose()?,
-            last_arrival: clock.from_ms(stored.last_arrival_ms),
-            empty_since: (stored.empty_since_ms != 0).then(|| clock.from_ms(stored.empty_since_ms)),
+            last_arrival: clock.instant_of_ms(stored.last_arrival_ms),
+            empty_since: (stored.empty_since_ms != 0)
+                .then(|| clock.instant_of_ms(stored.empty_since_ms)),
             changed: watch::Sender::new(0),
         };
         let mut registry = Self::new(settings);
