@@ -83,16 +83,14 @@ fn bench_rounds(
             async move {
                 let mut total = Duration::ZERO;
                 for i in 0..iters {
-                    total +=
-                        one_round(&clients, &config, format!("job{agents}-{}", first_job + i))
-                            .await;
+                    total += one_round(&clients, &config, format!("job{agents}-{}", first_job + i))
+                        .await;
                 }
                 total
             }
         });
     });
 }
-
 
 /// All agents but the last join and wait; then the time from the last join to every agent
 /// holding the round.

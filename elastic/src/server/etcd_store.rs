@@ -21,7 +21,7 @@ use etcd_client::{
     TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
 };
 use prost::Message;
-use tonic::Status;
+use tonic::{Code, Status};
 
 use super::registry::{Clock, Refusal, Registry, Settings};
 use super::store::{Store, refused};
@@ -150,10 +150,16 @@ impl EtcdStore {
     /// else UNAVAILABLE, naming the endpoints.
     fn status(&self, what: &str, e: etcd_client::Error) -> Status {
         match e {
-            etcd_client::Error::GRpcStatus(status) => Status::new(
-                status.code(),
-                format!("etcd at {} ({what}): {}", self.url, status.message()),
-            ),
+            // A connection lost mid-call (a member killed) shows as UNKNOWN or CANCELLED:
+            // UNAVAILABLE, so it is retried on another member like any unreachable one.
+            etcd_client::Error::GRpcStatus(status) => {
+                let code = match status.code() {
+                    Code::Unknown | Code::Cancelled => Code::Unavailable,
+                    code => code,
+                };
+                let message = format!("etcd at {} ({what}): {}", self.url, status.message());
+                Status::new(code, message)
+            }
             e => Status::unavailable(format!(
                 "cannot reach etcd at {} ({what}): {}",
                 self.url,

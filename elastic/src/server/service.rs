@@ -77,10 +77,15 @@ impl<S: Store> Rendezvous for Service<S> {
         };
         let (joined, timeout) = self
             .store
-            .long_poll(&args.rdzv_id, node_id.as_deref(), Instant::now(), |registry, now| {
-                let joined = registry.join(args.clone(), now)?;
-                Ok(((joined, registry.settings().timeout), false))
-            })
+            .long_poll(
+                &args.rdzv_id,
+                node_id.as_deref(),
+                Instant::now(),
+                |registry, now| {
+                    let joined = registry.join(args.clone(), now)?;
+                    Ok(((joined, registry.settings().timeout), false))
+                },
+            )
             .await?;
         Ok(Response::new(proto::JoinResponse {
             node_id: joined.node_id,

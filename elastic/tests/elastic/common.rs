@@ -107,7 +107,9 @@ impl Rdzv {
             server.shutdown().await;
         }
         if let Some(etcd) = self.etcd {
-            tokio::task::spawn_blocking(move || drop(etcd)).await.unwrap();
+            tokio::task::spawn_blocking(move || drop(etcd))
+                .await
+                .unwrap();
         }
     }
 }

@@ -19,7 +19,9 @@ async fn cluster(members: usize) -> EtcdCluster {
 
 /// A client of its own, as another agent process would have.
 async fn agent(options: &EtcdOptions) -> RendezvousClient {
-    RendezvousClient::etcd(options.clone(), fast()).await.unwrap()
+    RendezvousClient::etcd(options.clone(), fast())
+        .await
+        .unwrap()
 }
 
 #[test]
@@ -54,11 +56,7 @@ fn a_leader_lost_while_a_round_forms_closes_it_once_with_the_same_members() {
         assert_eq!(n.note(), "round 1 ended to take this node in");
         ca.rejoin(&mut a).await.unwrap();
         cb.rejoin(&mut b).await.unwrap();
-        let (ra, _, rn) = tokio::join!(
-            round(&ca, &mut a),
-            round(&cb, &mut b),
-            round(&cc, &mut n)
-        );
+        let (ra, _, rn) = tokio::join!(round(&ca, &mut a), round(&cb, &mut b), round(&cc, &mut n));
         assert_eq!((ra.number(), rn.number()), (2, 2));
         assert_eq!(names(&rn), ["agent0", "agent1", "agent2"]);
         let leader = tokio::task::spawn_blocking(move || {
@@ -105,7 +103,8 @@ fn an_unreachable_etcd_fails_each_call_within_the_retry_naming_the_endpoints() {
             text.starts_with(&format!("rendezvous at {list} unreachable for ")),
             "{text}"
         );
-        assert!(text.contains(&format!("cannot reach etcd at {list}")), "{text}");
+        // Each try's cause names the cluster too.
+        assert!(text.contains(&format!("etcd at {list}")), "{text}");
     });
 }
 
@@ -117,7 +116,8 @@ fn tls_to_etcd_forms_rounds_and_a_client_without_its_certificate_is_refused() {
             .unwrap();
         let read = |p: &std::path::Path| std::fs::read(p).unwrap();
         let ca = read(&files.ca);
-        let tls = EtcdTls::new(ca.clone()).identity(read(&files.client_cert), read(&files.client_key));
+        let tls =
+            EtcdTls::new(ca.clone()).identity(read(&files.client_cert), read(&files.client_key));
         let options = EtcdOptions::new(etcd.endpoints()).unwrap().tls(tls);
         let (c1, c2) = (agent(&options).await, agent(&options).await);
         let c = config("2", 0);
@@ -129,9 +129,12 @@ fn tls_to_etcd_forms_rounds_and_a_client_without_its_certificate_is_refused() {
         let anonymous = EtcdOptions::new(etcd.endpoints())
             .unwrap()
             .tls(EtcdTls::new(ca));
-        let client = RendezvousClient::etcd(anonymous.clone(), fast().retry_for(Duration::from_millis(500)))
-            .await
-            .unwrap();
+        let client = RendezvousClient::etcd(
+            anonymous.clone(),
+            fast().retry_for(Duration::from_millis(500)),
+        )
+        .await
+        .unwrap();
         let err = client
             .join(&Join::new("job2", c, vec![1]))
             .await
@@ -140,7 +143,9 @@ fn tls_to_etcd_forms_rounds_and_a_client_without_its_certificate_is_refused() {
             err.to_string().contains(&format!("etcd at {anonymous}")),
             "{err}"
         );
-        tokio::task::spawn_blocking(move || drop(etcd)).await.unwrap();
+        tokio::task::spawn_blocking(move || drop(etcd))
+            .await
+            .unwrap();
     });
 }
 
@@ -178,10 +183,16 @@ fn every_agent_reads_the_same_restart_count_and_first_failure() {
         assert_eq!(da.to_string(), db.to_string());
         let first = da.first_failure.unwrap();
         assert_eq!(
-            (first.node_id.as_str(), first.stderr_tail.as_str(), first.round),
+            (
+                first.node_id.as_str(),
+                first.stderr_tail.as_str(),
+                first.round
+            ),
             (a.node_id(), "first\n", 1)
         );
-        tokio::task::spawn_blocking(move || drop(etcd)).await.unwrap();
+        tokio::task::spawn_blocking(move || drop(etcd))
+            .await
+            .unwrap();
     });
 }
 
@@ -200,7 +211,12 @@ fn a_record_that_does_not_load_is_refused_naming_its_key() {
             .unwrap_err();
         let text = err.to_string();
         assert!(text.contains("DataLoss"), "{text}");
-        assert!(text.contains(&format!("at {key} in etcd at {options}")), "{text}");
-        tokio::task::spawn_blocking(move || drop(etcd)).await.unwrap();
+        assert!(
+            text.contains(&format!("at {key} in etcd at {options}")),
+            "{text}"
+        );
+        tokio::task::spawn_blocking(move || drop(etcd))
+            .await
+            .unwrap();
     });
 }

@@ -2,69 +2,71 @@
 
 use std::time::{Duration, Instant};
 
-use elastic::{EndReason, Join, RoundStatus, ServerOptions, TaskStatus, Waited};
+use elastic::{EndReason, Join, RoundStatus, TaskStatus, Waited};
 
-use crate::common::{Backend, LAST_CALL, Rdzv, TIMEOUT, config, join, names, on_both_backends, round};
+use crate::common::{
+    Backend, LAST_CALL, Rdzv, TIMEOUT, config, join, names, on_both_backends, round,
+};
 
 async fn closes_at_max_at_once(backend: Backend) {
-        let rdzv = Rdzv::start(backend, Duration::from_secs(60), TIMEOUT).await;
-        let client = rdzv.client().await;
-        let c = config("2:3", 0);
-        let mut nodes = Vec::new();
-        for i in 0..3 {
-            nodes.push(join(&client, "job", &c, i).await);
-        }
-        let start = Instant::now();
-        let mut rounds = Vec::new();
-        for node in &mut nodes {
-            rounds.push(round(&client, node).await);
-        }
-        // Not the 60 s last call: max closed it.
-        assert!(start.elapsed() < Duration::from_secs(5));
-        for (rank, r) in rounds.iter().enumerate() {
-            assert_eq!(
-                (r.number(), r.rank(), r.restart_count()),
-                (1, rank as u32, 0)
-            );
-            assert_eq!(r.cluster_spec(), rounds[0].cluster_spec());
-            assert_eq!(names(r), ["agent0", "agent1", "agent2"]);
-        }
+    let rdzv = Rdzv::start(backend, Duration::from_secs(60), TIMEOUT).await;
+    let client = rdzv.client().await;
+    let c = config("2:3", 0);
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        nodes.push(join(&client, "job", &c, i).await);
+    }
+    let start = Instant::now();
+    let mut rounds = Vec::new();
+    for node in &mut nodes {
+        rounds.push(round(&client, node).await);
+    }
+    // Not the 60 s last call: max closed it.
+    assert!(start.elapsed() < Duration::from_secs(5));
+    for (rank, r) in rounds.iter().enumerate() {
         assert_eq!(
-            rounds[2].cluster_spec().to_json(),
-            r#"{"worker":["127.0.0.1:20000","127.0.0.1:20001","127.0.0.1:20002"]}"#
+            (r.number(), r.rank(), r.restart_count()),
+            (1, rank as u32, 0)
         );
-        assert_eq!(rounds[1].local_tasks()[0].index, 1);
-        rdzv.shutdown().await;
+        assert_eq!(r.cluster_spec(), rounds[0].cluster_spec());
+        assert_eq!(names(r), ["agent0", "agent1", "agent2"]);
+    }
+    assert_eq!(
+        rounds[2].cluster_spec().to_json(),
+        r#"{"worker":["127.0.0.1:20000","127.0.0.1:20001","127.0.0.1:20002"]}"#
+    );
+    assert_eq!(rounds[1].local_tasks()[0].index, 1);
+    rdzv.shutdown().await;
 }
 
 async fn closes_after_the_last_call_with_min(backend: Backend) {
-        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await; // 300 ms last call
-        let client = rdzv.client().await;
-        let c = config("2:4", 0);
-        let mut a = join(&client, "job", &c, 0).await;
-        // Below min: nothing forms, and the wait says so.
-        let err = client
-            .wait_round(&mut a, Duration::from_millis(500))
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "no round of job \"job\" within {}: round 1 waits for nodes: 1 of min 2 (max 4) \
+    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await; // 300 ms last call
+    let client = rdzv.client().await;
+    let c = config("2:4", 0);
+    let mut a = join(&client, "job", &c, 0).await;
+    // Below min: nothing forms, and the wait says so.
+    let err = client
+        .wait_round(&mut a, Duration::from_millis(500))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "no round of job \"job\" within {}: round 1 waits for nodes: 1 of min 2 (max 4) \
                  have joined",
-                elastic_duration(&err)
-            )
-        );
-        let mut b = join(&client, "job", &c, 1).await;
-        let joined = Instant::now();
-        let (ra, rb) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
-        let waited = joined.elapsed();
-        assert!(
-            waited >= Duration::from_millis(250),
-            "closed before the last call: {waited:?}"
-        );
-        assert_eq!((ra.number(), rb.number()), (1, 1));
-        assert_eq!(names(&rb), ["agent0", "agent1"]);
+            elastic_duration(&err)
+        )
+    );
+    let mut b = join(&client, "job", &c, 1).await;
+    let joined = Instant::now();
+    let (ra, rb) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
+    let waited = joined.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250),
+        "closed before the last call: {waited:?}"
+    );
+    assert_eq!((ra.number(), rb.number()), (1, 1));
+    assert_eq!(names(&rb), ["agent0", "agent1"]);
 }
 
 /// The "within N ms" part of a wait timeout, which varies.
@@ -80,285 +82,300 @@ fn elastic_duration(err: &elastic::Error) -> String {
 }
 
 async fn a_late_joiner_waits_for_the_next_round(backend: Backend) {
-        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
-        let client = rdzv.client().await;
-        let c = config("1:2", 0);
-        let (mut a, mut b) = (
-            join(&client, "job", &c, 0).await,
-            join(&client, "job", &c, 1).await,
-        );
-        let (ra, _) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
-        let mut late = join(&client, "job", &c, 2).await;
-        assert_eq!(late.waits_for(), 2);
-        assert_eq!(
-            late.note(),
-            "round 1 is full (max 2 nodes): waiting for a later round"
-        );
-        let err = client
-            .wait_round(&mut late, Duration::from_millis(300))
-            .await
-            .unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("round 1 is running with 2 of max 2 nodes; waiting for round 2"),
-            "{err}"
-        );
-        // Round 1 ends (b leaves); the late node and a form round 2.
-        client.leave(&b).await.unwrap();
-        let RoundStatus::Ended(end) = client.heartbeat(&a, ra.number()).await.unwrap() else {
-            panic!("round 1 still runs");
-        };
-        assert_eq!((end.reason, end.restart_count), (EndReason::NodeLeft, 0));
-        client.rejoin(&mut a).await.unwrap();
-        let (ra2, rl) = tokio::join!(round(&client, &mut a), round(&client, &mut late));
-        assert_eq!((ra2.number(), rl.number()), (2, 2));
-        assert_eq!(names(&rl), ["agent0", "agent2"]);
+    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+    let client = rdzv.client().await;
+    let c = config("1:2", 0);
+    let (mut a, mut b) = (
+        join(&client, "job", &c, 0).await,
+        join(&client, "job", &c, 1).await,
+    );
+    let (ra, _) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
+    let mut late = join(&client, "job", &c, 2).await;
+    assert_eq!(late.waits_for(), 2);
+    assert_eq!(
+        late.note(),
+        "round 1 is full (max 2 nodes): waiting for a later round"
+    );
+    let err = client
+        .wait_round(&mut late, Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("round 1 is running with 2 of max 2 nodes; waiting for round 2"),
+        "{err}"
+    );
+    // Round 1 ends (b leaves); the late node and a form round 2.
+    client.leave(&b).await.unwrap();
+    let RoundStatus::Ended(end) = client.heartbeat(&a, ra.number()).await.unwrap() else {
+        panic!("round 1 still runs");
+    };
+    assert_eq!((end.reason, end.restart_count), (EndReason::NodeLeft, 0));
+    client.rejoin(&mut a).await.unwrap();
+    let (ra2, rl) = tokio::join!(round(&client, &mut a), round(&client, &mut late));
+    assert_eq!((ra2.number(), rl.number()), (2, 2));
+    assert_eq!(names(&rl), ["agent0", "agent2"]);
 }
 
 async fn a_new_node_below_max_ends_the_round_and_joins_the_next(backend: Backend) {
-        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
-        let client = rdzv.client().await;
-        let c = config("2:4", 0);
-        let (mut a, mut b) = (
-            join(&client, "job", &c, 0).await,
-            join(&client, "job", &c, 1).await,
-        );
-        let (ra, rb) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
-        let (mut ha, mut hb) = (client.heartbeats(&a, &ra), client.heartbeats(&b, &rb));
+    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+    let client = rdzv.client().await;
+    let c = config("2:4", 0);
+    let (mut a, mut b) = (
+        join(&client, "job", &c, 0).await,
+        join(&client, "job", &c, 1).await,
+    );
+    let (ra, rb) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
+    let (mut ha, mut hb) = (client.heartbeats(&a, &ra), client.heartbeats(&b, &rb));
 
-        let mut newcomer = join(&client, "job", &c, 2).await;
-        assert_eq!(newcomer.note(), "round 1 ended to take this node in");
-        for hearts in [&mut ha, &mut hb] {
-            let RoundStatus::Ended(end) = hearts.ended().await.unwrap() else {
-                panic!("not ended");
-            };
-            assert_eq!(end.reason, EndReason::NodeJoined);
-            assert_eq!(
-                end.detail,
-                "node ".to_owned()
-                    + newcomer.node_id()
-                    + " (agent2) on 127.0.0.1 joined; round 1 had 2 of max 4 nodes"
-            );
-        }
-        client.rejoin(&mut a).await.unwrap();
-        client.rejoin(&mut b).await.unwrap();
-        let (ra, rb, rn) = tokio::join!(
-            round(&client, &mut a),
-            round(&client, &mut b),
-            round(&client, &mut newcomer)
+    let mut newcomer = join(&client, "job", &c, 2).await;
+    assert_eq!(newcomer.note(), "round 1 ended to take this node in");
+    for hearts in [&mut ha, &mut hb] {
+        let RoundStatus::Ended(end) = hearts.ended().await.unwrap() else {
+            panic!("not ended");
+        };
+        assert_eq!(end.reason, EndReason::NodeJoined);
+        assert_eq!(
+            end.detail,
+            "node ".to_owned()
+                + newcomer.node_id()
+                + " (agent2) on 127.0.0.1 joined; round 1 had 2 of max 4 nodes"
         );
-        assert_eq!((ra.number(), rb.number(), rn.number()), (2, 2, 2));
-        // Membership changes are not failures.
-        assert_eq!(rn.restart_count(), 0);
-        assert_eq!(names(&rn), ["agent0", "agent1", "agent2"]);
-        assert_eq!(rn.rank(), 2);
+    }
+    client.rejoin(&mut a).await.unwrap();
+    client.rejoin(&mut b).await.unwrap();
+    let (ra, rb, rn) = tokio::join!(
+        round(&client, &mut a),
+        round(&client, &mut b),
+        round(&client, &mut newcomer)
+    );
+    assert_eq!((ra.number(), rb.number(), rn.number()), (2, 2, 2));
+    // Membership changes are not failures.
+    assert_eq!(rn.restart_count(), 0);
+    assert_eq!(names(&rn), ["agent0", "agent1", "agent2"]);
+    assert_eq!(rn.rank(), 2);
 }
 
 async fn a_silent_node_is_lost_and_the_next_round_excludes_it(backend: Backend) {
-        let rdzv = Rdzv::start(backend, Duration::from_millis(200), Duration::from_millis(600)).await;
-        let client = rdzv.client().await;
-        let c = config("1:3", 5);
-        let (mut a, mut b, mut silent) = (
-            join(&client, "job", &c, 0).await,
-            join(&client, "job", &c, 1).await,
-            join(&client, "job", &c, 2).await,
-        );
-        let (ra, rb, _) = tokio::join!(
-            round(&client, &mut a),
-            round(&client, &mut b),
-            round(&client, &mut silent)
-        );
-        assert_eq!(a.heartbeat_timeout(), Duration::from_millis(600));
-        let (mut ha, mut hb) = (client.heartbeats(&a, &ra), client.heartbeats(&b, &rb));
-        let start = Instant::now();
-        // agent2 never heartbeats.
-        let RoundStatus::Ended(end) = ha.ended().await.unwrap() else {
-            panic!("not ended");
-        };
-        assert!(
-            start.elapsed() >= Duration::from_millis(400),
-            "{:?}",
-            start.elapsed()
-        );
-        assert_eq!((end.reason, end.restart_count), (EndReason::NodeLost, 1));
-        assert!(
-            end.detail
-                .ends_with("(agent2) on 127.0.0.1 silent for more than 600 ms"),
-            "{}",
-            end.detail
-        );
-        assert_eq!(hb.ended().await.unwrap(), RoundStatus::Ended(end));
-        client.rejoin(&mut a).await.unwrap();
-        client.rejoin(&mut b).await.unwrap();
-        let (ra, rb) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
-        assert_eq!(names(&ra), ["agent0", "agent1"]);
-        assert_eq!(
-            (ra.number(), ra.restart_count(), rb.restart_count()),
-            (2, 1, 1)
-        );
-        // The lost node is told it is no longer in the job.
-        let err = client.heartbeat(&silent, 1).await.unwrap_err();
-        assert!(err.to_string().contains("NotFound: node "), "{err}");
+    let rdzv = Rdzv::start(
+        backend,
+        Duration::from_millis(200),
+        Duration::from_millis(600),
+    )
+    .await;
+    let client = rdzv.client().await;
+    let c = config("1:3", 5);
+    let (mut a, mut b, mut silent) = (
+        join(&client, "job", &c, 0).await,
+        join(&client, "job", &c, 1).await,
+        join(&client, "job", &c, 2).await,
+    );
+    let (ra, rb, _) = tokio::join!(
+        round(&client, &mut a),
+        round(&client, &mut b),
+        round(&client, &mut silent)
+    );
+    assert_eq!(a.heartbeat_timeout(), Duration::from_millis(600));
+    let (mut ha, mut hb) = (client.heartbeats(&a, &ra), client.heartbeats(&b, &rb));
+    let start = Instant::now();
+    // agent2 never heartbeats.
+    let RoundStatus::Ended(end) = ha.ended().await.unwrap() else {
+        panic!("not ended");
+    };
+    assert!(
+        start.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!((end.reason, end.restart_count), (EndReason::NodeLost, 1));
+    assert!(
+        end.detail
+            .ends_with("(agent2) on 127.0.0.1 silent for more than 600 ms"),
+        "{}",
+        end.detail
+    );
+    assert_eq!(hb.ended().await.unwrap(), RoundStatus::Ended(end));
+    client.rejoin(&mut a).await.unwrap();
+    client.rejoin(&mut b).await.unwrap();
+    let (ra, rb) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
+    assert_eq!(names(&ra), ["agent0", "agent1"]);
+    assert_eq!(
+        (ra.number(), ra.restart_count(), rb.restart_count()),
+        (2, 1, 1)
+    );
+    // The lost node is told it is no longer in the job.
+    let err = client.heartbeat(&silent, 1).await.unwrap_err();
+    assert!(err.to_string().contains("NotFound: node "), "{err}");
 }
 
 async fn a_failure_ends_the_round_and_every_node_sees_the_restart_count(backend: Backend) {
-        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
-        let client = rdzv.client().await;
-        let c = config("3", 3);
-        let mut nodes = Vec::new();
-        for i in 0..3 {
-            nodes.push(join(&client, "job", &c, i).await);
+    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+    let client = rdzv.client().await;
+    let c = config("3", 3);
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        nodes.push(join(&client, "job", &c, i).await);
+    }
+    for restart in 0..2u32 {
+        let mut rounds = Vec::new();
+        for node in &mut nodes {
+            rounds.push(round(&client, node).await);
         }
-        for restart in 0..2u32 {
-            let mut rounds = Vec::new();
-            for node in &mut nodes {
-                rounds.push(round(&client, node).await);
-            }
-            assert!(rounds.iter().all(|r| r.restart_count() == restart));
-            let mut hearts: Vec<_> = nodes
-                .iter()
-                .zip(&rounds)
-                .map(|(n, r)| client.heartbeats(n, r))
-                .collect();
-            let counted = client
-                .report(
-                    &nodes[1],
-                    rounds[1].number(),
-                    0,
-                    TaskStatus::Exited(1),
-                    "Traceback ...\nValueError: bad\n",
-                )
-                .await
-                .unwrap();
-            assert!(counted);
-            for h in &mut hearts {
-                let RoundStatus::Ended(end) = h.ended().await.unwrap() else {
-                    panic!("not ended");
-                };
-                assert_eq!(
-                    (end.reason, end.restart_count),
-                    (EndReason::TaskFailed, restart + 1)
-                );
-                assert!(
-                    end.detail
-                        .starts_with("task worker:1 (local task 0 of node "),
-                    "{}",
-                    end.detail
-                );
-                let tail = format!(
-                    " on 127.0.0.1) exited with status 1 in round {}",
-                    restart + 1
-                );
-                assert!(end.detail.ends_with(&tail), "{}", end.detail);
-            }
-            for node in &mut nodes {
-                client.rejoin(node).await.unwrap();
-            }
+        assert!(rounds.iter().all(|r| r.restart_count() == restart));
+        let mut hearts: Vec<_> = nodes
+            .iter()
+            .zip(&rounds)
+            .map(|(n, r)| client.heartbeats(n, r))
+            .collect();
+        let counted = client
+            .report(
+                &nodes[1],
+                rounds[1].number(),
+                0,
+                TaskStatus::Exited(1),
+                "Traceback ...\nValueError: bad\n",
+            )
+            .await
+            .unwrap();
+        assert!(counted);
+        for h in &mut hearts {
+            let RoundStatus::Ended(end) = h.ended().await.unwrap() else {
+                panic!("not ended");
+            };
+            assert_eq!(
+                (end.reason, end.restart_count),
+                (EndReason::TaskFailed, restart + 1)
+            );
+            assert!(
+                end.detail
+                    .starts_with("task worker:1 (local task 0 of node "),
+                "{}",
+                end.detail
+            );
+            let tail = format!(
+                " on 127.0.0.1) exited with status 1 in round {}",
+                restart + 1
+            );
+            assert!(end.detail.ends_with(&tail), "{}", end.detail);
         }
-        let r = round(&client, &mut nodes[0]).await;
-        assert_eq!((r.number(), r.restart_count()), (3, 2));
+        for node in &mut nodes {
+            client.rejoin(node).await.unwrap();
+        }
+    }
+    let r = round(&client, &mut nodes[0]).await;
+    assert_eq!((r.number(), r.restart_count()), (3, 2));
 }
 
 async fn restarts_are_bounded_and_the_first_failure_is_the_story(backend: Backend) {
-        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
-        let client = rdzv.client().await;
-        let c = config("1", 0);
-        let mut a = join(&client, "job", &c, 0).await;
-        let r = round(&client, &mut a).await;
-        client
-            .report(&a, r.number(), 0, TaskStatus::Signaled(9), "killed\n")
-            .await
-            .unwrap();
-        let RoundStatus::JobDone(done) = client.heartbeat(&a, r.number()).await.unwrap() else {
-            panic!("the job goes on");
-        };
-        assert!(!done.succeeded);
-        let first = done.first_failure.unwrap();
-        assert_eq!(
-            (first.job.as_str(), first.status, first.stderr_tail.as_str()),
-            ("worker", TaskStatus::Signaled(9), "killed\n")
-        );
-        // Every later call learns it, and the id cannot start a second job.
-        let Waited::JobDone(_) = client
-            .wait_round(&mut a, Duration::from_secs(1))
-            .await
-            .unwrap()
-        else {
-            panic!("a round after the job failed");
-        };
-        let err = client
-            .join(&Join::new("job", c, vec![1]))
-            .await
-            .unwrap_err();
-        assert!(
-            err.to_string().contains(
-                "FailedPrecondition: rendezvous \"job\" is finished (the job failed in round 1"
-            ),
-            "{err}"
-        );
+    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+    let client = rdzv.client().await;
+    let c = config("1", 0);
+    let mut a = join(&client, "job", &c, 0).await;
+    let r = round(&client, &mut a).await;
+    client
+        .report(&a, r.number(), 0, TaskStatus::Signaled(9), "killed\n")
+        .await
+        .unwrap();
+    let RoundStatus::JobDone(done) = client.heartbeat(&a, r.number()).await.unwrap() else {
+        panic!("the job goes on");
+    };
+    assert!(!done.succeeded);
+    let first = done.first_failure.unwrap();
+    assert_eq!(
+        (first.job.as_str(), first.status, first.stderr_tail.as_str()),
+        ("worker", TaskStatus::Signaled(9), "killed\n")
+    );
+    // Every later call learns it, and the id cannot start a second job.
+    let Waited::JobDone(_) = client
+        .wait_round(&mut a, Duration::from_secs(1))
+        .await
+        .unwrap()
+    else {
+        panic!("a round after the job failed");
+    };
+    let err = client
+        .join(&Join::new("job", c, vec![1]))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "FailedPrecondition: rendezvous \"job\" is finished (the job failed in round 1"
+        ),
+        "{err}"
+    );
 }
 
 async fn the_chief_succeeding_ends_the_job_for_every_node(backend: Backend) {
-        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
-        let client = rdzv.client().await;
-        let c = elastic::JobConfig::new("2".parse().unwrap(), 2)
-            .unwrap()
-            .with_layout("chief=1,ps=1".parse().unwrap())
-            .unwrap();
-        let join_n = |i: u16| Join::new("ps-job", c.clone(), vec![21_000 + 2 * i, 21_001 + 2 * i]);
-        let (mut a, mut b) = (
-            client.join(&join_n(0)).await.unwrap(),
-            client.join(&join_n(1)).await.unwrap(),
-        );
-        let (ra, rb) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
-        let jobs: Vec<_> = ra
-            .local_tasks()
-            .iter()
-            .chain(rb.local_tasks())
-            .map(|t| format!("{}:{}", t.job, t.index))
-            .collect();
-        assert_eq!(jobs, ["chief:0", "ps:0", "worker:0", "worker:1"]);
-        let mut hb = client.heartbeats(&b, &rb);
-        client
-            .report(&b, 1, 0, TaskStatus::Exited(0), "")
-            .await
-            .unwrap();
-        client
-            .report(&a, 1, 0, TaskStatus::Exited(0), "")
-            .await
-            .unwrap();
-        let RoundStatus::JobDone(done) = hb.ended().await.unwrap() else {
-            panic!("not done");
-        };
-        assert!(done.succeeded, "{done}");
-        assert!(matches!(
-            hb.ended().await,
-            Err(elastic::Error::HeartbeatsFinished)
-        ));
+    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+    let client = rdzv.client().await;
+    let c = elastic::JobConfig::new("2".parse().unwrap(), 2)
+        .unwrap()
+        .with_layout("chief=1,ps=1".parse().unwrap())
+        .unwrap();
+    let join_n = |i: u16| Join::new("ps-job", c.clone(), vec![21_000 + 2 * i, 21_001 + 2 * i]);
+    let (mut a, mut b) = (
+        client.join(&join_n(0)).await.unwrap(),
+        client.join(&join_n(1)).await.unwrap(),
+    );
+    let (ra, rb) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
+    let jobs: Vec<_> = ra
+        .local_tasks()
+        .iter()
+        .chain(rb.local_tasks())
+        .map(|t| format!("{}:{}", t.job, t.index))
+        .collect();
+    assert_eq!(jobs, ["chief:0", "ps:0", "worker:0", "worker:1"]);
+    let mut hb = client.heartbeats(&b, &rb);
+    client
+        .report(&b, 1, 0, TaskStatus::Exited(0), "")
+        .await
+        .unwrap();
+    client
+        .report(&a, 1, 0, TaskStatus::Exited(0), "")
+        .await
+        .unwrap();
+    let RoundStatus::JobDone(done) = hb.ended().await.unwrap() else {
+        panic!("not done");
+    };
+    assert!(done.succeeded, "{done}");
+    assert!(matches!(
+        hb.ended().await,
+        Err(elastic::Error::HeartbeatsFinished)
+    ));
 }
 
 async fn conflicting_configs_on_one_id_are_refused_naming_both(backend: Backend) {
-        let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
-        let client = rdzv.client().await;
-        join(&client, "job", &config("2:4", 3), 0).await;
-        let err = client
-            .join(&Join::new("job", config("2:3", 3), vec![20_001]))
-            .await
-            .unwrap_err();
-        let elastic::Error::Refused { status, .. } = &err else {
-            panic!("not refused: {err}");
-        };
-        assert_eq!(status.code(), tonic::Code::FailedPrecondition);
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "rendezvous at {} refused Join: FailedPrecondition: rendezvous \"job\" runs a job \
+    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+    let client = rdzv.client().await;
+    join(&client, "job", &config("2:4", 3), 0).await;
+    let err = client
+        .join(&Join::new("job", config("2:3", 3), vec![20_001]))
+        .await
+        .unwrap_err();
+    let elastic::Error::Refused { status, .. } = &err else {
+        panic!("not refused: {err}");
+    };
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "rendezvous at {} refused Join: FailedPrecondition: rendezvous \"job\" runs a job \
                  with another config: nodes 2:4 (this node: 2:3)",
-                rdzv.addr()
-            )
-        );
-        // Another id is another job.
-        join(&client, "job2", &config("2:3", 3), 1).await;
+            rdzv.addr()
+        )
+    );
+    // Another id is another job.
+    join(&client, "job2", &config("2:3", 3), 1).await;
 }
 
-on_both_backends!(closes_at_max_at_once, closes_after_the_last_call_with_min, a_late_joiner_waits_for_the_next_round, a_new_node_below_max_ends_the_round_and_joins_the_next, a_silent_node_is_lost_and_the_next_round_excludes_it, a_failure_ends_the_round_and_every_node_sees_the_restart_count, restarts_are_bounded_and_the_first_failure_is_the_story, the_chief_succeeding_ends_the_job_for_every_node, conflicting_configs_on_one_id_are_refused_naming_both);
+on_both_backends!(
+    closes_at_max_at_once,
+    closes_after_the_last_call_with_min,
+    a_late_joiner_waits_for_the_next_round,
+    a_new_node_below_max_ends_the_round_and_joins_the_next,
+    a_silent_node_is_lost_and_the_next_round_excludes_it,
+    a_failure_ends_the_round_and_every_node_sees_the_restart_count,
+    restarts_are_bounded_and_the_first_failure_is_the_story,
+    the_chief_succeeding_ends_the_job_for_every_node,
+    conflicting_configs_on_one_id_are_refused_naming_both
+);
