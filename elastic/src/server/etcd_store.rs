@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -31,7 +32,13 @@ use crate::{Error, proto};
 
 /// The jobs of an etcd cluster, as one agent (one process) sees them.
 pub(crate) struct EtcdStore {
-    client: Client,
+    /// A client per member endpoint, in the order given. Calls go to the member at
+    /// `current`, and move on to the next one when it does not answer: etcd-client's own
+    /// balancing over a list keeps sending a share of the calls to a member that is gone (a
+    /// connection that failed looks ready to its balancer, and being idle, is picked first).
+    clients: Vec<Client>,
+    /// The index in `clients` of the member calls go to.
+    current: AtomicUsize,
     /// `etcd://HOST:PORT,...`, for messages.
     url: String,
     endpoints: Vec<String>,
@@ -90,15 +97,20 @@ impl EtcdStore {
             }
             connect = connect.with_tls(config);
         }
-        let client = Client::connect(options.urls(), Some(connect))
-            .await
-            .map_err(|source| Error::Etcd {
-                endpoints: options.to_string(),
-                source,
-            })?;
+        let mut clients = Vec::new();
+        for url in options.urls() {
+            let client = Client::connect([url], Some(connect.clone()))
+                .await
+                .map_err(|source| Error::Etcd {
+                    endpoints: options.to_string(),
+                    source,
+                })?;
+            clients.push(client);
+        }
         let timeout = options.node_timeout();
         Ok(Self {
-            client,
+            clients,
+            current: AtomicUsize::new(0),
             url: options.to_string(),
             endpoints: options.endpoints().to_vec(),
             prefix: options.key_prefix().to_owned(),
@@ -131,19 +143,48 @@ impl EtcdStore {
         self.leases.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `request`, within the request deadline, its failure as the status the client acts on:
-    /// etcd's own status (UNAVAILABLE while it has no leader, retried) or UNAVAILABLE for a
-    /// cluster that cannot be reached, naming the endpoints.
-    async fn request<T>(
-        &self,
-        what: &str,
-        request: impl Future<Output = Result<T, etcd_client::Error>>,
-    ) -> Result<T, Status> {
-        match tokio::time::timeout(self.rpc_timeout, request).await {
-            Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(e)) => Err(self.status(what, e)),
-            Err(_) => Err(self.late(what)),
+    /// The member calls go to now: its index, and its client.
+    fn member(&self) -> (usize, Client) {
+        let i = self.current.load(Ordering::Relaxed) % self.clients.len();
+        (i, self.clients[i].clone())
+    }
+
+    /// Moves calls off member `i`, which did not answer, to the next one (unless another
+    /// call moved them already).
+    fn fail_over(&self, i: usize) {
+        let next = (i + 1) % self.clients.len();
+        let _ = self
+            .current
+            .compare_exchange(i, next, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// `request` of a member's client within the request deadline, its failure as the status
+    /// the client acts on: etcd's own status (UNAVAILABLE while it has no leader, retried)
+    /// or UNAVAILABLE for a cluster that cannot be reached, naming the endpoints. A member
+    /// that does not answer ([`silent`]) is left for the next, each member tried once within
+    /// its share of the deadline, so a member that is gone costs a call no more than that.
+    async fn request<T, F, Fut>(&self, what: &str, mut request: F) -> Result<T, Status>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let members = u32::try_from(self.clients.len()).unwrap_or(u32::MAX);
+        let share = (self.rpc_timeout / members).max(MIN_SHARE);
+        let mut last = None;
+        for _ in 0..members {
+            let (i, client) = self.member();
+            let status = match tokio::time::timeout(share, request(client)).await {
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(e)) => self.status(what, e),
+                Err(_) => self.late(what, share),
+            };
+            if !silent(&status) {
+                return Err(status);
+            }
+            self.fail_over(i);
+            last = Some(status);
         }
+        Err(last.unwrap_or_else(|| self.late(what, share)))
     }
 
     /// An etcd client error as a status: etcd's own (UNAVAILABLE while it has no leader),
@@ -168,12 +209,12 @@ impl EtcdStore {
         }
     }
 
-    /// No answer within the request deadline.
-    fn late(&self, what: &str) -> Status {
+    /// No answer within `deadline`.
+    fn late(&self, what: &str, deadline: Duration) -> Status {
         Status::deadline_exceeded(format!(
             "etcd at {} did not answer ({what}) within {}",
             self.url,
-            duration(self.rpc_timeout)
+            duration(deadline)
         ))
     }
 
@@ -184,8 +225,12 @@ impl EtcdStore {
             TxnOp::get(self.record_key(rdzv_id), None),
             TxnOp::get(alive_prefix.clone(), Some(GetOptions::new().with_prefix())),
         ]);
-        let mut kv = self.client.kv_client();
-        let answer = self.request("read the job", kv.txn(txn)).await?;
+        let answer = self
+            .request("read the job", |client| {
+                let txn = txn.clone();
+                async move { client.kv_client().txn(txn).await }
+            })
+            .await?;
         let mut snapshot = Snapshot {
             record: None,
             mod_revision: 0,
@@ -217,9 +262,11 @@ impl EtcdStore {
         if let Some(&lease) = self.leases().get(node) {
             return Ok(lease);
         }
-        let mut leases = self.client.lease_client();
+        let ttl = self.ttl;
         let granted = self
-            .request("grant a node's lease", leases.grant(self.ttl, None))
+            .request("grant a node's lease", |client| async move {
+                client.lease_client().grant(ttl, None).await
+            })
             .await?;
         self.leases().insert(node.to_owned(), granted.id());
         Ok(granted.id())
@@ -231,15 +278,18 @@ impl EtcdStore {
         let Some(lease) = self.leases().get(node).copied() else {
             return Ok(());
         };
-        let mut leases = self.client.lease_client();
         // Opening the keep-alive stream renews the lease once and reads etcd's answer.
-        match tokio::time::timeout(self.rpc_timeout, leases.keep_alive(lease)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(etcd_client::Error::LeaseKeepAliveError(_))) => {
-                self.leases().remove(node);
-            }
-            Ok(Err(e)) => return Err(self.status("keep a node's lease alive", e)),
-            Err(_) => return Err(self.late("keep a node's lease alive")),
+        let renewed = self
+            .request("keep a node's lease alive", |client| async move {
+                match client.lease_client().keep_alive(lease).await {
+                    Ok(_) => Ok(true),
+                    Err(etcd_client::Error::LeaseKeepAliveError(_)) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        if !renewed {
+            self.leases().remove(node);
         }
         Ok(())
     }
@@ -271,8 +321,12 @@ impl EtcdStore {
         let txn = Txn::new()
             .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
             .and_then(ops);
-        let mut kv = self.client.kv_client();
-        let answer = self.request("write the job", kv.txn(txn)).await?;
+        let answer = self
+            .request("write the job", |client| {
+                let txn = txn.clone();
+                async move { client.kv_client().txn(txn).await }
+            })
+            .await?;
         Ok(answer
             .succeeded()
             .then(|| answer.header().map_or(0, |h| h.revision())))
@@ -295,23 +349,28 @@ impl EtcdStore {
             gone
         };
         for (_, lease) in gone {
-            let mut leases = self.client.lease_client();
-            let _ = self.request("revoke a lease", leases.revoke(lease)).await;
+            let _ = self
+                .request("revoke a lease", |client| async move {
+                    client.lease_client().revoke(lease).await
+                })
+                .await;
         }
     }
 
     /// Returns when a key of the job changes after `revision`, or at `wake`.
     async fn changed(&self, rdzv_id: &str, revision: i64, wake: Instant) -> Result<(), Status> {
-        let options = WatchOptions::new()
-            .with_prefix()
-            .with_start_revision(revision + 1);
-        let mut watches = self.client.watch_client();
+        let prefix = self.job_prefix(rdzv_id);
         let mut stream = self
-            .request(
-                "watch the job",
-                watches.watch(self.job_prefix(rdzv_id), Some(options)),
-            )
+            .request("watch the job", |client| {
+                let prefix = prefix.clone();
+                let options = WatchOptions::new()
+                    .with_prefix()
+                    .with_start_revision(revision + 1);
+                async move { client.watch_client().watch(prefix, Some(options)).await }
+            })
             .await?;
+        // The member the watch went to: a watch it cuts moves calls off it.
+        let (watching, _) = self.member();
         loop {
             tokio::select! {
                 message = stream.message() => match message {
@@ -321,12 +380,19 @@ impl EtcdStore {
                     }
                     Ok(Some(_)) => {}
                     Ok(None) => {
+                        self.fail_over(watching);
                         return Err(Status::unavailable(format!(
                             "etcd at {} ended a watch of job {rdzv_id:?}",
                             self.url
                         )));
                     }
-                    Err(e) => return Err(self.status("watch the job", e)),
+                    Err(e) => {
+                        let status = self.status("watch the job", e);
+                        if silent(&status) {
+                            self.fail_over(watching);
+                        }
+                        return Err(status);
+                    }
                 },
                 () = tokio::time::sleep_until(wake.into()) => return Ok(()),
             }
@@ -411,6 +477,15 @@ impl EtcdStore {
             Chain(e)
         ))
     }
+}
+
+/// The least time a member gets to answer a call before the next member is tried.
+const MIN_SHARE: Duration = Duration::from_millis(500);
+
+/// Whether `status` says a member did not answer the call (unreachable, without a leader, a
+/// connection lost, no answer in time) rather than answered it.
+fn silent(status: &Status) -> bool {
+    matches!(status.code(), Code::Unavailable | Code::DeadlineExceeded)
 }
 
 /// This host's address on the route to `endpoint` (`HOST:PORT`): a UDP socket connected
