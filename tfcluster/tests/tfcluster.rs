@@ -219,3 +219,6 @@ mod host_job;
 
 #[path = "tfcluster/elastic_hosts.rs"]
 mod elastic_hosts;
+
+#[path = "tfcluster/elastic_etcd.rs"]
+mod elastic_etcd;

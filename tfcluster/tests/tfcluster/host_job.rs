@@ -1,7 +1,8 @@
 //! [`Job`]: an elastic job across hosts for the tests of `tfcluster run --rdzv` (one agent
 //! per host, each host a network namespace of [`net_hosts`]), whichever rendezvous it uses:
-//! the built-in one, which host 0's agent serves, or another that a test names with
-//! [`Job::rendezvous`]. Its helpers read the lines `scripts/elastic_train.py` prints.
+//! the built-in one, which host 0's agent serves, an etcd cluster with members in some of
+//! the hosts ([`Job::etcd_in`]), or any other a test names ([`Job::rendezvous`]). Its helpers
+//! read the lines `scripts/elastic_train.py` prints.
 //!
 //! The jobs run one at a time (each is up to eight TensorFlow processes on a two-core
 //! machine). Every job's processes and namespaces are gone when its test ends: a job that
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use etcd_cluster::EtcdCluster;
 use nix::unistd::Pid;
 
 use super::launch::Launch;
@@ -20,7 +22,7 @@ use super::launch::Launch;
 /// each set of hosts is a network of its own anyway).
 const FIRST: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 128);
 /// A job's longest wait: TensorFlow imports and trains on a loaded two-core machine.
-pub(super) const JOB_TIMEOUT: Duration = Duration::from_secs(300);
+const JOB_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Held by the job running; the others wait their turn.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -29,7 +31,9 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 pub(super) struct Job {
     // Dropped first: SIGTERM to each agent still running, which stops its tasks.
     agents: Vec<Option<Launch>>,
-    // Then every process left in a host is killed and the namespaces removed.
+    // Then the etcd cluster the rendezvous is in, if any, is killed and removed,
+    etcd: Option<EtcdCluster>,
+    // and every process left in a host is killed and the namespaces removed.
     hosts: net_hosts::Hosts,
     /// `--rdzv`'s value; `None`: host 0's address (the built-in rendezvous, which host 0's
     /// agent serves).
@@ -65,6 +69,7 @@ impl Job {
         env.push(("CKPT_DIR".to_owned(), ckpt));
         Self {
             agents: (0..count).map(|_| None).collect(),
+            etcd: None,
             hosts: net_hosts::Hosts::create(count, FIRST),
             rdzv: None,
             dir,
@@ -84,6 +89,20 @@ impl Job {
     /// rather than the built-in one on host 0.
     pub(super) fn rendezvous(&mut self, rdzv: impl Into<String>) {
         self.rdzv = Some(rdzv.into());
+    }
+
+    /// Keeps the job's rendezvous in an etcd cluster started now, member `k` in host `on[k]`
+    /// (on etcd's ports): the agents started from now on join it with `--rdzv etcd://…`
+    /// naming every member.
+    pub(super) fn etcd_in(&mut self, on: &[usize]) -> &mut EtcdCluster {
+        let etcd = EtcdCluster::start_in_hosts(&self.hosts, on);
+        self.rdzv = Some(etcd_rdzv(&etcd));
+        self.etcd.insert(etcd)
+    }
+
+    /// The etcd cluster of [`etcd_in`](Self::etcd_in).
+    pub(super) fn etcd(&mut self) -> &mut EtcdCluster {
+        self.etcd.as_mut().expect("the job's rendezvous is in etcd")
     }
 
     /// Starts host `h`'s agent, which joins the job's rendezvous (by default the built-in one
@@ -191,13 +210,15 @@ impl Job {
         );
     }
 
-    /// After the job: no process is left in any host.
+    /// After the job: no process of the job is left in any host (the etcd members of
+    /// [`etcd_in`](Self::etcd_in) run on; they are the rendezvous, not the job).
     pub(super) fn assert_nothing_left(&self) {
         for h in 0..self.hosts.count() {
             let left = self.hosts.processes(h);
             let running: Vec<_> = left
                 .iter()
                 .filter(|p| net_hosts::running(p.as_raw().unsigned_abs()))
+                .filter(|p| self.etcd.is_none() || !is_etcd(**p))
                 .collect();
             assert!(running.is_empty(), "host {h} still runs {running:?}");
         }
@@ -214,6 +235,25 @@ impl Job {
             .unwrap_or_else(|| panic!("no pid line of {task}:\n{}", self.stdout()));
         Pid::from_raw(pid.trim().parse().expect("a pid"))
     }
+}
+
+/// `--rdzv`'s value for the members of `etcd`: `etcd://HOST:PORT,...`.
+pub(super) fn etcd_rdzv(etcd: &EtcdCluster) -> String {
+    let members: Vec<String> = etcd
+        .endpoints()
+        .iter()
+        .map(|url| {
+            url.split_once("://")
+                .map_or(url.as_str(), |(_, a)| a)
+                .to_owned()
+        })
+        .collect();
+    format!("etcd://{}", members.join(","))
+}
+
+/// Whether process `pid` is an etcd server.
+fn is_etcd(pid: Pid) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.trim() == "etcd")
 }
 
 /// A field `name=VALUE` of a `done` or `cluster` line.
