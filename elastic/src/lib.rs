@@ -160,7 +160,10 @@
 //!   would change the job (a last call running out): no polling of etcd.
 //! - **Failures of etcd are retried**: a member down, no leader during an election, an
 //!   unreachable cluster are `UNAVAILABLE` and retried for [`ClientOptions::retry_for`], then
-//!   [`Error::Unreachable`] names the endpoints (`etcd://HOST:PORT,...`). TLS ([`EtcdTls`]:
+//!   [`Error::Unreachable`] names the endpoints (`etcd://HOST:PORT,...`). An agent talks to
+//!   one member at a time and moves to the next when that one does not answer (each member
+//!   gets its share of a call's deadline), so a lost member, the leader included, costs it
+//!   one failed try rather than its calls. TLS ([`EtcdTls`]:
 //!   the CA, a client certificate) by rustls. A record this version cannot load is
 //!   `DATA_LOSS`, naming its key.
 //!

@@ -2,7 +2,8 @@
 //! cluster ([`etcd_cluster`]), where no agent serves anything. Across network-namespace hosts
 //! (a [`Job`], an etcd member in each of hosts 0, 1 and 2 beside its agent): real
 //! MultiWorkerMirroredStrategy training to completion; host 1 lost whole mid-training, its
-//! etcd member and its agent with it, the two others going on; an etcd list where nothing
+//! etcd member (made etcd's leader first) and its agent with it, the two others going on; an
+//! etcd list where nothing
 //! answers. On loopback: two agents given `--rdzv-backend etcd` and a bare list, observed by
 //! `resolve --from rendezvous`; two with TLS and client certificates; and flags that
 //! contradict each other.
