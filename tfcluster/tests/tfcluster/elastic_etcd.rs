@@ -200,11 +200,13 @@ fn two_agents(id: &str, dir: &str, flags: &[&str]) -> [Launch; 2] {
     [0, 1].map(|_| Launch::start(&args, &[("DIR", dir)]))
 }
 
-fn expect_success(agents: &mut [Launch; 2]) {
+/// Waits for both agents to succeed, then removes the test's directory `dir`.
+fn expect_success(agents: &mut [Launch; 2], dir: &str) {
     for agent in agents.iter_mut() {
         let status = agent.wait(TIMEOUT);
         assert_eq!(status.code(), Some(0), "{}", agent.stderr());
     }
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -241,7 +243,7 @@ fn two_agents_on_loopback_meet_in_etcd_given_a_bare_list() {
     assert_eq!(found["cluster"], tf_config["cluster"], "{found}");
     assert_eq!(found["source"], format!("rendezvous {rdzv} job \"bare\""));
     std::fs::write(format!("{dir}/go"), "").unwrap();
-    expect_success(&mut agents);
+    expect_success(&mut agents, dir);
 }
 
 #[test]
@@ -264,7 +266,7 @@ fn two_agents_on_loopback_meet_in_etcd_over_tls_with_client_certificates() {
         &key,
     ];
     let mut agents = two_agents("tls", dir, &flags);
-    expect_success(&mut agents);
+    expect_success(&mut agents, dir);
     // Without a client certificate etcd refuses the agent, which fails within its timeout
     // naming the endpoints.
     let started = Instant::now();
