@@ -198,7 +198,19 @@ impl EtcdStore {
                     Code::Unknown | Code::Cancelled => Code::Unavailable,
                     code => code,
                 };
-                let message = format!("etcd at {} ({what}): {}", self.url, status.message());
+                // A failed connection's cause (a refused certificate) is the status's source.
+                let text = match std::error::Error::source(&status) {
+                    Some(cause) => {
+                        let cause = Chain(cause).to_string();
+                        if cause.starts_with(status.message()) {
+                            cause
+                        } else {
+                            format!("{}: {cause}", status.message())
+                        }
+                    }
+                    None => status.message().to_owned(),
+                };
+                let message = format!("etcd at {} ({what}): {text}", self.url);
                 Status::new(code, message)
             }
             e => Status::unavailable(format!(
