@@ -40,6 +40,9 @@ const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// may cap it lower.
 const MAX_POLL: Duration = Duration::from_secs(10);
 
+/// The least time a retry gets, even when the retries' time is up.
+const LAST_TRY: Duration = Duration::from_millis(100);
+
 /// Deadlines of a [`RendezvousClient`].
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -74,8 +77,10 @@ impl ClientOptions {
 
     /// How long a call keeps retrying while the rendezvous cannot be reached (refused
     /// connections, calls without an answer) before it fails with [`Error::Unreachable`]:
-    /// agents started before the rendezvous wait for it this long. The last try starts then,
-    /// so a call fails within this plus one [`rpc_timeout`](Self::rpc_timeout).
+    /// agents started before the rendezvous wait for it this long. A retry gets only what
+    /// is left of this time (at least 100 ms), so a call that fails at once fails within
+    /// this and a little more; only a first try that hangs (no answer) can take a whole
+    /// [`rpc_timeout`](Self::rpc_timeout).
     pub fn retry_for(mut self, retry_for: Duration) -> Self {
         self.retry_for = retry_for;
         self
@@ -582,13 +587,16 @@ impl RendezvousClient {
     {
         let start = Instant::now();
         let mut backoff = Duration::from_millis(50);
+        // The first try has its whole time (a long poll may outlast the retries); a retry
+        // only what is left of them, so an unreachable rendezvous fails by `give_up`.
+        let mut this_try = attempt;
         loop {
-            let status = match tokio::time::timeout(attempt, f(self.backend.clone(), attempt)).await
-            {
+            let answer = tokio::time::timeout(this_try, f(self.backend.clone(), this_try)).await;
+            let status = match answer {
                 Ok(Ok(response)) => return Ok(response.into_inner()),
                 Ok(Err(status)) => status,
                 Err(_) => {
-                    Status::deadline_exceeded(format!("no answer within {}", duration(attempt)))
+                    Status::deadline_exceeded(format!("no answer within {}", duration(this_try)))
                 }
             };
             // Unreachable, no answer in time, or a connection the server closed (shutting
@@ -614,6 +622,8 @@ impl RendezvousClient {
             }
             tokio::time::sleep(backoff.min(give_up - now)).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
+            let left = give_up.saturating_duration_since(Instant::now());
+            this_try = attempt.min(left.max(LAST_TRY));
         }
     }
 }
