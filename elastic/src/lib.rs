@@ -49,7 +49,8 @@
 //! `connect`/`resolve --from rendezvous` to watch one),
 //! and Rust programs that supervise TensorFlow processes across hosts. It builds on
 //! `cluster-spec` (a round's cluster) and `cluster-resolver` (the `ClusterResolver` trait and
-//! `TF_CONFIG`), and pulls tokio and tonic; it does not depend on `remote-connect`.
+//! `TF_CONFIG`), and pulls tokio, tonic and etcd-client (etcd's v3 API on the same tonic, for
+//! the etcd backend); it does not depend on `remote-connect`.
 //!
 //! ## Features
 //!
