@@ -44,6 +44,12 @@ fn waited_to_proto(waited: Waited) -> proto::WaitRoundResponse {
     }
 }
 
+/// A wait's answer, and whether the caller would rather wait on (no round yet).
+fn until_a_round(waited: Waited) -> (Waited, bool) {
+    let pending = matches!(waited, Waited::Pending(_));
+    (waited, pending)
+}
+
 /// A request whose message breaks the protocol or carries an invalid value.
 fn invalid(error: Error) -> Status {
     Status::invalid_argument(cluster_spec::error_chain::Chain(&error).to_string())
@@ -108,9 +114,9 @@ impl<S: Store> Rendezvous for Service<S> {
                 Some(&req.node_id),
                 self.deadline(req.poll_ms),
                 |registry, now| {
-                    let waited = registry.wait(&req.rdzv_id, &req.node_id, req.after_round, now)?;
-                    let pending = matches!(waited, Waited::Pending(_));
-                    Ok((waited, pending))
+                    registry
+                        .wait(&req.rdzv_id, &req.node_id, req.after_round, now)
+                        .map(until_a_round)
                 },
             )
             .await?;
@@ -129,9 +135,9 @@ impl<S: Store> Rendezvous for Service<S> {
                 None,
                 self.deadline(req.poll_ms),
                 |registry, now| {
-                    let waited = registry.observe(&req.rdzv_id, req.job, req.after_round, now)?;
-                    let pending = matches!(waited, Waited::Pending(_));
-                    Ok((waited, pending))
+                    registry
+                        .observe(&req.rdzv_id, req.job, req.after_round, now)
+                        .map(until_a_round)
                 },
             )
             .await?;
