@@ -53,7 +53,16 @@ struct Side {
     /// By rendezvous size, as [`RENDEZVOUS`].
     rendezvous: Vec<Option<Sized>>,
     /// By restart size, as [`RESTARTS`].
-    restart: Vec<Option<Summary>>,
+    restart: Vec<Option<Restarted>>,
+}
+
+/// One restart size's figures over its restarts.
+#[derive(Clone, Copy)]
+struct Restarted {
+    times: Summary,
+    /// Medians (ours): every agent having seen the round end, and every agent holding the
+    /// next round, after the kill.
+    phases: Option<(f64, f64)>,
 }
 
 /// One rendezvous size's figures over its runs.
@@ -95,12 +104,7 @@ impl Sized {
                     .iter()
                     .flat_map(|r| r.memory.iter().map(|m| m.private_mb)),
             ),
-            phases: (!phases.is_empty()).then(|| {
-                (
-                    median(phases.iter().map(|p| p.0).collect()),
-                    median(phases.iter().map(|p| p.1).collect()),
-                )
-            }),
+            phases: medians(&phases),
             cpu_ms: (
                 median(runs.iter().map(|r| r.agent_cpu_ms).collect()),
                 median(runs.iter().map(|r| r.task_cpu_ms).collect()),
@@ -108,6 +112,16 @@ impl Sized {
             ),
         })
     }
+}
+
+/// The medians of each half of `pairs`; `None` when there are none.
+fn medians(pairs: &[(f64, f64)]) -> Option<(f64, f64)> {
+    (!pairs.is_empty()).then(|| {
+        (
+            median(pairs.iter().map(|p| p.0).collect()),
+            median(pairs.iter().map(|p| p.1).collect()),
+        )
+    })
 }
 
 /// Our launcher on one backend, as the report shows it.
@@ -270,19 +284,21 @@ fn measure_side(
     let name = launcher.name();
     let ours = launcher.is_ours();
     let mut side = Side::default();
-    // Whether size `nodes` (the `i`th) may run; a reason why not becomes a note once.
-    let allowed = |i: usize, nodes: usize, side: &Side, notes: &mut Vec<String>| {
+    // Whether size `nodes` (the `i`th) may run, decided once for each size (the rendezvous's
+    // answer holds for the restarts); a reason why not becomes a note.
+    let mut decided: Vec<(usize, bool)> = Vec::new();
+    let mut allowed = |i: usize, nodes: usize, side: &Side, notes: &mut Vec<String>| {
+        if let Some(&(_, verdict)) = decided.iter().find(|(n, _)| *n == nodes) {
+            return verdict;
+        }
         let fits = if i == 0 {
             Ok(())
         } else {
             larger_fits(nodes, side)
         };
-        fits.map_err(|why| {
-            if !notes.contains(&why) {
-                notes.push(why);
-            }
-        })
-        .is_ok()
+        let verdict = fits.map_err(|why| notes.push(why)).is_ok();
+        decided.push((nodes, verdict));
+        verdict
     };
 
     eprintln!("xtask: {name}'s rendezvous");
@@ -327,6 +343,7 @@ fn measure_side(
         }
         let jobs = if ours { our_jobs } else { their_jobs };
         let mut times = Vec::new();
+        let mut phases = Vec::new();
         for job in 0..jobs {
             let at = dir.join(format!("{name}-restart{nodes}-{job}"));
             let found = measure::restarts(launcher, nodes, MAX_RESTARTS as usize, &at);
@@ -334,6 +351,7 @@ fn measure_side(
                 Ok(found) => {
                     eprintln!("xtask: {name} restarts, {nodes} agents: {:?} ms", found.ms);
                     times.extend(found.ms);
+                    phases.extend(found.phases);
                     notes.extend(found.notes);
                     found.failed
                 }
@@ -347,7 +365,11 @@ fn measure_side(
                 break;
             }
         }
-        side.restart.push(Summary::of(&times));
+        side.restart
+            .push(Summary::of(&times).map(|times| Restarted {
+                times,
+                phases: medians(&phases),
+            }));
     }
     side
 }
@@ -417,6 +439,7 @@ fn render(
             ));
         }
     }
+    let mut restart_phases = Vec::new();
     for (i, &(nodes, ..)) in RESTARTS.iter().enumerate() {
         let their = theirs.and_then(|t| t.restart.get(i).copied().flatten());
         for our in ours {
@@ -429,10 +452,18 @@ fn render(
                      started",
                     our.on
                 ),
-                figures,
-                their.as_ref(),
+                &figures.times,
+                their.as_ref().map(|t| &t.times),
                 Target::AtMost(our.restart_ms),
             ));
+            if let Some((ended, holding)) = figures.phases {
+                restart_phases.push(format!(
+                    "{nodes} agents, {}: every agent has seen the round end {ended:.1} ms after \
+                     the kill, every agent holds the next round at {holding:.1} ms, every task \
+                     of it has started at {:.1} ms.",
+                    our.label, figures.times.median
+                ));
+            }
         }
     }
     for (i, &(nodes, ..)) in RENDEZVOUS.iter().enumerate() {
@@ -520,6 +551,12 @@ fn render(
     out.push_str("\nWhere the time of a rendezvous goes (medians):\n\n");
     for line in phases {
         let _ = writeln!(out, "- {line}");
+    }
+    if !restart_phases.is_empty() {
+        out.push_str("\nWhere the time of a restart goes (medians):\n\n");
+        for line in restart_phases {
+            let _ = writeln!(out, "- {line}");
+        }
     }
     if !notes.is_empty() {
         out.push_str("\nNotes:\n\n");

@@ -88,17 +88,32 @@ pub(super) fn rendezvous(
 fn phases(agents: &Agents, start_ns: u128) -> Option<(f64, f64)> {
     let count = agents.pids().len();
     let joined = logs::first_ns(&agents.log_text(count - 1), " joined ")?;
-    let formed = (0..count)
-        .map(|i| logs::first_ns(&agents.log_text(i), "round formed round=1 "))
-        .collect::<Option<Vec<_>>>()?;
-    let after = |ns: u128| ns.saturating_sub(start_ns) as f64 / 1e6;
-    Some((after(joined), after(formed.into_iter().max()?)))
+    let formed = every_agent(agents, "round formed round=1 ")?;
+    Some((ms_after(start_ns, joined), ms_after(start_ns, formed)))
+}
+
+/// From our agents' logs: when every agent had logged a line containing `needle` (the last
+/// one's first such line), in nanoseconds since the Unix epoch.
+fn every_agent(agents: &Agents, needle: &str) -> Option<u128> {
+    (0..agents.pids().len())
+        .map(|i| logs::first_ns(&agents.log_text(i), needle))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .max()
+}
+
+/// Milliseconds from `start_ns` to `ns`.
+fn ms_after(start_ns: u128, ns: u128) -> f64 {
+    ns.saturating_sub(start_ns) as f64 / 1e6
 }
 
 /// What a run of restarts saw.
 pub(super) struct Restarts {
     /// Milliseconds from each kill to every task of the next round started.
     pub(super) ms: Vec<f64>,
+    /// Ours, from the agents' logs, for each restart timed: milliseconds from the kill to
+    /// every agent having seen its round end, and to every agent holding the next round.
+    pub(super) phases: Vec<(f64, f64)>,
     /// Anything unexpected (more tasks started than the round has), to report.
     pub(super) notes: Vec<String>,
     /// Why the kills stopped before the last, if they did (a restart that did not come):
@@ -126,9 +141,12 @@ pub(super) fn restarts(
     let mut round = agents.wait_for_tasks(0, START_TIMEOUT)?;
     let mut found = Restarts {
         ms: Vec::new(),
+        phases: Vec::new(),
         notes: Vec::new(),
         failed: None,
     };
+    // Each restart timed: its kill, and the round its tasks saw.
+    let mut timed = Vec::new();
     let mut since = 0;
     for kill in 0..kills {
         std::thread::sleep(settle);
@@ -163,6 +181,7 @@ pub(super) fn restarts(
             }
         };
         found.ms.push(ms_since(since, &round));
+        timed.push((since, round[0].round.clone()));
         if launcher.is_ours() {
             let rounds: Vec<&str> = round.iter().map(|m| m.round.as_str()).collect();
             if rounds.iter().any(|r| *r != rounds[0]) {
@@ -173,12 +192,28 @@ pub(super) fn restarts(
             }
         }
     }
+    if launcher.is_ours() {
+        found.phases = timed
+            .iter()
+            .filter_map(|(kill, round)| {
+                let next: u32 = round.parse().ok()?;
+                let ended = every_agent(
+                    &agents,
+                    &format!("round ended round={} ", next.checked_sub(1)?),
+                )?;
+                let formed = every_agent(&agents, &format!("round formed round={next} "))?;
+                Some((ms_after(*kill, ended), ms_after(*kill, formed)))
+            })
+            .collect();
+    }
     agents.stop(Duration::from_secs(20));
     Ok(found)
 }
 
 /// Milliseconds from `start_ns` to the last of `marks`.
 fn ms_since(start_ns: u128, marks: &[Mark]) -> f64 {
-    let last = marks.iter().map(|m| m.ns).max().unwrap_or(start_ns);
-    last.saturating_sub(start_ns) as f64 / 1e6
+    ms_after(
+        start_ns,
+        marks.iter().map(|m| m.ns).max().unwrap_or(start_ns),
+    )
 }
