@@ -41,7 +41,7 @@ tasks:
                      SIGKILL to every task of the next round started), the agents' resident
                      memory; torch goes into its own venv at target/torch-venv (several GB
                      from PyPI when PyTorch's CPU index is out of reach); prints medians and
-                     ratios and writes its section of docs/benchmarks.md (release build; ~15
+                     ratios and writes its section of docs/benchmarks.md (release build; ~8
                      minutes). --only measures one of ours alone and writes nothing. Not part
                      of `test`
   bench-vs-tf        the same work in TensorFlow 2.21 and tfcluster, one after the other (a
