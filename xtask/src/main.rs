@@ -33,13 +33,17 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  bench-elastic      the elastic launch beside torchrun on loopback, one after the other: the
-                     rendezvous of 8 and 64 agents (the last agent's start to every task
-                     started), a restart of 8 (a task's SIGKILL to every task of the next
-                     round started), the agents' resident memory; torch goes into its own venv
-                     at target/torch-venv (several GB from PyPI when PyTorch's CPU index is out
-                     of reach); prints medians and ratios and writes its section of
-                     docs/benchmarks.md (release build; ~10 minutes). Not part of `test`
+  bench-elastic [--only built-in|etcd]
+                     the elastic launch on its built-in rendezvous and on a local three-member
+                     etcd (Debian's etcd-server, installed when missing), beside torchrun on
+                     loopback, one after the other: the rendezvous of 8 and 64 agents (the
+                     last agent's start to every task started), restarts of 8 and 64 (a task's
+                     SIGKILL to every task of the next round started), the agents' resident
+                     memory; torch goes into its own venv at target/torch-venv (several GB
+                     from PyPI when PyTorch's CPU index is out of reach); prints medians and
+                     ratios and writes its section of docs/benchmarks.md (release build; ~8
+                     minutes). --only measures one of ours alone and writes nothing. Not part
+                     of `test`
   bench-vs-tf        the same work in TensorFlow 2.21 and tfcluster, one after the other (a
                      10,000-task spec, a 100,000-host hostlist, connecting 16 tasks both ways,
                      a task server process, our connect at 16 to 1,024 tasks); prints medians
@@ -94,7 +98,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
-        ["bench-elastic"] => bench_elastic::run(),
+        ["bench-elastic", rest @ ..] => bench_elastic::run(rest),
         ["bench-vs-tf"] => bench_vs_tf::run(),
         ["codegen"] => codegen::run(false),
         ["codegen", "--check"] => codegen::run(true),

@@ -1,6 +1,6 @@
-//! The agents of one elastic job on loopback, ours (`tfcluster run --rdzv`) or torchrun's,
-//! each a process with its log in a file; started in the order the measurements need and
-//! stopped as a whole.
+//! The agents of one elastic job on loopback, ours (`tfcluster run --rdzv`, on the built-in
+//! rendezvous or on etcd) or torchrun's, each a process with its log in a file; started in the
+//! order the measurements need and stopped as a whole.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -18,17 +18,50 @@ pub(super) const MAX_RESTARTS: u32 = 5;
 /// Which agent runs the job.
 #[derive(Clone, Debug)]
 pub(super) enum Launcher {
-    /// `tfcluster run --rdzv`, release build.
+    /// `tfcluster run --rdzv 127.0.0.1:PORT`, release build: the built-in rendezvous, served
+    /// by the first agent.
     Ours,
+    /// `tfcluster run --rdzv etcd://...`, release build: the rendezvous kept in an etcd
+    /// cluster, every agent equal.
+    OursEtcd(Etcd),
     /// torchrun of the venv at this path, c10d rendezvous.
     Torchrun(PathBuf),
+}
+
+/// The etcd cluster [`Launcher::OursEtcd`]'s agents use.
+#[derive(Clone, Debug)]
+pub(super) struct Etcd {
+    /// `--rdzv`'s value: `etcd://HOST:PORT,...`.
+    pub(super) rdzv: String,
+    /// The members' processes, whose CPU time a rendezvous also costs.
+    pub(super) members: Vec<u32>,
 }
 
 impl Launcher {
     pub(super) fn name(&self) -> &'static str {
         match self {
             Self::Ours => "tfcluster",
+            Self::OursEtcd(_) => "tfcluster-etcd",
             Self::Torchrun(_) => "torchrun",
+        }
+    }
+
+    /// Whether it is `tfcluster run`, on either backend (its logs, its rounds).
+    pub(super) fn is_ours(&self) -> bool {
+        matches!(self, Self::Ours | Self::OursEtcd(_))
+    }
+
+    /// Whether its first agent also serves the rendezvous (ours on the built-in one;
+    /// torchrun's hosts the c10d store); on etcd every agent is equal.
+    pub(super) fn first_serves(&self) -> bool {
+        !matches!(self, Self::OursEtcd(_))
+    }
+
+    /// The processes besides the agents that serve its rendezvous (etcd's members).
+    pub(super) fn servers(&self) -> &[u32] {
+        match self {
+            Self::OursEtcd(etcd) => &etcd.members,
+            Self::Ours | Self::Torchrun(_) => &[],
         }
     }
 
@@ -36,7 +69,7 @@ impl Launcher {
     fn joined_line(&self) -> &'static str {
         match self {
             // The agent's info line once its join was answered.
-            Self::Ours => " joined ",
+            Self::Ours | Self::OursEtcd(_) => " joined ",
             // torchrun's info line just before it joins (its join itself is logged only at
             // debug level): a settling pause follows.
             Self::Torchrun(_) => "Rendezvous'ing worker group",
@@ -46,39 +79,35 @@ impl Launcher {
     /// How long to let joined agents settle into their wait before the last one starts.
     fn settle(&self, nodes: usize) -> Duration {
         match self {
-            Self::Ours => Duration::from_millis(200 + 10 * nodes as u64),
+            Self::Ours | Self::OursEtcd(_) => Duration::from_millis(200 + 10 * nodes as u64),
             Self::Torchrun(_) => Duration::from_millis(2000 + 50 * nodes as u64),
         }
     }
 
-    /// One agent of a job of `nodes` hosts (min = max), its rendezvous at `port`, running the
-    /// mark task into `marks`.
-    fn command(&self, nodes: usize, port: u16, marks: &Path) -> Result<Command, String> {
+    /// One agent of job `job` of `nodes` hosts (min = max), its rendezvous at `port` (the
+    /// built-in one and torchrun's), running the mark task into `marks`.
+    fn command(&self, job: &str, nodes: usize, port: u16, marks: &Path) -> Command {
         let endpoint = format!("127.0.0.1:{port}");
         let nodes = nodes.to_string();
         let restarts = MAX_RESTARTS.to_string();
+        // Ours, on either backend: the same command but for `--rdzv`.
+        let tfcluster = |rdzv: &str| {
+            let mut command = Command::new(release("tfcluster"));
+            command.args(["-v", "run", "--rdzv", rdzv, "--nodes", &nodes]);
+            command.args(["--tasks-per-node", "1", "--rdzv-id", job, "--grace", "0s"]);
+            command.args(["--max-restarts", &restarts, "--"]);
+            // Plain log lines, to read and to search for the joined line.
+            command.env("NO_COLOR", "1");
+            command
+        };
         let mut command = match self {
-            Self::Ours => {
-                let mut command = Command::new(release("tfcluster"));
-                command.args(["-v", "run", "--rdzv", &endpoint, "--nodes", &nodes]);
-                command.args([
-                    "--tasks-per-node",
-                    "1",
-                    "--rdzv-id",
-                    "bench",
-                    "--grace",
-                    "0s",
-                ]);
-                command.args(["--max-restarts", &restarts, "--"]);
-                // Plain log lines, to read and to search for the joined line.
-                command.env("NO_COLOR", "1");
-                command
-            }
+            Self::Ours => tfcluster(&endpoint),
+            Self::OursEtcd(etcd) => tfcluster(&etcd.rdzv),
             Self::Torchrun(torchrun) => {
                 let mut command = Command::new(torchrun);
                 command.args(["--nnodes", &format!("{nodes}:{nodes}"), "--nproc-per-node"]);
                 command.args(["1", "--rdzv-backend", "c10d", "--rdzv-endpoint", &endpoint]);
-                command.args(["--rdzv-id", "bench", "--monitor-interval", "0.1"]);
+                command.args(["--rdzv-id", job, "--monitor-interval", "0.1"]);
                 command.args(["--max-restarts", &restarts, "--no-python"]);
                 // Its info lines say when an agent joins; warnings are its default.
                 command.env("LOGLEVEL", "INFO");
@@ -86,7 +115,7 @@ impl Launcher {
             }
         };
         command.arg(mark::program()).arg(marks);
-        Ok(command)
+        command
     }
 }
 
@@ -104,6 +133,9 @@ pub(super) struct Memory {
 pub(super) struct Agents {
     launcher: Launcher,
     nodes: usize,
+    /// Its `--rdzv-id`: its directory's name, so that no two jobs of a run share one (on
+    /// etcd, which outlives a job, the next would find the last one's record).
+    job: String,
     port: u16,
     dir: PathBuf,
     agents: Vec<Running>,
@@ -115,9 +147,15 @@ impl Agents {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("marks"))
             .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        let job = dir
+            .file_name()
+            .and_then(|name| name.to_str())
+            .ok_or_else(|| format!("{} has no name to be a job's", dir.display()))?
+            .to_owned();
         Ok(Self {
             launcher: launcher.clone(),
             nodes,
+            job,
             port: free_port()?,
             dir,
             agents: Vec::new(),
@@ -140,7 +178,7 @@ impl Agents {
         let err = log.try_clone().map_err(|e| e.to_string())?;
         let mut command = self
             .launcher
-            .command(self.nodes, self.port, &self.marks())?;
+            .command(&self.job, self.nodes, self.port, &self.marks());
         let child = command
             .stdin(Stdio::null())
             .stdout(log)
@@ -151,8 +189,8 @@ impl Agents {
         Ok(())
     }
 
-    /// Starts every agent but the last: the first alone (it serves the rendezvous), then the
-    /// rest; returns once each has joined and they had time to settle into their waits.
+    /// Starts every agent but the last: the first alone (it serves the rendezvous; on etcd it
+    /// makes the job's record), then the rest; returns once each has joined and they had time to settle into their waits.
     pub(super) fn start_all_but_last(&mut self, timeout: Duration) -> Result<(), String> {
         self.start_one()?;
         self.wait_joined(timeout)?;
@@ -199,6 +237,25 @@ impl Agents {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Waits until every task of a round started after `after_ns` has left its mark, and
+    /// returns the marks (as [`mark::wait_for`]); an error quotes the first error an agent
+    /// printed, if any did (an agent that gave up).
+    pub(super) fn wait_for_tasks(
+        &self,
+        after_ns: u128,
+        timeout: Duration,
+    ) -> Result<Vec<mark::Mark>, String> {
+        mark::wait_for(&self.marks(), self.nodes, after_ns, timeout).map_err(|e| {
+            let printed = (0..self.agents.len()).find_map(|i| {
+                self.log_text(i)
+                    .lines()
+                    .find(|line| line.starts_with("tfcluster: error:"))
+                    .map(|line| format!("; agent {i}: {line}"))
+            });
+            format!("{e}{}", printed.unwrap_or_default())
+        })
     }
 
     /// The process ids of the agents started, in start order.

@@ -1,4 +1,4 @@
-//! The measurements, the same for both launchers: the rendezvous (the last agent's start to
+//! The measurements, the same for every launcher: the rendezvous (the last agent's start to
 //! every task started), a restart (a task's SIGKILL to every task of the next round started)
 //! and the agents' memory while their tasks run; for the rendezvous also the CPU time it
 //! took, and (ours) its phases from the agents' logs.
@@ -23,9 +23,9 @@ pub(super) struct Rendezvous {
     /// Milliseconds from the last agent's start to the last task's start.
     pub(super) ms: f64,
     /// Each agent's memory while the tasks run, in start order (the first serves the
-    /// rendezvous).
+    /// rendezvous, but on etcd).
     pub(super) memory: Vec<Memory>,
-    /// Ours, from the agents' logs: milliseconds from the last agent's start to its join
+    /// Ours (either backend), from the agents' logs: milliseconds from the last agent's start to its join
     /// answered, and to every agent holding the round.
     pub(super) phases: Option<(f64, f64)>,
     /// CPU time used from the last agent's start to the last task's start: by the agents
@@ -33,6 +33,9 @@ pub(super) struct Rendezvous {
     /// the mark) — on a machine of few cores, the floor of the figure.
     pub(super) agent_cpu_ms: f64,
     pub(super) task_cpu_ms: f64,
+    /// Meanwhile, by what serves the rendezvous beside the agents (etcd's members); 0 where
+    /// nothing does.
+    pub(super) server_cpu_ms: f64,
 }
 
 /// Starts `nodes` agents, the last once the others wait in the rendezvous, and times it.
@@ -43,19 +46,29 @@ pub(super) fn rendezvous(
 ) -> Result<Rendezvous, String> {
     let mut agents = Agents::new(launcher, nodes, dir.to_path_buf())?;
     agents.start_all_but_last(JOIN_TIMEOUT)?;
+    let servers_cpu = || {
+        launcher
+            .servers()
+            .iter()
+            .map(|&pid| cpu_ms(pid))
+            .sum::<f64>()
+    };
     let cpu_before: f64 = agents.pids().into_iter().map(cpu_ms).sum();
+    let server_cpu_before = servers_cpu();
     let start = mark::now_ns();
     agents.start_one()?;
-    let marks = mark::wait_for(&agents.marks(), nodes, 0, START_TIMEOUT)?;
+    let marks = agents.wait_for_tasks(0, START_TIMEOUT)?;
     let agent_cpu_ms = agents.pids().into_iter().map(cpu_ms).sum::<f64>() - cpu_before;
+    let server_cpu_ms = servers_cpu() - server_cpu_before;
     let ms = ms_since(start, &marks);
     // The agents settle into watching their tasks; the tasks sleep.
     std::thread::sleep(Duration::from_millis(500));
     let memory = agents.memory()?;
     let task_cpu_ms = marks.iter().map(|m| cpu_ms(m.pid)).sum();
-    let phases = match launcher {
-        Launcher::Ours => phases(&agents, start),
-        Launcher::Torchrun(_) => None,
+    let phases = if launcher.is_ours() {
+        phases(&agents, start)
+    } else {
+        None
     };
     // Kept beside the marks and logs, for a look at one run.
     let _ = std::fs::write(dir.join("start_ns"), format!("{start}\n"));
@@ -66,6 +79,7 @@ pub(super) fn rendezvous(
         phases,
         agent_cpu_ms,
         task_cpu_ms,
+        server_cpu_ms,
     })
 }
 
@@ -74,42 +88,65 @@ pub(super) fn rendezvous(
 fn phases(agents: &Agents, start_ns: u128) -> Option<(f64, f64)> {
     let count = agents.pids().len();
     let joined = logs::first_ns(&agents.log_text(count - 1), " joined ")?;
-    let formed = (0..count)
-        .map(|i| logs::first_ns(&agents.log_text(i), "round formed round=1 "))
-        .collect::<Option<Vec<_>>>()?;
-    let after = |ns: u128| ns.saturating_sub(start_ns) as f64 / 1e6;
-    Some((after(joined), after(formed.into_iter().max()?)))
+    let formed = every_agent(agents, "round formed round=1 ")?;
+    Some((ms_after(start_ns, joined), ms_after(start_ns, formed)))
+}
+
+/// From our agents' logs: when every agent had logged a line containing `needle` (the last
+/// one's first such line), in nanoseconds since the Unix epoch.
+fn every_agent(agents: &Agents, needle: &str) -> Option<u128> {
+    (0..agents.pids().len())
+        .map(|i| logs::first_ns(&agents.log_text(i), needle))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .max()
+}
+
+/// Milliseconds from `start_ns` to `ns`.
+fn ms_after(start_ns: u128, ns: u128) -> f64 {
+    ns.saturating_sub(start_ns) as f64 / 1e6
 }
 
 /// What a run of restarts saw.
 pub(super) struct Restarts {
     /// Milliseconds from each kill to every task of the next round started.
     pub(super) ms: Vec<f64>,
+    /// Ours, from the agents' logs, for each restart timed: milliseconds from the kill to
+    /// every agent having seen its round end, and to every agent holding the next round.
+    pub(super) phases: Vec<(f64, f64)>,
     /// Anything unexpected (more tasks started than the round has), to report.
     pub(super) notes: Vec<String>,
+    /// Why the kills stopped before the last, if they did (a restart that did not come):
+    /// [`ms`](Self::ms) holds the restarts before.
+    pub(super) failed: Option<String>,
 }
 
 /// Starts a job of `nodes` agents, then `kills` times kills one running task (SIGKILL, a
-/// different node each time) and times the restart.
+/// different node each time) and times the restart; an error when the job does not start.
 pub(super) fn restarts(
     launcher: &Launcher,
     nodes: usize,
     kills: usize,
     dir: &Path,
 ) -> Result<Restarts, String> {
-    let settle = match launcher {
-        Launcher::Ours => Duration::from_millis(500),
-        Launcher::Torchrun(_) => Duration::from_secs(3),
+    let settle = if launcher.is_ours() {
+        Duration::from_millis(500)
+    } else {
+        Duration::from_secs(3)
     };
     let mut agents = Agents::new(launcher, nodes, dir.to_path_buf())?;
     agents.start_all_but_last(JOIN_TIMEOUT)?;
     agents.start_one()?;
     let marks_dir = agents.marks();
-    let mut round = mark::wait_for(&marks_dir, nodes, 0, START_TIMEOUT)?;
+    let mut round = agents.wait_for_tasks(0, START_TIMEOUT)?;
     let mut found = Restarts {
         ms: Vec::new(),
+        phases: Vec::new(),
         notes: Vec::new(),
+        failed: None,
     };
+    // Each restart timed: its kill, and the round its tasks saw.
+    let mut timed = Vec::new();
     let mut since = 0;
     for kill in 0..kills {
         std::thread::sleep(settle);
@@ -126,26 +163,48 @@ pub(super) fn restarts(
         // The rounds' tasks in start order; a different victim each time.
         let victim = &round[kill % nodes];
         if !mark::is_mark_task(victim.pid) {
-            return Err(format!(
-                "{}: task {} is gone before it was killed (logs in {})",
-                launcher.name(),
+            found.failed = Some(format!(
+                "task {} is gone before kill {} (logs in {})",
                 victim.pid,
+                kill + 1,
                 dir.display()
             ));
+            break;
         }
         since = mark::now_ns();
         super::signal::signal(victim.pid, Signal::SIGKILL);
-        round = mark::wait_for(&marks_dir, nodes, since, START_TIMEOUT)
-            .map_err(|e| format!("{}: after kill {}: {e}", launcher.name(), kill + 1))?;
+        round = match agents.wait_for_tasks(since, START_TIMEOUT) {
+            Ok(round) => round,
+            Err(e) => {
+                found.failed = Some(format!("after kill {}: {e}", kill + 1));
+                break;
+            }
+        };
         found.ms.push(ms_since(since, &round));
-        if let Launcher::Ours = launcher {
+        timed.push((since, round[0].round.clone()));
+        if launcher.is_ours() {
             let rounds: Vec<&str> = round.iter().map(|m| m.round.as_str()).collect();
             if rounds.iter().any(|r| *r != rounds[0]) {
                 found.notes.push(format!(
-                    "tfcluster: one restart's tasks saw rounds {rounds:?}"
+                    "{}: one restart's tasks saw rounds {rounds:?}",
+                    launcher.name()
                 ));
             }
         }
+    }
+    if launcher.is_ours() {
+        found.phases = timed
+            .iter()
+            .filter_map(|(kill, round)| {
+                let next: u32 = round.parse().ok()?;
+                let ended = every_agent(
+                    &agents,
+                    &format!("round ended round={} ", next.checked_sub(1)?),
+                )?;
+                let formed = every_agent(&agents, &format!("round formed round={next} "))?;
+                Some((ms_after(*kill, ended), ms_after(*kill, formed)))
+            })
+            .collect();
     }
     agents.stop(Duration::from_secs(20));
     Ok(found)
@@ -153,6 +212,8 @@ pub(super) fn restarts(
 
 /// Milliseconds from `start_ns` to the last of `marks`.
 fn ms_since(start_ns: u128, marks: &[Mark]) -> f64 {
-    let last = marks.iter().map(|m| m.ns).max().unwrap_or(start_ns);
-    last.saturating_sub(start_ns) as f64 / 1e6
+    ms_after(
+        start_ns,
+        marks.iter().map(|m| m.ns).max().unwrap_or(start_ns),
+    )
 }
