@@ -72,7 +72,8 @@ struct Snapshot {
     mod_revision: i64,
     /// The store's revision at the read: a watch from after it misses nothing.
     revision: i64,
-    alive: HashMap<String, i64>,
+    /// The nodes whose live keys exist.
+    alive: HashSet<String>,
 }
 
 impl EtcdStore {
@@ -235,7 +236,10 @@ impl EtcdStore {
         let alive_prefix = self.alive_prefix(rdzv_id);
         let txn = Txn::new().and_then([
             TxnOp::get(self.record_key(rdzv_id), None),
-            TxnOp::get(alive_prefix.clone(), Some(GetOptions::new().with_prefix())),
+            TxnOp::get(
+                alive_prefix.clone(),
+                Some(GetOptions::new().with_prefix().with_keys_only()),
+            ),
         ]);
         let answer = self
             .request("read the job", |client| {
@@ -247,7 +251,7 @@ impl EtcdStore {
             record: None,
             mod_revision: 0,
             revision: answer.header().map_or(0, |h| h.revision()),
-            alive: HashMap::new(),
+            alive: HashSet::new(),
         };
         let mut gets = answer.op_responses().into_iter().filter_map(|r| match r {
             TxnOpResponse::Get(get) => Some(get),
@@ -264,7 +268,7 @@ impl EtcdStore {
                 .unwrap_or_default();
             snapshot
                 .alive
-                .insert(String::from_utf8_lossy(node).into_owned(), kv.lease());
+                .insert(String::from_utf8_lossy(node).into_owned());
         }
         Ok(snapshot)
     }
@@ -437,17 +441,21 @@ impl Store for EtcdStore {
                 .map(proto::StoredJob::decode)
                 .transpose()
                 .map_err(|e| self.unusable(rdzv_id, &e))?;
-            let alive: HashSet<String> = snapshot.alive.keys().cloned().collect();
-            let mut registry =
-                Registry::load(self.settings.clone(), rdzv_id, stored, &alive, clock)
-                    .map_err(|e| self.unusable(rdzv_id, &e))?;
+            let mut registry = Registry::load(
+                self.settings.clone(),
+                rdzv_id,
+                stored,
+                &snapshot.alive,
+                clock,
+            )
+            .map_err(|e| self.unusable(rdzv_id, &e))?;
             // Nodes whose keys expired are lost, a last call that ran out closes its round.
             registry.tick(now);
             let (answer, wait) = check(&mut registry, now).map_err(refused)?;
             let record = registry.store(rdzv_id, clock).map(|r| r.encode_to_vec());
             let mut revision = snapshot.revision;
             if record != snapshot.record {
-                let joined = registry.new_nodes(rdzv_id, &alive);
+                let joined = registry.new_nodes(rdzv_id, &snapshot.alive);
                 match self
                     .write(rdzv_id, snapshot.mod_revision, record, &joined)
                     .await?
