@@ -1,6 +1,6 @@
 //! Whether a join is taken: its fields on their own (ids, host, name, one port per task, an
 //! address TensorFlow can use), then against its job (the same config, a job not finished, no
-//! address another node holds). Each refusal names the value.
+//! address a waiting or running node holds). Each refusal names the value.
 
 use std::time::{Duration, Instant};
 
@@ -9,6 +9,7 @@ use cluster_spec::quote::quote;
 
 use super::calls::{JoinArgs, Refusal};
 use super::job::{Job, Phase};
+use super::node::NodeState;
 use crate::error::duration;
 use crate::round::task_address;
 
@@ -70,9 +71,13 @@ impl Job {
                 self.id
             )));
         }
-        // Two tasks on one address would make a cluster TensorFlow cannot start.
+        // Two tasks on one address would make a cluster TensorFlow cannot start. Only nodes
+        // that wait or run hold their addresses: an idle node's round ended, its tasks are
+        // stopping, and it joins again with fresh ports, so a port its dead task let go of
+        // may go to another agent of its host.
         for (other_id, other) in &self.nodes {
             if *other_id != node_id
+                && other.state != NodeState::Idle
                 && other.host == args.host
                 && let Some(port) = args.ports.iter().find(|p| other.ports.contains(p))
             {
@@ -132,8 +137,9 @@ fn check_node_id(id: &str) -> Result<(), Refusal> {
 mod tests {
     use std::time::Instant;
 
-    use super::super::tests::{config, join_as, registry};
+    use super::super::tests::{config, ended, join_as, registry, round_of};
     use super::super::{JoinArgs, Refusal};
+    use crate::outcome::TaskStatus;
 
     #[test]
     fn refusals_name_the_values() {
@@ -176,6 +182,28 @@ mod tests {
         assert_eq!(
             r.join(args, t0).unwrap_err().to_string(),
             "the node gives 2 ports for 1 tasks per node"
+        );
+    }
+
+    #[test]
+    fn a_port_let_go_by_a_failed_round_may_go_to_another_node_of_the_host() {
+        let (mut r, t0, c) = (registry(), Instant::now(), config(2, 2, "", 3));
+        join_as(&mut r, &c, "a", 1000, t0).unwrap();
+        join_as(&mut r, &c, "b", 1001, t0).unwrap();
+        assert_eq!(round_of(&mut r, "a", 0, t0).unwrap().0, 1);
+        // a's task dies and lets go of port 1000; b rejoins first and is given it.
+        r.report("job", "a", 1, 0, TaskStatus::Signaled(9), String::new(), t0)
+            .unwrap();
+        ended(&mut r, "b", 1, t0);
+        join_as(&mut r, &c, "b", 1000, t0).unwrap();
+        // Now b holds it: a, joining again, must not take it back.
+        let err = join_as(&mut r, &c, "a", 1000, t0).unwrap_err();
+        assert!(matches!(err, Refusal::AlreadyExists(_)), "{err}");
+        join_as(&mut r, &c, "a", 1002, t0).unwrap();
+        let (number, restarts, members, _) = round_of(&mut r, "a", 1, t0).unwrap();
+        assert_eq!(
+            (number, restarts, members),
+            (2, 1, vec!["a".into(), "b".into()])
         );
     }
 }
