@@ -27,6 +27,7 @@ fn rounds(c: &mut Criterion) {
             .unwrap()
     });
     let addr = server.local_addr().to_string();
+    let mut all_clients = Vec::new();
     let mut group = c.benchmark_group("last_join_to_round");
     group
         .sample_size(20)
@@ -36,13 +37,16 @@ fn rounds(c: &mut Criterion) {
         let clients: Vec<RendezvousClient> = (0..agents)
             .map(|_| RendezvousClient::new(addr.clone(), ClientOptions::default()).unwrap())
             .collect();
-        bench_rounds(&mut group, &runtime, agents, &clients);
+        bench_rounds(&mut group, &runtime, agents, &clients, ("last", last_join));
+        all_clients.push((agents, clients));
     }
     group.finish();
+    bench_all_at_once(c, "", &runtime, &all_clients);
     runtime.block_on(server.shutdown());
 
     let etcd = EtcdCluster::start_local(3);
     let options = EtcdOptions::new(etcd.endpoints()).unwrap();
+    let mut all_clients = Vec::new();
     let mut group = c.benchmark_group("last_join_to_round_etcd");
     group
         .sample_size(10)
@@ -60,19 +64,25 @@ fn rounds(c: &mut Criterion) {
             }
             clients
         });
-        bench_rounds(&mut group, &runtime, agents, &clients);
+        bench_rounds(&mut group, &runtime, agents, &clients, ("last", last_join));
+        all_clients.push((agents, clients));
     }
     group.finish();
+    bench_all_at_once(c, "_etcd", &runtime, &all_clients);
     drop(etcd);
 }
 
 /// One measurement per iteration: a job of `agents` nodes of its own, through `clients`.
-fn bench_rounds(
+fn bench_rounds<F, Fut>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     runtime: &tokio::runtime::Runtime,
     agents: u16,
     clients: &[RendezvousClient],
-) {
+    (name, measure): (&str, F),
+) where
+    F: Fn(Vec<RendezvousClient>, JobConfig, String) -> Fut + Copy,
+    Fut: std::future::Future<Output = Duration>,
+{
     let config = JobConfig::new(NodeRange::new(agents.into(), agents.into()).unwrap(), 1).unwrap();
     let mut job = 0u64;
     group.bench_function(BenchmarkId::from_parameter(agents), |b| {
@@ -83,8 +93,8 @@ fn bench_rounds(
             async move {
                 let mut total = Duration::ZERO;
                 for i in 0..iters {
-                    total += one_round(&clients, &config, format!("job{agents}-{}", first_job + i))
-                        .await;
+                    let rdzv_id = format!("{name}{agents}-{}", first_job + i);
+                    total += measure(clients.clone(), config.clone(), rdzv_id).await;
                 }
                 total
             }
@@ -94,7 +104,7 @@ fn bench_rounds(
 
 /// All agents but the last join and wait; then the time from the last join to every agent
 /// holding the round.
-async fn one_round(clients: &[RendezvousClient], config: &JobConfig, rdzv_id: String) -> Duration {
+async fn last_join(clients: Vec<RendezvousClient>, config: JobConfig, rdzv_id: String) -> Duration {
     let join = |i: usize| Join::new(rdzv_id.clone(), config.clone(), vec![30_000 + i as u16]);
     let mut waiting = Vec::new();
     for (i, client) in clients[..clients.len() - 1].iter().enumerate() {
@@ -126,6 +136,56 @@ async fn one_round(clients: &[RendezvousClient], config: &JobConfig, rdzv_id: St
     };
     assert_eq!(round.members().len(), clients.len());
     took
+}
+
+/// `all_join_at_once{suffix}`: the same agents and backend, every agent joining at once.
+fn bench_all_at_once(
+    c: &mut Criterion,
+    suffix: &str,
+    runtime: &tokio::runtime::Runtime,
+    all_clients: &[(u16, Vec<RendezvousClient>)],
+) {
+    let mut group = c.benchmark_group(format!("all_join_at_once{suffix}"));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(20));
+    for (agents, clients) in all_clients {
+        bench_rounds(&mut group, runtime, *agents, clients, ("all", all_at_once));
+    }
+    group.finish();
+}
+
+/// Every agent joins at once, as all do when a round ends; the time from the joins to every
+/// agent holding the round.
+async fn all_at_once(
+    clients: Vec<RendezvousClient>,
+    config: JobConfig,
+    rdzv_id: String,
+) -> Duration {
+    let start = Instant::now();
+    let agents = clients.len();
+    let waits: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, client)| {
+            let join = Join::new(rdzv_id.clone(), config.clone(), vec![30_000 + i as u16]);
+            tokio::spawn(async move {
+                let mut node = client.join(&join).await.unwrap();
+                match client
+                    .wait_round(&mut node, Duration::from_secs(30))
+                    .await
+                    .unwrap()
+                {
+                    Waited::Round(round) => round.members().len(),
+                    other => panic!("no round: {other:?}"),
+                }
+            })
+        })
+        .collect();
+    for w in waits {
+        assert_eq!(w.await.unwrap(), agents);
+    }
+    start.elapsed()
 }
 
 criterion_group!(benches, rounds);

@@ -363,6 +363,45 @@ pub mod stored_node {
         Idle(bool),
     }
 }
+/// A join waiting for the record's next writer (etcd backend): the value of key
+/// `PREFIX/RDZV_ID/~join/TOKEN`. A joining agent puts it, then writes the record folding in
+/// every join waiting beside its own, so joins that arrive together (a round's end) are one
+/// write of the record, not one each. Keys under `~` sort after `state`, outside the range
+/// waiting agents watch.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StoredJoin {
+    /// The join, its host set (a node without an id has none yet: the fold gives it one).
+    #[prost(message, optional, tag = "1")]
+    pub request: ::core::option::Option<JoinRequest>,
+    /// The lease the node's live key goes on.
+    #[prost(int64, tag = "2")]
+    pub lease: i64,
+}
+/// The fold's answer to a join: the value of `PREFIX/RDZV_ID/~answer/TOKEN`, written with the
+/// record, on the joining node's lease; the joiner reads it and deletes it.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StoredJoinAnswer {
+    #[prost(oneof = "stored_join_answer::Answer", tags = "1, 2")]
+    pub answer: ::core::option::Option<stored_join_answer::Answer>,
+}
+/// Nested message and enum types in `StoredJoinAnswer`.
+pub mod stored_join_answer {
+    #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
+    pub enum Answer {
+        #[prost(message, tag = "1")]
+        Joined(super::JoinResponse),
+        /// The join was refused: the gRPC status code and its message.
+        #[prost(message, tag = "2")]
+        Refused(super::StoredRefusal),
+    }
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StoredRefusal {
+    #[prost(int32, tag = "1")]
+    pub code: i32,
+    #[prost(string, tag = "2")]
+    pub message: ::prost::alloc::string::String,
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum EndReason {

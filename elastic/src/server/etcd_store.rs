@@ -7,7 +7,10 @@
 //! membership, whichever agents race to close it and whatever etcd member leads. A waiting
 //! call watches the job's keys from the revision it read (a record written, a node's key
 //! expiring) and wakes by its own clock only when the clock would change the job (a last
-//! call running out).
+//! call running out). Joins go through the record's next write ([`joins`]), so the joins of
+//! a round's end are a few writes, not one each.
+
+mod joins;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -18,13 +21,13 @@ use std::time::{Duration, Instant};
 
 use cluster_spec::error_chain::Chain;
 use etcd_client::{
-    Certificate, Client, Compare, CompareOp, ConnectOptions, GetOptions, Identity, PutOptions,
-    TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
+    Certificate, Client, Compare, CompareOp, ConnectOptions, GetOptions, Identity, SortOrder,
+    SortTarget, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
 };
 use prost::Message;
 use tonic::{Code, Status};
 
-use super::registry::{Clock, Refusal, Registry, Settings};
+use super::registry::{Clock, JoinArgs, Refusal, Registry, Settings};
 use super::store::{Store, refused};
 use crate::error::duration;
 use crate::etcd::{EtcdOptions, key_segment};
@@ -51,8 +54,8 @@ pub(crate) struct EtcdStore {
     rpc_timeout: Duration,
     /// The address this host reaches etcd at: the host of a node that names none.
     host: OnceLock<Option<String>>,
-    /// The leases of nodes that joined through this store, by node id.
-    leases: Mutex<HashMap<String, i64>>,
+    /// The leases of nodes that joined through this store, by job and node id.
+    leases: Mutex<HashMap<NodeKey, i64>>,
 }
 
 impl std::fmt::Debug for EtcdStore {
@@ -65,6 +68,9 @@ impl std::fmt::Debug for EtcdStore {
     }
 }
 
+/// A node of a job: its rendezvous id and node id.
+type NodeKey = (String, String);
+
 /// A job's keys as one transaction read them.
 struct Snapshot {
     record: Option<Vec<u8>>,
@@ -74,6 +80,10 @@ struct Snapshot {
     revision: i64,
     /// The nodes whose live keys exist.
     alive: HashSet<String>,
+    /// For a join: the joins waiting to be folded in, by token, oldest first.
+    joins: Vec<(String, Vec<u8>)>,
+    /// For a join: its answer, once another agent folded it in.
+    answer: Option<Vec<u8>>,
 }
 
 impl EtcdStore {
@@ -140,7 +150,12 @@ impl EtcdStore {
         format!("{}alive/", self.job_prefix(rdzv_id))
     }
 
-    fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
+    /// The first key past the ones waiting calls watch (the record and the live keys).
+    fn watched_end(&self, rdzv_id: &str) -> String {
+        format!("{}\0", self.record_key(rdzv_id))
+    }
+
+    fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<NodeKey, i64>> {
         self.leases.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -231,16 +246,32 @@ impl EtcdStore {
         ))
     }
 
-    /// The job's record and its live nodes, at one revision.
-    async fn read(&self, rdzv_id: &str) -> Result<Snapshot, Status> {
+    /// The job's record and its live nodes, at one revision; for `joining`, the joins waiting
+    /// and its answer too, after putting its request when it has one to put.
+    async fn read(&self, rdzv_id: &str, joining: Option<&joins::Joining>) -> Result<Snapshot, Status> {
         let alive_prefix = self.alive_prefix(rdzv_id);
-        let txn = Txn::new().and_then([
-            TxnOp::get(self.record_key(rdzv_id), None),
-            TxnOp::get(
-                alive_prefix.clone(),
-                Some(GetOptions::new().with_prefix().with_keys_only()),
-            ),
-        ]);
+        let joins_prefix = self.joins_prefix(rdzv_id);
+        let mut ops = Vec::new();
+        if let Some(put) = joining.and_then(|j| j.put_op(self, rdzv_id)) {
+            ops.push(put);
+        }
+        ops.push(TxnOp::get(self.record_key(rdzv_id), None));
+        ops.push(TxnOp::get(
+            alive_prefix.clone(),
+            Some(GetOptions::new().with_prefix().with_keys_only()),
+        ));
+        if let Some(joining) = joining {
+            ops.push(TxnOp::get(
+                joins_prefix.clone(),
+                Some(
+                    GetOptions::new()
+                        .with_prefix()
+                        .with_sort(SortTarget::Create, SortOrder::Ascend),
+                ),
+            ));
+            ops.push(TxnOp::get(self.answer_key(rdzv_id, &joining.token), None));
+        }
+        let txn = Txn::new().and_then(ops);
         let answer = self
             .request("read the job", |client| {
                 let txn = txn.clone();
@@ -252,6 +283,8 @@ impl EtcdStore {
             mod_revision: 0,
             revision: answer.header().map_or(0, |h| h.revision()),
             alive: HashSet::new(),
+            joins: Vec::new(),
+            answer: None,
         };
         let mut gets = answer.op_responses().into_iter().filter_map(|r| match r {
             TxnOpResponse::Get(get) => Some(get),
@@ -261,37 +294,72 @@ impl EtcdStore {
             snapshot.record = Some(kv.value().to_vec());
             snapshot.mod_revision = kv.mod_revision();
         }
+        let after = |kv: &etcd_client::KeyValue, prefix: &str| {
+            let rest = kv.key().strip_prefix(prefix.as_bytes()).unwrap_or_default();
+            String::from_utf8_lossy(rest).into_owned()
+        };
         for kv in gets.next().iter().flat_map(|g| g.kvs()) {
-            let node = kv
-                .key()
-                .strip_prefix(alive_prefix.as_bytes())
-                .unwrap_or_default();
-            snapshot
-                .alive
-                .insert(String::from_utf8_lossy(node).into_owned());
+            snapshot.alive.insert(after(kv, &alive_prefix));
+        }
+        if joining.is_some() {
+            for kv in gets.next().iter().flat_map(|g| g.kvs()) {
+                snapshot
+                    .joins
+                    .push((after(kv, &joins_prefix), kv.value().to_vec()));
+            }
+            snapshot.answer = gets
+                .next()
+                .and_then(|g| g.kvs().first().map(|kv| kv.value().to_vec()));
         }
         Ok(snapshot)
     }
 
-    /// This store's lease for `node`, granted the first time.
-    async fn lease(&self, node: &str) -> Result<i64, Status> {
-        if let Some(&lease) = self.leases().get(node) {
-            return Ok(lease);
-        }
+    /// The job as `snapshot` holds it, loaded into a registry of its own and ticked to `clock`.
+    fn load(&self, rdzv_id: &str, snapshot: &Snapshot, clock: Clock) -> Result<Registry, Status> {
+        let stored = snapshot
+            .record
+            .as_deref()
+            .map(proto::StoredJob::decode)
+            .transpose()
+            .map_err(|e| self.unusable(rdzv_id, &e))?;
+        let mut registry = Registry::load(
+            self.settings.clone(),
+            rdzv_id,
+            stored,
+            &snapshot.alive,
+            clock,
+        )
+        .map_err(|e| self.unusable(rdzv_id, &e))?;
+        // Nodes whose keys expired are lost, a last call that ran out closes its round.
+        registry.tick(clock.instant());
+        Ok(registry)
+    }
+
+    /// A new lease of the nodes' TTL.
+    async fn grant(&self) -> Result<i64, Status> {
         let ttl = self.ttl;
         let granted = self
             .request("grant a node's lease", |client| async move {
                 client.lease_client().grant(ttl, None).await
             })
             .await?;
-        self.leases().insert(node.to_owned(), granted.id());
         Ok(granted.id())
+    }
+
+    /// Gives back `lease` now, so its keys go at once; a lease already gone is no matter.
+    async fn revoke(&self, lease: i64) {
+        let _ = self
+            .request("revoke a lease", |client| async move {
+                client.lease_client().revoke(lease).await
+            })
+            .await;
     }
 
     /// Keeps `node`'s lease alive, when this store holds it. An expired lease is forgotten:
     /// the node is lost, and joins again with a new one.
-    async fn keep_alive(&self, node: &str) -> Result<(), Status> {
-        let Some(lease) = self.leases().get(node).copied() else {
+    async fn keep_alive(&self, rdzv_id: &str, node: &str) -> Result<(), Status> {
+        let key = (rdzv_id.to_owned(), node.to_owned());
+        let Some(lease) = self.leases().get(&key).copied() else {
             return Ok(());
         };
         // Opening the keep-alive stream renews the lease once and reads etcd's answer.
@@ -305,35 +373,29 @@ impl EtcdStore {
             })
             .await?;
         if !renewed {
-            self.leases().remove(node);
+            self.leases().remove(&key);
         }
         Ok(())
     }
 
-    /// Writes the job's record (`None`: deletes it) if it is still at `mod_revision`, with a
-    /// live key for each of `joined` on its lease. The store's new revision, or `None` when
-    /// another agent changed the job first.
+    /// Writes the job's record (`None`: deletes it) if it is still at `mod_revision`, with
+    /// `ops` beside it. The store's new revision, or `None` when another agent changed the
+    /// job first.
     async fn write(
         &self,
         rdzv_id: &str,
         mod_revision: i64,
         record: Option<Vec<u8>>,
-        joined: &[(String, String)],
+        mut ops: Vec<TxnOp>,
     ) -> Result<Option<i64>, Status> {
         let key = self.record_key(rdzv_id);
-        let mut ops = vec![match record {
-            Some(bytes) => TxnOp::put(key.clone(), bytes, None),
-            None => TxnOp::delete(key.clone(), None),
-        }];
-        for (node, host) in joined {
-            let lease = self.lease(node).await?;
-            let alive = format!("{}{node}", self.alive_prefix(rdzv_id));
-            ops.push(TxnOp::put(
-                alive,
-                host.clone(),
-                Some(PutOptions::new().with_lease(lease)),
-            ));
-        }
+        ops.insert(
+            0,
+            match record {
+                Some(bytes) => TxnOp::put(key.clone(), bytes, None),
+                None => TxnOp::delete(key.clone(), None),
+            },
+        );
         let txn = Txn::new()
             .when([Compare::mod_revision(key, CompareOp::Equal, mod_revision)])
             .and_then(ops);
@@ -352,37 +414,32 @@ impl EtcdStore {
     /// lost), so their keys go now rather than at the TTL.
     async fn release(&self, registry: &Registry, rdzv_id: &str) {
         let kept: HashSet<String> = registry.node_ids(rdzv_id).into_iter().collect();
-        let gone: Vec<(String, i64)> = {
+        let gone: Vec<i64> = {
             let mut leases = self.leases();
-            let gone: Vec<_> = leases
-                .iter()
-                .filter(|(node, _)| !kept.contains(*node))
-                .map(|(n, &l)| (n.clone(), l))
+            let gone: Vec<NodeKey> = leases
+                .keys()
+                .filter(|(job, node)| job == rdzv_id && !kept.contains(node))
+                .cloned()
                 .collect();
-            for (node, _) in &gone {
-                leases.remove(node);
-            }
-            gone
+            gone.iter().filter_map(|key| leases.remove(key)).collect()
         };
-        for (_, lease) in gone {
-            let _ = self
-                .request("revoke a lease", |client| async move {
-                    client.lease_client().revoke(lease).await
-                })
-                .await;
+        for lease in gone {
+            self.revoke(lease).await;
         }
     }
 
     /// Returns when a key of the job changes after `revision`, or at `wake`.
     async fn changed(&self, rdzv_id: &str, revision: i64, wake: Instant) -> Result<(), Status> {
-        let prefix = self.job_prefix(rdzv_id);
+        // The record and the live keys, not the joins beside them: a join wakes no one until
+        // it is folded into the record.
+        let (start, end) = (self.alive_prefix(rdzv_id), self.watched_end(rdzv_id));
         let mut stream = self
             .request("watch the job", |client| {
-                let prefix = prefix.clone();
+                let start = start.clone();
                 let options = WatchOptions::new()
-                    .with_prefix()
+                    .with_range(end.clone())
                     .with_start_revision(revision + 1);
-                async move { client.watch_client().watch(prefix, Some(options)).await }
+                async move { client.watch_client().watch(start, Some(options)).await }
             })
             .await?;
         // The member the watch went to: a watch it cuts moves calls off it.
@@ -429,35 +486,18 @@ impl Store for EtcdStore {
         F: FnMut(&mut Registry, Instant) -> Result<(T, bool), Refusal> + Send,
     {
         if let Some(node) = node {
-            self.keep_alive(node).await?;
+            self.keep_alive(rdzv_id, node).await?;
         }
         loop {
-            let snapshot = self.read(rdzv_id).await?;
+            let snapshot = self.read(rdzv_id, None).await?;
             let clock = Clock::now();
-            let now = clock.instant();
-            let stored = snapshot
-                .record
-                .as_deref()
-                .map(proto::StoredJob::decode)
-                .transpose()
-                .map_err(|e| self.unusable(rdzv_id, &e))?;
-            let mut registry = Registry::load(
-                self.settings.clone(),
-                rdzv_id,
-                stored,
-                &snapshot.alive,
-                clock,
-            )
-            .map_err(|e| self.unusable(rdzv_id, &e))?;
-            // Nodes whose keys expired are lost, a last call that ran out closes its round.
-            registry.tick(now);
-            let (answer, wait) = check(&mut registry, now).map_err(refused)?;
+            let mut registry = self.load(rdzv_id, &snapshot, clock)?;
+            let (answer, wait) = check(&mut registry, clock.instant()).map_err(refused)?;
             let record = registry.store(rdzv_id, clock).map(|r| r.encode_to_vec());
             let mut revision = snapshot.revision;
             if record != snapshot.record {
-                let joined = registry.new_nodes(rdzv_id, &snapshot.alive);
                 match self
-                    .write(rdzv_id, snapshot.mod_revision, record, &joined)
+                    .write(rdzv_id, snapshot.mod_revision, record, Vec::new())
                     .await?
                 {
                     Some(written) => revision = written,
@@ -478,6 +518,10 @@ impl Store for EtcdStore {
 
     fn poll_cap(&self) -> Duration {
         (self.settings.timeout / 3).min(Duration::from_secs(30))
+    }
+
+    async fn join(&self, args: JoinArgs) -> Result<proto::JoinResponse, Status> {
+        self.join_folded(args).await
     }
 
     fn default_host(&self, _peer: Option<SocketAddr>) -> Option<String> {

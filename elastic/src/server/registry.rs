@@ -65,8 +65,13 @@ impl Registry {
         self.jobs.get(rdzv_id).map(|j| j.changed.subscribe())
     }
 
+    /// Checks a join's fields on their own, before any job is looked at.
+    pub(crate) fn check_join(args: &JoinArgs) -> Result<(), Refusal> {
+        admission::check_args(args)
+    }
+
     pub(crate) fn join(&mut self, args: JoinArgs, now: Instant) -> Result<Joined, Refusal> {
-        admission::check_args(&args)?;
+        Self::check_join(&args)?;
         if !self.jobs.contains_key(&args.rdzv_id) {
             if self.jobs.len() >= self.settings.max_jobs {
                 return Err(Refusal::ResourceExhausted(format!(

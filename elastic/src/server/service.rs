@@ -50,6 +50,18 @@ fn until_a_round(waited: Waited) -> (Waited, bool) {
     (waited, pending)
 }
 
+/// A join request's arguments, its node's tasks reached at `host`.
+pub(super) fn join_args(req: proto::JoinRequest, host: String) -> Result<JoinArgs, Status> {
+    Ok(JoinArgs {
+        rdzv_id: req.rdzv_id,
+        config: wire::config_from_proto(req.config).map_err(invalid)?,
+        node_id: (!req.node_id.is_empty()).then_some(req.node_id),
+        host,
+        ports: wire::ports_from_proto(&req.ports).map_err(invalid)?,
+        name: req.name,
+    })
+}
+
 /// A request whose message breaks the protocol or carries an invalid value.
 fn invalid(error: Error) -> Status {
     Status::invalid_argument(cluster_spec::error_chain::Chain(&error).to_string())
@@ -63,43 +75,15 @@ impl<S: Store> Rendezvous for Service<S> {
     ) -> Result<Response<proto::JoinResponse>, Status> {
         let peer = request.remote_addr();
         let req = request.into_inner();
-        let config = wire::config_from_proto(req.config).map_err(invalid)?;
-        let ports = wire::ports_from_proto(&req.ports).map_err(invalid)?;
         let host = if req.host.is_empty() {
             self.store.default_host(peer).ok_or_else(|| {
                 Status::invalid_argument("no host given, and the caller's address is unknown")
             })?
         } else {
-            req.host
+            req.host.clone()
         };
-        let node_id = (!req.node_id.is_empty()).then_some(req.node_id);
-        let args = JoinArgs {
-            rdzv_id: req.rdzv_id,
-            config,
-            node_id: node_id.clone(),
-            host,
-            ports,
-            name: req.name,
-        };
-        let (joined, timeout) = self
-            .store
-            .long_poll(
-                &args.rdzv_id,
-                node_id.as_deref(),
-                Instant::now(),
-                |registry, now| {
-                    let joined = registry.join(args.clone(), now)?;
-                    Ok(((joined, registry.settings().timeout), false))
-                },
-            )
-            .await?;
-        Ok(Response::new(proto::JoinResponse {
-            node_id: joined.node_id,
-            round: joined.round,
-            note: joined.note,
-            heartbeat_timeout_ms: timeout.as_millis() as u64,
-            host: joined.host,
-        }))
+        let args = join_args(req, host)?;
+        Ok(Response::new(self.store.join(args).await?))
     }
 
     async fn wait_round(

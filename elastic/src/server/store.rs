@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tonic::Status;
 
-use super::registry::{Refusal, Registry};
+use super::registry::{JoinArgs, Joined, Refusal, Registry};
+use crate::proto;
 
 /// Where the jobs are. A call's `check` runs on the registry holding its job, and says
 /// whether the caller would rather wait for a change (and what to answer when the time is up).
@@ -35,6 +36,27 @@ pub(crate) trait Store: Send + Sync + 'static {
     /// The longest a long poll is held: at most a third of the heartbeat timeout, so a node
     /// that keeps polling stays alive.
     fn poll_cap(&self) -> Duration;
+
+    /// Joins a node to its job. A store may take the joins that arrive together in one
+    /// change (the etcd store does).
+    fn join(
+        &self,
+        args: JoinArgs,
+    ) -> impl Future<Output = Result<proto::JoinResponse, Status>> + Send {
+        async move {
+            let node = args.node_id.clone();
+            self.long_poll(
+                &args.rdzv_id,
+                node.as_deref(),
+                Instant::now(),
+                |registry, now| {
+                    let joined = registry.join(args.clone(), now)?;
+                    Ok((join_response(joined, registry.settings().timeout), false))
+                },
+            )
+            .await
+        }
+    }
 
     /// The host a joining node's tasks are reached at when it names none: the address its
     /// call came from (`peer`), or for a store in the agent's own process, the address this
@@ -99,6 +121,17 @@ impl Store for Memory {
 
     fn default_host(&self, peer: Option<SocketAddr>) -> Option<String> {
         peer.map(|a| a.ip().to_canonical().to_string())
+    }
+}
+
+/// What a join answers: the node's id and round, and the job's heartbeat `timeout`.
+pub(crate) fn join_response(joined: Joined, timeout: Duration) -> proto::JoinResponse {
+    proto::JoinResponse {
+        node_id: joined.node_id,
+        round: joined.round,
+        note: joined.note,
+        heartbeat_timeout_ms: timeout.as_millis() as u64,
+        host: joined.host,
     }
 }
 

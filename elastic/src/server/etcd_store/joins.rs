@@ -1,0 +1,239 @@
+//! Joins through the record's next write. When a round ends every agent joins again at
+//! once; one record written by each in turn would take as many writes as agents, each after
+//! losing the race to the others. Instead a join is put as a key of its own
+//! (`PREFIX/ID/~join/TOKEN`, a [`proto::StoredJoin`]) in the transaction that reads the job,
+//! and the joiner then writes the record with every join waiting beside its own folded in,
+//! oldest first, through the same registry rules, answering each
+//! (`PREFIX/ID/~answer/TOKEN`, on the joiner's lease). A joiner that loses the race reads
+//! its answer back instead of writing. So the joins that arrive together are one or two
+//! writes of the record, however many agents there are.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+
+use etcd_client::{PutOptions, TxnOp};
+use prost::Message;
+use tonic::{Code, Status};
+
+use super::{EtcdStore, Snapshot};
+use crate::proto;
+use crate::proto::stored_join_answer::Answer;
+use crate::server::registry::{Clock, JoinArgs, Registry};
+use crate::server::service::join_args;
+use crate::server::store::{join_response, refused};
+
+/// The most operations etcd takes in one transaction (its `--max-txn-ops` default).
+const MAX_TXN_OPS: usize = 128;
+/// The operations one folded join takes at most: its request deleted, its answer and its
+/// live key put.
+const OPS_PER_JOIN: usize = 3;
+
+/// A join of this store in flight.
+pub(super) struct Joining {
+    /// Its keys' last segment, unique to this join.
+    pub(super) token: String,
+    /// Its request, until a read has put it.
+    put: Option<Vec<u8>>,
+    lease: i64,
+}
+
+impl Joining {
+    /// The put of its request, for the read it goes with.
+    pub(super) fn put_op(&self, store: &EtcdStore, rdzv_id: &str) -> Option<TxnOp> {
+        self.put.as_ref().map(|request| {
+            TxnOp::put(
+                store.join_key(rdzv_id, &self.token),
+                request.clone(),
+                Some(PutOptions::new().with_lease(self.lease)),
+            )
+        })
+    }
+}
+
+impl EtcdStore {
+    pub(super) fn joins_prefix(&self, rdzv_id: &str) -> String {
+        format!("{}~join/", self.job_prefix(rdzv_id))
+    }
+
+    fn join_key(&self, rdzv_id: &str, token: &str) -> String {
+        format!("{}{token}", self.joins_prefix(rdzv_id))
+    }
+
+    pub(super) fn answer_key(&self, rdzv_id: &str, token: &str) -> String {
+        format!("{}~answer/{token}", self.job_prefix(rdzv_id))
+    }
+
+    /// Joins `args`'s node to its job through the record's next write (see the module).
+    pub(super) async fn join_folded(&self, args: JoinArgs) -> Result<proto::JoinResponse, Status> {
+        Registry::check_join(&args).map_err(refused)?;
+        let rdzv_id = args.rdzv_id.clone();
+        // A node this store knows keeps its lease; a new one is given its own, which the
+        // store takes as the node's once the node is in (before, the store's writes would
+        // give it back: the node is in no job yet).
+        if let Some(node) = &args.node_id {
+            self.keep_alive(&rdzv_id, node).await?;
+        }
+        let known = (args.node_id.as_ref())
+            .and_then(|node| self.leases().get(&(rdzv_id.clone(), node.clone())).copied());
+        let lease = match known {
+            Some(lease) => lease,
+            None => self.grant().await?,
+        };
+        let request = proto::StoredJoin {
+            request: Some(join_request(&args)),
+            lease,
+        }
+        .encode_to_vec();
+        let mut joining = Joining {
+            token: format!("{:016x}", RandomState::new().hash_one(std::time::SystemTime::now())),
+            put: Some(request.clone()),
+            lease,
+        };
+        let answer = loop {
+            let snapshot = match self.read(&rdzv_id, Some(&joining)).await {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("DEBUG read failed token {} lease {lease:x} put {} node {:?}: {e}", joining.token, joining.put.is_some(), args.node_id);
+                    return Err(e);
+                }
+            };
+            let put = joining.put.take();
+            if let Some(bytes) = &snapshot.answer {
+                let answer = proto::StoredJoinAnswer::decode(bytes.as_slice())
+                    .map_err(|e| self.unusable(&rdzv_id, &e))?;
+                self.forget_answer(&rdzv_id, &joining.token);
+                break answer;
+            }
+            let mut joins = snapshot.joins.clone();
+            if !joins.iter().any(|(token, _)| *token == joining.token) {
+                match put {
+                    // Put by this read; its range may not show it.
+                    Some(request) => joins.push((joining.token.clone(), request)),
+                    // Gone unanswered (its lease ran out): put again.
+                    None => {
+                        joining.put = Some(request.clone());
+                        continue;
+                    }
+                }
+            }
+            if let Some(answer) = self.fold(&rdzv_id, &snapshot, &joins, &joining.token).await? {
+                break answer;
+            }
+        };
+        match answer.answer {
+            Some(Answer::Joined(joined)) => {
+                let node = (rdzv_id.clone(), joined.node_id.clone());
+                self.leases().insert(node, lease);
+                Ok(joined)
+            }
+            refusal => {
+                if known.is_none() {
+                    self.revoke(lease).await;
+                }
+                let refused = match refusal {
+                    Some(Answer::Refused(r)) => r,
+                    _ => proto::StoredRefusal::default(),
+                };
+                Err(Status::new(Code::from(refused.code), refused.message))
+            }
+        }
+    }
+
+    /// Folds `joins` (oldest first) into the job as `snapshot` holds it, in one write that
+    /// answers each, as many as one transaction takes. The answer to join `token`, or `None`
+    /// when another agent wrote first or the join was past the room (its turn is the next
+    /// write).
+    async fn fold(
+        &self,
+        rdzv_id: &str,
+        snapshot: &Snapshot,
+        joins: &[(String, Vec<u8>)],
+        token: &str,
+    ) -> Result<Option<proto::StoredJoinAnswer>, Status> {
+        let clock = Clock::now();
+        let now = clock.instant();
+        let mut registry = self.load(rdzv_id, snapshot, clock)?;
+        let timeout = registry.settings().timeout;
+        let mut ops = Vec::new();
+        let mut leases = HashMap::new();
+        let mut ours = None;
+        for (join_token, bytes) in joins.iter().take((MAX_TXN_OPS - 1) / OPS_PER_JOIN) {
+            ops.push(TxnOp::delete(self.join_key(rdzv_id, join_token), None));
+            // Not a join this version wrote: dropped, its joiner reads no answer.
+            let Ok(join) = proto::StoredJoin::decode(bytes.as_slice()) else {
+                continue;
+            };
+            let request = join.request.unwrap_or_default();
+            let host = request.host.clone();
+            let joined = join_args(request, host)
+                .and_then(|args| registry.join(args, now).map_err(refused));
+            let answer = match joined {
+                Ok(joined) => {
+                    leases.insert(joined.node_id.clone(), join.lease);
+                    Answer::Joined(join_response(joined, timeout))
+                }
+                Err(status) => Answer::Refused(proto::StoredRefusal {
+                    code: status.code() as i32,
+                    message: status.message().to_owned(),
+                }),
+            };
+            let answer = proto::StoredJoinAnswer {
+                answer: Some(answer),
+            };
+            if join_token == token {
+                ours = Some(answer);
+            } else {
+                ops.push(TxnOp::put(
+                    self.answer_key(rdzv_id, join_token),
+                    answer.encode_to_vec(),
+                    Some(PutOptions::new().with_lease(join.lease)),
+                ));
+            }
+        }
+        for (node, host) in registry.new_nodes(rdzv_id, &snapshot.alive) {
+            let Some(&lease) = leases.get(&node) else {
+                continue;
+            };
+            ops.push(TxnOp::put(
+                format!("{}{node}", self.alive_prefix(rdzv_id)),
+                host,
+                Some(PutOptions::new().with_lease(lease)),
+            ));
+        }
+        // Written even when its bytes are the same: the write's compare is what makes two
+        // agents folding the same joins answer them once.
+        let record = registry.store(rdzv_id, clock).map(|r| r.encode_to_vec());
+        let written = self
+            .write(rdzv_id, snapshot.mod_revision, record, ops)
+            .await?;
+        if written.is_none() {
+            return Ok(None);
+        }
+        self.release(&registry, rdzv_id).await;
+        Ok(ours)
+    }
+
+    /// Deletes the answer to join `token`, now read, in the background: its lease would take
+    /// it with the node in the end, but a node joins again after every round.
+    fn forget_answer(&self, rdzv_id: &str, token: &str) {
+        let (_, client) = self.member();
+        let key = self.answer_key(rdzv_id, token);
+        let deadline = self.rpc_timeout;
+        tokio::spawn(async move {
+            let mut client = client;
+            let _ = tokio::time::timeout(deadline, client.delete(key, None)).await;
+        });
+    }
+}
+
+/// A join as it is stored: the request a client would send, its host set.
+fn join_request(args: &JoinArgs) -> proto::JoinRequest {
+    proto::JoinRequest {
+        rdzv_id: args.rdzv_id.clone(),
+        config: Some(crate::wire::config_to_proto(&args.config)),
+        host: args.host.clone(),
+        ports: args.ports.iter().map(|&p| u32::from(p)).collect(),
+        node_id: args.node_id.clone().unwrap_or_default(),
+        name: args.name.clone(),
+    }
+}
