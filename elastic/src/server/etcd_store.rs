@@ -428,6 +428,21 @@ impl EtcdStore {
         }
     }
 
+    /// Whether a key in `start..end` was written after `revision` (a key deleted is not seen).
+    async fn written_since(&self, start: &str, end: &str, revision: i64) -> Result<bool, Status> {
+        let options = GetOptions::new()
+            .with_range(end)
+            .with_count_only()
+            .with_min_mod_revision(revision + 1);
+        let answer = self
+            .request("read the job", |client| {
+                let (start, options) = (start.to_owned(), options.clone());
+                async move { client.kv_client().get(start, Some(options)).await }
+            })
+            .await?;
+        Ok(answer.count() > 0)
+    }
+
     /// Returns when a key of the job changes after `revision`, or at `wake`.
     async fn changed(&self, rdzv_id: &str, revision: i64, wake: Instant) -> Result<(), Status> {
         // The record and the live keys, not the joins beside them: a join wakes no one until
@@ -450,6 +465,15 @@ impl EtcdStore {
                     // Events, or a watch etcd ended (its start compacted away): read again.
                     Ok(Some(answer)) if answer.canceled() || !answer.events().is_empty() => {
                         return Ok(());
+                    }
+                    // etcd serves a watch that starts behind its revision from a catch-up
+                    // loop, up to 100 ms late: what was written in between is read instead.
+                    Ok(Some(answer)) if answer.created()
+                        && answer.header().is_some_and(|h| h.revision() > revision) =>
+                    {
+                        if self.written_since(&start, &end, revision).await? {
+                            return Ok(());
+                        }
                     }
                     Ok(Some(_)) => {}
                     Ok(None) => {
