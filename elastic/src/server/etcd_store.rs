@@ -248,7 +248,11 @@ impl EtcdStore {
 
     /// The job's record and its live nodes, at one revision; for `joining`, the joins waiting
     /// and its answer too, after putting its request when it has one to put.
-    async fn read(&self, rdzv_id: &str, joining: Option<&joins::Joining>) -> Result<Snapshot, Status> {
+    async fn read(
+        &self,
+        rdzv_id: &str,
+        joining: Option<&joins::Joining>,
+    ) -> Result<Snapshot, Status> {
         let alive_prefix = self.alive_prefix(rdzv_id);
         let joins_prefix = self.joins_prefix(rdzv_id);
         let mut ops = Vec::new();

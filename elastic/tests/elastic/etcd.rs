@@ -222,3 +222,75 @@ fn a_record_that_does_not_load_is_refused_naming_its_key() {
             .unwrap();
     });
 }
+
+#[test]
+fn joins_that_arrive_together_are_each_answered_once() {
+    run(async {
+        let etcd = cluster(3).await;
+        let options = EtcdOptions::new(etcd.endpoints()).unwrap();
+        // More joins than one etcd transaction can fold (42): at least two folds.
+        const AGENTS: u16 = 48;
+        let mut agents = Vec::new();
+        for _ in 0..=AGENTS {
+            agents.push(agent(&options).await);
+        }
+        let c = config(&format!("{AGENTS}:{AGENTS}"), 0);
+        let joins = agents.iter().enumerate().map(|(i, client)| {
+            // The last one asks for agent 0's port: whichever of the two is folded second is
+            // refused, and only it.
+            let port = if i == usize::from(AGENTS) {
+                0
+            } else {
+                i as u16
+            };
+            let join = Join::new("job", c.clone(), vec![20_000 + port]).name(format!("agent{i}"));
+            async move { (client.clone(), client.join(&join).await) }
+        });
+        let (mut nodes, mut refused) = (Vec::new(), Vec::new());
+        for (client, joined) in futures_util::future::join_all(joins).await {
+            match joined {
+                Ok(node) => nodes.push((client, node)),
+                Err(e) => refused.push(e.to_string()),
+            }
+        }
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0].contains("address 127.0.0.1:20000 is held by"),
+            "{refused:?}"
+        );
+        let rounds = futures_util::future::join_all(
+            nodes.iter_mut().map(|(client, node)| round(client, node)),
+        )
+        .await;
+        for r in &rounds {
+            assert_eq!((r.number(), r.members().len()), (1, usize::from(AGENTS)));
+            assert_eq!(r.members(), rounds[0].members());
+        }
+        // Every join's request and answer goes (a joiner deletes its answer in the
+        // background): only the record and the live keys stay.
+        let keys = || {
+            let out = etcd.etcdctl(&[
+                "get",
+                "--prefix",
+                "--keys-only",
+                "/tfcluster/rendezvous/job/",
+            ]);
+            let out = String::from_utf8_lossy(&out.stdout).into_owned();
+            out.lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let give_up = Instant::now() + Duration::from_secs(5);
+        let mut left = keys();
+        while left.iter().any(|k| k.contains('~')) && Instant::now() < give_up {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            left = keys();
+        }
+        assert_eq!(left.len(), usize::from(AGENTS) + 1, "{left:?}");
+        assert!(left.iter().all(|k| !k.contains('~')), "{left:?}");
+        tokio::task::spawn_blocking(move || drop(etcd))
+            .await
+            .unwrap();
+    });
+}

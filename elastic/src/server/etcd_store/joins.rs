@@ -85,7 +85,10 @@ impl EtcdStore {
         }
         .encode_to_vec();
         let mut joining = Joining {
-            token: format!("{:016x}", RandomState::new().hash_one(std::time::SystemTime::now())),
+            token: format!(
+                "{:016x}",
+                RandomState::new().hash_one(std::time::SystemTime::now())
+            ),
             put: Some(request.clone()),
             lease,
         };
@@ -93,7 +96,12 @@ impl EtcdStore {
             let snapshot = match self.read(&rdzv_id, Some(&joining)).await {
                 Ok(s) => s,
                 Err(e) => {
-                    eprintln!("DEBUG read failed token {} lease {lease:x} put {} node {:?}: {e}", joining.token, joining.put.is_some(), args.node_id);
+                    eprintln!(
+                        "DEBUG read failed token {} lease {lease:x} put {} node {:?}: {e}",
+                        joining.token,
+                        joining.put.is_some(),
+                        args.node_id
+                    );
                     return Err(e);
                 }
             };
@@ -116,7 +124,10 @@ impl EtcdStore {
                     }
                 }
             }
-            if let Some(answer) = self.fold(&rdzv_id, &snapshot, &joins, &joining.token).await? {
+            if let Some(answer) = self
+                .fold(&rdzv_id, &snapshot, &joins, &joining.token)
+                .await?
+            {
                 break answer;
             }
         };
@@ -165,8 +176,8 @@ impl EtcdStore {
             };
             let request = join.request.unwrap_or_default();
             let host = request.host.clone();
-            let joined = join_args(request, host)
-                .and_then(|args| registry.join(args, now).map_err(refused));
+            let joined =
+                join_args(request, host).and_then(|args| registry.join(args, now).map_err(refused));
             let answer = match joined {
                 Ok(joined) => {
                     leases.insert(joined.node_id.clone(), join.lease);
