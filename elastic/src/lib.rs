@@ -152,13 +152,24 @@
 //!   one revision, applies the call, and writes the record back only if it changed, on the
 //!   condition that its revision is the one it read; otherwise it reads again and reapplies.
 //!   Two agents can never close one round two ways, whichever etcd member leads.
+//! - **Joins that arrive together are folded into one write.** When a round ends every
+//!   agent joins again at once; written one by one, each after losing the race to the
+//!   others, 64 joins took a second. A join is instead put as a key of its own
+//!   (`PREFIX/RDZV_ID/~join/TOKEN`, [`proto::StoredJoin`]) in the transaction that reads the
+//!   job; the joiner then writes the record with every join waiting beside its own applied,
+//!   oldest first (up to 42 a transaction, etcd's 128-operation limit), and the answer of
+//!   each other join beside it (`~answer/TOKEN`, on that node's lease); an agent that loses
+//!   the race reads its answer instead. 64 agents joining at once: 0.18 s, from 0.99 s.
 //! - **Liveness is a lease.** A node's key `PREFIX/RDZV_ID/alive/NODE_ID` is on a lease of
 //!   TTL [`EtcdOptions::timeout`] (whole seconds) that its agent renews with each wait and
 //!   heartbeat; a dead agent's key expires by itself, and the next call of any agent finds
 //!   the node lost and ends its round. A node that leaves gives its lease back at once.
-//! - **Waits are watches.** A waiting call watches the job's keys from the revision it read
-//!   and wakes on a change (a record written, a node's key expiring) or when its own clock
-//!   would change the job (a last call running out): no polling of etcd.
+//! - **Waits are watches.** A waiting call watches the record and the live keys from the
+//!   revision it read and wakes on a change (a record written, a node's key expiring) or
+//!   when its own clock would change the job (a last call running out): no polling of etcd.
+//!   A join waiting to be folded wakes no one. (etcd serves a watch that starts behind its
+//!   revision from a loop that runs every 100 ms; a count read of what was written in
+//!   between answers at once instead.)
 //! - **Failures of etcd are retried**: a member down, no leader during an election, an
 //!   unreachable cluster are `UNAVAILABLE` and retried for [`ClientOptions::retry_for`], then
 //!   [`Error::Unreachable`] names the endpoints (`etcd://HOST:PORT,...`). An agent talks to

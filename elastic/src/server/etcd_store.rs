@@ -55,7 +55,7 @@ pub(crate) struct EtcdStore {
     /// The address this host reaches etcd at: the host of a node that names none.
     host: OnceLock<Option<String>>,
     /// The leases of nodes that joined through this store, by job and node id.
-    leases: Mutex<HashMap<NodeKey, i64>>,
+    leases: Mutex<HashMap<NodeKey, Lease>>,
 }
 
 impl std::fmt::Debug for EtcdStore {
@@ -70,6 +70,13 @@ impl std::fmt::Debug for EtcdStore {
 
 /// A node of a job: its rendezvous id and node id.
 type NodeKey = (String, String);
+
+/// A node's lease, and when this store last renewed it.
+#[derive(Debug, Clone, Copy)]
+struct Lease {
+    id: i64,
+    renewed: Instant,
+}
 
 /// A job's keys as one transaction read them.
 struct Snapshot {
@@ -155,7 +162,7 @@ impl EtcdStore {
         format!("{}\0", self.record_key(rdzv_id))
     }
 
-    fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<NodeKey, i64>> {
+    fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<NodeKey, Lease>> {
         self.leases.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -339,6 +346,10 @@ impl EtcdStore {
         Ok(registry)
     }
 
+    fn ttl_duration(&self) -> Duration {
+        Duration::from_secs(self.ttl.unsigned_abs())
+    }
+
     /// A new lease of the nodes' TTL.
     async fn grant(&self) -> Result<i64, Status> {
         let ttl = self.ttl;
@@ -363,9 +374,16 @@ impl EtcdStore {
     /// the node is lost, and joins again with a new one.
     async fn keep_alive(&self, rdzv_id: &str, node: &str) -> Result<(), Status> {
         let key = (rdzv_id.to_owned(), node.to_owned());
-        let Some(lease) = self.leases().get(&key).copied() else {
+        let Some(Lease { id: lease, renewed }) = self.leases().get(&key).copied() else {
             return Ok(());
         };
+        // Renewed a moment ago: a round's end has every node call several times at once
+        // (heartbeat, join, wait), and a renewal is a stream opened to etcd. Calls come at
+        // least every third of the TTL, so skipping a quarter of it renews well in time.
+        let start = Instant::now();
+        if start.saturating_duration_since(renewed) < self.ttl_duration() / 4 {
+            return Ok(());
+        }
         // Opening the keep-alive stream renews the lease once and reads etcd's answer.
         let renewed = self
             .request("keep a node's lease alive", |client| async move {
@@ -376,7 +394,11 @@ impl EtcdStore {
                 }
             })
             .await?;
-        if !renewed {
+        if renewed {
+            if let Some(held) = self.leases().get_mut(&key) {
+                held.renewed = start;
+            }
+        } else {
             self.leases().remove(&key);
         }
         Ok(())
@@ -425,7 +447,9 @@ impl EtcdStore {
                 .filter(|(job, node)| job == rdzv_id && !kept.contains(node))
                 .cloned()
                 .collect();
-            gone.iter().filter_map(|key| leases.remove(key)).collect()
+            gone.iter()
+                .filter_map(|key| leases.remove(key).map(|l| l.id))
+                .collect()
         };
         for lease in gone {
             self.revoke(lease).await;

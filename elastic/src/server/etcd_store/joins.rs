@@ -15,7 +15,9 @@ use etcd_client::{PutOptions, TxnOp};
 use prost::Message;
 use tonic::{Code, Status};
 
-use super::{EtcdStore, Snapshot};
+use std::time::Instant;
+
+use super::{EtcdStore, Lease, Snapshot};
 use crate::proto;
 use crate::proto::stored_join_answer::Answer;
 use crate::server::registry::{Clock, JoinArgs, Registry};
@@ -66,6 +68,7 @@ impl EtcdStore {
     /// Joins `args`'s node to its job through the record's next write (see the module).
     pub(super) async fn join_folded(&self, args: JoinArgs) -> Result<proto::JoinResponse, Status> {
         Registry::check_join(&args).map_err(refused)?;
+        let start = Instant::now();
         let rdzv_id = args.rdzv_id.clone();
         // A node this store knows keeps its lease; a new one is given its own, which the
         // store takes as the node's once the node is in (before, the store's writes would
@@ -73,10 +76,13 @@ impl EtcdStore {
         if let Some(node) = &args.node_id {
             self.keep_alive(&rdzv_id, node).await?;
         }
-        let known = (args.node_id.as_ref())
-            .and_then(|node| self.leases().get(&(rdzv_id.clone(), node.clone())).copied());
+        let known = (args.node_id.as_ref()).and_then(|node| {
+            self.leases()
+                .get(&(rdzv_id.clone(), node.clone()))
+                .copied()
+        });
         let lease = match known {
-            Some(lease) => lease,
+            Some(held) => held.id,
             None => self.grant().await?,
         };
         let request = proto::StoredJoin {
@@ -134,7 +140,11 @@ impl EtcdStore {
         match answer.answer {
             Some(Answer::Joined(joined)) => {
                 let node = (rdzv_id.clone(), joined.node_id.clone());
-                self.leases().insert(node, lease);
+                let held = known.unwrap_or(Lease {
+                    id: lease,
+                    renewed: start,
+                });
+                self.leases().insert(node, held);
                 Ok(joined)
             }
             refusal => {
