@@ -15,7 +15,7 @@ use etcd_client::{PutOptions, TxnOp};
 use prost::Message;
 use tonic::{Code, Status};
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{EtcdStore, Lease, Snapshot};
 use crate::proto;
@@ -29,6 +29,9 @@ const MAX_TXN_OPS: usize = 128;
 /// The operations one folded join takes at most: its request deleted, its answer and its
 /// live key put.
 const OPS_PER_JOIN: usize = 3;
+
+/// How long a read answer is kept before its joiner deletes it.
+const FORGET_AFTER: Duration = Duration::from_secs(1);
 
 /// A join of this store in flight.
 pub(super) struct Joining {
@@ -235,12 +238,14 @@ impl EtcdStore {
     }
 
     /// Deletes the answer to join `token`, now read, in the background: its lease would take
-    /// it with the node in the end, but a node joins again after every round.
+    /// it with the node in the end, but a node joins again after every round. Later, so the
+    /// deletes of a round's joins are not written while the round forms.
     fn forget_answer(&self, rdzv_id: &str, token: &str) {
         let (_, client) = self.member();
         let key = self.answer_key(rdzv_id, token);
         let deadline = self.rpc_timeout;
         tokio::spawn(async move {
+            tokio::time::sleep(FORGET_AFTER).await;
             let mut client = client;
             let _ = tokio::time::timeout(deadline, client.delete(key, None)).await;
         });
