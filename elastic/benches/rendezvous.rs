@@ -1,8 +1,11 @@
-//! Time from the last of N agents joining to every agent holding the round (min = max = N),
-//! all in one process on loopback, each agent with a connection of its own: the rendezvous's
-//! share of a restart. On the built-in rendezvous (issue 18's target: 50 ms or less for 64
-//! agents) and on a local three-member etcd cluster (`last_join_to_round_etcd`, each agent
-//! an etcd client of its own; issue 22's target, to every task spawned: 200 ms for 64).
+//! The rendezvous's share of a round, all in one process on loopback, each agent with a
+//! connection of its own, N agents with min = max = N: `last_join_to_round`, from the last
+//! agent's join to every agent holding the round (issue 18's target on the built-in
+//! rendezvous: 50 ms or less for 64); `all_join_at_once`, every agent joining at once as all
+//! do when a round ends, to every agent holding the round (a restart's share). Each on the
+//! built-in rendezvous and, suffixed `_etcd`, on a local three-member etcd cluster, each
+//! agent an etcd client of its own (issue 22's targets, process-level: 200 ms to every task
+//! of 64 spawned, 500 ms for a restart).
 
 use std::time::{Duration, Instant};
 

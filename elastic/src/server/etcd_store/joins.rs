@@ -79,11 +79,8 @@ impl EtcdStore {
         if let Some(node) = &args.node_id {
             self.keep_alive(&rdzv_id, node).await?;
         }
-        let known = (args.node_id.as_ref()).and_then(|node| {
-            self.leases()
-                .get(&(rdzv_id.clone(), node.clone()))
-                .copied()
-        });
+        let known = (args.node_id.as_ref())
+            .and_then(|node| self.leases().get(&(rdzv_id.clone(), node.clone())).copied());
         let lease = match known {
             Some(held) => held.id,
             None => self.grant().await?,
