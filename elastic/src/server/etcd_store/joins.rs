@@ -95,22 +95,11 @@ impl EtcdStore {
                 "{:016x}",
                 RandomState::new().hash_one(std::time::SystemTime::now())
             ),
-            put: Some(request.clone()),
+            put: Some(request),
             lease,
         };
         let answer = loop {
-            let snapshot = match self.read(&rdzv_id, Some(&joining)).await {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!(
-                        "DEBUG read failed token {} lease {lease:x} put {} node {:?}: {e}",
-                        joining.token,
-                        joining.put.is_some(),
-                        args.node_id
-                    );
-                    return Err(e);
-                }
-            };
+            let snapshot = self.read(&rdzv_id, Some(&joining)).await?;
             let put = joining.put.take();
             if let Some(bytes) = &snapshot.answer {
                 let answer = proto::StoredJoinAnswer::decode(bytes.as_slice())
@@ -123,10 +112,13 @@ impl EtcdStore {
                 match put {
                     // Put by this read; its range may not show it.
                     Some(request) => joins.push((joining.token.clone(), request)),
-                    // Gone unanswered (its lease ran out): put again.
+                    // Gone unanswered: its lease ran out. The client joins again, and this
+                    // store gives the node a new lease.
                     None => {
-                        joining.put = Some(request.clone());
-                        continue;
+                        return Err(Status::unavailable(format!(
+                            "the join to job {rdzv_id:?} went with its lease before it was                              answered (etcd at {})",
+                            self.url
+                        )));
                     }
                 }
             }
