@@ -8,7 +8,6 @@
 //! started is killed before the tests run.
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -65,21 +64,10 @@ pub(crate) fn ensure_installed() -> Result<(), String> {
     }
 }
 
-/// The processes named exactly `etcd` that run (what `pgrep -x etcd` lists, without needing
-/// procps): zombies are left out, they only wait for their parent.
+/// The processes named exactly `etcd` that run (what `pgrep -x etcd` lists).
 fn running_etcd() -> BTreeSet<u32> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return BTreeSet::new();
-    };
-    entries
-        .filter_map(|entry| {
-            let entry = entry.ok()?;
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
-            // `pid (comm) state ...`: comm may hold spaces and parentheses, the last `) ` ends it.
-            let (head, rest) = stat.rsplit_once(") ")?;
-            let (_, comm) = head.split_once(" (")?;
-            (comm == "etcd" && !rest.starts_with('Z')).then_some(pid)
-        })
+    crate::proc_stat::running()
+        .filter(|p| p.comm == "etcd")
+        .map(|p| p.pid)
         .collect()
 }

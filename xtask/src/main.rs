@@ -16,6 +16,7 @@ mod fuzz;
 mod interop;
 mod machine;
 mod op_signatures;
+mod proc_stat;
 mod protoc_standin;
 mod python;
 mod slurm;

@@ -5,7 +5,6 @@
 //!
 //! [`Launcher::OursEtcd`]: super::agents::Launcher::OursEtcd
 
-use std::fs;
 use std::process::Command;
 
 use etcd_cluster::EtcdCluster;
@@ -57,23 +56,10 @@ pub(super) fn version() -> String {
 
 /// The running processes named exactly `name` whose parent is this process.
 fn children_named(name: &str) -> Vec<u32> {
-    let me = std::process::id().to_string();
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut pids: Vec<u32> = entries
-        .filter_map(|entry| {
-            let entry = entry.ok()?;
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
-            // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
-            let (head, rest) = stat.rsplit_once(") ")?;
-            let (_, comm) = head.split_once(" (")?;
-            let mut rest = rest.split_whitespace();
-            let state = rest.next()?;
-            let parent = rest.next()?;
-            (comm == name && state != "Z" && parent == me).then_some(pid)
-        })
+    let me = std::process::id();
+    let mut pids: Vec<u32> = crate::proc_stat::running()
+        .filter(|p| p.comm == name && p.parent == me)
+        .map(|p| p.pid)
         .collect();
     pids.sort_unstable();
     pids

@@ -99,15 +99,8 @@ fn has_marker(environ: &[u8]) -> bool {
         .any(|var| var.starts_with(prefix.as_bytes()))
 }
 
-/// Whether `pid` is a live process: it exists and is not a zombie (a zombie has exited; only its
-/// parent's wait is missing, and for an orphan init does that).
+/// Whether `pid` is a live process: it exists and is not a zombie (for an orphan, init does
+/// the wait).
 fn alive(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name, which may itself hold spaces.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X"),
-        Err(_) => false,
-    }
+    crate::proc_stat::ProcStat::read(pid).is_some_and(|p| p.alive())
 }
