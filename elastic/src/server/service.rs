@@ -74,13 +74,13 @@ impl<S: Store> Rendezvous for Service<S> {
         request: Request<proto::JoinRequest>,
     ) -> Result<Response<proto::JoinResponse>, Status> {
         let peer = request.remote_addr();
-        let req = request.into_inner();
+        let mut req = request.into_inner();
         let host = if req.host.is_empty() {
             self.store.default_host(peer).ok_or_else(|| {
                 Status::invalid_argument("no host given, and the caller's address is unknown")
             })?
         } else {
-            req.host.clone()
+            std::mem::take(&mut req.host)
         };
         let args = join_args(req, host)?;
         Ok(Response::new(self.store.join(args).await?))

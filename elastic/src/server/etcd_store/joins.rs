@@ -10,12 +10,11 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
+use std::time::{Duration, Instant};
 
 use etcd_client::{PutOptions, TxnOp};
 use prost::Message;
 use tonic::{Code, Status};
-
-use std::time::{Duration, Instant};
 
 use super::{EtcdStore, Lease, Snapshot};
 use crate::proto;
@@ -79,7 +78,9 @@ impl EtcdStore {
         if let Some(node) = &args.node_id {
             self.keep_alive(&rdzv_id, node).await?;
         }
-        let known = (args.node_id.as_ref())
+        let known = args
+            .node_id
+            .as_ref()
             .and_then(|node| self.leases().get(&(rdzv_id.clone(), node.clone())).copied());
         let lease = match known {
             Some(held) => held.id,
@@ -99,7 +100,7 @@ impl EtcdStore {
             lease,
         };
         let answer = loop {
-            let snapshot = self.read(&rdzv_id, Some(&joining)).await?;
+            let mut snapshot = self.read(&rdzv_id, Some(&joining)).await?;
             let put = joining.put.take();
             if let Some(bytes) = &snapshot.answer {
                 let answer = proto::StoredJoinAnswer::decode(bytes.as_slice())
@@ -107,25 +108,26 @@ impl EtcdStore {
                 self.forget_answer(&rdzv_id, &joining.token);
                 break answer;
             }
-            let mut joins = snapshot.joins.clone();
-            if !joins.iter().any(|(token, _)| *token == joining.token) {
+            if !snapshot
+                .joins
+                .iter()
+                .any(|(token, _)| *token == joining.token)
+            {
                 match put {
                     // Put by this read; its range may not show it.
-                    Some(request) => joins.push((joining.token.clone(), request)),
+                    Some(request) => snapshot.joins.push((joining.token.clone(), request)),
                     // Gone unanswered: its lease ran out. The client joins again, and this
                     // store gives the node a new lease.
                     None => {
                         return Err(Status::unavailable(format!(
-                            "the join to job {rdzv_id:?} went with its lease before it was                              answered (etcd at {})",
+                            "the join to job {rdzv_id:?} went with its lease before it was answered \
+                             (etcd at {})",
                             self.url
                         )));
                     }
                 }
             }
-            if let Some(answer) = self
-                .fold(&rdzv_id, &snapshot, &joins, &joining.token)
-                .await?
-            {
+            if let Some(answer) = self.fold(&rdzv_id, &snapshot, &joining.token).await? {
                 break answer;
             }
         };
@@ -152,15 +154,14 @@ impl EtcdStore {
         }
     }
 
-    /// Folds `joins` (oldest first) into the job as `snapshot` holds it, in one write that
-    /// answers each, as many as one transaction takes. The answer to join `token`, or `None`
+    /// Folds the joins `snapshot` holds (oldest first) into its job, in one write that answers
+    /// each, as many as one transaction takes. The answer to join `token`, or `None`
     /// when another agent wrote first or the join was past the room (its turn is the next
     /// write).
     async fn fold(
         &self,
         rdzv_id: &str,
         snapshot: &Snapshot,
-        joins: &[(String, Vec<u8>)],
         token: &str,
     ) -> Result<Option<proto::StoredJoinAnswer>, Status> {
         let clock = Clock::now();
@@ -170,7 +171,7 @@ impl EtcdStore {
         let mut ops = Vec::new();
         let mut leases = HashMap::new();
         let mut ours = None;
-        for (join_token, bytes) in joins.iter().take((MAX_TXN_OPS - 1) / OPS_PER_JOIN) {
+        for (join_token, bytes) in snapshot.joins.iter().take((MAX_TXN_OPS - 1) / OPS_PER_JOIN) {
             ops.push(TxnOp::delete(self.join_key(rdzv_id, join_token), None));
             // Not a join this version wrote: dropped, its joiner reads no answer.
             let Ok(join) = proto::StoredJoin::decode(bytes.as_slice()) else {
