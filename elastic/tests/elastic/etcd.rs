@@ -139,10 +139,15 @@ fn tls_to_etcd_forms_rounds_and_a_client_without_its_certificate_is_refused() {
             .join(&Join::new("job2", c, vec![1]))
             .await
             .unwrap_err();
+        // TLS 1.3 finishes the client's side of the handshake before the member checks the
+        // certificate: the client reads the member's alert (BadCertificate), or the close
+        // that follows it, or writes its request into the closed connection first.
+        let text = err.to_string();
         assert!(
-            err.to_string().contains(&format!("etcd at {anonymous}"))
-                && (err.to_string().contains("BadCertificate")
-                    || err.to_string().contains("connection closed")),
+            text.contains(&format!("etcd at {anonymous}"))
+                && ["BadCertificate", "connection closed", "broken pipe"]
+                    .iter()
+                    .any(|why| text.contains(why)),
             "{err}"
         );
         tokio::task::spawn_blocking(move || drop(etcd))
