@@ -8,12 +8,24 @@ const SCRIPT: &str = r#"
 import json, socket, sys
 import tensorflow as tf
 jobs = json.loads(sys.argv[1])
-def free():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
-cluster = {job: ["localhost:%d" % free() for _ in range(n)] for job, n in jobs.items()}
-spec = tf.train.ClusterSpec(cluster)
-servers = [tf.distribute.Server(spec, job_name=job, task_index=i, start=True)
-           for job, n in jobs.items() for i in range(n)]
+def free(n):
+    # All held at once, so no port is drawn twice; closed just before the servers bind.
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks: s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks: s.close()
+    return iter(ports)
+# Another process may take a port between its close and the server's bind: new ports then.
+for attempt in range(3):
+    ports = free(sum(jobs.values()))
+    cluster = {job: ["localhost:%d" % next(ports) for _ in range(n)] for job, n in jobs.items()}
+    spec = tf.train.ClusterSpec(cluster)
+    try:
+        servers = [tf.distribute.Server(spec, job_name=job, task_index=i, start=True)
+                   for job, n in jobs.items() for i in range(n)]
+        break
+    except tf.errors.UnknownError:
+        if attempt == 2: raise
 print("READY", json.dumps(cluster), flush=True)
 sys.stdin.readline()
 "#;
