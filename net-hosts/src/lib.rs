@@ -6,7 +6,9 @@
 //! enters one on a thread of its own ([`Hosts::in_host`]). A host's link can be set down (its
 //! packets vanish, as in a partition) and every process in a host killed at once (as when
 //! it loses power). Dropping [`Hosts`] kills every process left in its namespaces and removes
-//! the namespaces and the bridge. Needs root and iproute2 and util-linux's `nsenter`.
+//! the namespaces and the bridge; [`sweep`] removes what a killed test process could not drop
+//! (every name starts with a prefix only these hosts use). Needs root and iproute2 and
+//! util-linux's `nsenter`.
 //!
 //! Traffic between the test's own (root) namespace and a host does not pass on every
 //! machine, but it does between hosts: a client belongs in a host too.
@@ -23,6 +25,10 @@ use std::time::{Duration, Instant};
 use nix::sched::{CloneFlags, setns};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+
+/// What every namespace, bridge and veth of [`Hosts`] is named with first, and nothing else
+/// on the machine: [`sweep`] removes by it.
+const PREFIX: &str = "tfct";
 
 /// Hosts made so far by this process: each set gets names of its own.
 static MADE: AtomicU32 = AtomicU32::new(0);
@@ -67,9 +73,9 @@ impl Hosts {
             [a, b, c] == [192, 0, 2] && usize::from(d) + count <= 255,
             "{first} + {count} hosts leaves 192.0.2.0/24"
         );
-        // Interface names have at most 15 bytes: `tfc` + 5 + 2 + `br`.
+        // Interface names have at most 15 bytes: `tfct` + 5 + 2 + `br`.
         let tag = format!(
-            "tfc{}{}",
+            "{PREFIX}{}{}",
             std::process::id() % 100_000,
             MADE.fetch_add(1, Ordering::Relaxed) % 100
         );
@@ -166,43 +172,91 @@ impl Hosts {
 
     /// The processes inside host `i` (those whose network namespace is the host's).
     pub fn processes(&self, i: usize) -> Vec<Pid> {
-        let Ok(ns) = std::fs::metadata(self.namespace_path(i)) else {
-            return Vec::new();
-        };
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        entries
-            .filter_map(|entry| {
-                let entry = entry.ok()?;
-                let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
-                let net = std::fs::metadata(entry.path().join("ns/net")).ok()?;
-                (net.dev() == ns.dev() && net.ino() == ns.ino()).then(|| Pid::from_raw(pid))
-            })
-            .collect()
+        processes_in(&self.namespace_path(i))
     }
 
     /// Kills every process inside host `i` at once, as a host that loses its power, and
     /// waits (a few seconds at most) until none is left running.
     pub fn kill_all(&self, i: usize) {
-        let started = Instant::now();
-        loop {
-            let left: Vec<Pid> = self
-                .processes(i)
-                .into_iter()
-                .filter(|&pid| running(pid.as_raw().unsigned_abs()))
-                .collect();
-            if left.is_empty() || started.elapsed() > Duration::from_secs(5) {
-                return;
-            }
-            for pid in left {
-                // A frozen process is thawed first, so that it dies at once.
-                let _ = kill(pid, Signal::SIGKILL);
-                let _ = kill(pid, Signal::SIGCONT);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        kill_all_in(&self.namespace_path(i));
     }
+}
+
+/// The processes whose network namespace is the one bound at `path`.
+fn processes_in(path: &str) -> Vec<Pid> {
+    let Ok(ns) = std::fs::metadata(path) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let net = std::fs::metadata(entry.path().join("ns/net")).ok()?;
+            (net.dev() == ns.dev() && net.ino() == ns.ino()).then(|| Pid::from_raw(pid))
+        })
+        .collect()
+}
+
+/// Kills every process in the namespace bound at `path`, waiting (5 s at most) until none
+/// runs.
+fn kill_all_in(path: &str) {
+    let started = Instant::now();
+    loop {
+        let left: Vec<Pid> = processes_in(path)
+            .into_iter()
+            .filter(|&pid| running(pid.as_raw().unsigned_abs()))
+            .collect();
+        if left.is_empty() || started.elapsed() > Duration::from_secs(5) {
+            return;
+        }
+        for pid in left {
+            // A frozen process is thawed first, so that it dies at once.
+            let _ = kill(pid, Signal::SIGKILL);
+            let _ = kill(pid, Signal::SIGCONT);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Removes every namespace, bridge and veth a [`Hosts`] made that is still there (its test
+/// process was killed before it could drop them), killing the processes inside first; returns
+/// their names. For the start of a test run: it removes those of tests still running too.
+pub fn sweep() -> Vec<String> {
+    let mut removed = Vec::new();
+    let namespaces = Command::new("ip").args(["netns", "list"]).output();
+    let namespaces = namespaces.map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
+    // `NAME` or `NAME (id: N)` a line.
+    for name in namespaces.iter().flat_map(|text| text.lines()) {
+        let Some(name) = name
+            .split_whitespace()
+            .next()
+            .filter(|n| n.starts_with(PREFIX))
+        else {
+            continue;
+        };
+        kill_all_in(&format!("/run/netns/{name}"));
+        let _ = Command::new("ip").args(["netns", "del", name]).status();
+        removed.push(name.to_owned());
+    }
+    let links = Command::new("ip").args(["-o", "link", "show"]).output();
+    let links = links.map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
+    // `INDEX: NAME[@PEER]: <FLAGS> ...` a line.
+    for line in links.iter().flat_map(|text| text.lines()) {
+        let Some(name) = line
+            .split(": ")
+            .nth(1)
+            .map(|name| name.split('@').next().unwrap_or(name))
+            .filter(|name| name.starts_with(PREFIX))
+        else {
+            continue;
+        };
+        let _ = Command::new("ip").args(["link", "del", name]).status();
+        removed.push(name.to_owned());
+    }
+    removed
 }
 
 /// Whether process `pid` runs (a zombie does not: it only waits to be reaped, by a parent

@@ -11,6 +11,7 @@
 
 use std::process::Command;
 
+use crate::tally::{self, Suite};
 use crate::workspace;
 
 /// Every crate with features, and the feature sets checked besides none. cluster-resolver's
@@ -54,18 +55,17 @@ const WITHOUT_FEATURES: &[(&str, &str)] = &[
     ("remote-connect", "--doc"),
 ];
 
-/// `cargo test` of [`WITHOUT_FEATURES`].
-pub(crate) fn test() -> Result<(), String> {
-    for (krate, targets) in WITHOUT_FEATURES {
-        workspace::run(Command::new("cargo").args([
-            "test",
-            "-p",
-            krate,
-            "--no-default-features",
-            targets,
-        ]))?;
-    }
-    Ok(())
+/// `cargo test` of [`WITHOUT_FEATURES`], each run's suites labelled `no-default-features`.
+pub(crate) fn test() -> Vec<Suite> {
+    WITHOUT_FEATURES
+        .iter()
+        .flat_map(|(krate, targets)| {
+            tally::cargo_test(
+                "no-default-features",
+                Command::new("cargo").args(["test", "-p", krate, "--no-default-features", targets]),
+            )
+        })
+        .collect()
 }
 
 fn clippy(krate: &str, feature_args: &[&str]) -> Result<(), String> {
@@ -78,16 +78,19 @@ fn clippy(krate: &str, feature_args: &[&str]) -> Result<(), String> {
 }
 
 /// The docs of each crate of [`CRATES`] as docs.rs builds them: all features, `--cfg docsrs`
-/// (which needs nightly for `doc(cfg)`), warnings denied. Skipped, saying so, where no nightly
-/// toolchain is installed.
+/// (which needs nightly for `doc(cfg)`), warnings denied. A machine without a nightly
+/// toolchain fails here, saying how to install one, rather than passing unchecked.
 pub(crate) fn docs_rs() -> Result<(), String> {
     let nightly = Command::new("rustup")
         .args(["run", "nightly", "rustc", "--version"])
         .output()
         .is_ok_and(|out| out.status.success());
     if !nightly {
-        eprintln!("xtask: no nightly toolchain: skipping the docs.rs build (--cfg docsrs)");
-        return Ok(());
+        return Err(
+            "the docs.rs build (--cfg docsrs) needs a nightly toolchain, and rustup \
+                    has none: `rustup toolchain install nightly --profile minimal`"
+                .to_owned(),
+        );
     }
     let mut command = Command::new("cargo");
     command.args(["+nightly", "doc", "--no-deps", "--all-features"]);

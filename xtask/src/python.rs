@@ -12,26 +12,81 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::tally::{self, Suite, Tally};
 use crate::{docs_section, machine, stats, tf_venv, venv, workspace};
 
 /// What the venv needs besides TensorFlow to build and test the package.
 const TOOLS: &[&str] = &["maturin>=1.9,<2", "pytest"];
 
-/// `cargo xtask python`: the dev wheel built and installed, then the pytest suite.
+/// The suite's name in the tally and the floors file.
+const SUITE: &str = "pytest: python/tests";
+
+/// `cargo xtask python`: the dev wheel built and installed, then the pytest suite, counted.
 pub(crate) fn run() -> Result<(), String> {
+    let mut tally = Tally::default();
+    tally.add([suite()]);
+    tally::finish(&tally, false)
+}
+
+/// The dev wheel built and installed, then `python/tests` with pytest, each test's outcome
+/// taken from pytest's own reports (`xtask/pytest/tfcluster_tally.py`). A wheel that does not
+/// build or install, or a pytest that reports nothing, is the suite's failure.
+pub(crate) fn suite() -> Suite {
+    let mut suite = Suite::new(SUITE);
+    if let Err(e) = pytest(&mut suite) {
+        suite.failed.push(e);
+    }
+    suite
+}
+
+fn pytest(suite: &mut Suite) -> Result<(), String> {
     let python = install()?;
-    workspace::run(
+    let root = workspace::root();
+    let report = root.join("target/pytest-tally.jsonl");
+    clear_file(&report)?;
+    // pytest's exit status says what the report says too; the report is what is counted.
+    let _ = workspace::run(
         venv::command(&python)
             .args([
                 "-m",
                 "pytest",
                 "-p",
                 "no:cacheprovider",
+                "-p",
+                "tfcluster_tally",
                 "-v",
+                "-rs",
                 "python/tests",
             ])
+            .env("PYTHONPATH", root.join("xtask/pytest"))
+            .env("TFCLUSTER_TALLY", &report)
             .env("TF_CPP_MIN_LOG_LEVEL", "2"),
-    )
+    );
+    let text = std::fs::read_to_string(&report).map_err(|e| {
+        format!(
+            "pytest wrote no report to {} ({e}): did it start, and load tfcluster_tally?",
+            report.display()
+        )
+    })?;
+    for line in text.lines() {
+        let entry: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| format!("{}: not a JSON line ({e}): {line}", report.display()))?;
+        let test = entry["test"].as_str().unwrap_or_default().to_owned();
+        match entry["outcome"].as_str() {
+            Some("passed") => suite.passed += 1,
+            Some("skipped") => suite.skipped.push(test),
+            _ => suite.failed.push(test),
+        }
+    }
+    Ok(())
+}
+
+fn clear_file(path: &Path) -> Result<(), String> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
+    }
 }
 
 /// The TensorFlow venv's python with the dev wheel of the package installed (for the Slurm

@@ -39,6 +39,7 @@ pub(crate) use install::ensure_installed;
 pub(crate) use oracle::oracle_conf;
 pub(crate) use placement::Scenario;
 
+use crate::tally::{self, Suite, Tally};
 use crate::workspace;
 
 /// Everything the local cluster writes: apt logs, and `run/` with config, state and daemon logs.
@@ -46,11 +47,31 @@ fn state_dir() -> PathBuf {
     workspace::root().join("target/slurm")
 }
 
-/// The `cargo xtask slurm` task; with `show_env`, also prints every rank's `SLURM*` variables.
-pub(crate) fn run(show_env: bool) -> Result<(), String> {
+/// The suite's name in the tally and the floors file.
+const SUITE: &str = "slurm: checks";
+
+/// `cargo xtask slurm` alone, its checks counted; with `show_env`, also prints every rank's
+/// `SLURM*` variables.
+pub(crate) fn task(show_env: bool) -> Result<(), String> {
+    let mut tally = Tally::default();
+    tally.add([run(show_env)]);
+    tally::finish(&tally, false)
+}
+
+/// Every Slurm check, each counted as it passes or fails; a check that fails does not stop
+/// the others, a cluster that does not start stops them all (one failure).
+pub(crate) fn run(show_env: bool) -> Suite {
+    let mut suite = Suite::new(SUITE);
+    if let Err(e) = checks(show_env, &mut suite) {
+        suite.record("the Slurm cluster", Err(e));
+    }
+    suite
+}
+
+fn checks(show_env: bool, suite: &mut Suite) -> Result<(), String> {
     // Before the clock starts: the timings are about Slurm, not apt.
     ensure_installed()?;
-    check_oracle()?;
+    suite.record("scontrol show hostnames, no cluster", check_oracle());
     let building = Instant::now();
     let example = text(resolver::build_example()?)?;
     let tfcluster = text(build::artifact("tfcluster", "--bin", "tfcluster")?)?;
@@ -71,13 +92,16 @@ pub(crate) fn run(show_env: bool) -> Result<(), String> {
     eprintln!("xtask: slurm cluster up in {:.2?}", started.elapsed());
     let scenarios = placement::shell_scenarios();
     for scenario in &scenarios {
-        run_scenario(&cluster, scenario)?;
+        run_scenario(&cluster, scenario, suite);
     }
     for scenario in &resolver::scenarios(&plain, &with_jobs) {
-        run_scenario(&cluster, scenario)?;
+        run_scenario(&cluster, scenario, suite);
     }
-    resolver::check_refused(&cluster, &plain)?;
-    tensorflow::run(&cluster, &tfcluster, &python)?;
+    suite.record(
+        "a plane distribution refused",
+        resolver::check_refused(&cluster, &plain),
+    );
+    tensorflow::run(&cluster, &tfcluster, &python, suite)?;
     if show_env {
         for scenario in &scenarios {
             let ranks = cluster.srun(scenario.srun_args, &placement::PRINT_SLURM_ENV)?;
@@ -95,7 +119,9 @@ pub(crate) fn run(show_env: bool) -> Result<(), String> {
     cluster.stop()?;
     eprintln!("xtask: slurm cluster stopped in {:.2?}", stopping.elapsed());
     eprintln!(
-        "xtask: slurm: all checks passed in {:.2?}",
+        "xtask: slurm: {} checks passed, {} failed in {:.2?}",
+        suite.passed,
+        suite.failed.len(),
         started.elapsed()
     );
     Ok(())
@@ -108,26 +134,30 @@ pub(crate) fn text(path: PathBuf) -> Result<String, String> {
         .map_err(|path| format!("the path {} is not UTF-8", PathBuf::from(path).display()))
 }
 
-/// Runs one scenario on `cluster` and checks it, printing its timing.
-pub(crate) fn run_scenario(cluster: &Cluster, scenario: &Scenario<'_>) -> Result<(), String> {
+/// Runs one scenario on `cluster` and checks it, printing its timing; its outcome goes to
+/// `suite`.
+pub(crate) fn run_scenario(cluster: &Cluster, scenario: &Scenario<'_>, suite: &mut Suite) {
     let started = Instant::now();
-    let ranks = cluster.srun(scenario.srun_args, scenario.program)?;
-    let elapsed = started.elapsed();
-    (scenario.check)(&ranks).map_err(|e| {
-        format!(
-            "srun {} {} ({}): wrong output:\n{e}",
-            scenario.srun_args.join(" "),
-            scenario.program.join(" "),
-            scenario.name
-        )
-    })?;
-    eprintln!(
-        "xtask: slurm: {} ({} ranks, srun {}) passed in {elapsed:.2?}",
-        scenario.name,
-        ranks.len(),
-        scenario.srun_args.join(" ")
-    );
-    Ok(())
+    let outcome = cluster
+        .srun(scenario.srun_args, scenario.program)
+        .and_then(|ranks| {
+            (scenario.check)(&ranks).map_err(|e| {
+                format!(
+                    "srun {} {}: wrong output:\n{e}",
+                    scenario.srun_args.join(" "),
+                    scenario.program.join(" "),
+                )
+            })?;
+            eprintln!(
+                "xtask: slurm: {} ({} ranks, srun {}) passed in {:.2?}",
+                scenario.name,
+                ranks.len(),
+                scenario.srun_args.join(" "),
+                started.elapsed()
+            );
+            Ok(())
+        });
+    suite.record(scenario.name, outcome);
 }
 
 /// Checks that `scontrol show hostnames` works without a cluster, as the tests use it.

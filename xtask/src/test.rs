@@ -1,13 +1,25 @@
-//! `cargo xtask test`: every check CI runs, in order, stopping at the first failure.
+//! `cargo xtask test`: every check CI runs, then every test suite, counted.
 //!
-//! It installs what the tests need first (the TensorFlow 2.21 venv, Debian's Slurm and etcd), so
-//! a fresh machine runs the same suite as a developer's.
+//! It installs what the tests need first (the TensorFlow 2.21 venv, Debian's Slurm and etcd)
+//! and removes the network namespaces an earlier, killed run left, so a fresh machine runs
+//! the same suite as a developer's. The checks that are not tests (fmt, clippy, codegen,
+//! docs) stop it at the first failure; the test suites all run, each counted
+//! ([`crate::tally`]), and it ends with one line, `xtask: N passed, N failed`, over all of
+//! them, checked against the floors in `xtask/test-floors.txt`.
 
 use std::process::Command;
 
+use crate::tally::{self, Tally};
 use crate::{codegen, etcd, features, interop, python, slurm, tf_venv, workspace};
 
 pub(crate) fn run() -> Result<(), String> {
+    let swept = net_hosts::sweep();
+    if !swept.is_empty() {
+        eprintln!(
+            "xtask: removed what killed test runs left: {}",
+            swept.join(", ")
+        );
+    }
     let python = tf_venv::ensure()?;
     slurm::ensure_installed()?;
     etcd::ensure_installed()?;
@@ -30,23 +42,27 @@ pub(crate) fn run() -> Result<(), String> {
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     features::docs_rs()?;
-    // The interop tests run once, as their own step below.
-    workspace::run(
+    let mut tally = Tally::default();
+    // Every binary runs though one fails; the interop tests run once, as their own suite.
+    tally.add(tally::cargo_test(
+        "workspace",
         Command::new("cargo")
             .args([
                 "test",
                 "--workspace",
                 "--all-features",
+                "--no-fail-fast",
                 "--",
                 "--skip",
                 interop::FILTER,
             ])
             .env("TFCLUSTER_PYTHON", &python),
-    )?;
-    features::test()?;
-    interop::run()?;
+    ));
+    tally.add(features::test());
+    tally.add(interop::suites());
     // The Python package: its wheel built and installed into the TF venv, its pytest suite.
-    python::run()?;
+    tally.add([python::suite()]);
     // The real Slurm cluster last: it needs the daemons, which the unit tests do not.
-    slurm::run(false)
+    tally.add([slurm::run(false)]);
+    tally::finish(&tally, true)
 }

@@ -19,34 +19,40 @@ pub(crate) fn run(command: &mut Command) -> Result<(), String> {
     finished(&shown, status)
 }
 
-/// As [`run`], and returns what the command printed to stdout, which is also shown as it
-/// comes.
-pub(crate) fn run_echoed(command: &mut Command) -> Result<String, String> {
+/// As [`run`], with the command's stdout and stderr merged into one stream in the order they
+/// were written (as a terminal shows them), echoed to stdout as it comes and returned with
+/// whether the command succeeded. An error only when it could not run at all.
+pub(crate) fn run_merged(command: &mut Command) -> Result<(String, bool), String> {
     let shown = started(command);
+    let (reader, writer) =
+        std::io::pipe().map_err(|e| format!("cannot make a pipe for {shown}: {e}"))?;
+    let writer2 = writer
+        .try_clone()
+        .map_err(|e| format!("cannot make a pipe for {shown}: {e}"))?;
     let mut child = command
-        .stdout(Stdio::piped())
+        .stdout(writer)
+        .stderr(writer2)
         .spawn()
         .map_err(|e| format!("could not start {shown}: {e}"))?;
+    // The command holds the pipe's write ends; they must go for the reader to see its end.
+    command.stdout(Stdio::null()).stderr(Stdio::null());
     let mut text = String::new();
-    let stdout = child.stdout.take().expect("stdout is piped");
-    for line in BufReader::new(stdout).lines() {
-        let line = line.map_err(|e| format!("reading the output of {shown}: {e}"))?;
-        println!("{line}");
+    let mut reader = BufReader::new(reader);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => return Err(format!("reading the output of {shown}: {e}")),
+        }
+        // A test may print bytes that are not UTF-8; they are shown, not judged.
+        let line = String::from_utf8_lossy(&line);
+        print!("{line}");
         text.push_str(&line);
-        text.push('\n');
     }
-    finished(&shown, child.wait())?;
-    Ok(text)
-}
-
-/// The tests that libtest says passed in `stdout` (`test result: ok. 9 passed; ...`), over
-/// every test binary that ran.
-pub(crate) fn tests_passed(stdout: &str) -> usize {
-    stdout
-        .lines()
-        .filter_map(|line| line.strip_prefix("test result: ok. "))
-        .filter_map(|rest| rest.split_once(" passed")?.0.parse::<usize>().ok())
-        .sum()
+    let succeeded = finished(&shown, child.wait()).is_ok();
+    Ok((text, succeeded))
 }
 
 /// Sets the workspace root as the directory of `command`, says it runs, and returns how it
@@ -64,24 +70,5 @@ fn finished(shown: &str, status: std::io::Result<ExitStatus>) -> Result<(), Stri
         Ok(())
     } else {
         Err(format!("{shown} failed: {status}"))
-    }
-}
-
-// Not in a module named like the interop tests: `cargo xtask test` skips `interop::`.
-#[cfg(test)]
-mod tests {
-    use super::tests_passed;
-
-    #[test]
-    fn counts_the_tests_that_passed() {
-        let out = "running 9 tests\ntest interop::a ... ok\n\
-                   test result: ok. 9 passed; 0 failed; 0 ignored; 0 measured; 210 filtered out; \
-                   finished in 80.12s\n\
-                   test result: ok. 2 passed; 0 failed\n";
-        assert_eq!(tests_passed(out), 11);
-        assert_eq!(
-            tests_passed("running 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored\n"),
-            0
-        );
     }
 }

@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::cluster::Cluster;
 use super::srun::RankOutput;
 use super::{Scenario, run_scenario, text};
+use crate::tally::Suite;
 use crate::workspace;
 
 /// Each rank's environment for TensorFlow: no GPUs (the nodes have none), quiet logs.
@@ -67,7 +68,12 @@ print(json.dumps({
 
 /// Runs the TensorFlow scenarios with `tfcluster` (the binary) and TensorFlow's `python`
 /// (whose venv has the Python package installed).
-pub(crate) fn run(cluster: &Cluster, tfcluster: &str, python: &str) -> Result<(), String> {
+pub(crate) fn run(
+    cluster: &Cluster,
+    tfcluster: &str,
+    python: &str,
+    suite: &mut Suite,
+) -> Result<(), String> {
     let script = text(workspace::root().join("tfcluster/tests/scripts/mwms_train.py"))?;
     let script = script.as_str();
     let launch = [tfcluster, "run", "--from", "slurm", "--"];
@@ -80,7 +86,8 @@ pub(crate) fn run(cluster: &Cluster, tfcluster: &str, python: &str) -> Result<()
             program: &train,
             check: Box::new(check_training),
         },
-    )?;
+        suite,
+    );
     let compare: Vec<&str> = [&ENV[..], &launch, &[python, "-c", COMPARE]].concat();
     run_scenario(
         cluster,
@@ -90,7 +97,8 @@ pub(crate) fn run(cluster: &Cluster, tfcluster: &str, python: &str) -> Result<()
             program: &compare,
             check: Box::new(|ranks| compare_views(ranks, true)),
         },
-    )?;
+        suite,
+    );
     run_scenario(
         cluster,
         &Scenario {
@@ -99,7 +107,8 @@ pub(crate) fn run(cluster: &Cluster, tfcluster: &str, python: &str) -> Result<()
             program: &compare,
             check: Box::new(|ranks| compare_views(ranks, false)),
         },
-    )?;
+        suite,
+    );
     let resolver_script =
         text(workspace::root().join("tfcluster/tests/scripts/mwms_train_resolver.py"))?;
     let train: Vec<&str> = [&ENV[..], &[python, resolver_script.as_str()]].concat();
@@ -111,7 +120,8 @@ pub(crate) fn run(cluster: &Cluster, tfcluster: &str, python: &str) -> Result<()
             program: &train,
             check: Box::new(check_training),
         },
-    )?;
+        suite,
+    );
     let compare: Vec<&str> = [&ENV[..], &[python, "-c", COMPARE_RESOLVERS]].concat();
     run_scenario(
         cluster,
@@ -121,7 +131,9 @@ pub(crate) fn run(cluster: &Cluster, tfcluster: &str, python: &str) -> Result<()
             program: &compare,
             check: Box::new(tensorflow_disagrees),
         },
-    )
+        suite,
+    );
+    Ok(())
 }
 
 /// `tfcluster.tf.SlurmClusterResolver` puts every rank on its own node; TensorFlow's, with
