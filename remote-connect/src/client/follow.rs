@@ -206,7 +206,8 @@ impl Follower {
         S: Stream<Item = Result<ClusterSpec, E>>,
         E: Into<Box<dyn StdError + Send + Sync>> + Send,
     {
-        let mut changes = pin!(changes);
+        // Fused: the drain below may see the stream's end, and the loop polls it again after.
+        let mut changes = pin!(changes.fuse());
         let mut pending: Option<Pending> = None;
         loop {
             let retry_at = pending.as_ref().and_then(|p| p.at);
