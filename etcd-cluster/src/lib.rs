@@ -10,9 +10,11 @@
 //! start returns once every member is healthy (it has a leader and commits), and a member can be
 //! killed ([`EtcdCluster::kill`]), frozen and thawed ([`EtcdCluster::stop`],
 //! [`EtcdCluster::cont`]) or restarted on its data ([`EtcdCluster::restart`]);
-//! [`EtcdCluster::leader`] says which member leads now. Dropping the cluster kills every member
-//! and removes its directory: data dirs, logs and certificates, under `/dev/shm` where there is
-//! one (etcd fsyncs every commit; memory makes that free) and the temporary directory elsewhere.
+//! [`EtcdCluster::leader`] says which member leads now, and [`EtcdCluster::status`] what one
+//! member says of itself (etcd's member ids, the leader it follows, its raft term). Dropping the
+//! cluster, on a panic too, kills every member and removes its directory
+//! ([`EtcdCluster::dir`]): data dirs, logs and certificates, under `/dev/shm` where there is one
+//! (etcd fsyncs every commit; memory makes that free) and the temporary directory elsewhere.
 //! A cluster whose test process died without dropping it (SIGKILL) is killed and removed by the
 //! next start, found by the marker in its members' environment.
 //!
@@ -105,6 +107,19 @@ pub struct TlsFiles {
     pub client_cert: PathBuf,
     /// Its private key (PKCS#8).
     pub client_key: PathBuf,
+}
+
+/// What a member says of itself in `etcdctl endpoint status` ([`EtcdCluster::status`]): etcd's
+/// own member ids, not this crate's indexes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemberStatus {
+    /// Its member id.
+    pub id: u64,
+    /// The id of the member it takes for the leader (its own when it leads); 0 while it knows
+    /// of none.
+    pub leader: u64,
+    /// The raft term it is in: each election starts a later one.
+    pub raft_term: u64,
 }
 
 /// One member: how to start it, and its process while it runs.
@@ -232,6 +247,12 @@ impl EtcdCluster {
         self.member(i).client_url.clone()
     }
 
+    /// The directory that holds everything the cluster writes (data dirs, logs, certificates),
+    /// removed when the cluster is dropped.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The TLS files of a [`start_local_tls`](Self::start_local_tls) cluster; `None` without
     /// TLS.
     pub fn tls(&self) -> Option<&TlsFiles> {
@@ -348,6 +369,18 @@ impl EtcdCluster {
         }
     }
 
+    /// What member `i` says of itself, asked of it alone (whether this crate has killed or
+    /// stopped it or not): `None` when it does not answer within a second.
+    ///
+    /// # Panics
+    ///
+    /// When there is no member `i`, or etcdctl cannot be run.
+    pub fn status(&self, i: usize) -> Option<MemberStatus> {
+        let endpoint = self.member(i).client_url.as_str();
+        let output = self.etcdctl_via(i, &[endpoint], &status_args());
+        statuses(&output).first().map(|&(_, status)| status)
+    }
+
     /// Runs `etcdctl ARGS` (API v3) against the members that run (neither killed nor stopped;
     /// all of them when none does), with the cluster's TLS files when it has TLS, from inside the
     /// host of the first running member for [`start_in_hosts`](Self::start_in_hosts), and
@@ -372,13 +405,16 @@ impl EtcdCluster {
 
     /// A new cluster's directory, with no members yet (with TLS files when `tls`).
     fn create(tls: bool) -> EtcdCluster {
-        let dir = fresh_dir();
-        let tls = tls.then(|| make_tls(&dir));
-        EtcdCluster {
-            dir,
+        // The cluster first, so that a failure making the TLS files drops it and its directory.
+        let mut cluster = EtcdCluster {
+            dir: fresh_dir(),
             members: Vec::new(),
-            tls,
+            tls: None,
+        };
+        if tls {
+            cluster.tls = Some(make_tls(&cluster.dir));
         }
+        cluster
     }
 
     fn start_loopback(members: usize, tls: bool) -> EtcdCluster {
@@ -689,38 +725,20 @@ impl EtcdCluster {
             .iter()
             .map(|&i| self.members[i].client_url.as_str())
             .collect();
-        let output = self.etcdctl_via(
-            via,
-            &endpoints,
-            &[
-                "endpoint",
-                "status",
-                "-w",
-                "json",
-                "--dial-timeout=1s",
-                "--command-timeout=1s",
-            ],
-        );
-        // Statuses come for the members that answered, even when others did not (exit 1).
-        let statuses: Vec<(usize, u64, u64)> =
-            serde_json::from_slice::<serde_json::Value>(&output.stdout)
-                .ok()
-                .and_then(|value| value.as_array().cloned())
-                .unwrap_or_default()
+        let output = self.etcdctl_via(via, &endpoints, &status_args());
+        let statuses: Vec<(usize, MemberStatus)> = statuses(&output)
+            .into_iter()
+            .filter_map(|(endpoint, status)| {
+                let i = self.members.iter().position(|m| m.client_url == endpoint)?;
+                Some((i, status))
+            })
+            .collect();
+        let leader = statuses.iter().find_map(|&(i, status)| {
+            let named = statuses
                 .iter()
-                .filter_map(|entry| {
-                    let endpoint = entry["Endpoint"].as_str()?;
-                    let i = self.members.iter().position(|m| m.client_url == endpoint)?;
-                    // Member ids are u64s, often above i64's range; JSON holds them as decimal
-                    // numbers. `leader` is left out (0) while a member knows of none.
-                    let id = entry["Status"]["header"]["member_id"].as_u64()?;
-                    let leader = entry["Status"]["leader"].as_u64().unwrap_or(0);
-                    Some((i, id, leader))
-                })
-                .collect();
-        let leader = statuses.iter().find_map(|&(i, id, leader)| {
-            let named = statuses.iter().filter(|s| s.2 == id).count();
-            (id == leader && 2 * named > self.members.len()).then_some(i)
+                .filter(|(_, s)| s.leader == status.id)
+                .count();
+            (status.id == status.leader && 2 * named > self.members.len()).then_some(i)
         });
         (leader, shown_output(&output))
     }
@@ -800,6 +818,47 @@ fn health_args() -> [&'static str; 4] {
         "--dial-timeout=500ms",
         "--command-timeout=3s",
     ]
+}
+
+/// etcdctl's arguments that ask members for their status, as JSON; a member that does not
+/// answer within a second is left out.
+fn status_args() -> [&'static str; 6] {
+    [
+        "endpoint",
+        "status",
+        "-w",
+        "json",
+        "--dial-timeout=1s",
+        "--command-timeout=1s",
+    ]
+}
+
+/// The statuses in the output of etcdctl run with [`status_args`], by endpoint: those of the
+/// members that answered, even when others did not (etcdctl exits 1 then).
+fn statuses(output: &Output) -> Vec<(String, MemberStatus)> {
+    serde_json::from_slice::<serde_json::Value>(&output.stdout)
+        .ok()
+        .and_then(|value| value.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|entry| {
+            let endpoint = entry["Endpoint"].as_str()?.to_owned();
+            let status = &entry["Status"];
+            // Member ids are u64s, often above i64's range; JSON holds them as decimal
+            // numbers. `leader` is left out (0) while a member knows of none.
+            let id = status["header"]["member_id"].as_u64()?;
+            let leader = status["leader"].as_u64().unwrap_or(0);
+            let raft_term = status["raftTerm"].as_u64()?;
+            Some((
+                endpoint,
+                MemberStatus {
+                    id,
+                    leader,
+                    raft_term,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// A command for `parts` (program first), without the environment that would change etcd's

@@ -1,10 +1,13 @@
 //! The clusters themselves: real etcd members that answer etcdctl, elect a new leader when
-//! theirs is killed, require client certificates with TLS, and run inside net-hosts hosts.
+//! theirs is killed, require client certificates with TLS, run inside net-hosts hosts, and
+//! leave nothing behind when dropped, by a panic too.
 
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use etcd_cluster::EtcdCluster;
+use etcd_cluster::{EtcdCluster, MemberStatus};
 use net_hosts::Hosts;
 
 /// etcdctl's stdout, after checking that it succeeded.
@@ -57,15 +60,35 @@ fn killing_the_leader_elects_another() {
     let mut cluster = EtcdCluster::start_local(3);
     let leader = cluster.wait_leader(Duration::from_secs(5));
     assert_eq!(cluster.leader(), Some(leader));
+    // etcd's own word from here on: member ids and terms, not this crate's indexes.
+    let old = cluster.status(leader).expect("the leader answers");
+    assert_eq!(old.leader, old.id, "m{leader} does not lead: {old:?}");
     put_get(&cluster, "before", "1");
     let killed = Instant::now();
     cluster.kill(leader);
+    assert_eq!(
+        cluster.status(leader),
+        None,
+        "m{leader} answers after SIGKILL"
+    );
     let next = cluster.wait_leader(Duration::from_secs(5));
     eprintln!(
         "m{leader} killed; m{next} leads {:.2?} later",
         killed.elapsed()
     );
-    assert_ne!(next, leader);
+    // Each member left follows one leader, elected in a later term, and not the killed one.
+    let left: Vec<MemberStatus> = (0..3)
+        .filter(|&i| i != leader)
+        .map(|i| cluster.status(i).expect("a member left answers"))
+        .collect();
+    let elected = left[0].leader;
+    assert!(
+        left.iter()
+            .all(|s| s.leader == elected && s.raft_term > old.raft_term)
+            && elected != old.id
+            && left.iter().any(|s| s.id == elected),
+        "the leader {old:?} was killed; the members left say {left:?}"
+    );
     // Two members of three are a quorum: writes and reads go on.
     put_get(&cluster, "after", "2");
     let got = ok(
@@ -171,4 +194,39 @@ fn cluster_in_hosts_answers_from_inside_a_host() {
             .expect("etcdctl runs in host 0");
         assert_eq!(ok(output, "get").trim(), "3", "from {endpoint}");
     }
+}
+
+#[test]
+fn a_dropped_cluster_leaves_no_member_and_no_directory_even_on_a_panic() {
+    // What a cluster leaves to check: its directory, and its members' client addresses.
+    let traces = |cluster: &EtcdCluster| -> (PathBuf, Vec<SocketAddr>) {
+        let addresses = cluster
+            .endpoints()
+            .iter()
+            .map(|e| e.trim_start_matches("http://").parse().expect("an address"))
+            .collect();
+        (cluster.dir().to_owned(), addresses)
+    };
+    let gone = |(dir, addresses): (PathBuf, Vec<SocketAddr>)| {
+        assert!(!dir.exists(), "{} is still there", dir.display());
+        for address in addresses {
+            let connected = TcpStream::connect_timeout(&address, Duration::from_secs(1));
+            assert!(connected.is_err(), "a member still serves {address}");
+        }
+    };
+    let cluster = EtcdCluster::start_local(2);
+    let left = traces(&cluster);
+    assert!(left.0.is_dir(), "{}", left.0.display());
+    drop(cluster);
+    gone(left);
+
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let failed = std::thread::spawn(move || {
+        let cluster = EtcdCluster::start_local(2);
+        sender.send(traces(&cluster)).expect("the test waits");
+        panic!("a test fails while its cluster runs");
+    })
+    .join();
+    assert!(failed.is_err(), "the thread panicked");
+    gone(receiver.recv().expect("the cluster started"));
 }

@@ -1,10 +1,12 @@
 //! What every test uses: a rendezvous with short timings on either backend, agents, and a
-//! deadline per test. The shared suite (rounds, observers, a round's resolver) runs each test
-//! twice, on the built-in rendezvous and on a real three-member etcd cluster
-//! ([`on_both_backends!`]).
+//! deadline per test that its setup (starting etcd) does not count. The shared suite (rounds,
+//! observers, a round's resolver) runs each test twice, on the built-in rendezvous and on a
+//! real three-member etcd cluster ([`on_both_backends!`]).
 
 use std::future::Future;
-use std::time::Duration;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use elastic::{
     ClientOptions, EtcdOptions, JobConfig, Join, Node, RendezvousClient, RendezvousServer, Round,
@@ -12,22 +14,85 @@ use elastic::{
 };
 use etcd_cluster::EtcdCluster;
 
-/// A test's whole budget; none comes near it unless something hangs.
+/// A test's whole budget, its setup left out; none comes near it unless something hangs.
 pub(crate) const TEST_DEADLINE: Duration = Duration::from_secs(30);
+/// One setup's budget: etcd-cluster gives up on a start after 30 s, and tries other ports up to
+/// five times when a member finds its port taken.
+const SETUP_DEADLINE: Duration = Duration::from_secs(180);
+
+/// Time a test spent in [`setup`].
+#[derive(Default)]
+struct SetupTime {
+    /// In setups that are over.
+    done: Duration,
+    /// When the setup under way began.
+    since: Option<Instant>,
+}
+
+tokio::task_local! {
+    /// The running test's [`SetupTime`].
+    static SETUP: Arc<Mutex<SetupTime>>;
+}
 
 /// Runs `test` on a two-thread runtime and fails it if it takes longer than
-/// [`TEST_DEADLINE`].
+/// [`TEST_DEADLINE`], not counting its [`setup`]s, or if a setup takes longer than
+/// [`SETUP_DEADLINE`].
 pub(crate) fn run<F: Future<Output = ()>>(test: F) {
+    let setup = Arc::new(Mutex::new(SetupTime::default()));
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap()
         .block_on(async {
-            tokio::time::timeout(TEST_DEADLINE, test)
-                .await
-                .expect("the test hung");
+            let start = Instant::now();
+            let test = SETUP.scope(Arc::clone(&setup), test);
+            tokio::pin!(test);
+            loop {
+                let (in_setups, under_way, now) = {
+                    let time = setup.lock().unwrap();
+                    let now = Instant::now();
+                    let under_way = time.since.map(|since| now - since);
+                    (time.done + under_way.unwrap_or_default(), under_way, now)
+                };
+                let spent = (now - start).saturating_sub(in_setups);
+                assert!(
+                    under_way.is_none_or(|took| took < SETUP_DEADLINE),
+                    "the test's setup hung: {SETUP_DEADLINE:?}"
+                );
+                assert!(
+                    spent < TEST_DEADLINE,
+                    "the test hung: {spent:?} besides {in_setups:?} of setup"
+                );
+                // Checks again when the setup under way would overrun.
+                let left = match under_way {
+                    Some(took) => (TEST_DEADLINE - spent).min(SETUP_DEADLINE - took),
+                    None => TEST_DEADLINE - spent,
+                };
+                if tokio::time::timeout(left, &mut test).await.is_ok() {
+                    return;
+                }
+            }
         });
+}
+
+/// Runs `work` (a blocking start of the test's etcd) on a blocking thread, out of the test's
+/// deadline; a panic in it is the test's.
+///
+/// # Panics
+///
+/// Outside [`run`].
+pub(crate) async fn setup<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    let time = SETUP.with(Arc::clone);
+    let since = Instant::now();
+    time.lock().unwrap().since = Some(since);
+    let done = tokio::task::spawn_blocking(work).await;
+    {
+        let mut time = time.lock().unwrap();
+        time.done += since.elapsed();
+        time.since = None;
+    }
+    done.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
 }
 
 /// The shared suite's last call and heartbeat timeout.
@@ -60,12 +125,7 @@ impl Rdzv {
                     .timeout(timeout);
                 (Some(server_with(options).await), None)
             }
-            Backend::Etcd => {
-                let cluster = tokio::task::spawn_blocking(|| EtcdCluster::start_local(3))
-                    .await
-                    .expect("etcd starts");
-                (None, Some(cluster))
-            }
+            Backend::Etcd => (None, Some(setup(|| EtcdCluster::start_local(3)).await)),
         };
         Self {
             server,
@@ -146,6 +206,47 @@ pub(crate) async fn server_with(options: ServerOptions) -> RendezvousServer {
     RendezvousServer::start("127.0.0.1:0".parse().unwrap(), options)
         .await
         .unwrap()
+}
+
+/// An address of 127.0.0.1 that refuses connections, as where no rendezvous runs yet, while the
+/// socket returned holds it: bound, not listening, with SO_REUSEADDR, so that no other process
+/// listens there but a server of the test may ([`rebind`]).
+pub(crate) fn refusing() -> (tokio::net::TcpSocket, SocketAddr) {
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.set_reuseaddr(true).unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = held.local_addr().unwrap();
+    (held, addr)
+}
+
+/// Tries of a test that binds an address again after letting it go ([`rebind`]).
+const REBIND_TRIES: usize = 5;
+
+/// A server on `addr`, an address this test let go of and now binds again; `None` when another
+/// process took it meanwhile (the test starts over on another, [`on_another_address`]).
+pub(crate) async fn rebind(addr: SocketAddr, options: ServerOptions) -> Option<RendezvousServer> {
+    match RendezvousServer::start(addr, options).await {
+        Ok(server) => Some(server),
+        Err(elastic::Error::Bind { source, .. })
+            if source.kind() == std::io::ErrorKind::AddrInUse =>
+        {
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Runs `test` until a try of it is not cut short by an address taken from under it (`None`,
+/// from [`rebind`]), each try on addresses of its own, at most [`REBIND_TRIES`] times.
+pub(crate) async fn on_another_address<F: Future<Output = Option<()>>>(
+    mut test: impl FnMut() -> F,
+) {
+    for _ in 0..REBIND_TRIES {
+        if test().await.is_some() {
+            return;
+        }
+    }
+    panic!("another process took the address this test let go of, {REBIND_TRIES} times");
 }
 
 /// A client with short deadlines.

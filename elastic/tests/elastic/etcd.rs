@@ -2,19 +2,24 @@
 //! a cluster that cannot be reached, TLS), job state every agent reads alike, and a record
 //! that does not load. Each test runs its own etcd cluster from Debian's etcd-server.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use elastic::{
     EndReason, EtcdOptions, EtcdTls, Join, RendezvousClient, RoundStatus, TaskStatus, Waited,
 };
+use etcd_client::{EventType, GetOptions, WatchOptions};
 use etcd_cluster::EtcdCluster;
 
-use crate::common::{config, fast, join, names, round, run};
+use crate::common::{config, fast, join, names, refusing, round, run, setup};
+
+/// Where the etcd backend keeps job `job`: its record and, beside it, the joins waiting.
+const JOB: &str = "/tfcluster/rendezvous/job/";
+const RECORD: &str = "/tfcluster/rendezvous/job/state";
+const JOINS: &str = "/tfcluster/rendezvous/job/~join/";
 
 async fn cluster(members: usize) -> EtcdCluster {
-    tokio::task::spawn_blocking(move || EtcdCluster::start_local(members))
-        .await
-        .unwrap()
+    setup(move || EtcdCluster::start_local(members)).await
 }
 
 /// A client of its own, as another agent process would have.
@@ -27,26 +32,41 @@ async fn agent(options: &EtcdOptions) -> RendezvousClient {
 #[test]
 fn a_leader_lost_while_a_round_forms_closes_it_once_with_the_same_members() {
     run(async {
-        let mut etcd = cluster(3).await;
+        const LAST_CALL: Duration = Duration::from_millis(800);
+        let etcd = cluster(3).await;
         let options = EtcdOptions::new(etcd.endpoints())
             .unwrap()
-            .last_call(Duration::from_millis(800));
+            .last_call(LAST_CALL);
         let (ca, cb, cc) = (
             agent(&options).await,
             agent(&options).await,
             agent(&options).await,
         );
+        let leader = etcd.wait_leader(Duration::from_secs(10));
         let c = config("2:3", 0);
         let mut a = join(&ca, "job", &c, 0).await;
+        // b's join brings the round to min: its last call runs from no earlier than now.
+        let min = Instant::now();
         let mut b = join(&cb, "job", &c, 1).await;
-        // Both wait out the last call and race to close the round while etcd elects again.
-        let leader = tokio::task::spawn_blocking(move || {
-            let leader = etcd.wait_leader(Duration::from_secs(10));
+        // The leader, if it still leads by its own word, is killed at once: both agents wait
+        // out the last call and race to close the round while etcd elects again.
+        let (etcd, old, killed) = tokio::task::spawn_blocking(move || {
+            let mut etcd = etcd;
+            let old = etcd.status(leader);
             etcd.kill(leader);
-            (etcd, leader)
-        });
+            (etcd, old, Instant::now())
+        })
+        .await
+        .unwrap();
+        let old = old.expect("the leader answers");
+        assert_eq!(old.leader, old.id, "m{leader} no longer leads: {old:?}");
+        assert!(
+            killed < min + LAST_CALL,
+            "the leader was killed {:?} after b's join was sent: the {LAST_CALL:?} last call \
+             may have closed the round first",
+            killed - min
+        );
         let (ra, rb) = tokio::join!(round(&ca, &mut a), round(&cb, &mut b));
-        let (etcd, killed) = leader.await.unwrap();
         assert_eq!((ra.number(), rb.number()), (1, 1));
         assert_eq!(names(&ra), ["agent0", "agent1"]);
         assert_eq!(ra.members(), rb.members());
@@ -59,29 +79,38 @@ fn a_leader_lost_while_a_round_forms_closes_it_once_with_the_same_members() {
         let (ra, _, rn) = tokio::join!(round(&ca, &mut a), round(&cb, &mut b), round(&cc, &mut n));
         assert_eq!((ra.number(), rn.number()), (2, 2));
         assert_eq!(names(&rn), ["agent0", "agent1", "agent2"]);
-        let leader = tokio::task::spawn_blocking(move || {
-            let leader = etcd.wait_leader(Duration::from_secs(10));
+        // etcd's own word: the members left follow one leader, elected in a later term, and
+        // not the killed one.
+        let left = tokio::task::spawn_blocking(move || {
+            assert_eq!(etcd.status(leader), None, "m{leader} answers after SIGKILL");
+            etcd.wait_leader(Duration::from_secs(10));
+            let left: Vec<_> = (0..3)
+                .filter(|&i| i != leader)
+                .map(|i| etcd.status(i).expect("a member left answers"))
+                .collect();
             drop(etcd);
-            leader
-        });
-        assert_ne!(leader.await.unwrap(), killed);
+            left
+        })
+        .await
+        .unwrap();
+        let elected = left[0].leader;
+        assert!(
+            left.iter()
+                .all(|s| s.leader == elected && s.raft_term > old.raft_term)
+                && elected != old.id
+                && left.iter().any(|s| s.id == elected),
+            "the leader {old:?} was killed; the members left say {left:?}"
+        );
     });
 }
 
 #[test]
 fn an_unreachable_etcd_fails_each_call_within_the_retry_naming_the_endpoints() {
     run(async {
-        // Ports nothing listens on.
-        let free: Vec<u16> = (0..2)
-            .map(|_| {
-                std::net::TcpListener::bind("127.0.0.1:0")
-                    .unwrap()
-                    .local_addr()
-                    .unwrap()
-                    .port()
-            })
-            .collect();
-        let list = format!("etcd://127.0.0.1:{},127.0.0.1:{}", free[0], free[1]);
+        // Ports nothing listens on, held so none does.
+        let (_first, first) = refusing();
+        let (_second, second) = refusing();
+        let list = format!("etcd://{first},{second}");
         let options: EtcdOptions = list.parse().unwrap();
         let retry = Duration::from_secs(1);
         let client = RendezvousClient::etcd(options, fast().retry_for(retry))
@@ -111,9 +140,7 @@ fn an_unreachable_etcd_fails_each_call_within_the_retry_naming_the_endpoints() {
 #[test]
 fn tls_to_etcd_forms_rounds_and_a_client_without_its_certificate_is_refused() {
     run(async {
-        let (etcd, files) = tokio::task::spawn_blocking(|| EtcdCluster::start_local_tls(3))
-            .await
-            .unwrap();
+        let (etcd, files) = setup(|| EtcdCluster::start_local_tls(3)).await;
         let read = |p: &std::path::Path| std::fs::read(p).unwrap();
         let ca = read(&files.ca);
         let tls =
@@ -208,7 +235,7 @@ fn a_record_that_does_not_load_is_refused_naming_its_key() {
     run(async {
         let etcd = cluster(1).await;
         let options = EtcdOptions::new(etcd.endpoints()).unwrap();
-        let key = "/tfcluster/rendezvous/job/state";
+        let key = RECORD;
         let put = etcd.etcdctl(&["put", key, "not a record"]);
         assert!(put.status.success(), "{put:?}");
         let client = agent(&options).await;
@@ -235,6 +262,7 @@ fn joins_that_arrive_together_are_each_answered_once() {
         let options = EtcdOptions::new(etcd.endpoints()).unwrap();
         // More joins than one etcd transaction can fold (42): at least two folds.
         const AGENTS: u16 = 48;
+        const ROOM: usize = 42;
         let mut agents = Vec::new();
         for _ in 0..=AGENTS {
             agents.push(agent(&options).await);
@@ -274,12 +302,7 @@ fn joins_that_arrive_together_are_each_answered_once() {
         // Every join's request and answer goes (a joiner deletes its answer in the
         // background): only the record and the live keys stay.
         let keys = || {
-            let out = etcd.etcdctl(&[
-                "get",
-                "--prefix",
-                "--keys-only",
-                "/tfcluster/rendezvous/job/",
-            ]);
+            let out = etcd.etcdctl(&["get", "--prefix", "--keys-only", JOB]);
             let out = String::from_utf8_lossy(&out.stdout).into_owned();
             out.lines()
                 .filter(|l| !l.is_empty())
@@ -294,8 +317,66 @@ fn joins_that_arrive_together_are_each_answered_once() {
         }
         assert_eq!(left.len(), usize::from(AGENTS) + 1, "{left:?}");
         assert!(left.iter().all(|k| !k.contains('~')), "{left:?}");
+        // Folded indeed: every join in one of the record's writes, none past the room, and at
+        // least two writes of several joins each (one write per join would be 49 of one).
+        let folds = folds(etcd.endpoints()).await;
+        assert_eq!(
+            folds.iter().sum::<usize>(),
+            usize::from(AGENTS) + 1,
+            "{folds:?}"
+        );
+        assert!(folds.iter().all(|&joins| joins <= ROOM), "{folds:?}");
+        assert!(
+            folds.iter().filter(|&&joins| joins > 1).count() >= 2,
+            "joins folded by each write of the record: {folds:?}"
+        );
         tokio::task::spawn_blocking(move || drop(etcd))
             .await
             .unwrap();
     });
+}
+
+/// How many joins each write of job `job`'s record folded in, oldest first, from etcd's
+/// history of the job's keys: the transaction that writes the record deletes the request
+/// (`~join/TOKEN`) of every join it answers. Writes that answer no join are left out.
+async fn folds(endpoints: Vec<String>) -> Vec<usize> {
+    let mut client = etcd_client::Client::connect(endpoints, None).await.unwrap();
+    let now = client
+        .get(JOB, Some(GetOptions::new().with_prefix().with_count_only()))
+        .await
+        .unwrap()
+        .header()
+        .expect("a response has a header")
+        .revision();
+    let mut history = client
+        .watch(
+            JOB,
+            Some(WatchOptions::new().with_prefix().with_start_revision(1)),
+        )
+        .await
+        .unwrap();
+    // By revision: whether it wrote the record, and how many join requests it deleted.
+    let mut revisions = BTreeMap::<i64, (bool, usize)>::new();
+    // Every revision is a write of the job's keys: nothing else writes to this cluster.
+    while revisions
+        .last_key_value()
+        .is_none_or(|(&last, _)| last < now)
+    {
+        let answer = history.message().await.unwrap().expect("the watch goes on");
+        for event in answer.events() {
+            let kv = event.kv().expect("an event has its key");
+            let revision = revisions.entry(kv.mod_revision()).or_default();
+            match event.event_type() {
+                EventType::Put => revision.0 |= kv.key() == RECORD.as_bytes(),
+                EventType::Delete => {
+                    revision.1 += usize::from(kv.key().starts_with(JOINS.as_bytes()))
+                }
+            }
+        }
+    }
+    revisions
+        .into_values()
+        .filter(|&(record, joins)| record && joins > 0)
+        .map(|(_, joins)| joins)
+        .collect()
 }

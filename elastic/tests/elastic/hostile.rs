@@ -8,7 +8,9 @@ use elastic::{ClientOptions, Join, MAX_REQUEST_BYTES, RendezvousClient, proto};
 use tokio::io::AsyncWriteExt;
 use tonic::Code;
 
-use crate::common::{client, config, join, names, round, run, server};
+use crate::common::{
+    client, config, join, names, on_another_address, rebind, refusing, round, run, server,
+};
 
 #[test]
 fn garbage_and_oversized_requests_get_grpc_errors_while_a_round_forms() {
@@ -87,10 +89,7 @@ fn garbage_and_oversized_requests_get_grpc_errors_while_a_round_forms() {
 fn an_unreachable_rendezvous_is_a_clear_error_within_the_timeout() {
     run(async {
         // A port nothing listens on: connections are refused.
-        let closed = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap()
-        };
+        let (_held, closed) = refusing();
         // A port that accepts connections and never answers.
         let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let silent_addr = silent.local_addr().unwrap();
@@ -135,12 +134,9 @@ fn an_unreachable_rendezvous_is_a_clear_error_within_the_timeout() {
 
 #[test]
 fn an_agent_started_before_the_rendezvous_waits_for_it() {
-    run(async {
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    run(on_another_address(|| async {
+        // Held until the server binds it beside the hold.
+        let (held, addr) = refusing();
         let client = RendezvousClient::new(
             addr.to_string(),
             ClientOptions::default().retry_for(Duration::from_secs(10)),
@@ -151,14 +147,23 @@ fn an_agent_started_before_the_rendezvous_waits_for_it() {
             let client = client.clone();
             async move { client.join(&Join::new("job", c, vec![1])).await }
         });
+        // Refused for a while (its first tries, 50 and 100 ms apart), the agent still waits.
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let server = elastic::RendezvousServer::start(addr, elastic::ServerOptions::default())
-            .await
-            .unwrap();
+        assert!(
+            !joining.is_finished(),
+            "the agent gave up before the rendezvous started: {:?}",
+            joining.await
+        );
+        let Some(server) = rebind(addr, elastic::ServerOptions::default()).await else {
+            joining.abort();
+            return None;
+        };
+        drop(held);
         let mut node = joining.await.unwrap().unwrap();
         assert_eq!(round(&client, &mut node).await.number(), 1);
         server.shutdown().await;
-    });
+        Some(())
+    }));
 }
 
 /// A codec that sends and receives raw bytes, for requests no stub would send.

@@ -15,8 +15,8 @@ use futures_util::StreamExt;
 use tonic::Code;
 
 use crate::common::{
-    Backend, LAST_CALL, Rdzv, TIMEOUT, config, fast, join, names, on_both_backends, round, run,
-    server,
+    Backend, LAST_CALL, Rdzv, TIMEOUT, config, fast, join, names, on_another_address,
+    on_both_backends, rebind, round, run, server,
 };
 
 const SHORT: Duration = Duration::from_millis(300);
@@ -216,7 +216,7 @@ async fn a_watch_yields_the_round_then_one_item_per_round_then_the_end(backend: 
 
 #[test]
 fn a_watch_outlives_a_rendezvous_restart() {
-    run(async {
+    run(on_another_address(|| async {
         let server = server().await;
         let addr = server.local_addr();
         // Short retries, so the restart shows as error items.
@@ -236,10 +236,7 @@ fn a_watch_outlives_a_rendezvous_restart() {
         assert!(err.contains("unreachable"), "{err}");
 
         // The new rendezvous knows no job until a node joins, whose round 1 is news.
-        let server =
-            elastic::RendezvousServer::start(addr, ServerOptions::default().last_call(SHORT))
-                .await
-                .unwrap();
+        let server = rebind(addr, ServerOptions::default().last_call(SHORT)).await?;
         let client = crate::common::client(&server);
         let mut b = join(&client, "job", &c, 5).await;
         let rb = round(&client, &mut b).await;
@@ -255,9 +252,7 @@ fn a_watch_outlives_a_rendezvous_restart() {
         // A restart at once, its job at round 1 again before the watch asks (its retries
         // hide the restart): round 1 of the new job is still news.
         server.shutdown().await;
-        let server = elastic::RendezvousServer::start(addr, ServerOptions::default())
-            .await
-            .unwrap();
+        let server = rebind(addr, ServerOptions::default()).await?;
         let client = crate::common::client(&server);
         let mut b = join(&client, "job", &c, 6).await;
         let rb = round(&client, &mut b).await;
@@ -270,7 +265,8 @@ fn a_watch_outlives_a_rendezvous_restart() {
         assert_eq!(&spec, rb.cluster_spec());
         assert_eq!(spec.task_address("worker", 0).unwrap(), "127.0.0.1:20006");
         server.shutdown().await;
-    });
+        Some(())
+    }));
 }
 
 on_both_backends!(
