@@ -44,8 +44,11 @@ def test_every_command_is_there():
 def test_a_failure_is_the_clis_status_and_message(env):
     out = subprocess.run(["tfcluster", "run", "--from", "slurm", "--", "true"], env=venv_env(),
                          capture_output=True, text=True)
-    assert out.returncode != 0
-    assert "SLURM" in out.stderr, out.stderr
+    # 1, an error of ours; a usage error would be 2, a crash or a signal another status.
+    assert out.returncode == 1, out.stderr
+    assert out.stderr == ("tfcluster: error: SLURM_PROCID not found in environment. "
+                          "Not running inside a SLURM step?\n"), out.stderr
+    assert out.stdout == ""
 
 
 def run_local(script, *args):

@@ -159,9 +159,17 @@ def test_the_classes_are_tensorflow_cluster_resolvers(env):
     ours = tfcluster.ClusterSpec(spec.as_dict()).as_cluster_def()
     assert tf.train.ClusterDef.FromString(ours) == spec.as_cluster_def()
     assert tfcluster.ClusterSpec(spec) == tfcluster.ClusterSpec(spec.as_dict())
-    assert resolver.environment in ("", None) or resolver.environment == ""
-    assert isinstance(resolver.num_accelerators(), dict)
-    assert isinstance(tfcluster.tf.auto_detect(), TF.ClusterResolver)
+    theirs = TF.TFConfigClusterResolver()
+    # Our documented difference: "" where TensorFlow has None; an override is TensorFlow's.
+    assert (resolver.environment, theirs.environment) == ("", None)
+    assert tfcluster.tf.TFConfigClusterResolver(environment="google").environment == "google"
+    assert TF.TFConfigClusterResolver(environment="google").environment == "google"
+    # TensorFlow's base class counts this process's accelerators, for TF_CONFIG as for theirs.
+    assert resolver.num_accelerators() == theirs.num_accelerators()
+    detected = tfcluster.tf.auto_detect()
+    assert isinstance(detected, TF.ClusterResolver)
+    assert tfcluster.auto_detect().source == "TF_CONFIG"
+    assert view(detected) == view(theirs)
 
 
 def test_help_explains_the_slurm_resolver():

@@ -9,9 +9,11 @@ use std::time::{Duration, Instant};
 use cluster_proto::eager::eager_service_client::EagerServiceClient;
 use cluster_proto::worker_service_client::WorkerServiceClient;
 use cluster_spec::ClusterSpec;
+use futures_util::FutureExt;
 use remote_connect::{
     ConnectOptions, Context, Error, LocalDevice, RunningServer, Stage, TaskServer,
 };
+use tokio::sync::watch;
 use tonic::Status;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::{Channel, Endpoint};
@@ -104,18 +106,58 @@ pub(crate) fn dead_addr() -> SocketAddr {
     listener.local_addr().unwrap()
 }
 
-/// A listener that accepts connections and never answers: a frozen task. Returns its address
-/// and the task holding its connections (abort it to close them).
-pub(crate) async fn silent() -> (SocketAddr, tokio::task::JoinHandle<()>) {
+/// A listener that accepts connections and never answers: a frozen task, made by [`silent`].
+pub(crate) struct Silent {
+    pub(crate) addr: SocketAddr,
+    /// Holds its connections; abort it to close them.
+    pub(crate) task: tokio::task::JoinHandle<()>,
+    /// How many connections it accepted.
+    accepted: watch::Receiver<usize>,
+}
+
+impl Silent {
+    /// Waits until a client has connected: a call to the frozen task is under way.
+    pub(crate) async fn dialed(&mut self) {
+        tokio::time::timeout(Duration::from_secs(30), self.accepted.wait_for(|&n| n > 0))
+            .await
+            .unwrap_or_else(|_| panic!("nothing dialed the silent task {} in 30 s", self.addr))
+            .expect("the silent task ended");
+    }
+}
+
+/// A [`Silent`] task on a free loopback port.
+pub(crate) async fn silent() -> Silent {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let (count, accepted) = watch::channel(0);
     let task = tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((socket, _)) = listener.accept().await {
             held.push(socket);
+            count.send_replace(held.len());
         }
     });
-    (addr, task)
+    Silent {
+        addr,
+        task,
+        accepted,
+    }
+}
+
+/// Whether a connect or update of `ctx` is under way, holding the context's lock. The probe
+/// is an update that cannot apply (another local task): it waits for the lock, then fails
+/// at once, changing nothing. Polled once, outside tokio's budget, so only the lock can
+/// keep it pending.
+pub(crate) fn lock_held(ctx: &Context) -> bool {
+    let probe = ctx.update_server_def(
+        placeholder("probe"),
+        ConnectOptions::default().job_name("not-the-local-job"),
+    );
+    match tokio::task::unconstrained(probe).now_or_never() {
+        None => true,
+        Some(Err(Error::LocalTaskMissing { .. })) => false,
+        Some(other) => panic!("the lock probe ended otherwise: {other:?}"),
+    }
 }
 
 /// An open channel to `addr` (TCP_NODELAY on our side too).

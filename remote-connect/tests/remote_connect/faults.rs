@@ -148,7 +148,7 @@ async fn parameter_server_filters_give_each_task_tensorflows_devices() {
 async fn dead_and_silent_tasks_are_all_listed_within_the_deadline() {
     let (_, good) = servers(&[("ps", 1), ("worker", 2)]).await;
     let dead = dead_addr();
-    let (quiet, quiet_task) = silent().await;
+    let quiet = silent().await;
     // Bound, never accepting: the kernel completes the handshake, nobody ever reads.
     let backlog = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let stuck = backlog.local_addr().unwrap();
@@ -157,7 +157,7 @@ async fn dead_and_silent_tasks_are_all_listed_within_the_deadline() {
         ("ps", vec![addr(0), stuck.to_string()]),
         (
             "worker",
-            vec![addr(1), dead.to_string(), addr(2), quiet.to_string()],
+            vec![addr(1), dead.to_string(), addr(2), quiet.addr.to_string()],
         ),
     ]);
     let ctx = Context::new();
@@ -184,7 +184,10 @@ async fn dead_and_silent_tasks_are_all_listed_within_the_deadline() {
         [
             ("/job:ps/replica:0/task:1".to_owned(), stuck.to_string()),
             ("/job:worker/replica:0/task:1".to_owned(), dead.to_string()),
-            ("/job:worker/replica:0/task:3".to_owned(), quiet.to_string()),
+            (
+                "/job:worker/replica:0/task:3".to_owned(),
+                quiet.addr.to_string()
+            ),
         ]
     );
     assert!(
@@ -200,12 +203,12 @@ async fn dead_and_silent_tasks_are_all_listed_within_the_deadline() {
         );
     }
     let text = err.to_string();
-    for a in [dead, quiet, stuck] {
+    for a in [dead, quiet.addr, stuck] {
         assert!(text.contains(&a.to_string()), "{text}");
     }
     assert_eq!(ctx.context_id(), 0);
     assert!(good.iter().all(|s| s.contexts().is_empty()));
-    quiet_task.abort();
+    quiet.task.abort();
     drop(backlog);
     shutdown_all(good).await;
 }

@@ -1,7 +1,7 @@
 //! A context following a cluster file of real TensorFlow 2.21 workers: a worker added to the
-//! file serves ops within a second and tensors on the others survive (an update), a worker
-//! removed takes its devices and handles with it, a new job resets, and a file rewritten a
-//! hundred times in a second ends on its last version.
+//! file is followed on the file's event and serves ops while tensors on the others survive
+//! (an update), a worker removed takes its devices and handles with it, a new job resets, and
+//! a file rewritten a hundred times in a second ends on its last version.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -68,7 +68,9 @@ async fn a_followed_cluster_file_of_tensorflow_workers() {
     let ps = spec.task_address("ps", 0).unwrap().to_owned();
     let file = ClusterFile::new("tf", &format!(r#"{{"worker": ["{}", "{}"]}}"#, a[0], a[1]));
     let ctx = Context::new();
-    let follow = ctx.follow(watch::file(file.path(), WatchOptions::default()), options());
+    // No safety re-read within the test: each change below arrives by the file's own event.
+    let events_only = WatchOptions::default().with_interval(Duration::from_secs(3600));
+    let follow = ctx.follow(watch::file(file.path(), events_only), options());
     let mut events = follow.subscribe();
     let first = next_change(&mut events).await;
     assert_eq!(
@@ -85,7 +87,7 @@ async fn a_followed_cluster_file_of_tensorflow_workers() {
         .await
         .unwrap();
 
-    // A third worker written to the file: served within a second, an update in place.
+    // A third worker written to the file: followed on its event, an update in place.
     let written = Instant::now();
     file.replace(&format!(
         r#"{{"worker": ["{}", "{}", "{}"]}}"#,
@@ -93,7 +95,9 @@ async fn a_followed_cluster_file_of_tensorflow_workers() {
     ));
     let added = next_change(&mut events).await;
     let took = written.elapsed();
-    assert!(took < Duration::from_secs(1), "followed in {took:?}");
+    // About 60 ms (the watch's 50 ms coalescing and the RPCs); 5 s leaves a busy machine
+    // room and still catches a change that waits on more than its event.
+    assert!(took < Duration::from_secs(5), "followed in {took:?}");
     assert_eq!(added.added, [TaskId::new("worker", 2)]);
     assert!(!added.reset);
     let names: Vec<String> = ctx
