@@ -44,10 +44,10 @@ fn spec_prints_every_form() {
 
 #[test]
 fn spec_reads_files() {
-    let path = std::env::temp_dir().join(format!("tfcluster-cli-{}.json", std::process::id()));
+    let dir = scratch("cli");
+    let path = dir.path().join("spec.json");
     std::fs::write(&path, SPEC).unwrap();
     let out = tfcluster(&["spec", "--tasks", &format!("@{}", path.display())]);
-    std::fs::remove_file(&path).unwrap();
     assert_eq!(stdout(&out).lines().count(), 3);
 }
 
@@ -111,6 +111,15 @@ fn tf_script(name: &str) -> [String; 2] {
         .iter()
         .collect();
     [python, script].map(|path| path.to_str().expect("a UTF-8 path").to_owned())
+}
+
+/// A fresh directory `tfcluster-NAME-…` in the temp dir for one test's files, removed with
+/// them when dropped: when the test ends, passed or failed (a panic unwinds through it).
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("tfcluster-{name}-"))
+        .tempdir()
+        .expect("a scratch directory in the temp dir")
 }
 
 /// `resolve` reads the child's environment, set here per command (never this process's).

@@ -9,7 +9,10 @@
 //! - a legitimate `tfcluster connect --timeout 1s` succeeds while the attack's connections are
 //!   still open (refused by design in the refused-connections attack, whose client must be
 //!   told why instead);
-//! - less than 0.2 s of CPU over 2 s of idle afterwards.
+//! - less than 0.2 s of CPU over 2 s of idle afterwards;
+//! - a floor on what the attack itself did (streams opened, connections made and held open,
+//!   calls answered), so that an attack cut short, or a slower server, passes no target
+//!   by making the attack smaller.
 //!
 //! Every figure is printed as it is taken (`cargo test -p tfcluster --test tfcluster --
 //! attacks:: --nocapture` shows them), and a failure names every target missed, not only the
@@ -28,6 +31,7 @@ use std::time::{Duration, Instant};
 use cluster_proto::eager::CreateContextRequest;
 use cluster_proto::eager::eager_service_client::EagerServiceClient;
 use cluster_proto::{DeviceAttributes, ServerDef};
+use tempfile::TempDir;
 use tonic::codegen::Bytes;
 
 use super::network::{Served, serve_under};
@@ -41,7 +45,9 @@ mod process_meter;
 mod raw_http2;
 
 use grpc_calls::{channel, gzip_call, runtime};
-use process_meter::{MB, PeakRss, cpu_over, cpu_time, open_files_soft_limit, rss, settle_rss};
+use process_meter::{
+    MB, PeakRss, cpu_over, cpu_time, open_files_soft_limit, open_sockets, rss, settle_rss,
+};
 use raw_http2::{PREFACE, RawConnection, grpc_request_headers, open_stream};
 
 /// The most resident memory the server may hold during an attack.
@@ -111,12 +117,14 @@ impl Report {
     }
 }
 
-/// A `tfcluster serve` process under attack; its stderr goes to a file.
+/// A `tfcluster serve` process under attack; its stderr goes to a file in a scratch
+/// directory, removed when the target is dropped (after the server is killed).
 struct Target {
     served: Served,
     addr: SocketAddr,
     pid: u32,
     log: PathBuf,
+    _dir: TempDir,
 }
 
 impl Target {
@@ -126,10 +134,8 @@ impl Target {
     /// `nofile`: the server's open-file limit as `prlimit --nofile` takes it (`SOFT:` or
     /// `SOFT:HARD`).
     fn serve(attack: &str, nofile: Option<&str>, more: &[&str]) -> Self {
-        let log = std::env::temp_dir().join(format!(
-            "tfcluster-attack-{attack}-{}.log",
-            std::process::id()
-        ));
+        let dir = super::scratch(&format!("attack-{attack}"));
+        let log = dir.path().join("serve.log");
         let binary = env!("CARGO_BIN_EXE_tfcluster");
         let mut command = match nofile {
             Some(nofile) => {
@@ -152,6 +158,7 @@ impl Target {
             addr,
             pid,
             log,
+            _dir: dir,
         }
     }
 
@@ -162,12 +169,6 @@ impl Target {
             .lines()
             .map(str::to_owned)
             .collect()
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.log);
     }
 }
 
@@ -273,11 +274,16 @@ fn check_aftermath(report: &mut Report, target: &Target) {
 /// connection, each a POST to a TensorFlow method with a partial gRPC message (300 bytes
 /// declared, 280 sent), none ever ended, written as fast as the socket and the server's
 /// flow-control window take them, for 15 s at most. What the server answers (RST_STREAM,
-/// GOAWAY, its SETTINGS_MAX_CONCURRENT_STREAMS) is printed, not asserted.
+/// GOAWAY, its SETTINGS_MAX_CONCURRENT_STREAMS) is printed, not asserted; that at least 1,000
+/// streams were opened is.
 #[test]
 fn attack_partial_streams_on_one_connection() {
     const STREAMS: u32 = 100_000;
     const BOUND: Duration = Duration::from_secs(15);
+    // Four times the 256 streams the server takes at once: past any stream limit it keeps.
+    // Its GOAWAY comes only once it has reset 1,024 streams of the connection, and the
+    // attack opens thousands in the tens of ms that takes.
+    const MIN_STREAMS: u32 = 1_000;
     let _turn = take_turn();
     let mut report = Report::new("partial streams");
     let target = Target::serve("streams", None, &[]);
@@ -327,6 +333,9 @@ fn attack_partial_streams_on_one_connection() {
             started.elapsed()
         ),
     );
+    report.require(opened >= MIN_STREAMS, || {
+        format!("the attack opened {opened} streams, {MIN_STREAMS} at least")
+    });
     // Whatever is still queued reaches the server first.
     std::thread::sleep(Duration::from_millis(500));
 
@@ -360,7 +369,8 @@ fn attack_idle_connections_at_a_low_descriptor_limit() {
         Some(20_000),
         "the server raised its soft RLIMIT_NOFILE from 1,024 to the hard limit"
     );
-    idle_connections(Report::new("idle connections"), target);
+    // More than it could hold under the limit it started with.
+    idle_connections(Report::new("idle connections"), target, 1_025);
 }
 
 /// The same connections against a server whose hard RLIMIT_NOFILE is 1,024, which it cannot
@@ -372,13 +382,18 @@ fn attack_idle_connections_at_a_hard_descriptor_limit() {
     let _turn = take_turn();
     let target = Target::serve("idle-hard", Some("1024:1024"), &[]);
     assert_eq!(open_files_soft_limit(target.pid), Some(1_024));
-    idle_connections(Report::new("idle connections, hard limit"), target);
+    // Half the 960 it holds at most (its 1,024 descriptors less 64 of its own).
+    idle_connections(Report::new("idle connections, hard limit"), target, 480);
 }
 
-/// Holds 6,000 idle or preface-only connections to `target` and checks the targets.
-fn idle_connections(mut report: Report, target: Target) {
+/// Holds 6,000 idle or preface-only connections to `target` and checks the targets. The
+/// attack must make at least 2,048 (twice the 1,024 descriptors the server starts with), and
+/// right after, the server must hold at least `min_held_open` sockets (its own count: the
+/// connections still waiting in its accept queue look open from here).
+fn idle_connections(mut report: Report, target: Target, min_held_open: usize) {
     const CONNECTIONS: usize = 6_000;
     const BOUND: Duration = Duration::from_secs(10);
+    const MIN_OPENED: usize = 2_048;
     // This process holds the 6,000 client ends.
     rlimit::increase_nofile_limit(20_000).expect("the open-file limit can be raised");
     let watch = watch(&report, &target);
@@ -412,6 +427,18 @@ fn idle_connections(mut report: Report, target: Target) {
             started.elapsed()
         ),
     );
+    let opened = held.len();
+    report.require(opened >= MIN_OPENED, || {
+        format!("the attack opened {opened} connections, {MIN_OPENED} at least")
+    });
+    let held_open = open_sockets(target.pid).unwrap_or(0);
+    report.figure("sockets the server held right after", held_open);
+    report.require(held_open >= min_held_open, || {
+        format!(
+            "the server held {held_open} sockets right after the attack's {opened} connections, \
+             {min_held_open} at least"
+        )
+    });
 
     connect_during(&mut report, &target);
     let cpu = cpu_over(target.pid, IDLE_WINDOW);
@@ -566,11 +593,15 @@ struct ContextFlood {
     in_flight: usize,
     /// The most time the calls may take.
     bound: Duration,
+    /// The fewest calls answered within `bound`: a slower server must not pass by making the
+    /// attack smaller.
+    min_calls: u64,
 }
 
 /// Contexts nobody keeps alive do not pile up: 100,000 CreateContexts with distinct ids and
 /// `keep_alive_secs` 0, each as a TensorFlow client sends it, over 4 connections with 16 calls
-/// in flight on each, for 15 s at most. Each succeeds or is RESOURCE_EXHAUSTED.
+/// in flight on each, for 15 s at most, 3,000 at least. Each succeeds or is
+/// RESOURCE_EXHAUSTED.
 #[test]
 fn attack_contexts_without_keep_alive() {
     flood_contexts(&ContextFlood {
@@ -580,13 +611,16 @@ fn attack_contexts_without_keep_alive() {
         connections: 4,
         in_flight: 16,
         bound: Duration::from_secs(15),
+        // A third of the fewest seen on a two-core machine in those 15 s: 9,600 beside a
+        // build, 28,000 quiet.
+        min_calls: 3_000,
     });
 }
 
 /// A context keeps no more of its request than it uses: 400 CreateContexts of 1 MB each
 /// (the other task's device carries a 1 MB `physical_device_desc`, which the server does not
 /// use), without keep-alive, over 2 connections with 4 calls in flight on each, for 15 s at
-/// most. Each succeeds or is RESOURCE_EXHAUSTED.
+/// most, 200 at least. Each succeeds or is RESOURCE_EXHAUSTED.
 #[test]
 fn attack_contexts_from_megabyte_requests() {
     flood_contexts(&ContextFlood {
@@ -596,6 +630,8 @@ fn attack_contexts_from_megabyte_requests() {
         connections: 2,
         in_flight: 4,
         bound: Duration::from_secs(15),
+        // Half of them: a two-core machine makes all 400 in 2 to 5 s.
+        min_calls: 200,
     });
 }
 
@@ -659,11 +695,11 @@ fn flood_contexts(flood: &ContextFlood) {
         channels
     });
     let tally = std::mem::take(&mut *tally.lock().unwrap());
+    let calls = tally.ok + tally.resource_exhausted + tally.other;
     report.figure(
         "CreateContext calls",
         format!(
-            "{} of {} in {:.1?}: {} created, {} RESOURCE_EXHAUSTED, {} other",
-            tally.ok + tally.resource_exhausted + tally.other,
+            "{calls} of {} in {:.1?}: {} created, {} RESOURCE_EXHAUSTED, {} other",
             flood.contexts,
             started.elapsed(),
             tally.ok,
@@ -676,6 +712,12 @@ fn flood_contexts(flood: &ContextFlood) {
             "{} CreateContext calls neither succeeded nor were RESOURCE_EXHAUSTED, the first: {}",
             tally.other,
             tally.first_other.as_deref().unwrap_or_default()
+        )
+    });
+    report.require(calls >= flood.min_calls, || {
+        format!(
+            "{calls} CreateContext calls were answered within {:?}, {} at least",
+            flood.bound, flood.min_calls
         )
     });
 

@@ -5,8 +5,10 @@
 //! reaped when its test ends.
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
 
 use super::launch::Launch;
 
@@ -40,7 +42,8 @@ esac
 sleep 0.3
 "#;
 
-/// A free port of loopback for the rendezvous (free when asked; the agents bind it soon).
+/// A port of loopback free when drawn. It is released at once, so another process may bind
+/// it before the agent meant to serve the rendezvous there does: [`serving`] tells.
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -48,48 +51,77 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// A fresh directory for one test's files.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tfcluster-elastic-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
-    dir
+/// What an agent says once it has tried to bind its rendezvous endpoint: the first if
+/// another process holds it (a debug line, which [`serving`] shows), the second if it serves.
+const BIND_LOST: &str = "not serving the rendezvous here";
+const BIND_WON: &str = "serving the rendezvous";
+
+/// The agent `start(endpoint, log)` makes, serving the rendezvous at `endpoint`
+/// (`127.0.0.1:PORT`, a fresh port), and that endpoint. `log` is the `RUST_LOG` variable
+/// under which the agent says whether it won the bind; one that lost it (the port was taken
+/// between its draw and the bind) is stopped, and the next tries a new port. An agent that
+/// exits before it binds (a dry run, an error at start) is returned as it is.
+fn serving(start: impl Fn(&str, (&str, &str)) -> Launch) -> (Launch, String) {
+    const TRIES: usize = 5;
+    let log = match std::env::var("RUST_LOG") {
+        Ok(log) => format!("{log},tfcluster::run_rdzv=debug"),
+        Err(_) => "warn,tfcluster::run_rdzv=debug".to_owned(),
+    };
+    for _ in 0..TRIES {
+        let endpoint = format!("127.0.0.1:{}", free_port());
+        let mut agent = start(&endpoint, ("RUST_LOG", &log));
+        if agent.says_first(&[BIND_LOST, BIND_WON], TIMEOUT) != Some(BIND_LOST) {
+            return (agent, endpoint);
+        }
+        // It has joined nothing and started nothing; stopped as a user would, it would
+        // wait out its --rdzv-timeout trying to join.
+        agent.signal(nix::sys::signal::Signal::SIGKILL);
+        eprintln!("{endpoint} was taken before the agent could serve it: a new port");
+    }
+    panic!("{TRIES} ports of loopback were each taken before the agent could serve it")
+}
+
+/// A fresh directory for one test's files, removed when the test ends.
+fn scratch(test: &str) -> TempDir {
+    super::scratch(&format!("elastic-{test}"))
 }
 
 /// The only agent of a one-host job, on a fresh port of loopback (one host forms the round
 /// after a 100 ms last call): `tfcluster run --rdzv 127.0.0.1:PORT ARGS` (flags, then `--`
 /// and the command when there is one), with `env` added and the variables `remove` taken out.
 fn lone_agent(args: &[&str], env: &[(&str, &str)], remove: &[&str]) -> Launch {
-    let endpoint = format!("127.0.0.1:{}", free_port());
-    let head = ["run", "--rdzv", &endpoint, "--rdzv-last-call", "100ms"];
-    Launch::start_without(&[&head[..], args].concat(), env, remove)
+    let (agent, _) = serving(|endpoint, log| {
+        let head = ["run", "--rdzv", endpoint, "--rdzv-last-call", "100ms"];
+        let env = [env, &[log]].concat();
+        Launch::start_without(&[&head[..], args].concat(), &env, remove)
+    });
+    agent
 }
 
-/// Two agents of one job on `port`, each running TASK with `plan`, plus `extra` flags; the
-/// first starts a moment before the second so that it serves the rendezvous.
-fn two_agents(port: u16, dir: &Path, plan: &str, extra: &[&str]) -> [Launch; 2] {
+/// Two agents of one job, each running TASK with `plan`, plus `extra` flags; the first
+/// serves the rendezvous.
+fn two_agents(dir: &Path, plan: &str, extra: &[&str]) -> [Launch; 2] {
     let flags = [&["--tasks-per-node", "2", "--grace", "2s"], extra].concat();
-    two_agents_running(port, dir, &[("PLAN", plan)], &flags, &["sh", "-c", TASK])
+    two_agents_running(dir, &[("PLAN", plan)], &flags, &["sh", "-c", TASK])
 }
 
-/// Two agents of a 2-node job on `port`, with `flags`, each running `command` with `env`
-/// (and `DIR`, where each writes its `--error-file`, `a.json` and `b.json`).
+/// Two agents of a 2-node job on a fresh port, with `flags`, each running `command` with
+/// `env` (and `DIR`, where each writes its `--error-file`, `a.json` and `b.json`); the second
+/// starts once the first serves the rendezvous.
 fn two_agents_running(
-    port: u16,
     dir: &Path,
     env: &[(&str, &str)],
     flags: &[&str],
     command: &[&str],
 ) -> [Launch; 2] {
-    let endpoint = format!("127.0.0.1:{port}");
     let dir = dir.to_str().expect("a UTF-8 path");
     let env = [env, &[("DIR", dir)]].concat();
-    let agent = |name: &str| {
+    let agent = |name: &str, endpoint: &str, log: &[(&str, &str)]| {
         let error_file = format!("{dir}/{name}.json");
         let mut args = vec![
             "run",
             "--rdzv",
-            &endpoint,
+            endpoint,
             "--nodes",
             "2",
             "--rdzv-last-call",
@@ -100,11 +132,10 @@ fn two_agents_running(
         args.extend_from_slice(flags);
         args.push("--");
         args.extend_from_slice(command);
-        Launch::start(&args, &env)
+        Launch::start(&args, &[&env[..], log].concat())
     };
-    let first = agent("a");
-    std::thread::sleep(Duration::from_millis(300));
-    [first, agent("b")]
+    let (first, endpoint) = serving(|endpoint, log| agent("a", endpoint, &[log]));
+    [first, agent("b", &endpoint, &[])]
 }
 
 /// The `seen` lines of both agents, split into fields: rank, local task, round, restarts,
@@ -144,7 +175,7 @@ fn expect_exits(agents: &mut [Launch; 2], timeout: Duration, expected: [i32; 2])
 #[test]
 fn two_agents_give_every_task_the_same_cluster_and_its_own_task() {
     let dir = scratch("same-cluster");
-    let mut agents = two_agents(free_port(), &dir, "ok", &[]);
+    let mut agents = two_agents(dir.path(), "ok", &[]);
     expect_exits(&mut agents, TIMEOUT, [0, 0]);
     let seen = seen(&agents);
     assert_eq!(seen.len(), 4, "{seen:?}");
@@ -184,9 +215,9 @@ fn two_agents_give_every_task_the_same_cluster_and_its_own_task() {
 #[test]
 fn a_task_failing_once_restarts_both_agents_and_the_job_completes() {
     let dir = scratch("fail-once");
-    let mut agents = two_agents(free_port(), &dir, "fail-once", &[]);
+    let mut agents = two_agents(dir.path(), "fail-once", &[]);
     expect_exits(&mut agents, TIMEOUT, [0, 0]);
-    assert!(dir.join("failed").exists(), "the task failed once");
+    assert!(dir.path().join("failed").exists(), "the task failed once");
     let seen = seen(&agents);
     let second: Vec<_> = seen.iter().filter(|s| s.3 == 1).collect();
     assert_eq!(
@@ -214,7 +245,7 @@ fn tasks_stopping_for_longer_than_the_rdzv_timeout_do_not_lose_their_hosts() {
         "1s",
     ];
     let env = [("PLAN", "deaf-once")];
-    let mut agents = two_agents_running(free_port(), &dir, &env, &flags, &["sh", "-c", TASK]);
+    let mut agents = two_agents_running(dir.path(), &env, &flags, &["sh", "-c", TASK]);
     expect_exits(&mut agents, TIMEOUT, [0, 0]);
     let second: Vec<_> = seen(&agents).into_iter().filter(|s| s.2 == 2).collect();
     assert_eq!(second.len(), 4, "round 2 ran every task: {second:?}");
@@ -224,7 +255,7 @@ fn tasks_stopping_for_longer_than_the_rdzv_timeout_do_not_lose_their_hosts() {
 #[test]
 fn a_job_failing_past_max_restarts_fails_on_every_host_naming_the_first_failure() {
     let dir = scratch("fail");
-    let mut agents = two_agents(free_port(), &dir, "fail", &["--max-restarts", "1"]);
+    let mut agents = two_agents(dir.path(), "fail", &["--max-restarts", "1"]);
     expect_exits(&mut agents, TIMEOUT, [1, 1]);
     for (agent, name) in agents.iter().zip(["a", "b"]) {
         let stderr = agent.stderr();
@@ -238,7 +269,8 @@ fn a_job_failing_past_max_restarts_fails_on_every_host_naming_the_first_failure(
             stderr.contains("its stderr ended with:\nbad step in round 1"),
             "{stderr}"
         );
-        let record = std::fs::read_to_string(dir.join(format!("{name}.json"))).expect("error file");
+        let record =
+            std::fs::read_to_string(dir.path().join(format!("{name}.json"))).expect("error file");
         let record: serde_json::Value = serde_json::from_str(&record).unwrap();
         let first = &record["first_failure"];
         assert_eq!(first["host"], "127.0.0.1");
@@ -322,8 +354,7 @@ fn multi_worker_mirrored_training_across_two_agents() {
     let dir = scratch("mwms");
     let command = [script[0].as_str(), script[1].as_str()];
     let mut agents = two_agents_running(
-        free_port(),
-        &dir,
+        dir.path(),
         &[],
         &["--tasks-per-node", "1", "--grace", "10s"],
         &command,
@@ -363,7 +394,7 @@ fn a_missing_program_fails_the_job_naming_it() {
 fn a_layout_places_chief_and_ps_first_and_the_chief_ends_the_job_on_both_hosts() {
     let dir = scratch("layout");
     let started = Instant::now();
-    let mut agents = two_agents(free_port(), &dir, "serve", &["--layout", "chief=1,ps=1"]);
+    let mut agents = two_agents(dir.path(), "serve", &["--layout", "chief=1,ps=1"]);
     expect_exits(&mut agents, TIMEOUT, [0, 0]);
     // The chief's success ends the job; the serving tasks get the 2 s grace, then a stop.
     assert!(
@@ -518,7 +549,7 @@ fn each_local_task_gets_its_share_of_the_visible_gpus() {
 #[test]
 fn without_cuda_visible_devices_nvidia_smi_counts_the_gpus() {
     let dir = scratch("nvidia-smi");
-    let smi = dir.join("nvidia-smi");
+    let smi = dir.path().join("nvidia-smi");
     std::fs::write(
         &smi,
         "#!/bin/sh\n\
@@ -535,7 +566,7 @@ fn without_cuda_visible_devices_nvidia_smi_counts_the_gpus() {
     std::fs::set_permissions(&smi, perms).expect("executable");
     let path = format!(
         "{}:{}",
-        dir.display(),
+        dir.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let mut agent = gpu_agent(&[], &[("PATH", &path)], &["CUDA_VISIBLE_DEVICES"]);
@@ -543,7 +574,7 @@ fn without_cuda_visible_devices_nvidia_smi_counts_the_gpus() {
 
     // No nvidia-smi and no CUDA_VISIBLE_DEVICES: no GPU, and the tasks' variable stays
     // unset. The PATH holds `sh` only, so not a real nvidia-smi of the host either.
-    let bare = dir.join("bare");
+    let bare = dir.path().join("bare");
     std::fs::create_dir_all(&bare).expect("a directory");
     std::os::unix::fs::symlink("/bin/sh", bare.join("sh")).expect("a link to sh");
     let path = bare.to_str().expect("a UTF-8 path");

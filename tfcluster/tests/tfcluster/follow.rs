@@ -5,7 +5,6 @@
 //! status 130. And a `Context` following the rounds through `RendezvousWatcher` itself.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -80,11 +79,10 @@ fn a_followed_cluster_file_prints_each_change_and_sigint_closes_every_context() 
     let rt = Runtime::new().unwrap();
     let servers = loopback_servers(&rt, 3);
     let a: Vec<String> = servers.iter().map(|s| s.local_addr().to_string()).collect();
-    let dir = std::env::temp_dir().join(format!("tfcluster-follow-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("cluster.json");
+    let dir = super::scratch("follow");
+    let file = dir.path().join("cluster.json");
     let replace = |json: String| {
-        let next: PathBuf = dir.join("cluster.json.next");
+        let next = dir.path().join("cluster.json.next");
         std::fs::write(&next, json).unwrap();
         std::fs::rename(&next, &file).unwrap();
     };
@@ -132,7 +130,6 @@ fn a_followed_cluster_file_prints_each_change_and_sigint_closes_every_context() 
         job.stderr()
     );
     assert_all_closed(&servers);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[cfg(feature = "kubernetes")]
@@ -179,8 +176,8 @@ fn followed_kubernetes_pods_added_deleted_and_readdressed() {
         }
         Response::json(pod_list(listed.lock().unwrap().clone(), 100))
     }));
-    let config =
-        std::env::temp_dir().join(format!("tfcluster-follow-k8s-{}.yaml", std::process::id()));
+    let dir = super::scratch("follow-k8s");
+    let config = dir.path().join("kubeconfig.yaml");
     std::fs::write(&config, kubeconfig(api.url(), "training")).unwrap();
     let send = |kind: &str, object: Value| {
         let name = object["metadata"]["name"].as_str().unwrap().to_owned();
@@ -245,7 +242,6 @@ fn followed_kubernetes_pods_added_deleted_and_readdressed() {
     job.signal(Signal::SIGINT);
     assert_eq!(job.wait(PROMPT).code(), Some(130), "{}", job.stderr());
     assert_all_closed(&servers);
-    std::fs::remove_file(&config).unwrap();
     rt.block_on(api.stop());
 }
 

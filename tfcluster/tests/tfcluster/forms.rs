@@ -190,15 +190,14 @@ fn resolve_on_slurm_exports_this_ranks_gpus() {
 
 #[test]
 fn clusters_from_files() {
-    let dir = std::env::temp_dir().join(format!("tfcluster-forms-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let tf_config = dir.join("tf_config.json");
+    let dir = super::scratch("forms");
+    let tf_config = dir.path().join("tf_config.json");
     std::fs::write(
         &tf_config,
         r#"{"cluster": {"worker": ["w0:2222", "w1:2222"]}, "task": {"type": "worker", "index": 1}}"#,
     )
     .unwrap();
-    let spec = dir.join("cluster.json");
+    let spec = dir.path().join("cluster.json");
     std::fs::write(&spec, r#"{"ps": ["p0:2222"]}"#).unwrap();
     let json = |path: &std::path::Path| -> serde_json::Value {
         let out = tfcluster(&[
@@ -226,7 +225,6 @@ fn clusters_from_files() {
     let out = tfcluster(&["resolve", "--from", "file"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--file"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -310,9 +308,8 @@ fn gce_needs_its_instance_group() {
 
 #[test]
 fn every_format_json_parses() {
-    let dir = std::env::temp_dir().join(format!("tfcluster-json-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let spec = dir.join("cluster.json");
+    let dir = super::scratch("json");
+    let spec = dir.path().join("cluster.json");
     std::fs::write(&spec, SPEC).unwrap();
     let spec = spec.to_str().unwrap();
     for args in [
@@ -334,5 +331,4 @@ fn every_format_json_parses() {
         serde_json::from_str::<serde_json::Value>(&stdout(&out))
             .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(&out)));
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

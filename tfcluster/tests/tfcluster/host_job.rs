@@ -9,12 +9,12 @@
 //! succeeded must leave no process in any host, and dropping a [`Job`] kills what is left.
 
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use etcd_cluster::EtcdCluster;
 use nix::unistd::Pid;
+use tempfile::TempDir;
 
 use super::launch::Launch;
 
@@ -38,7 +38,8 @@ pub(super) struct Job {
     /// `--rdzv`'s value; `None`: host 0's address (the built-in rendezvous, which host 0's
     /// agent serves).
     rdzv: Option<String>,
-    dir: PathBuf,
+    // The hosts' shared directory (checkpoints, error files), removed once they are gone.
+    dir: TempDir,
     flags: Vec<String>,
     command: Vec<String>,
     env: Vec<(String, String)>,
@@ -56,11 +57,10 @@ impl Job {
         env: &[(&str, &str)],
     ) -> Self {
         let turn = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
-        let dir =
-            std::env::temp_dir().join(format!("tfcluster-hosts-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("ckpt")).expect("a scratch directory");
-        let ckpt = dir.join("ckpt").to_str().expect("a UTF-8 path").to_owned();
+        let dir = super::scratch(&format!("hosts-{test}"));
+        let ckpt = dir.path().join("ckpt");
+        std::fs::create_dir(&ckpt).expect("a checkpoint directory");
+        let ckpt = ckpt.to_str().expect("a UTF-8 path").to_owned();
         let owned = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         let mut env: Vec<(String, String)> = env
             .iter()
@@ -137,7 +137,7 @@ impl Job {
     }
 
     pub(super) fn error_file(&self, h: usize) -> String {
-        format!("{}/host{h}.json", self.dir.display())
+        format!("{}/host{h}.json", self.dir.path().display())
     }
 
     pub(super) fn agent(&mut self, h: usize) -> &mut Launch {

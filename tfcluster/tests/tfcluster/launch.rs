@@ -1,20 +1,32 @@
 //! A `tfcluster run` started by a test: its output collected as it comes, signals sent to
 //! it, and on drop stopped as a user would (SIGTERM, which stops its tasks) and reaped, so no
-//! test leaves a process behind.
+//! test leaves a process behind. Once it has exited, its output is whole: [`Launch::wait`]
+//! reads stdout and stderr to their end.
 
-use std::io::Read;
+use std::io::Write;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+/// How long the output may stay open after the process exits: only a process it started and
+/// left running holds it longer.
+const OUTPUT_CLOSES_WITHIN: Duration = Duration::from_secs(10);
+
 /// A running `tfcluster run ...`.
 pub(super) struct Launch {
     child: Child,
-    stdout: Arc<Mutex<String>>,
-    stderr: Arc<Mutex<String>>,
+    /// When it was spawned.
+    started: Instant,
+    stdout: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    /// Each output reader's end: which stream, and when it read the end (or why it failed).
+    ends: Receiver<(&'static str, Result<Instant, String>)>,
+    /// When both streams had ended, once [`wait`](Self::wait) has seen it.
+    ended: Option<Instant>,
 }
 
 impl Launch {
@@ -53,47 +65,42 @@ impl Launch {
             .stderr(Stdio::piped())
             .spawn()
             .expect("the binary runs");
-        let collect = |mut pipe: Box<dyn Read + Send>| {
-            let text = Arc::new(Mutex::new(String::new()));
-            let sink = text.clone();
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                while let Ok(n @ 1..) = pipe.read(&mut buf) {
-                    lock(&sink).push_str(&String::from_utf8_lossy(&buf[..n]));
-                }
-            });
-            text
-        };
-        let stdout = collect(Box::new(child.stdout.take().expect("piped")));
-        let stderr = collect(Box::new(child.stderr.take().expect("piped")));
+        let (to_waiter, ends) = channel();
+        let stdout = collect("stdout", child.stdout.take().expect("piped"), &to_waiter);
+        let stderr = collect("stderr", child.stderr.take().expect("piped"), &to_waiter);
         Self {
             child,
+            started: Instant::now(),
             stdout,
             stderr,
+            ends,
+            ended: None,
         }
     }
 
     /// What it printed to stdout so far.
     pub(super) fn stdout(&self) -> String {
-        lock(&self.stdout).clone()
+        String::from_utf8_lossy(&lock(&self.stdout)).into_owned()
     }
 
     /// What it printed to stderr so far.
     pub(super) fn stderr(&self) -> String {
-        lock(&self.stderr).clone()
+        String::from_utf8_lossy(&lock(&self.stderr)).into_owned()
     }
 
-    /// Its exit status, waiting at most `timeout`.
+    /// Its exit status, waiting at most `timeout`, once its output is read to the end: what
+    /// [`stdout`](Self::stdout) and [`stderr`](Self::stderr) return from then on is all it
+    /// printed.
     ///
     /// # Panics
     ///
-    /// If it runs longer, with its output.
+    /// If it runs longer, or its output stays open 10 s after it exited (a process it
+    /// started holds it), with its output.
     pub(super) fn wait(&mut self, timeout: Duration) -> ExitStatus {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("waitable") {
-                // The collectors finish when the pipes close, right after the exit.
-                std::thread::sleep(Duration::from_millis(100));
+                self.read_to_the_end(status);
                 return status;
             }
             if started.elapsed() > timeout {
@@ -101,6 +108,39 @@ impl Launch {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Waits for both output readers to reach the end of their stream, once it exited with
+    /// `status` (at once when they already have).
+    fn read_to_the_end(&mut self, status: ExitStatus) {
+        if self.ended.is_some() {
+            return;
+        }
+        let exited = Instant::now();
+        let mut ended = self.started;
+        // One end from each stream's reader.
+        for _ in 0..2 {
+            let left = OUTPUT_CLOSES_WITHIN.saturating_sub(exited.elapsed());
+            match self.ends.recv_timeout(left) {
+                Ok((_, Ok(at))) => ended = ended.max(at),
+                Ok((name, Err(e))) => self.fail(&format!("reading its {name} failed: {e}")),
+                Err(_) => self.fail(&format!(
+                    "{status}, but its output is still open {OUTPUT_CLOSES_WITHIN:?} later: a \
+                     process it started holds it"
+                )),
+            }
+        }
+        self.ended = Some(ended);
+    }
+
+    /// How long it ran: from its spawn to the end of its output (its exit, to within a
+    /// reader thread's wake-up).
+    ///
+    /// # Panics
+    ///
+    /// Before [`wait`](Self::wait) has returned.
+    pub(super) fn ran_for(&self) -> Duration {
+        self.ended.expect("waited for").duration_since(self.started)
     }
 
     /// Waits until stdout holds `count` lines containing `needle`, and returns them.
@@ -120,6 +160,33 @@ impl Launch {
                 self.fail(&format!(
                     "{count} lines with {needle:?} not seen in {timeout:?}"
                 ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until stderr holds one of `needles`, and returns the first in `needles` that
+    /// it holds; `None` if it exits holding none (its output read to the end).
+    pub(super) fn says_first<'a>(
+        &mut self,
+        needles: &[&'a str],
+        timeout: Duration,
+    ) -> Option<&'a str> {
+        let started = Instant::now();
+        loop {
+            let exited = self.child.try_wait().expect("waitable");
+            if let Some(status) = exited {
+                self.read_to_the_end(status);
+            }
+            let stderr = self.stderr();
+            if let Some(needle) = needles.iter().find(|needle| stderr.contains(**needle)) {
+                return Some(needle);
+            }
+            if exited.is_some() {
+                return None;
+            }
+            if started.elapsed() > timeout {
+                self.fail(&format!("none of {needles:?} on stderr in {timeout:?}"));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -156,10 +223,42 @@ impl Drop for Launch {
     }
 }
 
-fn lock(text: &Mutex<String>) -> std::sync::MutexGuard<'_, String> {
-    text.lock().unwrap_or_else(|e| e.into_inner())
+/// A thread appending what `pipe` (the child's `name` stream) yields to the text it returns,
+/// which tells `to_waiter` when it has read the end.
+fn collect(
+    name: &'static str,
+    mut pipe: impl std::io::Read + Send + 'static,
+    to_waiter: &Sender<(&'static str, Result<Instant, String>)>,
+) -> Arc<Mutex<Vec<u8>>> {
+    let text = Arc::new(Mutex::new(Vec::new()));
+    let (mut sink, to_waiter) = (Sink(text.clone()), to_waiter.clone());
+    std::thread::spawn(move || {
+        // `copy` retries reads a signal interrupted; any other error is the waiter's to say.
+        let end = std::io::copy(&mut pipe, &mut sink)
+            .map(|_| Instant::now())
+            .map_err(|e| e.to_string());
+        let _ = to_waiter.send((name, end));
+    });
+    text
 }
 
+/// The collected text of one stream, written to as the bytes come.
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Sink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        lock(&self.0).extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn lock(text: &Mutex<Vec<u8>>) -> std::sync::MutexGuard<'_, Vec<u8>> {
+    text.lock().unwrap_or_else(|e| e.into_inner())
+}
 fn pid(id: u32) -> Pid {
     Pid::from_raw(i32::try_from(id).expect("a pid fits i32"))
 }

@@ -160,15 +160,16 @@ fn connect_to_serve_processes() {
     );
 }
 
+/// An address of loopback where nothing listens: port 1 (TCP's multiplexer, which nothing
+/// here serves and only root could bind). Unlike a port drawn free and released, no other
+/// test can take it meanwhile.
+const DEAD: &str = "127.0.0.1:1";
+
 /// `-vv` (debug) shows what a user debugging a connect needs: the update-vs-reset decision,
 /// each stage with its timing, and each task's steps under its task and address.
 #[test]
 fn connect_logs_each_stage_and_task_at_debug() {
     let served = serve("worker", 0);
-    let dead = {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().to_string()
-    };
     let good = format!(r#"{{"worker": ["{}"]}}"#, served.address);
     let out = tfcluster(&["connect", "--cluster", &good, "-vv"]);
     assert!(
@@ -193,13 +194,13 @@ fn connect_logs_each_stage_and_task_at_debug() {
         assert!(log.contains(wanted), "no {wanted:?} in:\n{log}");
     }
 
-    let bad = format!(r#"{{"worker": ["{}", "{dead}"]}}"#, served.address);
+    let bad = format!(r#"{{"worker": ["{}", "{DEAD}"]}}"#, served.address);
     let out = tfcluster(&["connect", "--cluster", &bad, "--timeout", "2s", "-vv"]);
     assert_eq!(out.status.code(), Some(1));
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(
         log.contains(&format!(
-            "task failed task=/job:worker/replica:0/task:1 address={dead}"
+            "task failed task=/job:worker/replica:0/task:1 address={DEAD}"
         )),
         "{log}"
     );
@@ -208,15 +209,11 @@ fn connect_logs_each_stage_and_task_at_debug() {
 #[test]
 fn connect_names_every_dead_or_silent_task_within_the_timeout() {
     let good = serve("worker", 0);
-    let dead = {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().to_string()
-    };
     // Accepts connections (the kernel does) and never answers.
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
     let silent_addr = silent.local_addr().unwrap().to_string();
     let cluster = format!(
-        r#"{{"worker": ["{}", "{dead}", "{silent_addr}"]}}"#,
+        r#"{{"worker": ["{}", "{DEAD}", "{silent_addr}"]}}"#,
         good.address
     );
     let started = Instant::now();
@@ -229,7 +226,7 @@ fn connect_names_every_dead_or_silent_task_within_the_timeout() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains(&dead) && stderr.contains(&silent_addr),
+        stderr.contains(&format!("{DEAD}: ")) && stderr.contains(&silent_addr),
         "{stderr}"
     );
     assert!(!stderr.contains(&format!("{} ", good.address)), "{stderr}");
@@ -289,10 +286,17 @@ fn tensorflow_connects_to_serve_processes() {
     const SCRIPT: &str = r#"
 import json, socket, sys
 import tensorflow as tf
-s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
 cluster = json.loads(sys.argv[1])
-cluster["worker"] = ["localhost:%d" % port]
-tf.distribute.Server(tf.train.ClusterSpec({"worker": cluster["worker"]}), job_name="worker", task_index=0, start=True)
+# A free port, closed just before the server binds it: another process may take it between,
+# and then a new one is drawn.
+for attempt in range(3):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    cluster["worker"] = ["localhost:%d" % port]
+    try:
+        server = tf.distribute.Server(tf.train.ClusterSpec({"worker": cluster["worker"]}), job_name="worker", task_index=0, start=True)
+        break
+    except tf.errors.UnknownError:
+        if attempt == 2: raise
 tf.config.experimental_connect_to_cluster(tf.train.ClusterSpec(cluster))
 print("DEVICES", json.dumps([d.name for d in tf.config.list_logical_devices()]), flush=True)
 "#;

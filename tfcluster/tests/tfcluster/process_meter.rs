@@ -1,6 +1,6 @@
 //! What a child process holds and spends, read from `/proc`: its resident memory (`VmRSS` in
-//! `/proc/PID/status`), sampled by a thread to catch the peak, and its CPU time (`utime` +
-//! `stime` in `/proc/PID/stat`).
+//! `/proc/PID/status`), sampled by a thread to catch the peak, its open sockets (in
+//! `/proc/PID/fd`), and its CPU time (`utime` + `stime` in `/proc/PID/stat`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,6 +30,17 @@ pub(crate) fn open_files_soft_limit(pid: u32) -> Option<u64> {
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
     let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
     line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// How many sockets process `pid` holds open (its descriptors that link to `socket:[…]`).
+pub(crate) fn open_sockets(pid: u32) -> Option<usize> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(
+        fds.flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .filter(|target| target.to_string_lossy().starts_with("socket:"))
+            .count(),
+    )
 }
 
 /// The CPU time process `pid` has used, user and system; `None` once it is gone.

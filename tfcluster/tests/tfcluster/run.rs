@@ -160,7 +160,8 @@ fn dry_run_prints_the_environment_in_each_format() {
 
 #[test]
 fn a_cluster_file_with_the_task_given_on_the_command_line() {
-    let path = std::env::temp_dir().join(format!("tfcluster-run-{}.json", std::process::id()));
+    let dir = super::scratch("run-file");
+    let path = dir.path().join("cluster.json");
     std::fs::write(
         &path,
         r#"{"chief": ["c0:2222"], "worker": ["w0:2222", "w1:2222"]}"#,
@@ -183,7 +184,6 @@ fn a_cluster_file_with_the_task_given_on_the_command_line() {
         &[],
     );
     let status = out.wait(TIMEOUT);
-    std::fs::remove_file(&path).unwrap();
     assert!(status.success(), "{}", out.stderr());
     assert_eq!(out.stdout(), format!("TF_CONFIG={WRITTEN}\n"));
 }
@@ -259,7 +259,8 @@ fn the_command_gets_tf_config_and_its_status_is_ours() {
 
 #[test]
 fn a_resolution_error_runs_nothing() {
-    let marker = std::env::temp_dir().join(format!("tfcluster-run-{}", std::process::id()));
+    let dir = super::scratch("run-marker");
+    let marker = dir.path().join("ran");
     let marker_arg = marker.to_str().unwrap();
     let mut out = Launch::start(
         &["run", "--from", "tf-config", "--", "touch", marker_arg],

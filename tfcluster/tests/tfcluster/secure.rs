@@ -1,20 +1,12 @@
 //! `serve` and `connect` with TLS client certificates (`--tls-cert`, `--tls-key`, `--tls-ca`)
 //! and `serve --allow`: certificates from a test CA made when the test runs.
 
-use std::path::PathBuf;
 use std::process::Output;
 
 use tf_oracle::{PemFiles, TestCa};
 
 use super::network::{Served, serve_with};
-use super::{stdout, tfcluster};
-
-/// A fresh directory for this test's PEM files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tfcluster-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use super::{scratch, stdout, tfcluster};
 
 /// `--tls-cert FILE --tls-key FILE --tls-ca FILE`.
 fn tls_flags(files: &PemFiles) -> Vec<String> {
@@ -51,9 +43,10 @@ fn names_the_task(served: &Served) -> String {
 #[test]
 fn connect_with_tls_client_certificates_to_a_tls_serve() {
     let dir = scratch("tls");
+    let dir = dir.path();
     let ca = TestCa::new("cluster CA");
-    let server = tls_flags(&ca.write(&dir, "server", &["127.0.0.1", "localhost"]));
-    let client = tls_flags(&ca.write(&dir, "client", &["client"]));
+    let server = tls_flags(&ca.write(dir, "server", &["127.0.0.1", "localhost"]));
+    let client = tls_flags(&ca.write(dir, "client", &["client"]));
     let served = serve_with(
         "worker",
         0,
@@ -71,7 +64,6 @@ fn connect_with_tls_client_certificates_to_a_tls_serve() {
 
     // Without TLS flags: refused, naming the task.
     assert_failed(&connect(&served, &[]), 1, &names_the_task(&served));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -88,7 +80,7 @@ fn tls_flags_come_all_three_or_none_and_bad_files_are_named() {
 
     let dir = scratch("tls-bad");
     let ca = TestCa::new("cluster CA");
-    let mut files = ca.write(&dir, "server", &["localhost"]);
+    let mut files = ca.write(dir.path(), "server", &["localhost"]);
     // A key where the certificate should be.
     files.cert = files.key.clone();
     let mut args = ["serve", "--cluster", r#"{"worker": ["localhost:0"]}"#]
@@ -102,7 +94,6 @@ fn tls_flags_come_all_three_or_none_and_bad_files_are_named() {
         files.key.display()
     );
     assert_failed(&out, 1, &expected);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
