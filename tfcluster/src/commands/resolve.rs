@@ -3,11 +3,12 @@
 
 use serde_json::json;
 
-use crate::args::{Failure, runtime};
-use crate::cluster_arg::{SourceArgs, SourceKind};
+use crate::args::rendezvous::RdzvSourceArgs;
+use crate::args::source::{SourceArgs, SourceKind};
+use crate::failure::Failure;
 use crate::identity::identify;
 use crate::output::emit;
-use crate::rdzv_source::RdzvSourceArgs;
+use crate::runtime::runtime;
 
 /// Find this process's cluster from its environment, as a TensorFlow job would.
 ///

@@ -1,49 +1,28 @@
-//! The flags of `run --rdzv`: where the rendezvous is (see [`crate::rdzv_target`]), the job's
-//! shape and the agent's timings, parsed at the edge so that errors name the flag and the
-//! value.
+//! The flags of `run --rdzv` beyond where the rendezvous is ([`crate::args::rendezvous`],
+//! flattened here): the job's shape and the agent's timings, parsed at the edge so that
+//! errors name the flag and the value.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use elastic::{JobConfig, Layout, NodeRange};
 
-use crate::args::Failure;
-use crate::rdzv_target::{Backend, RdzvValue, Rendezvous};
-use crate::rdzv_tls_args::RdzvTlsArgs;
+use crate::args::rendezvous::target::Rendezvous;
+use crate::args::rendezvous::{JoinRole, RdzvTargetArgs};
+use crate::failure::Failure;
 
 /// `run --rdzv`'s flags.
 #[derive(clap::Args, Debug)]
-pub(crate) struct RdzvArgs {
-    /// Run this host's share of an elastic job, meeting the other hosts at the rendezvous:
-    /// `HOST[:PORT]`, the built-in one (port 29400 by default), which the agent on HOST
-    /// serves when nothing answers there; or `etcd://HOST[:PORT][,HOST[:PORT]...]`, an etcd
-    /// cluster's members (port 2379 by default), where every agent is equal and nothing is
-    /// served.
-    #[arg(long, value_name = "HOST[:PORT]|etcd://HOST[:PORT],...")]
-    pub(crate) rdzv: Option<RdzvValue>,
-    /// With --rdzv: which rendezvous --rdzv names; by default etcd for `etcd://…`, else the
-    /// built-in one. With etcd, --rdzv may be a bare list, `h1:2379,h2:2379`, or etcdctl's
-    /// `http://h1:2379,http://h2:2379`.
-    #[arg(long, value_enum, value_name = "BACKEND", requires = "rdzv")]
-    rdzv_backend: Option<Backend>,
+pub(crate) struct ElasticArgs {
+    // Where the rendezvous is, and the job's id there.
     #[command(flatten)]
-    rdzv_tls: RdzvTlsArgs,
+    pub(crate) target: RdzvTargetArgs<JoinRole>,
     /// With --rdzv: how many hosts the job runs on, `MIN:MAX` or `N`.
     #[arg(long, value_name = "MIN:MAX|N", default_value = "1", requires = "rdzv")]
     nodes: NodeRange,
     /// With --rdzv: how many tasks each host runs.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "rdzv")]
     tasks_per_node: u32,
-    /// With --local or --rdzv: how many GPUs each task on this host gets, as its
-    /// CUDA_VISIBLE_DEVICES: the host's `i`-th task (--local: job by job as given, each by
-    /// index) gets the host's GPUs `i*K` to `(i+1)*K-1`, as this
-    /// process's CUDA_VISIBLE_DEVICES names them (UUIDs and MIG ids kept), else as the driver
-    /// counts them (NVML, else `nvidia-smi -L`); 0 hides every GPU. Fewer than K GPUs per
-    /// task is an error. By default the host's GPUs are divided evenly (none each when there
-    /// are fewer GPUs than tasks), and a host without GPUs leaves CUDA_VISIBLE_DEVICES as it
-    /// is.
-    #[arg(long, value_name = "K", requires = "launcher")]
-    pub(crate) gpus_per_task: Option<u32>,
     /// With --rdzv: the jobs placed first, e.g. `chief=1,ps=2`; every other task is a worker.
     #[arg(long, value_name = "JOBS", requires = "rdzv")]
     layout: Option<Layout>,
@@ -51,9 +30,6 @@ pub(crate) struct RdzvArgs {
     /// the job fails.
     #[arg(long, value_name = "N", default_value_t = 3, requires = "rdzv")]
     max_restarts: u32,
-    /// With --rdzv: the job's id at the rendezvous, the same on every host.
-    #[arg(long, value_name = "JOB", default_value = "default", requires = "rdzv")]
-    pub(crate) rdzv_id: String,
     /// With --rdzv: how long a host may be silent before it is lost (on etcd: the TTL of its
     /// lease, in whole seconds), and how long an unreachable rendezvous is retried before the
     /// agent fails.
@@ -77,7 +53,7 @@ pub(crate) struct RdzvArgs {
     pub(crate) error_file: Option<PathBuf>,
 }
 
-impl RdzvArgs {
+impl ElasticArgs {
     /// The job's config, as every host must give it.
     pub(crate) fn config(&self) -> Result<JobConfig, Failure> {
         let config = JobConfig::new(self.nodes, self.tasks_per_node)?;
@@ -92,17 +68,15 @@ impl RdzvArgs {
     /// and --rdzv-last-call as the timings of a job this agent creates, and --rdzv-timeout
     /// as its lease's TTL.
     pub(crate) fn rendezvous(&self) -> Result<Option<Rendezvous>, Failure> {
-        let Some(value) = &self.rdzv else {
-            return Ok(None);
-        };
-        Ok(Some(
-            match Rendezvous::from_flags(value, self.rdzv_backend, &self.rdzv_tls)? {
+        Ok(self
+            .target
+            .rendezvous()?
+            .map(|rendezvous| match rendezvous {
                 Rendezvous::Etcd(etcd) => Rendezvous::Etcd(
                     etcd.timeout(self.rdzv_timeout)
                         .last_call(self.rdzv_last_call),
                 ),
                 built_in => built_in,
-            },
-        ))
+            }))
     }
 }

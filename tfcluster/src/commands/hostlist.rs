@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 
 use cluster_resolver::hostlist;
 
-use crate::args::{Failure, read_input};
+use crate::failure::Failure;
+use crate::input::read_input;
 use crate::output::emit;
 
 /// Expand or compress Slurm hostlists, as `scontrol show hostnames` / `hostlist` do.

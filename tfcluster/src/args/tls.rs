@@ -1,13 +1,47 @@
-//! `--rdzv-tls-ca`, `--rdzv-tls-cert`, `--rdzv-tls-key`: TLS to an etcd rendezvous, the same
-//! flags for `run --rdzv etcd://…` and `--from rendezvous`. The built-in rendezvous speaks
-//! plaintext gRPC only, so these flags go with the etcd backend alone.
+//! The TLS flags: `--tls-cert`, `--tls-key`, `--tls-ca` between tfcluster peers (`serve` and
+//! `connect`), and `--rdzv-tls-ca`, `--rdzv-tls-cert`, `--rdzv-tls-key` to an etcd rendezvous
+//! (`run --rdzv etcd://…` and `--from rendezvous`). Two groups, since their peers differ:
+//! mutual TLS needs all three files on both sides, while etcd needs only its CA and a client
+//! certificate where it checks clients; the built-in rendezvous speaks plaintext gRPC only, so
+//! the `--rdzv-tls-*` flags go with the etcd backend alone.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use elastic::EtcdTls;
+use remote_connect::TlsConfig;
 
-use crate::args::Failure;
+use crate::failure::Failure;
+
+/// TLS with client certificates (mTLS) between tfcluster peers; all three or none. TensorFlow
+/// speaks plaintext only: a task served with TLS is reachable only by `tfcluster connect` (or
+/// a `remote-connect` program) given TLS flags too.
+#[derive(clap::Args)]
+pub(crate) struct TlsArgs {
+    /// This peer's certificate chain, PEM (a server's must name the host clients dial, as a DNS
+    /// name or IP address). Turns on TLS, which TensorFlow does not speak; needs --tls-key and
+    /// --tls-ca.
+    #[arg(long, value_name = "FILE", requires_all = ["tls_key", "tls_ca"])]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert, PEM.
+    #[arg(long, value_name = "FILE", requires_all = ["tls_cert", "tls_ca"])]
+    tls_key: Option<PathBuf>,
+    /// The CA certificates, PEM, that every peer's certificate must chain to: clients without
+    /// such a certificate are refused, and so are servers.
+    #[arg(long, value_name = "FILE", requires_all = ["tls_cert", "tls_key"])]
+    tls_ca: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// The config the flags name, read and checked; `None` without them (plaintext).
+    pub(crate) fn config(&self) -> Result<Option<TlsConfig>, Failure> {
+        match (&self.tls_cert, &self.tls_key, &self.tls_ca) {
+            (Some(cert), Some(key), Some(ca)) => Ok(Some(TlsConfig::from_files(cert, key, ca)?)),
+            // clap's `requires_all` lets only all or none through.
+            _ => Ok(None),
+        }
+    }
+}
 
 /// TLS to the members of an etcd rendezvous: their CA, and this client's certificate for
 /// clusters that check clients.

@@ -6,7 +6,7 @@ use anyhow::{Context as _, anyhow};
 use cluster_spec::ClusterSpec;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 
-use crate::args::Failure;
+use crate::failure::Failure;
 use crate::output::{emit, emit_bytes};
 
 /// A form of a cluster.

@@ -1,6 +1,6 @@
-//! Where an elastic job's rendezvous is: `--rdzv` (the built-in rendezvous's `HOST[:PORT]`,
-//! or an etcd cluster's `etcd://HOST[:PORT][,HOST[:PORT]...]`), `--rdzv-backend` and TLS to
-//! etcd (`--rdzv-tls-*`), checked at the edge into one [`Rendezvous`], for `run --rdzv` and
+//! What the rendezvous flags name: `--rdzv` (the built-in rendezvous's `HOST[:PORT]`, or an
+//! etcd cluster's `etcd://HOST[:PORT][,HOST[:PORT]...]`), `--rdzv-backend` and TLS to etcd
+//! (`--rdzv-tls-*`), checked at the edge into one [`Rendezvous`], for `run --rdzv` and
 //! `--from rendezvous` alike.
 
 use std::fmt;
@@ -9,8 +9,8 @@ use std::str::FromStr;
 use anyhow::anyhow;
 use elastic::{ClientOptions, EtcdOptions, RendezvousClient};
 
-use crate::args::Failure;
-use crate::rdzv_tls_args::RdzvTlsArgs;
+use crate::args::tls::RdzvTlsArgs;
+use crate::failure::Failure;
 
 /// The rendezvous port when `--rdzv` names none (torchrun's).
 pub(crate) const DEFAULT_PORT: u16 = 29400;

@@ -7,7 +7,7 @@ use cluster_resolver::watch::ClusterStream;
 use remote_connect::{ClusterChange, ConnectOptions, Context, FollowEvent, FollowOptions, TaskId};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::args::Failure;
+use crate::failure::Failure;
 use crate::output::emit;
 use crate::report::{self, Format};
 use crate::stop_signal::{Stop, stopped};

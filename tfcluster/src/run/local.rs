@@ -20,8 +20,8 @@ use elastic::TaskGpus;
 use elastic::supervise::{Exit, Signal, Supervisor, TaskSpec};
 use tokio::time::{Instant, sleep_until};
 
-use crate::args::Failure;
-use crate::local_cluster::{LocalJobs, TaskId};
+use crate::failure::Failure;
+use crate::run::local_jobs::{LocalJobs, TaskId};
 use crate::stop_signal::{Stop, stopped};
 
 /// Every task of `jobs` with its environment: its TF_CONFIG; its share of this host's GPUs

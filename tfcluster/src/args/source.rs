@@ -1,5 +1,5 @@
 //! Where a command's cluster comes from: `--cluster` (JSON inline or a file) or `--from` a
-//! resolver; shared by `serve`, `connect` and `resolve`.
+//! resolver; shared by `serve`, `connect`, `resolve` and `run`.
 
 use anyhow::{Context as _, anyhow};
 use cluster_resolver::WatchClusterResolver;
@@ -10,8 +10,9 @@ use cluster_resolver::{
 };
 use cluster_spec::ClusterSpec;
 
-use crate::args::{Failure, file_arg, read_json_or_file};
-use crate::rdzv_source::RdzvSourceArgs;
+use crate::args::rendezvous::RdzvSourceArgs;
+use crate::failure::Failure;
+use crate::input::{file_arg, read_json_or_file};
 
 /// A cluster source of `--from`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]

@@ -4,19 +4,16 @@
 
 use std::time::Duration;
 
-use anyhow::Context as _;
 use serde_json::json;
 
-use crate::args::{Failure, runtime};
-use crate::child_process::{self, exit_code};
-use crate::cluster_arg::{SourceArgs, SourceKind};
-use crate::identity::identify;
-use crate::local_cluster::LocalJobs;
+use crate::args::elastic::ElasticArgs;
+use crate::args::gpus::GpuArgs;
+use crate::args::source::{SourceArgs, SourceKind};
+use crate::failure::Failure;
 use crate::output::emit;
-use crate::rdzv_args::RdzvArgs;
-use crate::run_local;
-use crate::run_rdzv;
-use crate::stop_signal::Stop;
+use crate::run::local_jobs::LocalJobs;
+use crate::run::{elastic, local, one};
+use crate::runtime::runtime;
 
 /// Run a TensorFlow program with the TF_CONFIG of its task, found as `resolve` finds it (a
 /// Slurm step, TF_CONFIG, SageMaker, a file, …), or a whole cluster of it on this machine.
@@ -94,7 +91,9 @@ pub(crate) struct Args {
     #[arg(long, value_name = "JOBS", conflicts_with = "rdzv")]
     local: Option<LocalJobs>,
     #[command(flatten)]
-    rdzv: RdzvArgs,
+    elastic: ElasticArgs,
+    #[command(flatten)]
+    gpus: GpuArgs,
     /// With --local or --rdzv: how long the other tasks may run on after the chief succeeded, and how
     /// long a stopped task has between SIGTERM and SIGKILL.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
@@ -121,64 +120,34 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     runtime()?.block_on(launch(args))
 }
 
+/// Runs the command as the flags say: elastic (`--rdzv`), local (`--local`) or one task;
+/// with --dry-run, prints the environments instead.
 async fn launch(args: Args) -> Result<(), Failure> {
-    if args.rdzv.rdzv.is_some() {
+    let gpus_per_task = args.gpus.gpus_per_task;
+    if args.elastic.target.rdzv.is_some() {
         if args.dry_run {
-            let tasks = run_rdzv::dry_run(&args.rdzv, &args.command).await?;
+            let tasks = elastic::dry_run(&args.elastic, gpus_per_task, &args.command).await?;
             return emit(&render(&tasks, &args.command, args.format));
         }
-        return run_rdzv::run(&args.rdzv, &args.command, args.grace).await;
+        return elastic::run(&args.elastic, gpus_per_task, &args.command, args.grace).await;
     }
     if let Some(jobs) = &args.local {
-        let gpus_per_task = args.rdzv.gpus_per_task;
         if args.dry_run {
             let spec = jobs.cluster().map_err(anyhow::Error::msg)?;
-            let tasks = run_local::task_envs(jobs, &spec, gpus_per_task)
+            let tasks = local::task_envs(jobs, &spec, gpus_per_task)
                 .await?
                 .into_iter()
                 .map(|(task, env)| (task.to_string(), env))
                 .collect::<Vec<_>>();
             return emit(&render(&tasks, &args.command, args.format));
         }
-        return run_local::run(jobs, &args.command, args.grace, gpus_per_task).await;
+        return local::run(jobs, &args.command, args.grace, gpus_per_task).await;
     }
-    let mut found = identify(args.from, &args.source, None).await?;
-    if args.job.is_some() {
-        found.task_type = args.job;
-    }
-    if args.task.is_some() {
-        found.task_id = args.task;
-    }
-    let env: Vec<(String, String)> = found
-        .env()?
-        .into_iter()
-        .map(|(name, value)| (name.to_owned(), value))
-        .collect();
+    let env = one::task_env(args.from, &args.source, args.job, args.task).await?;
     if args.dry_run {
         return emit(&render(&[(String::new(), env)], &args.command, args.format));
     }
-    run_one(&args.command, env).await
-}
-
-/// Runs `command` with `env` added, passing SIGINT and SIGTERM on, and ends with its status.
-async fn run_one(command: &[String], env: Vec<(String, String)>) -> Result<(), Failure> {
-    let mut process = child_process::command(command)?;
-    process.envs(env);
-    let mut signals = Stop::install();
-    let started = child_process::start(process)?;
-    let mut child = started.child;
-    let status = loop {
-        tokio::select! {
-            status = child.wait() => break status,
-            signal = signals.next() => started.group.signal(signal),
-        }
-    }
-    .with_context(|| format!("cannot wait for {}", command[0]))?;
-    match exit_code(status) {
-        0 => Ok(()),
-        // The command reported for itself.
-        code => Err(Failure::code(code)),
-    }
+    one::run(&args.command, env).await
 }
 
 /// The environment of each task, as `--format` asks; `task` is empty for this process's own.
@@ -217,7 +186,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::rdzv_target::Rendezvous;
+    use crate::args::rendezvous::target::Rendezvous;
 
     /// `tfcluster run` alone, as clap parses it.
     #[derive(Parser)]
@@ -233,7 +202,7 @@ mod tests {
 
     fn rendezvous(flags: &[&str]) -> Result<Rendezvous, Failure> {
         let args = parse(flags).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
-        args.rdzv.rendezvous().map(|r| r.expect("--rdzv given"))
+        args.elastic.rendezvous().map(|r| r.expect("--rdzv given"))
     }
 
     #[test]

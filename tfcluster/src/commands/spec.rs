@@ -1,14 +1,17 @@
 //! `tfcluster spec`: validate a cluster spec and print it in one of TensorFlow's forms, or
 //! validate and convert files between the forms TensorFlow writes.
 
+mod convert;
+
 use std::fmt::Write as _;
 
 use anyhow::Context as _;
 use cluster_spec::ClusterSpec;
 
-use crate::args::{Failure, read_bytes, read_input};
+use crate::failure::Failure;
+use crate::input::{read_bytes, read_input};
 use crate::output::emit;
-use crate::spec_convert::{self, Form};
+use convert::Form;
 
 /// Validate a cluster spec (TF_CONFIG's "cluster" JSON) and print it; or `validate` and
 /// `convert` files in TensorFlow's forms (JSON, ClusterDef binary, ClusterDef text).
@@ -81,7 +84,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     match args.command {
         Some(Command::Validate { file, from, format }) => {
             let (bytes, origin) = read_bytes(&file)?;
-            let spec = spec_convert::read(&bytes, from, &origin)?;
+            let spec = convert::read(&bytes, from, &origin)?;
             let (jobs, tasks) = (spec.jobs().len(), spec.total_tasks());
             emit(&match format {
                 Report::Table => format!("valid: {jobs} jobs, {tasks} tasks\n"),
@@ -93,8 +96,8 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
         }
         Some(Command::Convert { file, from, to }) => {
             let (bytes, origin) = read_bytes(&file)?;
-            let spec = spec_convert::read(&bytes, from, &origin)?;
-            spec_convert::write(&spec, to)
+            let spec = convert::read(&bytes, from, &origin)?;
+            convert::write(&spec, to)
         }
         None => print(&args),
     }

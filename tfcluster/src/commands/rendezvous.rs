@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use elastic::{RendezvousServer, ServerOptions};
 
-use crate::args::{Failure, runtime};
+use crate::failure::Failure;
+use crate::runtime::runtime;
 use crate::stop_signal::Stop;
 
 /// Serve the rendezvous of elastic jobs (`run --rdzv`) until SIGINT or SIGTERM.

@@ -15,10 +15,16 @@ use elastic::{
 use serde_json::json;
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
-use crate::args::Failure;
-use crate::rdzv_args::RdzvArgs;
-use crate::rdzv_target::Rendezvous;
+use crate::args::elastic::ElasticArgs;
+use crate::args::rendezvous::target::Rendezvous;
+use crate::failure::Failure;
 use crate::stop_signal::{Stop, stopped};
+
+/// The log target of this module's events, fixed rather than the module's path so that a
+/// filter naming it (`RUST_LOG=tfcluster::run_rdzv=debug`, which the tests set to see whether
+/// an agent won the rendezvous's bind) keeps working wherever this file moves. `run_rdzv`:
+/// `run --rdzv`'s agent.
+const TARGET: &str = "tfcluster::run_rdzv";
 
 /// How long the agent that serves the rendezvous keeps serving after its own job ended, so
 /// the other agents hear the end (they learn it within a round trip of it).
@@ -26,13 +32,14 @@ const LINGER: Duration = Duration::from_secs(2);
 
 /// Runs this host's tasks of the job until it ends.
 pub(crate) async fn run(
-    args: &RdzvArgs,
+    args: &ElasticArgs,
+    gpus_per_task: Option<u32>,
     command: &[String],
     grace: Duration,
 ) -> Result<(), Failure> {
     let rendezvous = rendezvous_of(args)?;
     let mut signals = forward(Stop::install());
-    let agent = agent(&rendezvous, args, command, grace).await?;
+    let agent = agent(&rendezvous, args, gpus_per_task, command, grace).await?;
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
     agent.task_gpus().await?;
     let server = serve_if_here(&rendezvous, args).await;
@@ -44,7 +51,7 @@ pub(crate) async fn run(
     }
     match outcome {
         Ok(AgentOutcome::Succeeded(done)) => {
-            tracing::info!(round = done.round, detail = %done.detail, "the job succeeded");
+            tracing::info!(target: TARGET, round = done.round, detail = %done.detail, "the job succeeded");
             Ok(())
         }
         Ok(AgentOutcome::Failed(done)) => {
@@ -55,7 +62,10 @@ pub(crate) async fn run(
         Ok(other) => Err(anyhow!("the job ended: {other:?}").into()),
         Err(e) => {
             let message = Chain(&e).to_string();
-            write_error_file(args, &json!({ "rdzv_id": args.rdzv_id, "error": message }))?;
+            write_error_file(
+                args,
+                &json!({ "rdzv_id": args.target.rdzv_id, "error": message }),
+            )?;
             Err(e.into())
         }
     }
@@ -77,11 +87,12 @@ fn forward(mut stop: Stop) -> UnboundedReceiver<Signal> {
 /// `--dry-run`: joins, waits for the first round (so every host must run it), and returns
 /// each local task's name and environment (with its `CUDA_VISIBLE_DEVICES`).
 pub(crate) async fn dry_run(
-    args: &RdzvArgs,
+    args: &ElasticArgs,
+    gpus_per_task: Option<u32>,
     command: &[String],
 ) -> Result<Vec<(String, Vec<(String, String)>)>, Failure> {
     let rendezvous = rendezvous_of(args)?;
-    let agent = agent(&rendezvous, args, command, Duration::ZERO).await?;
+    let agent = agent(&rendezvous, args, gpus_per_task, command, Duration::ZERO).await?;
     let gpus = agent.task_gpus().await?.clone();
     let server = serve_if_here(&rendezvous, args).await;
     let waited = agent.first_round().await;
@@ -112,7 +123,7 @@ pub(crate) async fn dry_run(
         .collect()
 }
 
-fn rendezvous_of(args: &RdzvArgs) -> Result<Rendezvous, Failure> {
+fn rendezvous_of(args: &ElasticArgs) -> Result<Rendezvous, Failure> {
     args.rendezvous()?
         .ok_or_else(|| anyhow!("--rdzv is required").into())
 }
@@ -120,7 +131,7 @@ fn rendezvous_of(args: &RdzvArgs) -> Result<Rendezvous, Failure> {
 /// The client of the rendezvous, whichever backend: its deadlines from `--rdzv-timeout`, so
 /// a rendezvous unreachable (every etcd member, or the built-in one's host) for that long
 /// fails the agent, naming it.
-async fn client(rendezvous: &Rendezvous, args: &RdzvArgs) -> Result<RendezvousClient, Failure> {
+async fn client(rendezvous: &Rendezvous, args: &ElasticArgs) -> Result<RendezvousClient, Failure> {
     let timeout = args.rdzv_timeout;
     let options = ClientOptions::default()
         .connect_timeout((timeout / 3).min(Duration::from_secs(5)))
@@ -132,12 +143,14 @@ async fn client(rendezvous: &Rendezvous, args: &RdzvArgs) -> Result<RendezvousCl
 /// The agent of this host.
 async fn agent(
     rendezvous: &Rendezvous,
-    args: &RdzvArgs,
+    args: &ElasticArgs,
+    gpus_per_task: Option<u32>,
     command: &[String],
     grace: Duration,
 ) -> Result<Agent, Failure> {
     let client = client(rendezvous, args).await?;
-    let mut join = Join::new(args.rdzv_id.clone(), args.config()?, Vec::new()).name(hostname());
+    let mut join =
+        Join::new(args.target.rdzv_id.clone(), args.config()?, Vec::new()).name(hostname());
     if let Some(host) = &args.host {
         join = join.host(host.clone());
     }
@@ -148,7 +161,7 @@ async fn agent(
             command: command.to_vec(),
             grace,
             join_timeout: args.join_timeout,
-            gpus_per_task: args.gpus_per_task,
+            gpus_per_task,
         },
     ))
 }
@@ -156,7 +169,7 @@ async fn agent(
 /// Serves the built-in rendezvous on its endpoint when that is an address of this host and
 /// free; the agent that wins the bind serves, the others (and every other host) are clients.
 /// On etcd, nothing.
-async fn serve_if_here(rendezvous: &Rendezvous, args: &RdzvArgs) -> Option<RendezvousServer> {
+async fn serve_if_here(rendezvous: &Rendezvous, args: &ElasticArgs) -> Option<RendezvousServer> {
     let Rendezvous::BuiltIn(endpoint) = rendezvous else {
         return None;
     };
@@ -169,7 +182,7 @@ async fn serve_if_here(rendezvous: &Rendezvous, args: &RdzvArgs) -> Option<Rende
         .last_call(args.rdzv_last_call);
     match RendezvousServer::start(addr, options).await {
         Ok(server) => {
-            tracing::info!(%addr, "serving the rendezvous");
+            tracing::info!(target: TARGET, %addr, "serving the rendezvous");
             Some(server)
         }
         Err(elastic::Error::Bind { source, .. })
@@ -178,11 +191,11 @@ async fn serve_if_here(rendezvous: &Rendezvous, args: &RdzvArgs) -> Option<Rende
                 ErrorKind::AddrInUse | ErrorKind::AddrNotAvailable
             ) =>
         {
-            tracing::debug!(%addr, error = %source, "not serving the rendezvous here");
+            tracing::debug!(target: TARGET, %addr, error = %source, "not serving the rendezvous here");
             None
         }
         Err(e) => {
-            tracing::warn!(%addr, error = %Chain(&e), "cannot serve the rendezvous here; joining it");
+            tracing::warn!(target: TARGET, %addr, error = %Chain(&e), "cannot serve the rendezvous here; joining it");
             None
         }
     }
@@ -208,7 +221,7 @@ fn failure_message(done: &JobDone) -> String {
 }
 
 /// The `--error-file` record of a failed job.
-fn failure_json(args: &RdzvArgs, done: &JobDone) -> serde_json::Value {
+fn failure_json(args: &ElasticArgs, done: &JobDone) -> serde_json::Value {
     let first = done.first_failure.as_ref().map(|f| {
         json!({
             "task": format!("{}:{}", f.job, f.index),
@@ -224,14 +237,14 @@ fn failure_json(args: &RdzvArgs, done: &JobDone) -> serde_json::Value {
         })
     });
     json!({
-        "rdzv_id": args.rdzv_id,
+        "rdzv_id": args.target.rdzv_id,
         "round": done.round,
         "error": done.to_string(),
         "first_failure": first,
     })
 }
 
-fn write_error_file(args: &RdzvArgs, record: &serde_json::Value) -> Result<(), Failure> {
+fn write_error_file(args: &ElasticArgs, record: &serde_json::Value) -> Result<(), Failure> {
     let Some(path) = &args.error_file else {
         return Ok(());
     };

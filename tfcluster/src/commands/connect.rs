@@ -1,6 +1,9 @@
 //! `tfcluster connect`: connect to a running cluster as TensorFlow's client would, and show
 //! every task's devices and what each may see.
 
+mod follow;
+mod probe;
+
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
@@ -9,13 +12,13 @@ use device_filter::ClusterDeviceFilters;
 use indicatif::{ProgressBar, ProgressStyle};
 use remote_connect::{ConnectOptions, Context, Stage};
 
-use crate::args::{Failure, read_json_or_file, runtime};
-use crate::cluster_arg::ClusterArgs;
-use crate::connect_follow;
+use crate::args::source::ClusterArgs;
+use crate::args::tls::TlsArgs;
+use crate::failure::Failure;
+use crate::input::read_json_or_file;
 use crate::output::emit;
-use crate::probe;
 use crate::report::{self, Format};
-use crate::tls_args::TlsArgs;
+use crate::runtime::runtime;
 
 /// Connect to a running cluster (TensorFlow's `experimental_connect_to_cluster`) and print
 /// every task's devices, and with filters what each task may see; with --probe, also run an
@@ -96,7 +99,7 @@ async fn connect(args: Args) -> Result<(), Failure> {
     if args.follow {
         let watch = WatchOptions::default().with_interval(args.interval);
         let changes = args.cluster.watch(watch).await?;
-        return connect_follow::run(changes, options, args.format).await;
+        return follow::run(changes, options, args.format).await;
     }
     let ctx = Context::new();
     let tasks = spec.total_tasks();

@@ -5,12 +5,13 @@ use std::net::SocketAddr;
 use anyhow::anyhow;
 use remote_connect::{Network, TaskServer};
 
-use crate::args::{Failure, runtime};
-use crate::cluster_arg::ClusterArgs;
-use crate::limit_args::LimitArgs;
+use crate::args::limits::LimitArgs;
+use crate::args::source::ClusterArgs;
+use crate::args::tls::TlsArgs;
+use crate::failure::Failure;
 use crate::output::emit;
+use crate::runtime::runtime;
 use crate::stop_signal::Stop;
-use crate::tls_args::TlsArgs;
 
 /// Serve one task of a cluster: TensorFlow's device discovery and remote contexts, so real
 /// TensorFlow (`tf.config.experimental_connect_to_cluster`) and `tfcluster connect` can

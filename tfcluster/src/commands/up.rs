@@ -8,9 +8,10 @@ use cluster_spec::ClusterSpec;
 use device_filter::ClusterDeviceFilters;
 use remote_connect::{ConnectOptions, Context, RunningServer, TaskServer};
 
-use crate::args::{Failure, runtime};
+use crate::failure::Failure;
 use crate::output::emit;
 use crate::report::{self, Format};
+use crate::runtime::runtime;
 use crate::stop_signal::Stop;
 
 /// Start a local cluster in this process (a chief, workers and parameter servers, each a task
