@@ -1,4 +1,5 @@
-//! `SLURM_STEP_TASKS_PER_NODE` / `SLURM_TASKS_PER_NODE`: `2(x3),1` is 2,2,2,1.
+//! [`expand_tasks_per_node`]: a Slurm tasks-per-node list (`SLURM_STEP_TASKS_PER_NODE`,
+//! `SLURM_TASKS_PER_NODE`) to one count per node: `2(x3),1` is 2,2,2,1.
 
 use super::{MAX_HOSTS, TasksPerNodeError, TasksPerNodeErrorKind};
 
