@@ -1,5 +1,19 @@
-//! Test certificates: a CA and the certificates it issues, made with rcgen when a test runs,
-//! so no key sits in the repository and none expires.
+//! Test support: a certificate authority and the certificates it issues, made with rcgen when a
+//! test runs, so no key sits in the repository and none expires.
+//!
+//! The one test PKI of the workspace: remote-connect's and the CLI's TLS tests (through
+//! `tf_oracle`, which re-exports it) and etcd-cluster's TLS clusters make their CA here.
+//!
+//! ```
+//! use test_pki::{TestCa, Usage};
+//!
+//! let ca = TestCa::new("cluster CA");
+//! let server = ca.issue(&["127.0.0.1", "localhost"]);
+//! let client = ca.issue_as("a client", &[], Usage::Client);
+//! assert!(ca.cert_pem().starts_with("-----BEGIN CERTIFICATE-----"));
+//! assert!(server.key.starts_with("-----BEGIN PRIVATE KEY-----"));
+//! assert!(client.cert.starts_with("-----BEGIN CERTIFICATE-----"));
+//! ```
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +25,15 @@ use rcgen::{
 /// A certificate authority for one test.
 pub struct TestCa {
     issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+/// What a certificate made by [`TestCa::issue_as`] authenticates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Usage {
+    /// A server, and a client too (peers that call each other over mutual TLS).
+    ServerAndClient,
+    /// A client only.
+    Client,
 }
 
 /// A certificate and its private key, PEM.
@@ -61,12 +84,36 @@ impl TestCa {
     ///
     /// If a name is neither, or rcgen fails.
     pub fn issue(&self, names: &[&str]) -> Issued {
+        self.issue_with(None, names, Usage::ServerAndClient)
+    }
+
+    /// A certificate whose subject is `common_name`, for `names` (DNS names or IP addresses, as
+    /// subject alternative names; none for a client that is no server), good for `usage`.
+    ///
+    /// # Panics
+    ///
+    /// If a name is neither a DNS name nor an IP address, or rcgen fails.
+    pub fn issue_as(&self, common_name: &str, names: &[&str], usage: Usage) -> Issued {
+        self.issue_with(Some(common_name), names, usage)
+    }
+
+    /// A certificate for `names` good for `usage`, its subject `common_name` when given
+    /// (rcgen's default subject when not).
+    fn issue_with(&self, common_name: Option<&str>, names: &[&str], usage: Usage) -> Issued {
         let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
         let mut params = CertificateParams::new(names).expect("valid subject alternative names");
-        params.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
+        if let Some(common_name) = common_name {
+            params
+                .distinguished_name
+                .push(DnType::CommonName, common_name);
+        }
+        params.extended_key_usages = match usage {
+            Usage::ServerAndClient => vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+            Usage::Client => vec![ExtendedKeyUsagePurpose::ClientAuth],
+        };
         let key = KeyPair::generate().expect("a key");
         let cert = params.signed_by(&key, &self.issuer).expect("a certificate");
         Issued {
