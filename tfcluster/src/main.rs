@@ -87,3 +87,16 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own checks of the whole command line: every flag, group and requirement named
+    /// where it is used exists (the flag groups of `args` name `run`'s `launcher`, and
+    /// `--rdzv`, across files).
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}
