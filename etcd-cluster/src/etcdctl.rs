@@ -68,6 +68,41 @@ impl EtcdCluster {
         statuses(&output).first().map(|&(_, status)| status)
     }
 
+    /// The leader elected after `old`, the status of member `killed` while it led, as etcd
+    /// itself says it: `killed` no longer answers, every other member answers and follows the
+    /// same leader, one of them, in a later term. Waits (up to `timeout`) for an election
+    /// first. `Err` says what the members said instead.
+    pub fn elected_after(
+        &self,
+        killed: usize,
+        old: &MemberStatus,
+        timeout: Duration,
+    ) -> Result<MemberStatus, String> {
+        if let Some(status) = self.status(killed) {
+            return Err(format!("m{killed} answers after it was killed: {status:?}"));
+        }
+        self.wait_leader(timeout);
+        let left: Vec<Option<MemberStatus>> = (0..self.members.len())
+            .filter(|&i| i != killed)
+            .map(|i| self.status(i))
+            .collect();
+        let said = || format!("the leader {old:?} was killed; the members left say {left:?}");
+        let left: Vec<MemberStatus> = left.iter().flatten().copied().collect();
+        let elected = left.iter().find(|s| s.id == s.leader).copied();
+        match elected {
+            Some(new)
+                if left.len() + 1 == self.members.len()
+                    && new.id != old.id
+                    && left
+                        .iter()
+                        .all(|s| s.leader == new.id && s.raft_term > old.raft_term) =>
+            {
+                Ok(new)
+            }
+            _ => Err(said()),
+        }
+    }
+
     /// Runs `etcdctl ARGS` (API v3) against the members that run (neither killed nor stopped;
     /// all of them when none does), with the cluster's TLS files when it has TLS, from inside the
     /// host of the first running member for [`start_in_hosts`](Self::start_in_hosts), and
