@@ -11,7 +11,7 @@ pub(crate) mod hostlist;
 pub(crate) mod kubernetes;
 pub(crate) mod multi_worker;
 pub(crate) mod slurm;
-pub(crate) mod tasks_per_node;
+pub(crate) mod tasks_per_node_list;
 #[cfg(feature = "gce")]
 pub(crate) mod tpu;
 pub(crate) mod union;
@@ -31,7 +31,7 @@ use hostlist::ParseError;
 use kubernetes::Error as KubernetesError;
 use multi_worker::Error as MultiWorkerError;
 use slurm::Error as SlurmError;
-use tasks_per_node::TasksPerNodeError;
+use tasks_per_node_list::TasksPerNodeError;
 #[cfg(feature = "gce")]
 use tpu::Error as TpuError;
 use union::Error as UnionError;

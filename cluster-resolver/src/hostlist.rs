@@ -128,18 +128,18 @@
 mod compress;
 mod cursor;
 mod digits;
+mod expand_tasks;
 mod host_list;
 mod layout;
 mod parse;
-mod tasks_per_node;
 
 pub use compress::compress;
 pub use cursor::{Cursor, Iter};
-pub use layout::HostList;
-pub use tasks_per_node::expand_tasks_per_node;
+pub use expand_tasks::expand_tasks_per_node;
+pub use host_list::HostList;
 
 pub use crate::error::hostlist::{ParseError, ParseErrorKind};
-pub use crate::error::tasks_per_node::{TasksPerNodeError, TasksPerNodeErrorKind};
+pub use crate::error::tasks_per_node_list::{TasksPerNodeError, TasksPerNodeErrorKind};
 
 /// Most hosts a hostlist may name: 4,194,304 (2^22), forty times the largest machines Slurm
 /// runs today; its expansion is a few hundred MB.

@@ -10,7 +10,7 @@
 //!
 //! The same test suites share [`assert_bounded`], the check that an error message stays short
 //! however large the input it quotes, and [`TestCa`], certificates for the TLS tests made when
-//! they run.
+//! they run (the `test-pki` crate's, re-exported).
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -19,17 +19,17 @@ use std::time::{Duration, Instant};
 
 mod json;
 mod messages;
-mod pki;
 mod process;
 mod servers;
 mod tally;
 
 pub use json::{one_per_case, run_json};
 pub use messages::{MAX_MESSAGE_BYTES, assert_bounded};
-pub use pki::{Issued, PemFiles, TestCa};
 pub use process::{Process, STARTUP};
 pub use servers::tf_servers;
 pub use tally::Tally;
+// The workspace's test PKI, re-exported for the TLS tests that already depend on this crate.
+pub use test_pki::{Issued, PemFiles, TestCa};
 
 /// How long one Python run may take before the test fails (TensorFlow's import alone takes a
 /// few seconds; a loaded CI machine may need more).

@@ -8,9 +8,9 @@ use cluster_resolver::{
 };
 use cluster_spec::ClusterSpec;
 
-use crate::args::Failure;
-use crate::cluster_arg::{SourceArgs, SourceKind, resolver};
-use crate::rdzv_source::RdzvSourceArgs;
+use crate::args::rendezvous::RdzvSourceArgs;
+use crate::args::source::{SourceArgs, SourceKind, resolver};
+use crate::failure::Failure;
 
 /// The cluster and this task, as one source resolved them.
 pub(crate) struct Identity {

@@ -3,7 +3,7 @@
 
 use std::io::{ErrorKind, Write};
 
-use crate::args::Failure;
+use crate::failure::Failure;
 
 /// Writes `text` to standard output and flushes it.
 pub(crate) fn emit(text: &str) -> Result<(), Failure> {

@@ -5,7 +5,7 @@ use anyhow::anyhow;
 use nix::sys::signal::Signal as Sig;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::args::Failure;
+use crate::failure::Failure;
 
 /// SIGINT and SIGTERM, caught from the moment this is made (so a signal that arrives right
 /// after the "serving" line, or while a command starts, is not lost).

@@ -143,9 +143,7 @@ fn render(rows: &[Row], machine: &str) -> String {
 
 /// The release binaries run as processes.
 fn build() -> Result<(), String> {
-    workspace::run(Command::new("cargo").args([
-        "build",
-        "--release",
+    workspace::build_release(&[
         "-p",
         "tfcluster",
         "-p",
@@ -156,7 +154,7 @@ fn build() -> Result<(), String> {
         "connect_time",
         "--example",
         "task_server",
-    ]))
+    ])
 }
 
 /// Runs criterion bench `bench` of `package`, only the benchmarks matching `filter`.

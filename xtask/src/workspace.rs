@@ -19,6 +19,14 @@ pub(crate) fn run(command: &mut Command) -> Result<(), String> {
     finished(&shown, status)
 }
 
+/// `cargo build --release` of `targets` (packages, binaries, examples), from the workspace
+/// root: what a benchmark runs as processes.
+pub(crate) fn build_release(targets: &[&str]) -> Result<(), String> {
+    run(Command::new("cargo")
+        .args(["build", "--release"])
+        .args(targets))
+}
+
 /// As [`run`], with the command's stdout and stderr merged into one stream in the order they
 /// were written (as a terminal shows them), echoed to stdout as it comes and returned with
 /// whether the command succeeded. An error only when it could not run at all.

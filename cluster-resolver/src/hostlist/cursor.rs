@@ -3,7 +3,8 @@
 
 use std::iter::FusedIterator;
 
-use super::layout::{GroupPos, HostList};
+use super::host_list::HostList;
+use super::layout::GroupPos;
 
 /// Yields the hosts of a [`HostList`] in order as `&str`s borrowed from one reused buffer.
 ///

@@ -3,47 +3,7 @@
 //! the public API all build on this.
 
 use super::digits::push_padded;
-
-/// A parsed Slurm hostlist: the name patterns and their numeric ranges, not the names.
-///
-/// Memory is proportional to the text of the hostlist, not to the number of hosts, so
-/// [`len`](Self::len), [`get`](Self::get) and [`cursor`](Self::cursor) work on
-/// `rack[000-999]-node[0000-4095]` without writing four million names. Parsing checks the same
-/// limits ([`MAX_HOSTS`](super::MAX_HOSTS), [`MAX_BYTES`](super::MAX_BYTES)) as
-/// [`expand`](super::expand), so every `HostList` can also be expanded.
-///
-/// Patterns, bracket groups and ranges are each kept in one array sized before parsing, so a
-/// parsed list takes at most [`PARSE_MEMORY_FACTOR`](super::PARSE_MEMORY_FACTOR)
-/// bytes per byte of text, whatever the text (`n[1][1][1]…` or `[1],[1],…` included).
-///
-/// ```
-/// use cluster_resolver::hostlist::HostList;
-///
-/// let hosts = HostList::parse("gpu[01-04],login")?;
-/// assert_eq!(hosts.len(), 5);
-/// assert_eq!(hosts.get(3).as_deref(), Some("gpu04"));
-/// assert_eq!(hosts.iter().last().as_deref(), Some("login"));
-///
-/// // Walk all names through one reused buffer: no allocation per host.
-/// let mut cursor = hosts.cursor();
-/// let mut bytes = 0;
-/// while let Some(name) = cursor.next_name() {
-///     bytes += name.len();
-/// }
-/// assert_eq!(bytes, 4 * 5 + 5);
-/// # Ok::<(), cluster_resolver::hostlist::ParseError>(())
-/// ```
-#[derive(Clone, Debug)]
-pub struct HostList {
-    /// The hostlist as given; literal text of the patterns points into it.
-    pub(super) source: Box<str>,
-    pub(super) patterns: Vec<Pattern>,
-    /// The bracket groups of every pattern, pattern after pattern.
-    pub(super) groups: Vec<Group>,
-    /// The ranges of every group, group after group.
-    pub(super) ranges: Vec<NumRange>,
-    pub(super) len: usize,
-}
+use super::host_list::HostList;
 
 /// A byte span of literal text in [`HostList::source`].
 #[derive(Clone, Copy, Debug)]

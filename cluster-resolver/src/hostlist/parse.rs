@@ -8,7 +8,8 @@
 //! ```
 
 use super::digits::padded_len_sum;
-use super::layout::{Group, HostList, NumRange, Pattern, Ranges, Span};
+use super::host_list::HostList;
+use super::layout::{Group, NumRange, Pattern, Ranges, Span};
 use super::{MAX_BYTES, MAX_HOSTS};
 use super::{ParseError, ParseErrorKind};
 

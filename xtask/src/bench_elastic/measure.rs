@@ -193,21 +193,28 @@ pub(super) fn restarts(
         }
     }
     if launcher.is_ours() {
-        found.phases = timed
-            .iter()
-            .filter_map(|(kill, round)| {
-                let next: u32 = round.parse().ok()?;
-                let ended = every_agent(
-                    &agents,
-                    &format!("round ended round={} ", next.checked_sub(1)?),
-                )?;
-                let formed = every_agent(&agents, &format!("round formed round={next} "))?;
-                Some((ms_after(*kill, ended), ms_after(*kill, formed)))
-            })
-            .collect();
+        found.phases = restart_phases(&agents, &timed);
     }
     agents.stop(Duration::from_secs(20));
     Ok(found)
+}
+
+/// Ours, from the agents' logs: for each restart `timed` (its kill, and the round its tasks
+/// saw), milliseconds from the kill to every agent having seen the round before end, and to
+/// every agent holding the round; a restart whose log lines are missing is left out.
+fn restart_phases(agents: &Agents, timed: &[(u128, String)]) -> Vec<(f64, f64)> {
+    timed
+        .iter()
+        .filter_map(|(kill, round)| {
+            let next: u32 = round.parse().ok()?;
+            let ended = every_agent(
+                agents,
+                &format!("round ended round={} ", next.checked_sub(1)?),
+            )?;
+            let formed = every_agent(agents, &format!("round formed round={next} "))?;
+            Some((ms_after(*kill, ended), ms_after(*kill, formed)))
+        })
+        .collect()
 }
 
 /// Milliseconds from `start_ns` to the last of `marks`.

@@ -86,7 +86,7 @@ impl Daemon {
             Ok(text) => format!(
                 "last lines of {}:\n{}",
                 self.log.display(),
-                deadline::tail(&text, 25)
+                bounded_process::tail(&text, 25)
             ),
             Err(e) => format!("cannot read {}: {e}", self.log.display()),
         }

@@ -11,6 +11,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use bounded_process::{tail, wait_exit};
+
 /// How often a wait looks again; short enough that timings stay honest.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -62,7 +64,7 @@ pub(crate) fn run(
         .stderr(create(&err_path)?)
         .spawn()
         .map_err(|e| format!("could not start {shown}: {e}"))?;
-    let waited = wait(&mut child, timeout);
+    let waited = wait_exit(&mut child, timeout, POLL);
     let read =
         |path: &Path| String::from_utf8_lossy(&fs::read(path).unwrap_or_default()).into_owned();
     let (stdout, stderr) = (read(&out_path), read(&err_path));
@@ -82,32 +84,18 @@ pub(crate) fn run(
     }
 }
 
-/// Waits up to `timeout` for `child` to exit; `None` when it is still running.
-pub(crate) fn wait(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            // An error here means the child is gone in a way we cannot observe: treat as exited.
-            Err(_) => return child.wait().ok(),
-            Ok(None) if Instant::now() >= deadline => return None,
-            Ok(None) => thread::sleep(POLL),
-        }
-    }
-}
-
 /// Asks `child` to stop with SIGTERM, gives it `grace` to exit, then kills it; always reaps it.
 pub(crate) fn stop(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
     if let Ok(Some(status)) = child.try_wait() {
         return Some(status);
     }
     signal(child.id(), "TERM");
-    if let Some(status) = wait(child, grace) {
+    if let Some(status) = wait_exit(child, grace, POLL) {
         return Some(status);
     }
     let _ = child.kill();
     // SIGKILL cannot be ignored; the bound only guards against an unkillable (D state) process.
-    wait(child, Duration::from_secs(10))
+    wait_exit(child, Duration::from_secs(10), POLL)
 }
 
 /// Sends `signal` (a name such as `TERM`) to `pid` with kill(1): std has no signal API and the
@@ -155,25 +143,6 @@ pub(crate) fn until<T>(
             Err(NotReady::Yet(_)) => thread::sleep(interval),
         }
     }
-}
-
-/// The last `lines` lines of `text`, indented, with a note when lines were left off.
-pub(crate) fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    let start = all.len().saturating_sub(lines);
-    let mut shown = String::new();
-    if all.is_empty() {
-        shown.push_str("    (empty)\n");
-    }
-    if start > 0 {
-        shown.push_str(&format!("    ... ({start} earlier lines)\n"));
-    }
-    for line in &all[start..] {
-        shown.push_str("    ");
-        shown.push_str(line);
-        shown.push('\n');
-    }
-    shown
 }
 
 /// The tails of a command's stderr and stdout, whichever are not empty, for an error message.

@@ -108,6 +108,12 @@ fn rank_errors(ranks: Vec<RankOutput>) -> String {
     ranks
         .into_iter()
         .filter(|r| !r.stderr.trim().is_empty())
-        .map(|r| format!("rank {} stderr:\n{}", r.rank, deadline::tail(&r.stderr, 15)))
+        .map(|r| {
+            format!(
+                "rank {} stderr:\n{}",
+                r.rank,
+                bounded_process::tail(&r.stderr, 15)
+            )
+        })
         .collect()
 }

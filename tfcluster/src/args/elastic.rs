@@ -1,0 +1,82 @@
+//! The flags of `run --rdzv` beyond where the rendezvous is ([`crate::args::rendezvous`],
+//! flattened here): the job's shape and the agent's timings, parsed at the edge so that
+//! errors name the flag and the value.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use elastic::{JobConfig, Layout, NodeRange};
+
+use crate::args::rendezvous::target::Rendezvous;
+use crate::args::rendezvous::{JoinRole, RdzvTargetArgs};
+use crate::failure::Failure;
+
+/// `run --rdzv`'s flags.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ElasticArgs {
+    // Where the rendezvous is, and the job's id there.
+    #[command(flatten)]
+    pub(crate) target: RdzvTargetArgs<JoinRole>,
+    /// With --rdzv: how many hosts the job runs on, `MIN:MAX` or `N`.
+    #[arg(long, value_name = "MIN:MAX|N", default_value = "1", requires = "rdzv")]
+    nodes: NodeRange,
+    /// With --rdzv: how many tasks each host runs.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "rdzv")]
+    tasks_per_node: u32,
+    /// With --rdzv: the jobs placed first, e.g. `chief=1,ps=2`; every other task is a worker.
+    #[arg(long, value_name = "JOBS", requires = "rdzv")]
+    layout: Option<Layout>,
+    /// With --rdzv: how many rounds failures (a task failing, a host lost) may end before
+    /// the job fails.
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "rdzv")]
+    max_restarts: u32,
+    /// With --rdzv: how long a host may be silent before it is lost (on etcd: the TTL of its
+    /// lease, in whole seconds), and how long an unreachable rendezvous is retried before the
+    /// agent fails.
+    #[arg(long, value_name = "DUR", default_value = "15s", value_parser = humantime::parse_duration, requires = "rdzv")]
+    pub(crate) rdzv_timeout: Duration,
+    /// With --rdzv: how long a round with at least MIN hosts waits for more. Set by the
+    /// agent that serves the built-in rendezvous, or on etcd by the agent that creates the
+    /// job (the first to join it).
+    #[arg(long, value_name = "DUR", default_value = "3s", value_parser = humantime::parse_duration, requires = "rdzv")]
+    pub(crate) rdzv_last_call: Duration,
+    /// With --rdzv: how long to wait for each round to form.
+    #[arg(long, value_name = "DUR", default_value = "10m", value_parser = humantime::parse_duration, requires = "rdzv")]
+    pub(crate) join_timeout: Duration,
+    /// With --rdzv: the address other hosts reach this host's tasks at (by default, the
+    /// address the rendezvous sees this host at; on etcd, this host's address on its route
+    /// to the first etcd member).
+    #[arg(long, value_name = "ADDR", requires = "rdzv")]
+    pub(crate) host: Option<String>,
+    /// With --rdzv: where to write the job's first failure as JSON when it fails.
+    #[arg(long, value_name = "PATH", requires = "rdzv")]
+    pub(crate) error_file: Option<PathBuf>,
+}
+
+impl ElasticArgs {
+    /// The job's config, as every host must give it.
+    pub(crate) fn config(&self) -> Result<JobConfig, Failure> {
+        let config = JobConfig::new(self.nodes, self.tasks_per_node)?;
+        let config = match &self.layout {
+            Some(layout) => config.with_layout(layout.clone())?,
+            None => config,
+        };
+        Ok(config.with_max_restarts(self.max_restarts))
+    }
+
+    /// The rendezvous the flags name (`None` without --rdzv); on etcd with --rdzv-timeout
+    /// and --rdzv-last-call as the timings of a job this agent creates, and --rdzv-timeout
+    /// as its lease's TTL.
+    pub(crate) fn rendezvous(&self) -> Result<Option<Rendezvous>, Failure> {
+        Ok(self
+            .target
+            .rendezvous()?
+            .map(|rendezvous| match rendezvous {
+                Rendezvous::Etcd(etcd) => Rendezvous::Etcd(
+                    etcd.timeout(self.rdzv_timeout)
+                        .last_call(self.rdzv_last_call),
+                ),
+                built_in => built_in,
+            }))
+    }
+}

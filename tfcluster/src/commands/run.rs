@@ -1,0 +1,268 @@
+//! `tfcluster run`: start a TensorFlow program with the TF_CONFIG of its task, or a whole
+//! cluster of them on this machine (`--local`), or this host's share of an elastic job
+//! (`--rdzv`).
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::args::elastic::ElasticArgs;
+use crate::args::gpus::GpuArgs;
+use crate::args::source::{SourceArgs, SourceKind};
+use crate::failure::Failure;
+use crate::output::emit;
+use crate::run::local_jobs::LocalJobs;
+use crate::run::{elastic, local, one};
+use crate::runtime::runtime;
+
+/// Run a TensorFlow program with the TF_CONFIG of its task, found as `resolve` finds it (a
+/// Slurm step, TF_CONFIG, SageMaker, a file, …), or a whole cluster of it on this machine.
+///
+/// One task (the default): the cluster and this process's task are resolved first (an error
+/// stops here, before anything runs); CMD then runs with TF_CONFIG set, and under Slurm with
+/// the CUDA_VISIBLE_DEVICES the resolver computed for the rank. CMD's output passes through
+/// untouched, SIGINT and SIGTERM are passed on to it (it runs in a process group of its own),
+/// and its exit status is this command's (128 + the signal if a signal ended it).
+///
+/// `--local JOB=COUNT,...`: every task of the cluster as a child process, each on its own free
+/// port of 127.0.0.1 with its own TF_CONFIG, each line of its output behind `[job:index]`,
+/// and on a host with GPUs its share of them as CUDA_VISIBLE_DEVICES (split evenly, or
+/// `--gpus-per-task`), so the tasks do not all take every GPU. The job succeeds when the chief (or worker 0 without a chief) exits 0 and no other task
+/// failed; the others then have `--grace` to exit on their own and are stopped after it
+/// (ParameterServerStrategy's servers run until stopped; that is no failure). When a task
+/// fails first, the others are stopped (SIGTERM, SIGKILL after `--grace`) and the error names
+/// it (exit status 1). SIGINT or SIGTERM stops every task the same way (exit status 128 + the
+/// signal; a second signal kills at once). Python's output is unbuffered unless
+/// PYTHONUNBUFFERED is set, so lines come as they are printed.
+///
+/// `--rdzv HOST[:PORT]`: this host's share of an elastic job. Run it on every host; the
+/// agents meet at the rendezvous (the agent on HOST serves it when nothing answers there, or
+/// run `tfcluster rendezvous serve`), which groups them into rounds of MIN to MAX hosts
+/// (`--nodes`). Each round, each host runs `--tasks-per-node` tasks of CMD, each on a free
+/// port with its TF_CONFIG and TFCLUSTER_ROUND, TFCLUSTER_RESTART_COUNT,
+/// TFCLUSTER_NODE_RANK, TFCLUSTER_LOCAL_TASK, and on a host with GPUs its share of them as
+/// CUDA_VISIBLE_DEVICES (split evenly, or `--gpus-per-task`); output lines are behind
+/// `[host/job:index]`. A failed task, or a lost host, ends the round on every host: all
+/// tasks are stopped (SIGTERM, SIGKILL after `--grace`; TensorFlow's workers take SIGTERM as
+/// a preemption notice and run on, so such a restart takes the grace) and started again in
+/// the next round, up to `--max-restarts` times; then the job fails (exit status 1, naming
+/// the first failure: task, host, status, the end of its stderr; written as JSON to
+/// `--error-file`). A host joining below MAX ends the round too, and the next one includes
+/// it; that is no failure and counts as no restart. The job succeeds when the chief (or
+/// worker 0) exits 0 (exit status 0). With --dry-run, the agents form the first round (so
+/// every host must run it) and print its environment.
+///
+/// `--rdzv etcd://HOST[:PORT],...`: the same job, its rendezvous kept in an etcd cluster
+/// (v3 API; the list names its members' client endpoints, port 2379 by default). No agent
+/// serves anything and every agent is equal: the job survives the loss of any host, those
+/// of etcd's members included while a majority of the members lives (a lost agent's lease
+/// runs out after `--rdzv-timeout` and the others go on in a new round). An etcd that
+/// cannot be reached for `--rdzv-timeout` fails the agent, naming the endpoints. TLS to
+/// etcd: `--rdzv-tls-ca` (and `--rdzv-tls-cert` with `--rdzv-tls-key` where etcd checks
+/// clients). `--rdzv-backend` says which rendezvous --rdzv names when its form does not.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+srun -N3 -n3 tfcluster run --from slurm -- python train.py\n  \
+tfcluster run --local worker=2 -- python mwms_train.py\n  \
+tfcluster run --local chief=1,worker=2,ps=1 --grace 5s -- python pss_train.py\n  \
+tfcluster run --from file --file cluster.json --job worker --task 1 -- python train.py\n  \
+tfcluster run --dry-run --format json
+  tfcluster run --rdzv node0 --nodes 2 --tasks-per-node 2 -- python mwms_train.py   # on node0 and node1
+  tfcluster run --rdzv node0:29400 --nodes 2:4 --layout chief=1,ps=2 --max-restarts 3 \\
+      --error-file /tmp/error.json -- python pss_train.py
+  tfcluster run --rdzv etcd://node0:2379,node1:2379,node2:2379 --nodes 2:3 --rdzv-id job1 \\
+      -- python mwms_train.py   # on each host; any one of them may be lost
+  tfcluster run --rdzv etcd://etcd0:2379 --rdzv-tls-ca ca.pem --rdzv-tls-cert me.pem \\
+      --rdzv-tls-key me-key.pem --nodes 2 -- python mwms_train.py")]
+#[command(group = clap::ArgGroup::new("launcher").args(["local", "rdzv"]))]
+pub(crate) struct Args {
+    /// Where to find the cluster and this task.
+    #[arg(long, value_enum, default_value = "auto", conflicts_with_all = ["local", "rdzv"])]
+    from: SourceKind,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// This process's job, when the source names none (a bare cluster file) or to override it.
+    #[arg(long, conflicts_with_all = ["local", "rdzv"])]
+    job: Option<String>,
+    /// This process's task index, when the source names none or to override it.
+    #[arg(long, conflicts_with_all = ["local", "rdzv"])]
+    task: Option<u32>,
+    /// Run the whole cluster here: JOB=COUNT pairs, e.g. `chief=1,worker=2,ps=1`.
+    #[arg(long, value_name = "JOBS", conflicts_with = "rdzv")]
+    local: Option<LocalJobs>,
+    #[command(flatten)]
+    elastic: ElasticArgs,
+    #[command(flatten)]
+    gpus: GpuArgs,
+    /// With --local or --rdzv: how long the other tasks may run on after the chief succeeded, and how
+    /// long a stopped task has between SIGTERM and SIGKILL.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    grace: Duration,
+    /// Print the environment CMD would get instead of running it.
+    #[arg(long)]
+    dry_run: bool,
+    /// With --dry-run: env, `NAME=VALUE` lines (each behind `[job:index]` with --local); or
+    /// json, one object {"tasks": [{"task", "env"}], "command"}.
+    #[arg(long, value_enum, default_value = "env")]
+    format: Format,
+    /// The program to run and its arguments, after `--`.
+    #[arg(last = true, value_name = "CMD", required_unless_present = "dry_run")]
+    command: Vec<String>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Env,
+    Json,
+}
+
+pub(crate) fn run(args: Args) -> Result<(), Failure> {
+    runtime()?.block_on(launch(args))
+}
+
+/// Runs the command as the flags say: elastic (`--rdzv`), local (`--local`) or one task;
+/// with --dry-run, prints the environments instead.
+async fn launch(args: Args) -> Result<(), Failure> {
+    let gpus_per_task = args.gpus.gpus_per_task;
+    if args.elastic.target.rdzv.is_some() {
+        if args.dry_run {
+            let tasks = elastic::dry_run(&args.elastic, gpus_per_task, &args.command).await?;
+            return emit(&render(&tasks, &args.command, args.format));
+        }
+        return elastic::run(&args.elastic, gpus_per_task, &args.command, args.grace).await;
+    }
+    if let Some(jobs) = &args.local {
+        if args.dry_run {
+            let spec = jobs.cluster().map_err(anyhow::Error::msg)?;
+            let tasks = local::task_envs(jobs, &spec, gpus_per_task)
+                .await?
+                .into_iter()
+                .map(|(task, env)| (task.to_string(), env))
+                .collect::<Vec<_>>();
+            return emit(&render(&tasks, &args.command, args.format));
+        }
+        return local::run(jobs, &args.command, args.grace, gpus_per_task).await;
+    }
+    let env = one::task_env(args.from, &args.source, args.job, args.task).await?;
+    if args.dry_run {
+        return emit(&render(&[(String::new(), env)], &args.command, args.format));
+    }
+    one::run(&args.command, env).await
+}
+
+/// The environment of each task, as `--format` asks; `task` is empty for this process's own.
+fn render(tasks: &[(String, Vec<(String, String)>)], command: &[String], format: Format) -> String {
+    match format {
+        Format::Env => tasks
+            .iter()
+            .flat_map(|(task, env)| {
+                env.iter().map(move |(name, value)| match task.as_str() {
+                    "" => format!("{name}={value}\n"),
+                    task => format!("[{task}] {name}={value}\n"),
+                })
+            })
+            .collect(),
+        Format::Json => {
+            let tasks: Vec<serde_json::Value> = tasks
+                .iter()
+                .map(|(task, env)| {
+                    let env: serde_json::Map<String, serde_json::Value> = env
+                        .iter()
+                        .map(|(name, value)| (name.clone(), value.clone().into()))
+                        .collect();
+                    match task.as_str() {
+                        "" => json!({ "env": env }),
+                        task => json!({ "task": task, "env": env }),
+                    }
+                })
+                .collect();
+            format!("{}\n", json!({ "tasks": tasks, "command": command }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::args::rendezvous::target::Rendezvous;
+
+    /// `tfcluster run` alone, as clap parses it.
+    #[derive(Parser)]
+    struct Run {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(flags: &[&str]) -> Result<Args, clap::Error> {
+        let line = [&["run"], flags, &["--", "true"]].concat();
+        Run::try_parse_from(line).map(|run| run.args)
+    }
+
+    fn rendezvous(flags: &[&str]) -> Result<Rendezvous, Failure> {
+        let args = parse(flags).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
+        args.elastic.rendezvous().map(|r| r.expect("--rdzv given"))
+    }
+
+    #[test]
+    fn rdzv_flags_name_one_rendezvous() {
+        let r = rendezvous(&["--rdzv", "node0"]).unwrap();
+        assert!(matches!(r, Rendezvous::BuiltIn(_)), "{r:?}");
+        let r = rendezvous(&["--rdzv", "etcd://a,b:1", "--rdzv-timeout", "5s"]).unwrap();
+        let Rendezvous::Etcd(etcd) = &r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(etcd.endpoints(), ["a:2379", "b:1"]);
+        // --rdzv-timeout is the lease's TTL and the job's timeout, --rdzv-last-call its.
+        let debug = format!("{etcd:?}");
+        assert!(
+            debug.contains("timeout: 5s") && debug.contains("last_call: 3s"),
+            "{debug}"
+        );
+        let r = rendezvous(&["--rdzv-backend", "etcd", "--rdzv", "h1:2379,h2:2379"]).unwrap();
+        assert_eq!(r.to_string(), "etcd://h1:2379,h2:2379");
+        assert!(parse(&["--rdzv", "x", "--rdzv-backend", "built-in"]).is_ok());
+    }
+
+    #[test]
+    fn contradicting_rdzv_flags_are_usage_errors() {
+        let failure = rendezvous(&["--rdzv-backend", "built-in", "--rdzv", "etcd://a"])
+            .expect_err("contradicts");
+        assert_eq!(failure.code, 2);
+        let message = failure.error.unwrap().to_string();
+        assert!(
+            message.contains("--rdzv-backend built-in") && message.contains("etcd://a:2379"),
+            "{message}"
+        );
+        let failure = rendezvous(&["--rdzv", "node0", "--rdzv-tls-ca", "/ca.pem"])
+            .expect_err("no TLS to the built-in rendezvous");
+        assert_eq!(failure.code, 2);
+    }
+
+    #[test]
+    fn clap_refuses_rdzv_flags_without_their_partners() {
+        for flags in [
+            &["--rdzv-backend", "etcd"][..],
+            &["--rdzv-tls-ca", "/ca.pem"],
+            &["--rdzv", "etcd://a", "--rdzv-tls-cert", "/c.pem"],
+            &["--rdzv", "etcd://a", "--rdzv-tls-key", "/k.pem"],
+            &[
+                "--rdzv",
+                "etcd://a",
+                "--rdzv-tls-cert",
+                "/c",
+                "--rdzv-tls-key",
+                "/k",
+            ],
+            &["--rdzv", "etcd://a", "--rdzv-backend", "zookeeper"],
+        ] {
+            assert!(parse(flags).is_err(), "{flags:?} parsed");
+        }
+        let err = parse(&["--rdzv", "etcd://a:0"]).err().unwrap().to_string();
+        assert!(
+            err.contains("--rdzv") && err.contains("invalid etcd endpoint \"a:0\""),
+            "{err}"
+        );
+    }
+}

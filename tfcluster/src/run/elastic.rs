@@ -1,0 +1,254 @@
+//! `run --rdzv`: this host's agent of an elastic job, and the built-in rendezvous it serves
+//! when it runs on the endpoint's host and nothing answers there yet (an etcd rendezvous
+//! needs no serving: every agent is its client alike).
+
+use std::io::ErrorKind;
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow};
+use cluster_spec::error_chain::Chain;
+use elastic::supervise::Signal;
+use elastic::{
+    Agent, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
+    RendezvousServer, ServerOptions, Waited, task_env,
+};
+use serde_json::json;
+use tokio::sync::mpsc::{self, UnboundedReceiver};
+
+use crate::args::elastic::ElasticArgs;
+use crate::args::rendezvous::target::Rendezvous;
+use crate::failure::Failure;
+use crate::stop_signal::{Stop, stopped};
+
+/// The log target of this module's events, fixed rather than the module's path so that a
+/// filter naming it (`RUST_LOG=tfcluster::run_rdzv=debug`, which the tests set to see whether
+/// an agent won the rendezvous's bind) keeps working wherever this file moves. `run_rdzv`:
+/// `run --rdzv`'s agent.
+const TARGET: &str = "tfcluster::run_rdzv";
+
+/// How long the agent that serves the rendezvous keeps serving after its own job ended, so
+/// the other agents hear the end (they learn it within a round trip of it).
+const LINGER: Duration = Duration::from_secs(2);
+
+/// Runs this host's tasks of the job until it ends.
+pub(crate) async fn run(
+    args: &ElasticArgs,
+    gpus_per_task: Option<u32>,
+    command: &[String],
+    grace: Duration,
+) -> Result<(), Failure> {
+    let rendezvous = rendezvous_of(args)?;
+    let mut signals = forward(Stop::install());
+    let agent = agent(&rendezvous, args, gpus_per_task, command, grace).await?;
+    // Before serving: a host that cannot give its tasks their GPUs fails at once.
+    agent.task_gpus().await?;
+    let server = serve_if_here(&rendezvous, args).await;
+    let outcome = agent.run(&mut signals).await;
+    if let Some(server) = server {
+        // Still caught: a signal cuts the linger short.
+        let _ = tokio::time::timeout(LINGER, signals.recv()).await;
+        server.shutdown().await;
+    }
+    match outcome {
+        Ok(AgentOutcome::Succeeded(done)) => {
+            tracing::info!(target: TARGET, round = done.round, detail = %done.detail, "the job succeeded");
+            Ok(())
+        }
+        Ok(AgentOutcome::Failed(done)) => {
+            write_error_file(args, &failure_json(args, &done))?;
+            Err(anyhow!(failure_message(&done)).into())
+        }
+        Ok(AgentOutcome::Stopped(signal)) => Err(stopped(signal, "every local task")),
+        Ok(other) => Err(anyhow!("the job ended: {other:?}").into()),
+        Err(e) => {
+            let message = Chain(&e).to_string();
+            write_error_file(
+                args,
+                &json!({ "rdzv_id": args.target.rdzv_id, "error": message }),
+            )?;
+            Err(e.into())
+        }
+    }
+}
+
+/// Every SIGINT and SIGTERM, as the agent takes them.
+fn forward(mut stop: Stop) -> UnboundedReceiver<Signal> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            if tx.send(stop.next().await).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// `--dry-run`: joins, waits for the first round (so every host must run it), and returns
+/// each local task's name and environment (with its `CUDA_VISIBLE_DEVICES`).
+pub(crate) async fn dry_run(
+    args: &ElasticArgs,
+    gpus_per_task: Option<u32>,
+    command: &[String],
+) -> Result<Vec<(String, Vec<(String, String)>)>, Failure> {
+    let rendezvous = rendezvous_of(args)?;
+    let agent = agent(&rendezvous, args, gpus_per_task, command, Duration::ZERO).await?;
+    let gpus = agent.task_gpus().await?.clone();
+    let server = serve_if_here(&rendezvous, args).await;
+    let waited = agent.first_round().await;
+    if let Some(server) = server {
+        tokio::time::sleep(LINGER).await;
+        server.shutdown().await;
+    }
+    let round = match waited? {
+        Waited::Round(round) => round,
+        other => return Err(anyhow!("no round: {other:?}").into()),
+    };
+    round
+        .local_tasks()
+        .iter()
+        .enumerate()
+        .map(|(local, task)| {
+            let env = task_env(&round, local as u32, &gpus)?;
+            Ok((
+                format!(
+                    "{}/{}:{}",
+                    round.members()[round.rank() as usize].host,
+                    task.job,
+                    task.index
+                ),
+                env,
+            ))
+        })
+        .collect()
+}
+
+fn rendezvous_of(args: &ElasticArgs) -> Result<Rendezvous, Failure> {
+    args.rendezvous()?
+        .ok_or_else(|| anyhow!("--rdzv is required").into())
+}
+
+/// The client of the rendezvous, whichever backend: its deadlines from `--rdzv-timeout`, so
+/// a rendezvous unreachable (every etcd member, or the built-in one's host) for that long
+/// fails the agent, naming it.
+async fn client(rendezvous: &Rendezvous, args: &ElasticArgs) -> Result<RendezvousClient, Failure> {
+    let timeout = args.rdzv_timeout;
+    let options = ClientOptions::default()
+        .connect_timeout((timeout / 3).min(Duration::from_secs(5)))
+        .rpc_timeout(timeout.min(Duration::from_secs(10)))
+        .retry_for(timeout);
+    rendezvous.client(options).await
+}
+
+/// The agent of this host.
+async fn agent(
+    rendezvous: &Rendezvous,
+    args: &ElasticArgs,
+    gpus_per_task: Option<u32>,
+    command: &[String],
+    grace: Duration,
+) -> Result<Agent, Failure> {
+    let client = client(rendezvous, args).await?;
+    let mut join =
+        Join::new(args.target.rdzv_id.clone(), args.config()?, Vec::new()).name(hostname());
+    if let Some(host) = &args.host {
+        join = join.host(host.clone());
+    }
+    Ok(Agent::new(
+        client,
+        AgentOptions {
+            join,
+            command: command.to_vec(),
+            grace,
+            join_timeout: args.join_timeout,
+            gpus_per_task,
+        },
+    ))
+}
+
+/// Serves the built-in rendezvous on its endpoint when that is an address of this host and
+/// free; the agent that wins the bind serves, the others (and every other host) are clients.
+/// On etcd, nothing.
+async fn serve_if_here(rendezvous: &Rendezvous, args: &ElasticArgs) -> Option<RendezvousServer> {
+    let Rendezvous::BuiltIn(endpoint) = rendezvous else {
+        return None;
+    };
+    let addr = tokio::net::lookup_host((endpoint.host.as_str(), endpoint.port))
+        .await
+        .ok()?
+        .next()?;
+    let options = ServerOptions::default()
+        .timeout(args.rdzv_timeout)
+        .last_call(args.rdzv_last_call);
+    match RendezvousServer::start(addr, options).await {
+        Ok(server) => {
+            tracing::info!(target: TARGET, %addr, "serving the rendezvous");
+            Some(server)
+        }
+        Err(elastic::Error::Bind { source, .. })
+            if matches!(
+                source.kind(),
+                ErrorKind::AddrInUse | ErrorKind::AddrNotAvailable
+            ) =>
+        {
+            tracing::debug!(target: TARGET, %addr, error = %source, "not serving the rendezvous here");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(target: TARGET, %addr, error = %Chain(&e), "cannot serve the rendezvous here; joining it");
+            None
+        }
+    }
+}
+
+/// This host's name, for the rendezvous's messages.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// A failed job's message: what ended it, the first failure, and its stderr tail.
+fn failure_message(done: &JobDone) -> String {
+    let mut message = done.to_string();
+    if let Some(first) = &done.first_failure
+        && !first.stderr_tail.is_empty()
+    {
+        message.push_str("\nits stderr ended with:\n");
+        message.push_str(first.stderr_tail.trim_end());
+    }
+    message
+}
+
+/// The `--error-file` record of a failed job.
+fn failure_json(args: &ElasticArgs, done: &JobDone) -> serde_json::Value {
+    let first = done.first_failure.as_ref().map(|f| {
+        json!({
+            "task": format!("{}:{}", f.job, f.index),
+            "job": f.job,
+            "index": f.index,
+            "host": f.host,
+            "name": f.name,
+            "node_id": f.node_id,
+            "local_task": f.local_task,
+            "round": f.round,
+            "status": f.status.to_string(),
+            "stderr_tail": f.stderr_tail,
+        })
+    });
+    json!({
+        "rdzv_id": args.target.rdzv_id,
+        "round": done.round,
+        "error": done.to_string(),
+        "first_failure": first,
+    })
+}
+
+fn write_error_file(args: &ElasticArgs, record: &serde_json::Value) -> Result<(), Failure> {
+    let Some(path) = &args.error_file else {
+        return Ok(());
+    };
+    std::fs::write(path, format!("{record}\n"))
+        .with_context(|| format!("cannot write --error-file {}", path.display()))
+        .map_err(Failure::from)
+}

@@ -1,0 +1,165 @@
+//! `run --local`: a whole cluster as child processes of this one, and the job's outcome
+//! decided as TensorFlow users expect it.
+//!
+//! The job succeeds when its leader (the chief, or worker 0 without one) exits 0 and no other
+//! task failed. After the leader's success the others get the grace period to exit on their
+//! own (MultiWorkerMirroredStrategy's workers do) and are then stopped, which is no failure
+//! (ParameterServerStrategy's workers and parameter servers serve until stopped). The first
+//! task to fail, before any stop, fails the job: the others are stopped and the message names
+//! it. A stop is SIGTERM (or the SIGINT/SIGTERM we received, passed on), then SIGKILL after
+//! the grace period, to each task's whole process group. The processes themselves are
+//! [`elastic::supervise`]'s, as the `--rdzv` agent's are; the decision is made here.
+
+use std::time::Duration;
+
+use anyhow::anyhow;
+use cluster_resolver::gpus;
+use cluster_resolver::{Env, tf_config_for};
+use cluster_spec::ClusterSpec;
+use elastic::TaskGpus;
+use elastic::supervise::{Exit, Signal, Supervisor, TaskSpec};
+use tokio::time::{Instant, sleep_until};
+
+use crate::failure::Failure;
+use crate::run::local_jobs::{LocalJobs, TaskId};
+use crate::stop_signal::{Stop, stopped};
+
+/// Every task of `jobs` with its environment: its TF_CONFIG; its share of this host's GPUs
+/// as CUDA_VISIBLE_DEVICES, split as `run --rdzv` splits them among a host's tasks
+/// ([`TaskGpus`], in task order; left as ours on a host without GPUs); and Python's output
+/// unbuffered (unless the caller chose otherwise) so its lines come through the pipes as
+/// they are printed, not when a stopped server's buffer would have been flushed.
+pub(crate) async fn task_envs(
+    jobs: &LocalJobs,
+    spec: &ClusterSpec,
+    gpus_per_task: Option<u32>,
+) -> Result<Vec<(TaskId, Vec<(String, String)>)>, Failure> {
+    let tasks = jobs.tasks();
+    let count = u32::try_from(tasks.len()).unwrap_or(u32::MAX);
+    let gpus = TaskGpus::find(&Env::process(), count, gpus_per_task, gpus::host()).await?;
+    tasks
+        .into_iter()
+        .zip(0u32..)
+        .map(|(task, i)| {
+            let tf_config = tf_config_for(spec, &task.job, task.index, None)?;
+            let mut env = vec![("TF_CONFIG".to_owned(), tf_config)];
+            if let Some(visible) = gpus.of_task(i) {
+                env.push(("CUDA_VISIBLE_DEVICES".to_owned(), visible));
+            }
+            if std::env::var_os("PYTHONUNBUFFERED").is_none() {
+                env.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
+            }
+            Ok((task, env))
+        })
+        .collect()
+}
+
+/// Runs `command` once per task of `jobs` and waits for the job's outcome.
+pub(crate) async fn run(
+    jobs: &LocalJobs,
+    command: &[String],
+    grace: Duration,
+    gpus_per_task: Option<u32>,
+) -> Result<(), Failure> {
+    let spec = jobs.cluster().map_err(anyhow::Error::msg)?;
+    let (tasks, envs): (Vec<TaskId>, Vec<_>) = task_envs(jobs, &spec, gpus_per_task)
+        .await?
+        .into_iter()
+        .unzip();
+    let leader = jobs.leader();
+    // Caught before the first task starts, so a Ctrl-C during the start stops what started.
+    let mut signals = Stop::install();
+    let mut job = Supervisor::new();
+    // The supervisor's indices are these tasks' positions.
+    for (task, env) in tasks.iter().zip(envs) {
+        let started = job
+            .start(TaskSpec {
+                name: task.to_string(),
+                argv: command.to_vec(),
+                env,
+            })
+            .map_err(Failure::from);
+        if let Err(failure) = started {
+            job.signal(Signal::SIGKILL);
+            return Err(failure);
+        }
+    }
+
+    let mut ending: Option<Ending> = None;
+    // Set once the tasks were told to stop: their exits from then on are the stop's doing.
+    let mut stopping = false;
+    let mut deadline: Option<Instant> = None;
+    while job.running() > 0 {
+        tokio::select! {
+            Some((index, status)) = job.next_exit() => {
+                let failed = !matches!(&status, Ok(status) if status.success());
+                if stopping {
+                    continue;
+                }
+                if failed {
+                    tracing::info!(task = %tasks[index], ?grace, "a task failed: stopping the others");
+                    ending = Some(Ending::Failed { index, status });
+                    job.signal(Signal::SIGTERM);
+                    stopping = true;
+                    deadline = Some(Instant::now() + grace);
+                } else if ending.is_none() && tasks[index] == leader {
+                    tracing::info!(task = %leader, ?grace, "the leader succeeded: the others have the grace period to exit");
+                    ending = Some(Ending::Succeeded);
+                    deadline = Some(Instant::now() + grace);
+                }
+            }
+            () = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                if stopping {
+                    tracing::warn!(tasks = %job.running_names(), "killing what is still running");
+                    job.signal(Signal::SIGKILL);
+                    deadline = None;
+                } else {
+                    tracing::info!(tasks = %job.running_names(), "stopping the tasks that still serve");
+                    job.signal(Signal::SIGTERM);
+                    stopping = true;
+                    deadline = Some(Instant::now() + grace);
+                }
+            }
+            signal = signals.next() => {
+                if stopping {
+                    // A signal during a stop: the user will not wait for the grace period.
+                    job.signal(Signal::SIGKILL);
+                    deadline = None;
+                } else {
+                    ending = Some(Ending::Stopped(signal));
+                    job.signal(signal);
+                    stopping = true;
+                    deadline = Some(Instant::now() + grace);
+                }
+            }
+        }
+    }
+    // What the tasks started and left in their groups goes too; then the last lines.
+    job.finish(grace).await;
+    match ending {
+        Some(Ending::Succeeded) => Ok(()),
+        Some(Ending::Failed { index, status }) => {
+            let task = &tasks[index];
+            let how = match status {
+                Ok(status) => status.to_string(),
+                Err(e) => format!("could not be waited for ({e})"),
+            };
+            Err(anyhow!(
+                "task {task} ({}) failed: {how}; the other tasks were stopped",
+                task.device_prefix()
+            )
+            .into())
+        }
+        Some(Ending::Stopped(signal)) => Err(stopped(signal, "every task")),
+        // Not reached: the loop ends once every task exited, and the leader's exit (or a stop
+        // before it) sets the ending.
+        None => Err(anyhow!("{leader} ended undecided").into()),
+    }
+}
+
+/// How the job ended.
+enum Ending {
+    Succeeded,
+    Failed { index: usize, status: Exit },
+    Stopped(Signal),
+}
