@@ -43,7 +43,7 @@ async fn a_connect_works(s: &RunningServer) {
 }
 
 /// Everything the server sends on `stream` until it closes it (or 5 s pass).
-async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
+pub(crate) async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
     let mut received = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut received)).await;
     received
