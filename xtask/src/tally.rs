@@ -155,8 +155,10 @@ pub(crate) struct Floors {
 }
 
 impl Floors {
-    pub(crate) fn read(root: &Path) -> Result<Floors, String> {
-        let path = root.join(FLOORS);
+    /// The workspace's floors file, read before any suite runs so that a bad line fails at
+    /// once rather than after the suites.
+    pub(crate) fn read() -> Result<Floors, String> {
+        let path = workspace::root().join(FLOORS);
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         Floors::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
@@ -202,16 +204,8 @@ pub(crate) fn cargo_test(label: &str, command: &mut Command) -> Vec<Suite> {
 /// failed`, last of all. `whole` when the tally is the whole test command's, so that a floor
 /// whose suite did not run counts; a task that runs some suites alone passes `false`.
 /// Fails (with nothing left to say: the closing line said it) when anything failed.
-pub(crate) fn finish(tally: &Tally, whole: bool) -> Result<(), String> {
-    let (floors, unread) = match Floors::read(&workspace::root()) {
-        Ok(floors) => (floors, None),
-        Err(e) => (Floors::default(), Some(e)),
-    };
-    let (passed, mut failed, mut problems) = tally.close(&floors, whole);
-    if let Some(e) = unread {
-        failed += 1;
-        problems.push(e);
-    }
+pub(crate) fn finish(tally: &Tally, floors: &Floors, whole: bool) -> Result<(), String> {
+    let (passed, failed, problems) = tally.close(floors, whole);
     println!("\nxtask: suites:");
     for line in tally.lines() {
         println!("  {line}");

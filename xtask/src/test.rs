@@ -9,10 +9,11 @@
 
 use std::process::Command;
 
-use crate::tally::{self, Tally};
+use crate::tally::{self, Floors, Tally};
 use crate::{codegen, etcd, features, interop, python, slurm, tf_venv, workspace};
 
 pub(crate) fn run() -> Result<(), String> {
+    let floors = Floors::read()?;
     let swept = net_hosts::sweep();
     if !swept.is_empty() {
         eprintln!(
@@ -64,5 +65,5 @@ pub(crate) fn run() -> Result<(), String> {
     tally.add([python::suite()]);
     // The real Slurm cluster last: it needs the daemons, which the unit tests do not.
     tally.add([slurm::run(false)]);
-    tally::finish(&tally, true)
+    tally::finish(&tally, &floors, true)
 }
