@@ -95,11 +95,13 @@ mod cluster_def;
 mod error;
 pub mod error_chain;
 mod grammar;
+pub mod job_counts;
 pub mod job_name;
 mod json;
 pub mod quote;
 mod serde_support;
 mod spec;
+mod task_id;
 
 pub use builder::{ClusterSpecBuilder, MAX_TASK_INDEX};
 
@@ -116,6 +118,7 @@ pub const DECODE_MEMORY_FACTOR: usize = 8;
 pub const JSON_MEMORY_FACTOR: usize = 8;
 pub use error::Error;
 pub use spec::ClusterSpec;
+pub use task_id::TaskId;
 
 impl ClusterSpec {
     /// Parses the TF_CONFIG `cluster` JSON shape: an object from job names to either an array

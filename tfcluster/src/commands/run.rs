@@ -137,7 +137,7 @@ async fn launch(args: Args) -> Result<(), Failure> {
             let tasks = local::task_envs(jobs, &spec, gpus_per_task)
                 .await?
                 .into_iter()
-                .map(|(task, env)| (task.to_string(), env))
+                .map(|(task, env)| (task.short_name(), env))
                 .collect::<Vec<_>>();
             return emit(&render(&tasks, &args.command, args.format));
         }

@@ -4,53 +4,20 @@
 use std::net::{Ipv4Addr, TcpListener};
 use std::str::FromStr;
 
-use cluster_spec::ClusterSpec;
+use cluster_spec::job_counts::{self, JobCountsError};
+use cluster_spec::{ClusterSpec, TaskId};
 
 /// Jobs and their task counts, in the order given.
 #[derive(Clone, Debug)]
 pub(crate) struct LocalJobs(Vec<(String, u32)>);
 
-/// A task of the local cluster.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct TaskId {
-    pub(crate) job: String,
-    pub(crate) index: u32,
-}
-
-impl std::fmt::Display for TaskId {
-    /// `worker:1`, the form of the output prefix.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.job, self.index)
-    }
-}
-
-impl TaskId {
-    /// TensorFlow's name of the task, `/job:worker/replica:0/task:1`.
-    pub(crate) fn device_prefix(&self) -> String {
-        format!("/job:{}/replica:0/task:{}", self.job, self.index)
-    }
-}
-
 impl FromStr for LocalJobs {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let mut jobs = Vec::new();
-        for part in text.split(',') {
-            let (job, count) = part
-                .split_once('=')
-                .ok_or_else(|| format!("{part:?}: expected JOB=COUNT, e.g. worker=2"))?;
-            let count: u32 = count
-                .parse()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| format!("{part:?}: the count must be a whole number from 1"))?;
-            jobs.push((job.to_owned(), count));
-        }
+        let jobs =
+            job_counts::parse(text, |_| Ok::<(), JobCountsError>(())).map_err(|e| e.to_string())?;
         let jobs = Self(jobs);
-        // Job names and duplicates are checked as the cluster spec checks them.
-        jobs.spec(|_| "127.0.0.1:0".to_owned())
-            .map_err(|e| e.to_string())?;
         if !jobs
             .0
             .iter()
@@ -71,12 +38,7 @@ impl LocalJobs {
     pub(crate) fn tasks(&self) -> Vec<TaskId> {
         self.0
             .iter()
-            .flat_map(|(job, count)| {
-                (0..*count).map(|index| TaskId {
-                    job: job.clone(),
-                    index,
-                })
-            })
+            .flat_map(|(job, count)| (0..*count).map(|index| TaskId::new(job.clone(), index)))
             .collect()
     }
 
@@ -84,10 +46,7 @@ impl LocalJobs {
     /// TensorFlow's strategies treat as chief).
     pub(crate) fn leader(&self) -> TaskId {
         let has_chief = self.0.iter().any(|(job, _)| job == "chief");
-        TaskId {
-            job: if has_chief { "chief" } else { "worker" }.into(),
-            index: 0,
-        }
+        TaskId::new(if has_chief { "chief" } else { "worker" }, 0)
     }
 
     /// The cluster with every task on its own free port of 127.0.0.1.
@@ -107,12 +66,7 @@ impl LocalJobs {
         let mut builder = ClusterSpec::builder();
         for (job, count) in &self.0 {
             let addresses: Vec<String> = (0..*count)
-                .map(|index| {
-                    address(&TaskId {
-                        job: job.clone(),
-                        index,
-                    })
-                })
+                .map(|index| address(&TaskId::new(job.clone(), index)))
                 .collect();
             builder = builder.job(job, addresses);
         }
@@ -144,9 +98,9 @@ mod tests {
     #[test]
     fn jobs_keep_their_order_and_the_leader_is_the_chief_or_worker_0() {
         let jobs: LocalJobs = "chief=1,worker=2,ps=1".parse().unwrap();
-        let names: Vec<String> = jobs.tasks().iter().map(ToString::to_string).collect();
+        let names: Vec<String> = jobs.tasks().iter().map(TaskId::short_name).collect();
         assert_eq!(names, ["chief:0", "worker:0", "worker:1", "ps:0"]);
-        assert_eq!(jobs.leader().to_string(), "chief:0");
+        assert_eq!(jobs.leader().short_name(), "chief:0");
         let jobs: LocalJobs = "ps=1,worker=3".parse().unwrap();
         assert_eq!(
             jobs.leader().device_prefix(),
