@@ -7,7 +7,7 @@
 //!
 //! let jobs = job_counts::parse("chief=1,worker=2", |_| Ok::<(), JobCountsError>(()))?;
 //! assert_eq!(jobs, [("chief".to_owned(), 1), ("worker".to_owned(), 2)]);
-//! let err = job_counts::parse("worker=2,worker=1", |_| Ok(())).unwrap_err();
+//! let err: JobCountsError = job_counts::parse("worker=2,worker=1", |_| Ok(())).unwrap_err();
 //! assert_eq!(err.to_string(), "job worker is named twice (again at byte 9)");
 //! assert_eq!(err.pos(), 9);
 //! # Ok::<(), JobCountsError>(())
