@@ -16,8 +16,8 @@ use anyhow::anyhow;
 use cluster_resolver::gpus;
 use cluster_resolver::{Env, tf_config_for};
 use cluster_spec::{ClusterSpec, TaskId};
-use elastic::TaskGpus;
 use elastic::supervise::{Exit, Signal, Supervisor, TaskSpec};
+use elastic::{TaskEnv, TaskGpus};
 use tokio::time::{Instant, sleep_until};
 
 use crate::failure::Failure;
@@ -42,14 +42,10 @@ pub(crate) async fn task_envs(
         .zip(0u32..)
         .map(|(task, i)| {
             let tf_config = tf_config_for(spec, &task.job, task.task, None)?;
-            let mut env = vec![("TF_CONFIG".to_owned(), tf_config)];
-            if let Some(visible) = gpus.of_task(i) {
-                env.push(("CUDA_VISIBLE_DEVICES".to_owned(), visible));
-            }
-            if std::env::var_os("PYTHONUNBUFFERED").is_none() {
-                env.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
-            }
-            Ok((task, env))
+            Ok((
+                task,
+                TaskEnv::new(tf_config).with_gpus(&gpus, i).into_vars(),
+            ))
         })
         .collect()
 }
@@ -61,7 +57,7 @@ pub(crate) async fn run(
     grace: Duration,
     gpus_per_task: Option<u32>,
 ) -> Result<(), Failure> {
-    let spec = jobs.cluster().map_err(anyhow::Error::msg)?;
+    let (spec, reserved) = jobs.cluster().map_err(anyhow::Error::msg)?;
     let (tasks, envs): (Vec<TaskId>, Vec<_>) = task_envs(jobs, &spec, gpus_per_task)
         .await?
         .into_iter()
@@ -70,6 +66,8 @@ pub(crate) async fn run(
     // Caught before the first task starts, so a Ctrl-C during the start stops what started.
     let mut signals = Stop::install();
     let mut job = Supervisor::new();
+    // The tasks bind their ports themselves, from now.
+    drop(reserved);
     // The supervisor's indices are these tasks' positions.
     for (task, env) in tasks.iter().zip(envs) {
         let started = job

@@ -1,11 +1,11 @@
 //! `run --local chief=1,worker=2,ps=1`: the jobs of a cluster run on this machine, and the
 //! loopback ports its tasks get.
 
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::Ipv4Addr;
 use std::str::FromStr;
 
 use cluster_spec::job_counts::{self, JobCountsError};
-use cluster_spec::{ClusterSpec, TaskId};
+use cluster_spec::{ClusterSpec, ReservedPorts, TaskId};
 
 /// Jobs and their task counts, in the order given.
 #[derive(Clone, Debug)]
@@ -49,14 +49,16 @@ impl LocalJobs {
         TaskId::new(if has_chief { "chief" } else { "worker" }, 0)
     }
 
-    /// The cluster with every task on its own free port of 127.0.0.1.
-    pub(crate) fn cluster(&self) -> Result<ClusterSpec, String> {
-        let tasks = self.tasks();
-        let ports = free_ports(tasks.len())
+    /// The cluster with every task on its own free port of 127.0.0.1, and those ports, held
+    /// until the caller drops them just before the tasks start.
+    pub(crate) fn cluster(&self) -> Result<(ClusterSpec, ReservedPorts), String> {
+        let reserved = ReservedPorts::bind(Ipv4Addr::LOCALHOST.into(), self.tasks().len())
             .map_err(|e| format!("cannot find free ports on 127.0.0.1: {e}"))?;
-        let mut ports = ports.into_iter();
-        self.spec(|_| format!("127.0.0.1:{}", ports.next().unwrap_or_default()))
-            .map_err(|e| e.to_string())
+        let mut ports = reserved.ports().into_iter();
+        let spec = self
+            .spec(|_| format!("127.0.0.1:{}", ports.next().unwrap_or_default()))
+            .map_err(|e| e.to_string())?;
+        Ok((spec, reserved))
     }
 
     fn spec(
@@ -72,23 +74,6 @@ impl LocalJobs {
         }
         builder.build()
     }
-}
-
-/// `n` distinct free ports of 127.0.0.1.
-///
-/// Every listener stays open until all `n` are bound, so the kernel cannot hand the same port
-/// out twice (picking ports one at a time, closing each, can). They are closed before the
-/// tasks start because TensorFlow binds its own server socket and cannot take one over;
-/// another program could take a port in that moment, and the task that wanted it then fails
-/// to start its server, which fails the job naming it.
-fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
-    let listeners = (0..n)
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
-        .collect::<std::io::Result<Vec<_>>>()?;
-    listeners
-        .iter()
-        .map(|listener| Ok(listener.local_addr()?.port()))
-        .collect()
 }
 
 #[cfg(test)]
@@ -110,7 +95,7 @@ mod tests {
 
     #[test]
     fn every_task_gets_its_own_port() {
-        let spec = "chief=1,worker=8,ps=3"
+        let (spec, _reserved) = "chief=1,worker=8,ps=3"
             .parse::<LocalJobs>()
             .unwrap()
             .cluster()
