@@ -95,11 +95,14 @@ mod cluster_def;
 mod error;
 pub mod error_chain;
 mod grammar;
+pub mod job_counts;
 pub mod job_name;
 mod json;
 pub mod quote;
+mod reserved_ports;
 mod serde_support;
 mod spec;
+mod task_id;
 
 pub use builder::{ClusterSpecBuilder, MAX_TASK_INDEX};
 
@@ -115,7 +118,9 @@ pub const DECODE_MEMORY_FACTOR: usize = 8;
 /// doubling. Many tiny jobs are the worst case, at about 7.6.
 pub const JSON_MEMORY_FACTOR: usize = 8;
 pub use error::Error;
+pub use reserved_ports::ReservedPorts;
 pub use spec::ClusterSpec;
+pub use task_id::TaskId;
 
 impl ClusterSpec {
     /// Parses the TF_CONFIG `cluster` JSON shape: an object from job names to either an array

@@ -25,11 +25,12 @@
 
 mod gpus;
 
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use cluster_resolver::Env;
-use cluster_resolver::gpus::{self as resolver_gpus, CUDA_VISIBLE_DEVICES};
+use cluster_resolver::gpus as resolver_gpus;
+use cluster_spec::ReservedPorts;
 use cluster_spec::error_chain::Chain;
 use tokio::sync::OnceCell;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -37,6 +38,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 pub use gpus::TaskGpus;
 
 use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec, task_status};
+use crate::task_env::task_env;
 use crate::{Error, Heartbeats, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, Waited};
 
 /// How long the agent waits for a task's last stderr lines before reporting its exit.
@@ -101,53 +103,10 @@ pub enum AgentError {
     },
 }
 
-/// The environment of local task `local_task` of `round`: its `TF_CONFIG`, the round's
-/// number and restart count, the node's rank and the task's local index, its GPUs as
-/// `CUDA_VISIBLE_DEVICES` (unless `gpus` leaves it as the agent's), and Python's output
-/// unbuffered (unless set) so lines come as they are printed.
-pub fn task_env(
-    round: &Round,
-    local_task: u32,
-    gpus: &TaskGpus,
-) -> Result<Vec<(String, String)>, Error> {
-    let mut env = vec![
-        ("TF_CONFIG".to_owned(), round.tf_config(local_task)?),
-        ("TFCLUSTER_ROUND".to_owned(), round.number().to_string()),
-        (
-            "TFCLUSTER_RESTART_COUNT".to_owned(),
-            round.restart_count().to_string(),
-        ),
-        ("TFCLUSTER_NODE_RANK".to_owned(), round.rank().to_string()),
-        ("TFCLUSTER_LOCAL_TASK".to_owned(), local_task.to_string()),
-    ];
-    if let Some(devices) = gpus.of_task(local_task) {
-        env.push((CUDA_VISIBLE_DEVICES.to_owned(), devices));
-    }
-    if std::env::var_os("PYTHONUNBUFFERED").is_none() {
-        env.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
-    }
-    Ok(env)
-}
-
-/// One listener per local task on a free port of every interface, held until the task
-/// starts (TensorFlow's servers bind every interface too).
-struct Reserved(Vec<TcpListener>);
-
-impl Reserved {
-    fn new(count: u32) -> Result<Self, AgentError> {
-        (0..count)
-            .map(|_| TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0)))
-            .collect::<std::io::Result<Vec<_>>>()
-            .map(Self)
-            .map_err(AgentError::Reserve)
-    }
-
-    fn ports(&self) -> Vec<u16> {
-        self.0
-            .iter()
-            .map(|l| l.local_addr().map(|a| a.port()).unwrap_or_default())
-            .collect()
-    }
+/// One port per local task on every interface (TensorFlow's servers bind every interface
+/// too), held until the tasks start.
+fn reserve(count: u32) -> Result<ReservedPorts, AgentError> {
+    ReservedPorts::bind(Ipv4Addr::UNSPECIFIED.into(), count as usize).map_err(AgentError::Reserve)
 }
 
 /// An elastic agent: runs the local tasks of a job's rounds until the job ends.
@@ -202,7 +161,7 @@ impl Agent {
     /// prints. The round forms only when enough nodes join; the node leaves after.
     pub async fn first_round(&self) -> Result<Waited, AgentError> {
         self.task_gpus().await?;
-        let reserved = Reserved::new(self.options.join.config().tasks_per_node())?;
+        let reserved = reserve(self.options.join.config().tasks_per_node())?;
         let mut node = self
             .client
             .join(&self.options.join.clone().ports(reserved.ports()))
@@ -222,7 +181,7 @@ impl Agent {
         stop: &mut UnboundedReceiver<Signal>,
     ) -> Result<AgentOutcome, AgentError> {
         let gpus = self.task_gpus().await?;
-        let mut reserved = Reserved::new(self.options.join.config().tasks_per_node())?;
+        let mut reserved = reserve(self.options.join.config().tasks_per_node())?;
         let mut node = self
             .client
             .join(&self.options.join.clone().ports(reserved.ports()))
@@ -273,7 +232,7 @@ impl Agent {
             match ended {
                 Ok(RoundEnded::Ended) => {
                     // Join before stopping, so the next round's last call waits for us.
-                    reserved = Reserved::new(self.options.join.config().tasks_per_node())?;
+                    reserved = reserve(self.options.join.config().tasks_per_node())?;
                     node.set_ports(reserved.ports());
                     let rejoined = self.client.rejoin(&mut node).await;
                     let stopped = async {

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use cluster_spec::job_counts::{self, JobCountsError};
+
 pub use crate::error::layout::{LayoutError, LayoutErrorKind};
 
 /// The jobs a layout may place, TensorFlow's multi-worker jobs other than `worker`.
@@ -62,70 +64,39 @@ impl Layout {
 impl FromStr for Layout {
     type Err = LayoutError;
 
-    /// `JOB=COUNT` entries separated by commas; the empty string is [`Layout::workers_only`].
+    /// `JOB=COUNT` entries separated by commas (cluster-spec's [`job_counts`] parser); the
+    /// empty string is [`Layout::workers_only`].
     fn from_str(input: &str) -> Result<Self, LayoutError> {
-        let fail = |pos, kind| LayoutError {
+        let jobs = job_counts::parse(input, |entry| {
+            let (job, pos) = (entry.job.to_owned(), entry.pos);
+            if job == "worker" {
+                return Err(At(pos, LayoutErrorKind::Worker { pos }));
+            }
+            if !PLACED_JOBS.contains(&job.as_str()) {
+                return Err(At(pos, LayoutErrorKind::UnknownJob { job, pos }));
+            }
+            if job != "ps" && entry.count > 1 {
+                let count = entry.count;
+                let kind = LayoutErrorKind::MoreThanOne { job, count };
+                return Err(At(entry.count_pos, kind));
+            }
+            Ok(())
+        })
+        .map_err(|At(pos, kind)| LayoutError {
             input: input.to_owned(),
             pos,
             kind,
-        };
-        let mut jobs: Vec<(String, u32)> = Vec::new();
-        if input.is_empty() {
-            return Ok(Self { jobs });
-        }
-        let mut start = 0;
-        for entry in input.split(',') {
-            let syntax = |at: usize| {
-                fail(
-                    at,
-                    LayoutErrorKind::Syntax {
-                        pos: at,
-                        found: input[at..].chars().next(),
-                    },
-                )
-            };
-            let Some((job, count)) = entry.split_once('=') else {
-                return Err(syntax(start + entry.len()));
-            };
-            if job.is_empty() {
-                return Err(syntax(start));
-            }
-            if job == "worker" {
-                return Err(fail(start, LayoutErrorKind::Worker { pos: start }));
-            }
-            if !PLACED_JOBS.contains(&job) {
-                let kind = LayoutErrorKind::UnknownJob {
-                    job: job.to_owned(),
-                    pos: start,
-                };
-                return Err(fail(start, kind));
-            }
-            let count_pos = start + job.len() + 1;
-            let count: u32 = count
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-                .then(|| count.parse().ok())
-                .flatten()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| fail(count_pos, LayoutErrorKind::BadCount { pos: count_pos }))?;
-            if jobs.iter().any(|(j, _)| j == job) {
-                let kind = LayoutErrorKind::Duplicate {
-                    job: job.to_owned(),
-                    pos: start,
-                };
-                return Err(fail(start, kind));
-            }
-            if job != "ps" && count > 1 {
-                let kind = LayoutErrorKind::MoreThanOne {
-                    job: job.to_owned(),
-                    count,
-                };
-                return Err(fail(count_pos, kind));
-            }
-            jobs.push((job.to_owned(), count));
-            start += entry.len() + 1;
-        }
+        })?;
         Ok(Self { jobs })
+    }
+}
+
+/// A layout's problem and the byte it is at.
+struct At(usize, LayoutErrorKind);
+
+impl From<JobCountsError> for At {
+    fn from(e: JobCountsError) -> Self {
+        Self(e.pos(), LayoutErrorKind::Entry(e))
     }
 }
 

@@ -310,6 +310,7 @@ mod resolver;
 mod round;
 mod server;
 pub mod supervise;
+mod task_env;
 mod watcher;
 mod wire;
 
@@ -332,7 +333,7 @@ pub mod proto {
     pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("generated/file_descriptor_set.bin");
 }
 
-pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus, task_env};
+pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus};
 pub use client::{
     ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited, Watched, WatchedRound,
 };
@@ -345,5 +346,6 @@ pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus
 pub use resolver::RendezvousClusterResolver;
 pub use round::{Assignment, Member, RoundError, TaskAssignment, assign};
 pub use server::{MAX_REQUEST_BYTES, RendezvousServer, ServerOptions};
+pub use task_env::{TaskEnv, task_env};
 pub use watcher::RendezvousWatcher;
 pub use wire::WireError;

@@ -4,12 +4,13 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use cluster_spec::ReservedPorts;
 use net_hosts::Hosts;
 
 use crate::etcdctl::health_args;
@@ -362,17 +363,10 @@ impl Drop for EtcdCluster {
     }
 }
 
-/// `count` distinct ports of 127.0.0.1 that were free a moment ago (bound to port 0 together,
-/// then released).
+/// `count` distinct ports of 127.0.0.1 that were free a moment ago (bound together, then
+/// released: etcd binds them itself).
 fn free_ports(count: usize) -> Vec<u16> {
-    let listeners: Vec<TcpListener> = (0..count)
-        .map(|_| {
-            TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-                .unwrap_or_else(|e| panic!("cannot bind a free port of 127.0.0.1: {e}"))
-        })
-        .collect();
-    listeners
-        .iter()
-        .map(|listener| listener.local_addr().expect("a bound address").port())
-        .collect()
+    ReservedPorts::bind(Ipv4Addr::LOCALHOST.into(), count)
+        .unwrap_or_else(|e| panic!("cannot bind {count} free ports of 127.0.0.1: {e}"))
+        .ports()
 }

@@ -506,7 +506,6 @@ mod function;
 mod ids;
 mod op;
 mod server;
-mod task_id;
 mod tensor;
 #[cfg(feature = "tls")]
 mod tls;
@@ -517,6 +516,7 @@ pub use client::{
     FollowEvent, FollowOptions, LogicalDevice, Outputs, Pending, Progress, RemoteTensor, TaskEvent,
     TaskHealth,
 };
+pub use cluster_spec::TaskId;
 pub use devices::LocalDevice;
 pub use error::{Error, OpFailure, Stage, Staleness, TaskError, TaskFailure};
 pub use function::{Arg, Function, FunctionError, Signature};
@@ -525,7 +525,6 @@ pub use server::{
     ContextInfo, InvalidNetwork, Limits, Network, RunningServer, SHUTDOWN_GRACE, ServerError,
     TaskServer, TaskServerBuilder,
 };
-pub use task_id::TaskId;
 pub use tensor::{Element, Tensor, TensorError};
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]

@@ -1,5 +1,6 @@
 //! [`LayoutError`]: why a layout (`--layout chief=1,ps=2`) does not parse, and at which byte.
 
+use cluster_spec::job_counts::JobCountsError;
 use cluster_spec::quote::quote;
 
 /// A layout that is not `JOB=COUNT,...` over TensorFlow's non-worker jobs, from
@@ -23,15 +24,10 @@ pub struct LayoutError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LayoutErrorKind {
-    /// An entry is not `JOB=COUNT`.
-    #[error("expected JOB=COUNT at byte {pos} (e.g. chief=1,ps=2), found {}",
-        found.map_or_else(|| "end of input".to_owned(), |c| format!("{c:?}")))]
-    Syntax {
-        /// Where the entry breaks.
-        pos: usize,
-        /// The character found there; `None` at the end of the input.
-        found: Option<char>,
-    },
+    /// An entry is not a `JOB=COUNT` with a valid job name and count, or names a job twice
+    /// (cluster-spec's [`job_counts`](cluster_spec::job_counts) parser).
+    #[error(transparent)]
+    Entry(JobCountsError),
     /// A job the layout may not place: only `chief`, `ps` and `evaluator` are placed; every
     /// other task is a worker.
     #[error(
@@ -48,20 +44,6 @@ pub enum LayoutErrorKind {
     #[error("worker at byte {pos}: workers are the tasks the layout leaves; leave it out")]
     Worker {
         /// Its first byte.
-        pos: usize,
-    },
-    /// A count is not a whole number from 1 that fits in 32 bits.
-    #[error("the count at byte {pos} must be a whole number from 1")]
-    BadCount {
-        /// Its first byte.
-        pos: usize,
-    },
-    /// A job is named twice.
-    #[error("job {job} is named twice (again at byte {pos})")]
-    Duplicate {
-        /// The job.
-        job: String,
-        /// The second entry's first byte.
         pos: usize,
     },
     /// More than one chief or evaluator (TensorFlow's multi-worker rules allow one).

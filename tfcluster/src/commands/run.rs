@@ -133,11 +133,11 @@ async fn launch(args: Args) -> Result<(), Failure> {
     }
     if let Some(jobs) = &args.local {
         if args.dry_run {
-            let spec = jobs.cluster().map_err(anyhow::Error::msg)?;
+            let (spec, _reserved) = jobs.cluster().map_err(anyhow::Error::msg)?;
             let tasks = local::task_envs(jobs, &spec, gpus_per_task)
                 .await?
                 .into_iter()
-                .map(|(task, env)| (task.to_string(), env))
+                .map(|(task, env)| (task.short_name(), env))
                 .collect::<Vec<_>>();
             return emit(&render(&tasks, &args.command, args.format));
         }

@@ -15,13 +15,13 @@ use std::time::Duration;
 use anyhow::anyhow;
 use cluster_resolver::gpus;
 use cluster_resolver::{Env, tf_config_for};
-use cluster_spec::ClusterSpec;
-use elastic::TaskGpus;
+use cluster_spec::{ClusterSpec, TaskId};
 use elastic::supervise::{Exit, Signal, Supervisor, TaskSpec};
+use elastic::{TaskEnv, TaskGpus};
 use tokio::time::{Instant, sleep_until};
 
 use crate::failure::Failure;
-use crate::run::local_jobs::{LocalJobs, TaskId};
+use crate::run::local_jobs::LocalJobs;
 use crate::stop_signal::{Stop, stopped};
 
 /// Every task of `jobs` with its environment: its TF_CONFIG; its share of this host's GPUs
@@ -41,15 +41,11 @@ pub(crate) async fn task_envs(
         .into_iter()
         .zip(0u32..)
         .map(|(task, i)| {
-            let tf_config = tf_config_for(spec, &task.job, task.index, None)?;
-            let mut env = vec![("TF_CONFIG".to_owned(), tf_config)];
-            if let Some(visible) = gpus.of_task(i) {
-                env.push(("CUDA_VISIBLE_DEVICES".to_owned(), visible));
-            }
-            if std::env::var_os("PYTHONUNBUFFERED").is_none() {
-                env.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
-            }
-            Ok((task, env))
+            let tf_config = tf_config_for(spec, &task.job, task.task, None)?;
+            Ok((
+                task,
+                TaskEnv::new(tf_config).with_gpus(&gpus, i).into_vars(),
+            ))
         })
         .collect()
 }
@@ -61,7 +57,7 @@ pub(crate) async fn run(
     grace: Duration,
     gpus_per_task: Option<u32>,
 ) -> Result<(), Failure> {
-    let spec = jobs.cluster().map_err(anyhow::Error::msg)?;
+    let (spec, reserved) = jobs.cluster().map_err(anyhow::Error::msg)?;
     let (tasks, envs): (Vec<TaskId>, Vec<_>) = task_envs(jobs, &spec, gpus_per_task)
         .await?
         .into_iter()
@@ -70,11 +66,13 @@ pub(crate) async fn run(
     // Caught before the first task starts, so a Ctrl-C during the start stops what started.
     let mut signals = Stop::install();
     let mut job = Supervisor::new();
+    // The tasks bind their ports themselves, from now.
+    drop(reserved);
     // The supervisor's indices are these tasks' positions.
     for (task, env) in tasks.iter().zip(envs) {
         let started = job
             .start(TaskSpec {
-                name: task.to_string(),
+                name: task.short_name(),
                 argv: command.to_vec(),
                 env,
             })
@@ -97,13 +95,13 @@ pub(crate) async fn run(
                     continue;
                 }
                 if failed {
-                    tracing::info!(task = %tasks[index], ?grace, "a task failed: stopping the others");
+                    tracing::info!(task = %tasks[index].short_name(), ?grace, "a task failed: stopping the others");
                     ending = Some(Ending::Failed { index, status });
                     job.signal(Signal::SIGTERM);
                     stopping = true;
                     deadline = Some(Instant::now() + grace);
                 } else if ending.is_none() && tasks[index] == leader {
-                    tracing::info!(task = %leader, ?grace, "the leader succeeded: the others have the grace period to exit");
+                    tracing::info!(task = %leader.short_name(), ?grace, "the leader succeeded: the others have the grace period to exit");
                     ending = Some(Ending::Succeeded);
                     deadline = Some(Instant::now() + grace);
                 }
@@ -140,20 +138,20 @@ pub(crate) async fn run(
         Some(Ending::Succeeded) => Ok(()),
         Some(Ending::Failed { index, status }) => {
             let task = &tasks[index];
+            let (name, device) = (task.short_name(), task.device_prefix());
             let how = match status {
                 Ok(status) => status.to_string(),
                 Err(e) => format!("could not be waited for ({e})"),
             };
-            Err(anyhow!(
-                "task {task} ({}) failed: {how}; the other tasks were stopped",
-                task.device_prefix()
+            Err(
+                anyhow!("task {name} ({device}) failed: {how}; the other tasks were stopped")
+                    .into(),
             )
-            .into())
         }
         Some(Ending::Stopped(signal)) => Err(stopped(signal, "every task")),
         // Not reached: the loop ends once every task exited, and the leader's exit (or a stop
         // before it) sets the ending.
-        None => Err(anyhow!("{leader} ended undecided").into()),
+        None => Err(anyhow!("{} ended undecided", leader.short_name()).into()),
     }
 }
 

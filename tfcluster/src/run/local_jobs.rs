@@ -1,56 +1,23 @@
 //! `run --local chief=1,worker=2,ps=1`: the jobs of a cluster run on this machine, and the
 //! loopback ports its tasks get.
 
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::Ipv4Addr;
 use std::str::FromStr;
 
-use cluster_spec::ClusterSpec;
+use cluster_spec::job_counts::{self, JobCountsError};
+use cluster_spec::{ClusterSpec, ReservedPorts, TaskId};
 
 /// Jobs and their task counts, in the order given.
 #[derive(Clone, Debug)]
 pub(crate) struct LocalJobs(Vec<(String, u32)>);
 
-/// A task of the local cluster.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct TaskId {
-    pub(crate) job: String,
-    pub(crate) index: u32,
-}
-
-impl std::fmt::Display for TaskId {
-    /// `worker:1`, the form of the output prefix.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.job, self.index)
-    }
-}
-
-impl TaskId {
-    /// TensorFlow's name of the task, `/job:worker/replica:0/task:1`.
-    pub(crate) fn device_prefix(&self) -> String {
-        format!("/job:{}/replica:0/task:{}", self.job, self.index)
-    }
-}
-
 impl FromStr for LocalJobs {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let mut jobs = Vec::new();
-        for part in text.split(',') {
-            let (job, count) = part
-                .split_once('=')
-                .ok_or_else(|| format!("{part:?}: expected JOB=COUNT, e.g. worker=2"))?;
-            let count: u32 = count
-                .parse()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| format!("{part:?}: the count must be a whole number from 1"))?;
-            jobs.push((job.to_owned(), count));
-        }
+        let jobs =
+            job_counts::parse(text, |_| Ok::<(), JobCountsError>(())).map_err(|e| e.to_string())?;
         let jobs = Self(jobs);
-        // Job names and duplicates are checked as the cluster spec checks them.
-        jobs.spec(|_| "127.0.0.1:0".to_owned())
-            .map_err(|e| e.to_string())?;
         if !jobs
             .0
             .iter()
@@ -71,12 +38,7 @@ impl LocalJobs {
     pub(crate) fn tasks(&self) -> Vec<TaskId> {
         self.0
             .iter()
-            .flat_map(|(job, count)| {
-                (0..*count).map(|index| TaskId {
-                    job: job.clone(),
-                    index,
-                })
-            })
+            .flat_map(|(job, count)| (0..*count).map(|index| TaskId::new(job.clone(), index)))
             .collect()
     }
 
@@ -84,20 +46,19 @@ impl LocalJobs {
     /// TensorFlow's strategies treat as chief).
     pub(crate) fn leader(&self) -> TaskId {
         let has_chief = self.0.iter().any(|(job, _)| job == "chief");
-        TaskId {
-            job: if has_chief { "chief" } else { "worker" }.into(),
-            index: 0,
-        }
+        TaskId::new(if has_chief { "chief" } else { "worker" }, 0)
     }
 
-    /// The cluster with every task on its own free port of 127.0.0.1.
-    pub(crate) fn cluster(&self) -> Result<ClusterSpec, String> {
-        let tasks = self.tasks();
-        let ports = free_ports(tasks.len())
+    /// The cluster with every task on its own free port of 127.0.0.1, and those ports, held
+    /// until the caller drops them just before the tasks start.
+    pub(crate) fn cluster(&self) -> Result<(ClusterSpec, ReservedPorts), String> {
+        let reserved = ReservedPorts::bind(Ipv4Addr::LOCALHOST.into(), self.tasks().len())
             .map_err(|e| format!("cannot find free ports on 127.0.0.1: {e}"))?;
-        let mut ports = ports.into_iter();
-        self.spec(|_| format!("127.0.0.1:{}", ports.next().unwrap_or_default()))
-            .map_err(|e| e.to_string())
+        let mut ports = reserved.ports().into_iter();
+        let spec = self
+            .spec(|_| format!("127.0.0.1:{}", ports.next().unwrap_or_default()))
+            .map_err(|e| e.to_string())?;
+        Ok((spec, reserved))
     }
 
     fn spec(
@@ -107,34 +68,12 @@ impl LocalJobs {
         let mut builder = ClusterSpec::builder();
         for (job, count) in &self.0 {
             let addresses: Vec<String> = (0..*count)
-                .map(|index| {
-                    address(&TaskId {
-                        job: job.clone(),
-                        index,
-                    })
-                })
+                .map(|index| address(&TaskId::new(job.clone(), index)))
                 .collect();
             builder = builder.job(job, addresses);
         }
         builder.build()
     }
-}
-
-/// `n` distinct free ports of 127.0.0.1.
-///
-/// Every listener stays open until all `n` are bound, so the kernel cannot hand the same port
-/// out twice (picking ports one at a time, closing each, can). They are closed before the
-/// tasks start because TensorFlow binds its own server socket and cannot take one over;
-/// another program could take a port in that moment, and the task that wanted it then fails
-/// to start its server, which fails the job naming it.
-fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
-    let listeners = (0..n)
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
-        .collect::<std::io::Result<Vec<_>>>()?;
-    listeners
-        .iter()
-        .map(|listener| Ok(listener.local_addr()?.port()))
-        .collect()
 }
 
 #[cfg(test)]
@@ -144,9 +83,9 @@ mod tests {
     #[test]
     fn jobs_keep_their_order_and_the_leader_is_the_chief_or_worker_0() {
         let jobs: LocalJobs = "chief=1,worker=2,ps=1".parse().unwrap();
-        let names: Vec<String> = jobs.tasks().iter().map(ToString::to_string).collect();
+        let names: Vec<String> = jobs.tasks().iter().map(TaskId::short_name).collect();
         assert_eq!(names, ["chief:0", "worker:0", "worker:1", "ps:0"]);
-        assert_eq!(jobs.leader().to_string(), "chief:0");
+        assert_eq!(jobs.leader().short_name(), "chief:0");
         let jobs: LocalJobs = "ps=1,worker=3".parse().unwrap();
         assert_eq!(
             jobs.leader().device_prefix(),
@@ -156,7 +95,7 @@ mod tests {
 
     #[test]
     fn every_task_gets_its_own_port() {
-        let spec = "chief=1,worker=8,ps=3"
+        let (spec, _reserved) = "chief=1,worker=8,ps=3"
             .parse::<LocalJobs>()
             .unwrap()
             .cluster()
@@ -178,7 +117,11 @@ mod tests {
         let err = |text: &str| text.parse::<LocalJobs>().unwrap_err();
         assert!(err("worker").contains("expected JOB=COUNT"));
         assert!(err("worker=0").contains("from 1"));
-        assert!(err("worker=x").contains("\"worker=x\""));
+        assert!(
+            err("worker=x").contains("count at byte 7"),
+            "{}",
+            err("worker=x")
+        );
         assert!(err("ps=2").contains("no chief and no worker"));
         assert!(err("1bad=1").contains("1bad"), "{}", err("1bad=1"));
         assert!(!err("worker=1,worker=2").is_empty());

@@ -1,0 +1,51 @@
+//! [`ReservedPorts`]: free TCP ports for a cluster's tasks, held until the tasks start. Every
+//! launcher that gives tasks their ports (`run --local`, the elastic agent, the test etcd
+//! clusters) takes them here.
+
+use std::io;
+use std::net::{IpAddr, TcpListener};
+
+/// Distinct free ports of one address, each held by a listening socket until this is dropped.
+///
+/// Bound together, so the kernel cannot hand the same port out twice (picking ports one at a
+/// time, closing each, can). Drop it just before the tasks start: TensorFlow binds its own
+/// server socket and cannot take one over, so another program could take a port in that
+/// moment, and the task that wanted it then fails to start its server (its launcher names it).
+///
+/// ```
+/// use std::net::Ipv4Addr;
+///
+/// let reserved = cluster_spec::ReservedPorts::bind(Ipv4Addr::LOCALHOST.into(), 3)?;
+/// let mut ports = reserved.ports();
+/// ports.dedup();
+/// assert_eq!(ports.len(), 3);
+/// assert!(std::net::TcpListener::bind(("127.0.0.1", ports[0])).is_err());
+/// drop(reserved);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ReservedPorts(Vec<TcpListener>);
+
+impl ReservedPorts {
+    /// `count` free ports of `ip` (the unspecified address for every interface, as
+    /// TensorFlow's servers bind).
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error when a port cannot be bound (no free port, no such
+    /// address, the open-file limit).
+    pub fn bind(ip: IpAddr, count: usize) -> io::Result<Self> {
+        (0..count)
+            .map(|_| TcpListener::bind((ip, 0)))
+            .collect::<io::Result<Vec<_>>>()
+            .map(Self)
+    }
+
+    /// The ports, in the order they were bound.
+    pub fn ports(&self) -> Vec<u16> {
+        self.0
+            .iter()
+            .map(|l| l.local_addr().map(|a| a.port()).unwrap_or_default())
+            .collect()
+    }
+}
