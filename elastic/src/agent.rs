@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use cluster_resolver::Env;
 use cluster_resolver::gpus::{self as resolver_gpus, CUDA_VISIBLE_DEVICES};
-use cluster_spec::error_chain::Chain;
+use cluster_spec::__private::error_chain::Chain;
 use tokio::sync::OnceCell;
 use tokio::sync::mpsc::UnboundedReceiver;
 

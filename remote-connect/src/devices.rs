@@ -138,7 +138,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use cluster_resolver::gpus::{FixedGpus, Gpu, NvidiaSmi};
-    use cluster_spec::error_chain::Chain;
+    use cluster_spec::__private::error_chain::Chain;
 
     use super::*;
 
