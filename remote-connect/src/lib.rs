@@ -253,7 +253,7 @@
 //! TensorFlow's gRPC is plaintext and unauthenticated: anyone who reaches a task's port can
 //! create contexts and, on a TensorFlow worker, run ops. Two defenses here:
 //!
-//! - [`TaskServerBuilder::allow`] takes the client addresses or networks ([`Network`]:
+//! - [`TaskServerBuilder::with_allow`] takes the client addresses or networks ([`Network`]:
 //!   `10.0.0.0/8`, `192.0.2.7`, `2001:db8::/32`) that may connect; any other peer's connection
 //!   is closed as soon as it is accepted, before a byte of TLS or HTTP/2 is read. A plaintext
 //!   peer is told why in an HTTP/2 `GOAWAY` (`127.0.0.1 is not in this server's allowed
@@ -343,7 +343,7 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //! with defaults ([`Limits::default`]) that a TensorFlow client never meets (a connect opens
 //! one connection per task, a handful of streams on it, and sends a `CreateContext` of about
 //! 8 MB for a 10,000-task cluster of 8 devices) and an attacker always does. Set them with
-//! [`TaskServerBuilder::limits`] (or `tfcluster serve --max-connections …`):
+//! [`TaskServerBuilder::with_limits`] (or `tfcluster serve --max-connections …`):
 //!
 //! | limit ([`Limits`] field) | default | past it | TensorFlow 2.21 |
 //! |---|---|---|---|
@@ -403,7 +403,7 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //!
 //! - **Nothing waits forever.** TensorFlow's client waits without limit for a task that is
 //!   down (GetStatus with `wait_for_ready`, no deadline). Here every RPC has
-//!   [`ConnectOptions::rpc_timeout`] and every connect [`ConnectOptions::timeout`]; a connect
+//!   [`ConnectOptions::with_rpc_timeout`] and every connect [`ConnectOptions::with_timeout`]; a connect
 //!   that fails lists every failed task with its address and cause, and closes the contexts it
 //!   had created.
 //! - **GPUs are found in-process, off the runtime, with a deadline.** A [`TaskServer`]'s GPUs
@@ -417,7 +417,7 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //!   aborts the whole process (`CHECK` in `NewRemoteDevices`).
 //! - **No port race for the local task.** TensorFlow picks a free port for the added
 //!   `localhost` job and binds it later; here the local server binds port 0 first (on
-//!   `127.0.0.1` unless [`ConnectOptions::local_bind`] says otherwise) and the cluster
+//!   `127.0.0.1` unless [`ConnectOptions::with_local_bind`] says otherwise) and the cluster
 //!   advertises the port it got, as `localhost:<port>`.
 //! - **A reconnect blocks no reader and can be cancelled.** TensorFlow's `set_server_def`
 //!   holds the context's lock for the whole reconnect. Here a connect or update builds the new

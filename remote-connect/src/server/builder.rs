@@ -424,7 +424,7 @@ impl RunningServer {
     }
 
     /// How many connections the server holds open: admitted ones, and ones still waiting for
-    /// their first bytes ([`Limits::max_connections`] counts these).
+    /// their first bytes ([`Limits::with_max_connections`] counts these).
     pub fn open_connections(&self) -> usize {
         self.connections.count()
     }
