@@ -74,11 +74,6 @@ impl Env {
             None => std::env::var_os(name).is_some(),
         }
     }
-
-    /// Whether this reads the process environment (rather than a fixed map).
-    pub fn is_process(&self) -> bool {
-        self.fixed.is_none()
-    }
 }
 
 /// Values are `OsString`s (a `&str` or `String` converts), so tests can give a value that is

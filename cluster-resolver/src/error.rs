@@ -20,8 +20,8 @@ pub(crate) mod watch;
 
 use std::fmt::Write as _;
 
-use cluster_spec::error_chain::Chain;
-use cluster_spec::quote::{excerpt, quote};
+use cluster_spec::__private::error_chain::Chain;
+use cluster_spec::__private::quote::{excerpt, quote};
 
 use crate::cluster_source::ClusterSource;
 use cluster_file::Error as ClusterFileError;

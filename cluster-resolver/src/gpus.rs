@@ -87,7 +87,7 @@ use std::fmt::{self, Write as _};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_spec::quote::quote;
+use cluster_spec::__private::quote::quote;
 
 pub use crate::error::gpus::Error;
 pub use gpu::Gpu;

@@ -71,7 +71,7 @@
 //!   (tensorflow/tensorflow#50449, #70581). Here the service account is used when present,
 //!   the kubeconfig otherwise, loaded once; there is no `executable_location`.
 //! - **Every pod that is not running is named**, with its phase (TensorFlow stops at the
-//!   first, same sentence); [`wait_for_running`](KubernetesClusterResolver::wait_for_running)
+//!   first, same sentence); [`with_wait_for_running`](KubernetesClusterResolver::with_wait_for_running)
 //!   optionally polls (with backoff, up to a deadline) instead of failing at once. A running
 //!   pod without the IP is an error (TensorFlow would write `None:8470`).
 //! - **A pod matched by two selectors is an error**; TensorFlow lists it twice, as two tasks on
@@ -216,7 +216,7 @@ impl KubernetesClusterResolver {
     /// Waits up to `timeout` for selected pods that are not running yet (polling with backoff
     /// from 250 ms to 5 s), instead of failing at once; after it the error names every pod
     /// still not running.
-    pub fn wait_for_running(mut self, timeout: Duration) -> Self {
+    pub fn with_wait_for_running(mut self, timeout: Duration) -> Self {
         self.wait_for_running = Some(timeout);
         self
     }
@@ -339,7 +339,7 @@ impl fmt::Debug for KubernetesClusterResolver {
     }
 }
 
-/// The first pause of [`wait_for_running`](KubernetesClusterResolver::wait_for_running)'s
+/// The first pause of [`with_wait_for_running`](KubernetesClusterResolver::with_wait_for_running)'s
 /// polling, and the longest: quick when a pod is about to start, and at most one listing per
 /// few seconds against the API server when it is not.
 const WAIT_FIRST: Duration = Duration::from_millis(250);
@@ -400,7 +400,7 @@ fn is_not_ready(error: &crate::Error) -> bool {
 #[async_trait]
 impl ClusterResolver for KubernetesClusterResolver {
     /// Lists the pods of every selector again (in the namespace, sorted by name) and returns
-    /// one task per pod; fails, or with [`wait_for_running`](Self::wait_for_running) waits,
+    /// one task per pod; fails, or with [`with_wait_for_running`](Self::with_wait_for_running) waits,
     /// while a selected pod is not running.
     async fn cluster_spec(&self) -> Result<ClusterSpec, crate::Error> {
         let client = self.client.client(self.request_timeout).await?;

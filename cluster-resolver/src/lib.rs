@@ -90,7 +90,7 @@
 //! An error that wraps a cause (a failed request's transport error, NVML's error) says only
 //! its own layer, `GET https://… failed`, and reaches the cause through
 //! [`source`](std::error::Error::source), so an `anyhow` or `eyre` report shows each cause once;
-//! [`Chain`](cluster_spec::error_chain::Chain) shows the whole chain on one line
+//! [`Chain`](cluster_spec::__private::error_chain::Chain) shows the whole chain on one line
 //! (`GET https://… failed: client error (Connect): tcp connect error: Connection refused`). An
 //! error listing several failures ([`Error::Multiple`]) shows each with its whole chain.
 //!

@@ -21,8 +21,8 @@
 //!   `None`; `num_accelerators` knows of none (TensorFlow asks the running master).
 
 use async_trait::async_trait;
+use cluster_spec::__private::quote::{excerpt, quote};
 use cluster_spec::ClusterSpec;
-use cluster_spec::quote::{excerpt, quote};
 
 use crate::overrides::{Overrides, override_accessors, override_methods};
 use crate::tf_config::{TfConfig, json_error};

@@ -47,7 +47,7 @@
 //!   credentials). The API base URL is set with
 //!   [`with_tpu_url`](TpuClusterResolver::with_tpu_url), not a discovery document
 //!   (`TPU_API_DISCOVERY_URL`); `TPU_CONFIG` is not read.
-//! - [`require_healthy`](TpuClusterResolver::require_healthy) optionally refuses a node whose
+//! - [`with_require_healthy`](TpuClusterResolver::with_require_healthy) optionally refuses a node whose
 //!   `health` is not `HEALTHY` (TensorFlow checks only `state`).
 //! - Every request has a deadline; IPv6 endpoints are bracketed.
 
@@ -147,7 +147,7 @@ impl TpuClusterResolver {
     }
 
     /// Also refuses a node whose `health` is not `HEALTHY`.
-    pub fn require_healthy(mut self, require: bool) -> Self {
+    pub fn with_require_healthy(mut self, require: bool) -> Self {
         self.require_healthy = require;
         self
     }

@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use crate::quote::{excerpt, quote};
+use crate::private::quote::{excerpt, quote};
 
 /// Everything that can go wrong building, parsing or querying a [`ClusterSpec`](crate::ClusterSpec).
 ///

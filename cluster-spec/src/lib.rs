@@ -93,18 +93,25 @@
 mod builder;
 mod cluster_def;
 mod error;
-pub mod error_chain;
 mod grammar;
 pub mod job_counts;
 pub mod job_name;
 mod json;
-pub mod quote;
+mod private;
 mod reserved_ports;
 mod serde_support;
 mod spec;
 mod task_id;
 
 pub use builder::{ClusterSpecBuilder, MAX_TASK_INDEX};
+
+/// What the workspace's crates share but is not this crate's API: how every crate words an
+/// error (see CONTRIBUTING.md, "API style"). Public only for those crates; may change in any
+/// release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::private::{error_chain, quote};
+}
 
 /// Most heap bytes [`ClusterSpec::decode_cluster_def`] holds per byte of its input, at any
 /// moment, whatever the input (plus a few hundred bytes): the spec's text is reserved at the

@@ -2,8 +2,8 @@
 
 use std::fmt;
 
+use cluster_spec::__private::quote::{excerpt, quote};
 use cluster_spec::job_name;
-use cluster_spec::quote::{excerpt, quote};
 
 /// Everything that can go wrong in this crate.
 ///

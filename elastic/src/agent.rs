@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use cluster_resolver::Env;
 use cluster_resolver::gpus as resolver_gpus;
+use cluster_spec::__private::error_chain::Chain;
 use cluster_spec::ReservedPorts;
-use cluster_spec::error_chain::Chain;
 use tokio::sync::OnceCell;
 use tokio::sync::mpsc::UnboundedReceiver;
 

@@ -14,7 +14,7 @@ use std::error::Error as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use cluster_spec::quote::quote;
+use cluster_spec::__private::quote::quote;
 
 use config::ConfigError;
 use layout::LayoutError;
@@ -228,7 +228,7 @@ fn status_text(status: &tonic::Status) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cluster_spec::error_chain::Chain;
+    use cluster_spec::__private::error_chain::Chain;
 
     #[test]
     fn durations() {

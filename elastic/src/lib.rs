@@ -254,7 +254,7 @@
 //! An error that wraps a cause says only its own layer (`cannot run ./train.py`, `cannot
 //! serve the rendezvous on …`) and reaches the cause through
 //! [`source`](std::error::Error::source), so an `anyhow` or `eyre` report shows each cause
-//! once; [`Chain`](cluster_spec::error_chain::Chain) shows the whole chain on one line, as a
+//! once; [`Chain`](cluster_spec::__private::error_chain::Chain) shows the whole chain on one line, as a
 //! task's failure and the agent's logs do. A gRPC status is the rendezvous's answer, said in
 //! the message (`refused Join: FailedPrecondition: …`) and kept whole in a field.
 //!

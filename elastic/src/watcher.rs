@@ -8,8 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use cluster_resolver::watch::{ClusterStream, WatchOptions};
 use cluster_resolver::{Backoff, ClusterResolver, WatchClusterResolver, format_master_url};
+use cluster_spec::__private::quote::quote;
 use cluster_spec::ClusterSpec;
-use cluster_spec::quote::quote;
 use futures_util::stream;
 use tokio::time::Instant;
 
@@ -173,8 +173,8 @@ impl WatchClusterResolver for RendezvousWatcher {
     /// [`coalesce`](WatchOptions::coalesce) are unused, as rounds are pushed whole.
     fn watch(self: Arc<Self>, options: WatchOptions) -> ClusterStream {
         let follower = Follower {
-            backoff: Backoff::new(options.backoff_first, options.backoff_max),
-            poll: options.call_timeout,
+            backoff: Backoff::new(options.backoff_first(), options.backoff_max()),
+            poll: options.call_timeout(),
             watcher: self,
             after: None,
             last: None,

@@ -46,7 +46,7 @@ const CLUSTER: &str =
 /// panic anywhere is a bug.
 pub fn task_server(data: &[u8]) {
     let mut routes = TaskServer::builder(cluster().clone(), "worker", 0)
-        .devices(vec![LocalDevice::cpu(), gpu()])
+        .with_devices(vec![LocalDevice::cpu(), gpu()])
         .into_routes()
         .expect("worker 0 is in the cluster");
     runtime().block_on(async {

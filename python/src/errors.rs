@@ -2,7 +2,7 @@
 
 use std::error::Error;
 
-use cluster_spec::error_chain::Chain;
+use cluster_spec::__private::error_chain::Chain;
 use pyo3::PyErr;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 

@@ -19,7 +19,7 @@
 //! ## Errors
 //!
 //! Rust errors become Python exceptions carrying the whole error chain
-//! ([`Chain`](cluster_spec::error_chain::Chain)): `ValueError` for invalid input (a spec, a
+//! ([`Chain`](cluster_spec::__private::error_chain::Chain)): `ValueError` for invalid input (a spec, a
 //! hostlist, a task that is not in the cluster), `RuntimeError` for an environment that does
 //! not resolve (a Slurm step that cannot be a cluster, a missing or broken `TF_CONFIG`).
 //!

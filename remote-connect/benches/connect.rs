@@ -71,8 +71,8 @@ async fn start_with(
     let mut servers = Vec::with_capacity(n);
     for _ in 0..n {
         let server = configure(TaskServer::builder(placeholder.clone(), "worker", 0))
-            .devices(vec![LocalDevice::cpu()])
-            .bind("127.0.0.1:0".parse().expect("an address"))
+            .with_devices(vec![LocalDevice::cpu()])
+            .with_bind("127.0.0.1:0".parse().expect("an address"))
             .start()
             .await
             .expect("a TaskServer starts");
@@ -97,10 +97,10 @@ fn spec(servers: &[RunningServer], n: usize) -> ClusterSpec {
 
 fn options(filters: Option<ClusterDeviceFilters>) -> ConnectOptions {
     let options = ConnectOptions::default()
-        .rpc_timeout(Duration::from_secs(60))
-        .timeout(Duration::from_secs(120));
+        .with_rpc_timeout(Duration::from_secs(60))
+        .with_timeout(Duration::from_secs(120));
     match filters {
-        Some(filters) => options.cluster_device_filters(filters),
+        Some(filters) => options.with_cluster_device_filters(filters),
         None => options,
     }
 }
@@ -322,9 +322,9 @@ fn connect_mtls(c: &mut Criterion) {
     let (server_tls, client_tls) = (config(&["127.0.0.1"]), config(&["client"]));
     let rt = runtime();
     let plain = rt.block_on(start(16));
-    let secured = rt.block_on(start_with(16, |b| b.tls(server_tls.clone())));
+    let secured = rt.block_on(start_with(16, |b| b.with_tls(server_tls.clone())));
     let (plain_spec, secured_spec) = (spec(&plain, 16), spec(&secured, 16));
-    let (plain_options, secured_options) = (options(None), options(None).tls(client_tls));
+    let (plain_options, secured_options) = (options(None), options(None).with_tls(client_tls));
     let mut g = c.benchmark_group("connect_mtls");
     g.bench_function("plaintext_16", |b| {
         b.to_async(&rt)

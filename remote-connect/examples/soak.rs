@@ -27,7 +27,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..4 {
         servers.push(
             TaskServer::builder(placeholder.clone(), "worker", 0)
-                .bind("127.0.0.1:0".parse()?)
+                .with_bind("127.0.0.1:0".parse()?)
                 .start()
                 .await?,
         );

@@ -68,7 +68,7 @@ async fn start(
         .sparse_job(job, [(task, "localhost:0")])
         .build()?;
     Ok(TaskServer::builder(spec, job, task)
-        .bind(bind.parse()?)
+        .with_bind(bind.parse()?)
         .start()
         .await?)
 }

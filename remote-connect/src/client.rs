@@ -38,7 +38,7 @@ pub(crate) use discovery::status_of_address;
 pub use events::{TaskEvent, TaskHealth};
 pub use follow::{Follow, FollowEvent, FollowOptions};
 pub use ops::{Batch, Outputs, Pending};
-pub use options::{ConnectOptions, Progress};
+pub use options::ConnectOptions;
 pub(crate) use registrations::Registrations;
 pub use remote_tensor::RemoteTensor;
 pub use target::ConnectTarget;

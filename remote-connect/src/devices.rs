@@ -18,7 +18,7 @@ pub const CPU_MEMORY_LIMIT: i64 = 256 << 20;
 ///
 /// A [`TaskServer`](crate::TaskServer) serves `CPU:0` always, plus the NVIDIA GPUs the host
 /// shows ([`discover`], through [`cluster_resolver::gpus`]); set your own list with
-/// [`TaskServerBuilder::devices`](crate::TaskServerBuilder::devices).
+/// [`TaskServerBuilder::with_devices`](crate::TaskServerBuilder::with_devices).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LocalDevice {
     /// The device type as TensorFlow writes it: `CPU`, `GPU`, … (`[A-Za-z][A-Za-z0-9_]*`).
@@ -138,7 +138,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use cluster_resolver::gpus::{FixedGpus, Gpu, NvidiaSmi};
-    use cluster_spec::error_chain::Chain;
+    use cluster_spec::__private::error_chain::Chain;
 
     use super::*;
 

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use cluster_spec::error_chain::Chain;
+use cluster_spec::__private::error_chain::Chain;
 
 use crate::TaskId;
 use crate::server::ServerError;
@@ -82,7 +82,7 @@ pub enum TaskError {
         source: device_filter::Error,
     },
     /// The task reported a device name without a device type and id.
-    #[error("reported device {}, which names no device type and id", cluster_spec::quote::quote(.name, 0))]
+    #[error("reported device {}, which names no device type and id", cluster_spec::__private::quote::quote(.name, 0))]
     IncompleteDevice {
         /// The name as reported.
         name: String,
@@ -208,7 +208,7 @@ pub enum Error {
         task: u32,
     },
     /// A protocol other than `grpc`.
-    #[error("protocol {} is not supported: only \"grpc\"", cluster_spec::quote::quote(.0, 0))]
+    #[error("protocol {} is not supported: only \"grpc\"", cluster_spec::__private::quote::quote(.0, 0))]
     Protocol(String),
     /// No task's address matches the resolver's master (TensorFlow's wording).
     #[error(

@@ -52,7 +52,7 @@
 //! for job in ["ps", "worker", "worker"] {
 //!     let placeholder = ClusterSpec::from_json(&format!(r#"{{"{job}": ["localhost:0"]}}"#))?;
 //!     let server = TaskServer::builder(placeholder, job, 0)
-//!         .bind("127.0.0.1:0".parse()?)
+//!         .with_bind("127.0.0.1:0".parse()?)
 //!         .start()
 //!         .await?;
 //!     servers.push(server);
@@ -66,7 +66,7 @@
 //! // ParameterServerStrategy's filters: workers see the ps, the ps sees the workers.
 //! let filters = ClusterDeviceFilters::parameter_server(&spec);
 //! let ctx = Context::new();
-//! ctx.connect_to_cluster(spec, ConnectOptions::default().cluster_device_filters(filters))
+//! ctx.connect_to_cluster(spec, ConnectOptions::default().with_cluster_device_filters(filters))
 //!     .await?;
 //!
 //! // This process sees everything; worker 0 was given only the ps and itself.
@@ -147,7 +147,7 @@
 //! let mut servers = Vec::new();
 //! for _ in 0..2 {
 //!     let server = TaskServer::builder(placeholder.clone(), "worker", 0)
-//!         .bind("127.0.0.1:0".parse()?)
+//!         .with_bind("127.0.0.1:0".parse()?)
 //!         .start()
 //!         .await?;
 //!     addresses.push(server.local_addr().to_string());
@@ -253,7 +253,7 @@
 //! TensorFlow's gRPC is plaintext and unauthenticated: anyone who reaches a task's port can
 //! create contexts and, on a TensorFlow worker, run ops. Two defenses here:
 //!
-//! - [`TaskServerBuilder::allow`] takes the client addresses or networks ([`Network`]:
+//! - [`TaskServerBuilder::with_allow`] takes the client addresses or networks ([`Network`]:
 //!   `10.0.0.0/8`, `192.0.2.7`, `2001:db8::/32`) that may connect; any other peer's connection
 //!   is closed as soon as it is accepted, before a byte of TLS or HTTP/2 is read. A plaintext
 //!   peer is told why in an HTTP/2 `GOAWAY` (`127.0.0.1 is not in this server's allowed
@@ -261,7 +261,7 @@
 //!   logged at most once per 10 s with their count. It works with TensorFlow clients too.
 //! - With the `tls` feature, `TlsConfig` (a certificate chain, its key and a CA, as PEM
 //!   text or files, checked when made) turns on TLS 1.3 with client certificates: a server
-//!   built with `.tls(config)` refuses every client whose certificate does not chain to the
+//!   built with `.with_tls(config)` refuses every client whose certificate does not chain to the
 //!   CA, and a [`Context`] connecting with `ConnectOptions::tls` dials `https://`, presents its
 //!   own certificate, and checks each server's certificate against the CA **and the host of
 //!   the task's address**: a task at `localhost:2222` needs `localhost` among its certificate's
@@ -295,9 +295,9 @@ use remote_connect::{ConnectOptions, Context, Network, TaskServer, TlsConfig};
 #     (server.cert, server.key, client.cert, client.key, ca.cert_pem());
 let placeholder = ClusterSpec::from_json(r#"{"worker": ["localhost:0"]}"#)?;
 let server = TaskServer::builder(placeholder, "worker", 0)
-    .bind("127.0.0.1:0".parse()?)
-    .allow(["127.0.0.0/8".parse::<Network>()?])
-    .tls(TlsConfig::from_pem(server_cert, server_key, ca_cert.clone())?)
+    .with_bind("127.0.0.1:0".parse()?)
+    .with_allow(["127.0.0.0/8".parse::<Network>()?])
+    .with_tls(TlsConfig::from_pem(server_cert, server_key, ca_cert.clone())?)
     .start()
     .await?;
 
@@ -307,7 +307,7 @@ let spec = ClusterSpec::builder()
     .build()?;
 let tls = TlsConfig::from_pem(client_cert, client_key, ca_cert)?;
 let ctx = Context::new();
-ctx.connect_to_cluster(spec.clone(), ConnectOptions::default().tls(tls)).await?;
+ctx.connect_to_cluster(spec.clone(), ConnectOptions::default().with_tls(tls)).await?;
 assert_eq!(server.contexts().len(), 1);
 ctx.close().await?;
 
@@ -324,7 +324,7 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //! error that wraps one cause says only its own layer and reaches the cause through
 //! [`source`](std::error::Error::source), as tonic's errors do: [`TaskError::Connect`] is
 //! `cannot connect`, its source tonic's transport error, so an `anyhow` or `eyre` report shows
-//! each cause once. [`Chain`](cluster_spec::error_chain::Chain) shows an error and its causes
+//! each cause once. [`Chain`](cluster_spec::__private::error_chain::Chain) shows an error and its causes
 //! on one line. [`Error::Tasks`] lists every failed task, each with its whole chain:
 //!
 //! ```text
@@ -343,7 +343,7 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //! with defaults ([`Limits::default`]) that a TensorFlow client never meets (a connect opens
 //! one connection per task, a handful of streams on it, and sends a `CreateContext` of about
 //! 8 MB for a 10,000-task cluster of 8 devices) and an attacker always does. Set them with
-//! [`TaskServerBuilder::limits`] (or `tfcluster serve --max-connections …`):
+//! [`TaskServerBuilder::with_limits`] (or `tfcluster serve --max-connections …`):
 //!
 //! | limit ([`Limits`] field) | default | past it | TensorFlow 2.21 |
 //! |---|---|---|---|
@@ -403,7 +403,7 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //!
 //! - **Nothing waits forever.** TensorFlow's client waits without limit for a task that is
 //!   down (GetStatus with `wait_for_ready`, no deadline). Here every RPC has
-//!   [`ConnectOptions::rpc_timeout`] and every connect [`ConnectOptions::timeout`]; a connect
+//!   [`ConnectOptions::with_rpc_timeout`] and every connect [`ConnectOptions::with_timeout`]; a connect
 //!   that fails lists every failed task with its address and cause, and closes the contexts it
 //!   had created.
 //! - **GPUs are found in-process, off the runtime, with a deadline.** A [`TaskServer`]'s GPUs
@@ -417,7 +417,7 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //!   aborts the whole process (`CHECK` in `NewRemoteDevices`).
 //! - **No port race for the local task.** TensorFlow picks a free port for the added
 //!   `localhost` job and binds it later; here the local server binds port 0 first (on
-//!   `127.0.0.1` unless [`ConnectOptions::local_bind`] says otherwise) and the cluster
+//!   `127.0.0.1` unless [`ConnectOptions::with_local_bind`] says otherwise) and the cluster
 //!   advertises the port it got, as `localhost:<port>`.
 //! - **A reconnect blocks no reader and can be cancelled.** TensorFlow's `set_server_def`
 //!   holds the context's lock for the whole reconnect. Here a connect or update builds the new
@@ -513,7 +513,7 @@ mod tls;
 pub use accelerators::num_accelerators;
 pub use client::{
     Batch, ClusterChange, ConnectOptions, ConnectTarget, Context, DeviceHandle, Follow,
-    FollowEvent, FollowOptions, LogicalDevice, Outputs, Pending, Progress, RemoteTensor, TaskEvent,
+    FollowEvent, FollowOptions, LogicalDevice, Outputs, Pending, RemoteTensor, TaskEvent,
     TaskHealth,
 };
 pub use cluster_spec::TaskId;

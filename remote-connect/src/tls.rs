@@ -27,8 +27,8 @@ const CA: &str = "CA certificates";
 
 /// This peer's certificate chain and key, and the CA that every other peer's certificate must
 /// chain to: the same config serves on a [`TaskServer`](crate::TaskServer)
-/// ([`TaskServerBuilder::tls`](crate::TaskServerBuilder::tls)) and dials from a
-/// [`Context`](crate::Context) ([`ConnectOptions::tls`](crate::ConnectOptions::tls)).
+/// ([`TaskServerBuilder::with_tls`](crate::TaskServerBuilder::with_tls)) and dials from a
+/// [`Context`](crate::Context) ([`ConnectOptions::with_tls`](crate::ConnectOptions::with_tls)).
 ///
 /// Both directions are verified: a server asks every client for a certificate and refuses a
 /// client without one that chains to the CA; a client checks the server's certificate against

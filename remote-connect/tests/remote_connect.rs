@@ -3,7 +3,7 @@
 //! restarted tasks), faults across real hosts made of network namespaces (`across_hosts`,
 //! needs root), hostile and heavy traffic (`load`), TLS with client certificates (feature
 //! `tls`) and allow lists, tensors against TensorFlow's own encodings and print form
-//! (`tensor`), the update/reset decision, following a changing cluster (`follow`), cancel safety of connects and updates (`cancel`), and interop with real TensorFlow 2.21
+//! (`tensor`), the connect settings the rest leave at their defaults (`options`), the update/reset decision, following a changing cluster (`follow`), cancel safety of connects and updates (`cancel`), and interop with real TensorFlow 2.21
 //! (`interop`: python found through `TFCLUSTER_PYTHON`, default
 //! `<workspace>/target/tf-venv/bin/python`; it fails, never skips, when TensorFlow cannot run).
 
@@ -31,6 +31,8 @@ mod interop;
 mod limits;
 #[path = "remote_connect/load.rs"]
 mod load;
+#[path = "remote_connect/options.rs"]
+mod options;
 #[path = "remote_connect/server.rs"]
 mod server;
 #[path = "remote_connect/tensor.rs"]

@@ -22,7 +22,7 @@ mod stop_signal;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use cluster_spec::error_chain::Chain;
+use cluster_spec::__private::error_chain::Chain;
 
 use failure::Failure;
 

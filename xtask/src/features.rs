@@ -81,17 +81,7 @@ fn clippy(krate: &str, feature_args: &[&str]) -> Result<(), String> {
 /// (which needs nightly for `doc(cfg)`), warnings denied. A machine without a nightly
 /// toolchain fails here, saying how to install one, rather than passing unchecked.
 pub(crate) fn docs_rs() -> Result<(), String> {
-    let nightly = Command::new("rustup")
-        .args(["run", "nightly", "rustc", "--version"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !nightly {
-        return Err(
-            "the docs.rs build (--cfg docsrs) needs a nightly toolchain, and rustup \
-                    has none: `rustup toolchain install nightly --profile minimal`"
-                .to_owned(),
-        );
-    }
+    workspace::require_nightly("the docs.rs build (--cfg docsrs)")?;
     let mut command = Command::new("cargo");
     command.args(["+nightly", "doc", "--no-deps", "--all-features"]);
     for (krate, _) in CRATES {

@@ -1,7 +1,8 @@
 //! Developer tasks for the tfcluster workspace, run as `cargo xtask <task>`.
 //!
 //! `codegen [--check]` regenerates (or checks) `cluster-proto/src/generated/` and
-//! `elastic/src/generated/`; `test` runs every check CI runs; `fuzz` runs the fuzz targets. Each
+//! `elastic/src/generated/`; `public-api [--check]` lists (or checks) each library crate's
+//! public items; `test` runs every check CI runs; `fuzz` runs the fuzz targets. Each
 //! task lives in its own module; this file only dispatches.
 
 mod apt;
@@ -18,6 +19,7 @@ mod machine;
 mod op_signatures;
 mod proc_stat;
 mod protoc_standin;
+mod public_api;
 mod python;
 mod slurm;
 mod soak;
@@ -53,11 +55,16 @@ tasks:
                      ~10 minutes)
   codegen [--check]  regenerate cluster-proto/src/generated/ and elastic/src/generated/ from each
                      crate's proto/ with protox; --check fails if the committed files differ from what would be generated
+  public-api [--check]
+                     list each library crate's public items (nightly rustdoc's JSON) in
+                     <crate>/public-api.txt, one a line, so an API change shows in review;
+                     --check fails naming each crate whose listing differs
   test               everything CI runs: removes the network namespaces of killed test runs,
                      installs what the tests need when missing (the TensorFlow 2.21 venv
                      under target/tf-venv, Debian's slurm-wlm and munge, etcd-server and
                      etcd-client), then fmt --check, clippy -D warnings (all features, then
                      each crate with no features and each feature alone), codegen --check,
+                     public-api --check,
                      doc -D warnings (and as docs.rs builds it, on nightly); then every test
                      suite, all run even when one fails: cargo test --workspace
                      --all-features, the tests of what a missing feature changes, interop,
@@ -107,6 +114,8 @@ fn main() -> ExitCode {
         ["bench-vs-tf"] => bench_vs_tf::run(),
         ["codegen"] => codegen::run(false),
         ["codegen", "--check"] => codegen::run(true),
+        ["public-api"] => public_api::run(false),
+        ["public-api", "--check"] => public_api::run(true),
         ["test"] => test::run(),
         ["interop"] => interop::run(),
         ["op-signatures"] => op_signatures::run(),

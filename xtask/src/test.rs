@@ -3,14 +3,14 @@
 //! It installs what the tests need first (the TensorFlow 2.21 venv, Debian's Slurm and etcd)
 //! and removes the network namespaces an earlier, killed run left, so a fresh machine runs
 //! the same suite as a developer's. The checks that are not tests (fmt, clippy, codegen,
-//! docs) stop it at the first failure; the test suites all run, each counted
+//! public-API listings, docs) stop it at the first failure; the test suites all run, each counted
 //! ([`crate::tally`]), and it ends with one line, `xtask: N passed, N failed`, over all of
 //! them, checked against the floors in `xtask/test-floors.txt`.
 
 use std::process::Command;
 
 use crate::tally::{self, Floors, Tally};
-use crate::{codegen, etcd, features, interop, python, slurm, tf_venv, workspace};
+use crate::{codegen, etcd, features, interop, public_api, python, slurm, tf_venv, workspace};
 
 pub(crate) fn run() -> Result<(), String> {
     let floors = Floors::read()?;
@@ -36,6 +36,8 @@ pub(crate) fn run() -> Result<(), String> {
     ]))?;
     features::check()?;
     codegen::run(true)?;
+    // An API change without its listing regenerated: the review would not show it.
+    public_api::run(true)?;
     // Broken intra-doc links and bad doc markup fail like any other warning.
     workspace::run(
         Command::new("cargo")

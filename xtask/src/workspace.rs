@@ -12,6 +12,23 @@ pub(crate) fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Fails, saying how to install one, when rustup has no nightly toolchain, which `what`
+/// needs: a machine without one fails rather than passing unchecked.
+pub(crate) fn require_nightly(what: &str) -> Result<(), String> {
+    let nightly = Command::new("rustup")
+        .args(["run", "nightly", "rustc", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if nightly {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} needs a nightly toolchain, and rustup has none: \
+             `rustup toolchain install nightly --profile minimal`"
+        ))
+    }
+}
+
 /// Runs `command` from the workspace root; an error names the command and its exit status.
 pub(crate) fn run(command: &mut Command) -> Result<(), String> {
     let shown = started(command);

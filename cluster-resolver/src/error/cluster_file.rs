@@ -1,6 +1,6 @@
 //! [`Error`]: why a cluster file's `TF_CONFIG` document cannot be read.
 
-use cluster_spec::quote::quote;
+use cluster_spec::__private::quote::quote;
 
 /// A cluster file ([`cluster_file::parse`](crate::cluster_file::parse)) that is a `TF_CONFIG`
 /// document, but an invalid one. (A bare cluster spec's errors are `cluster-spec`'s own.)

@@ -1,6 +1,6 @@
 //! [`Error`]: why a node's GPUs cannot be found or shared out among its tasks.
 
-use cluster_spec::quote::{excerpt, quote};
+use cluster_spec::__private::quote::{excerpt, quote};
 
 /// Why [`gpus`](crate::gpus) cannot say which GPUs a node has, or cannot give each of the
 /// node's tasks as many as asked. The Slurm resolver and `elastic`'s agent both fail with it

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use cluster_spec::quote::{excerpt, quote};
+use cluster_spec::__private::quote::{excerpt, quote};
 
 /// A hostlist that breaks the grammar or passes a limit, from
 /// [`hostlist::expand`](crate::hostlist::expand) and

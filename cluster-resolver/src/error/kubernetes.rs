@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use cluster_spec::error_chain::Chain;
-use cluster_spec::quote::{excerpt, quote};
+use cluster_spec::__private::error_chain::Chain;
+use cluster_spec::__private::quote::{excerpt, quote};
 
 /// What the Kubernetes resolver ([`KubernetesClusterResolver`](crate::KubernetesClusterResolver))
 /// finds wrong with its client configuration or the pods it selects. Failed API calls are the

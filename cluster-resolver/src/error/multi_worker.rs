@@ -1,6 +1,6 @@
 //! [`Error`]: a cluster or task that breaks TensorFlow's chief / evaluator rules.
 
-use cluster_spec::quote::excerpt;
+use cluster_spec::__private::quote::excerpt;
 
 /// Why a cluster or task breaks the rules of [`multi_worker`](crate::multi_worker); the
 /// messages start with TensorFlow's `ValueError` text.

@@ -1,6 +1,6 @@
 //! [`Error`]: why the Slurm resolver cannot build the step's cluster.
 
-use cluster_spec::quote::{excerpt, quote};
+use cluster_spec::__private::quote::{excerpt, quote};
 
 /// What the Slurm resolver ([`SlurmClusterResolver`](crate::SlurmClusterResolver)) finds wrong
 /// with the step it runs in. Its variables' own syntax errors are the crate's

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use cluster_spec::quote::quote;
+use cluster_spec::__private::quote::quote;
 
 /// A tasks-per-node list (`2(x3),1`) that breaks the grammar or passes the node limit, from
 /// [`hostlist::expand_tasks_per_node`](crate::hostlist::expand_tasks_per_node).

@@ -1,6 +1,6 @@
 //! [`Error`]: why the Cloud TPU resolver cannot use a TPU node.
 
-use cluster_spec::quote::{excerpt, quote};
+use cluster_spec::__private::quote::{excerpt, quote};
 
 /// What the Cloud TPU resolver ([`TpuClusterResolver`](crate::TpuClusterResolver)) finds wrong
 /// with the TPU it was given. A failed node lookup keeps the crate's network error as the
@@ -14,7 +14,7 @@ pub enum Error {
     NameMissing,
     /// The Cloud TPU API lookup of a node failed (TensorFlow's wording, whose `Exception: `
     /// the [`source`](std::error::Error::source) completes when the chain is shown, as by
-    /// [`Chain`](cluster_spec::error_chain::Chain)).
+    /// [`Chain`](cluster_spec::__private::error_chain::Chain)).
     #[error(
         "Could not lookup TPU metadata from name '{}'. Please doublecheck the tpu argument in the TPUClusterResolver constructor. Exception",
         excerpt(.tpu, 0)

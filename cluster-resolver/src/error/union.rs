@@ -1,6 +1,6 @@
 //! [`Error`]: why a union of resolvers cannot be built or merged.
 
-use cluster_spec::quote::excerpt;
+use cluster_spec::__private::quote::excerpt;
 
 /// Why a [`UnionClusterResolver`](crate::UnionClusterResolver) cannot be built or its specs
 /// cannot be merged (TensorFlow's wording first).

@@ -97,7 +97,7 @@ pub(super) async fn running_instances(
                     operation: format!("POST {page_url}"),
                     reason: format!(
                         "nextPageToken {} was already returned: the listing loops",
-                        cluster_spec::quote::quote(&token, 0)
+                        cluster_spec::__private::quote::quote(&token, 0)
                     ),
                 });
             }
@@ -119,7 +119,7 @@ fn instance_name(page_url: &str, instance_url: &str) -> Result<String, Error> {
             operation: format!("POST {page_url}"),
             reason: format!(
                 "item with instance URL {}, which names no instance",
-                cluster_spec::quote::quote(instance_url, 0)
+                cluster_spec::__private::quote::quote(instance_url, 0)
             ),
         }),
     }

@@ -67,7 +67,7 @@ impl HttpClient {
             operation: operation(&method, url),
             reason: format!(
                 "not the expected JSON document: {}",
-                cluster_spec::quote::excerpt(&e.to_string(), 0)
+                cluster_spec::__private::quote::excerpt(&e.to_string(), 0)
             ),
         })
     }

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cluster_spec::quote::quote;
+use cluster_spec::__private::quote::quote;
 
 use super::Error;
 use super::gpu::Gpu;

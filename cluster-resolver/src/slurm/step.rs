@@ -1,8 +1,8 @@
 //! Resolving a Slurm step: from the options and the step's variables to the cluster and this
 //! task's place in it ([`SlurmStep`]).
 
+use cluster_spec::__private::quote::quote;
 use cluster_spec::ClusterSpec;
-use cluster_spec::quote::quote;
 
 use super::Error as SlurmError;
 use super::jobs::Jobs;
@@ -235,7 +235,10 @@ pub(super) fn resolve(
     if jobs.total() != assigned {
         let requested = match requested_from {
             Some(n) => format!("{}={n}", vars::STEP_NUM_TASKS),
-            None => format!("jobs {}", cluster_spec::quote::excerpt(&jobs.describe(), 0)),
+            None => format!(
+                "jobs {}",
+                cluster_spec::__private::quote::excerpt(&jobs.describe(), 0)
+            ),
         };
         return Err(SlurmError::TaskCountMismatch {
             requested: jobs.total(),

@@ -284,7 +284,8 @@ pub(crate) fn json_error(name: &str, text: &str, e: &serde_json::Error) -> Error
     let full = e.to_string();
     let suffix = format!(" at line {line} column {column}");
     // serde_json quotes the offending string whole (`invalid type: string "…"`).
-    let message = cluster_spec::quote::excerpt(full.strip_suffix(&suffix).unwrap_or(&full), 0);
+    let message =
+        cluster_spec::__private::quote::excerpt(full.strip_suffix(&suffix).unwrap_or(&full), 0);
     Error::InvalidJsonVariable {
         name: name.to_owned(),
         value: text.to_owned(),

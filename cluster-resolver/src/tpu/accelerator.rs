@@ -19,7 +19,7 @@ pub(super) fn devices_per_host(accelerator_type: &str, hosts: usize) -> Result<u
     let count: u32 = count.parse().map_err(|_| {
         format!(
             "the count {} is not a number",
-            cluster_spec::quote::quote(count, 0)
+            cluster_spec::__private::quote::quote(count, 0)
         )
     })?;
     let devices = match generation {
@@ -28,7 +28,7 @@ pub(super) fn devices_per_host(accelerator_type: &str, hosts: usize) -> Result<u
         other => {
             return Err(format!(
                 "unknown TPU generation {}",
-                cluster_spec::quote::quote(other, 0)
+                cluster_spec::__private::quote::quote(other, 0)
             ));
         }
     };

@@ -69,7 +69,10 @@ impl Node {
             .into());
         }
         let invalid = |reason: String| Error::InvalidResponse {
-            operation: format!("looking up TPU {}", cluster_spec::quote::quote(tpu, 0)),
+            operation: format!(
+                "looking up TPU {}",
+                cluster_spec::__private::quote::quote(tpu, 0)
+            ),
             reason,
         };
         let address = |ip: &Option<String>, port: &Option<Port>, what: &str| {

@@ -2,32 +2,30 @@
 
 use std::time::Duration;
 
-/// How a watch follows its source. Every field has a default ([`WatchOptions::default`]);
-/// set them with the `with_*` methods.
+/// How a watch follows its source. Every setting has a default ([`WatchOptions::default`]);
+/// set them with the `with_*` methods, read them with the methods of the same bare name.
 ///
 /// ```
 /// use std::time::Duration;
 /// use cluster_resolver::watch::WatchOptions;
 ///
 /// let options = WatchOptions::default().with_interval(Duration::from_secs(5));
-/// assert_eq!(options.interval, Duration::from_secs(5));
-/// assert_eq!(options.coalesce, Duration::from_millis(50));
+/// assert_eq!(options.interval(), Duration::from_secs(5));
+/// assert_eq!(options.coalesce(), Duration::from_millis(50));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WatchOptions {
-    /// Between two polls of a resolver; for a file, between two safety re-reads (in case an
-    /// event was missed). 1 s by default.
-    pub interval: Duration,
-    /// How long a burst of changes (events of one file, pods of one rollout) is collected
-    /// before the source is read once: 50 ms by default.
-    pub coalesce: Duration,
-    /// The deadline of each read of the source (a `cluster_spec()` call, a file read): 30 s.
-    pub call_timeout: Duration,
-    /// The first pause after a failed read; pauses double while it keeps failing. 500 ms.
-    pub backoff_first: Duration,
-    /// The longest pause after failed reads: 30 s.
-    pub backoff_max: Duration,
+    /// See [`interval`](Self::interval).
+    pub(crate) interval: Duration,
+    /// See [`coalesce`](Self::coalesce).
+    pub(crate) coalesce: Duration,
+    /// See [`call_timeout`](Self::call_timeout).
+    pub(crate) call_timeout: Duration,
+    /// See [`backoff_first`](Self::backoff_first).
+    pub(crate) backoff_first: Duration,
+    /// See [`backoff_max`](Self::backoff_max).
+    pub(crate) backoff_max: Duration,
 }
 
 impl Default for WatchOptions {
@@ -66,6 +64,33 @@ impl WatchOptions {
         self.backoff_first = first;
         self.backoff_max = max;
         self
+    }
+
+    /// Between two polls of a resolver; for a file, between two safety re-reads (in case an
+    /// event was missed). 1 s by default.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// How long a burst of changes (events of one file, pods of one rollout) is collected
+    /// before the source is read once: 50 ms by default.
+    pub fn coalesce(&self) -> Duration {
+        self.coalesce
+    }
+
+    /// The deadline of each read of the source (a `cluster_spec()` call, a file read): 30 s.
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// The first pause after a failed read; pauses double while it keeps failing. 500 ms.
+    pub fn backoff_first(&self) -> Duration {
+        self.backoff_first
+    }
+
+    /// The longest pause after failed reads: 30 s.
+    pub fn backoff_max(&self) -> Duration {
+        self.backoff_max
     }
 
     /// The back-off these options describe.

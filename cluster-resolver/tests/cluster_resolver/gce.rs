@@ -9,8 +9,8 @@
 use std::time::{Duration, Instant};
 
 use cluster_resolver::{ClusterResolver, Env, Error, GceClusterResolver};
+use cluster_spec::__private::error_chain::Chain;
 use cluster_spec::ClusterSpec;
-use cluster_spec::error_chain::Chain;
 
 use http_standin::{HttpServer, Request, Response};
 

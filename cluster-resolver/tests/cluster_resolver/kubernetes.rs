@@ -205,7 +205,7 @@ async fn waits_for_pending_pods_then_resolves() {
     .await;
     let resolver = KubernetesClusterResolver::new()
         .with_job("worker", ["job-name=worker-pod"])
-        .wait_for_running(Duration::from_secs(20))
+        .with_wait_for_running(Duration::from_secs(20))
         .with_client(client(&server, "training"));
     let got = resolver.cluster_spec().await.unwrap();
     assert_eq!(got.num_tasks("worker").unwrap(), 4);
@@ -218,7 +218,7 @@ async fn waiting_ends_at_the_deadline_naming_the_pods() {
     let server = HttpServer::start(|_| Response::json(WORKERS_PENDING)).await;
     let resolver = KubernetesClusterResolver::new()
         .with_job("worker", ["job-name=worker-pod"])
-        .wait_for_running(Duration::from_millis(900))
+        .with_wait_for_running(Duration::from_millis(900))
         .with_client(client(&server, "training"));
     let started = Instant::now();
     let err = resolver.cluster_spec().await.unwrap_err();

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use cluster_resolver::{ClusterResolver, Env, Error, TpuClusterResolver, tpu};
+use cluster_spec::__private::error_chain::Chain;
 use cluster_spec::ClusterSpec;
-use cluster_spec::error_chain::Chain;
 
 use http_standin::{HttpServer, Request, Response};
 
@@ -149,7 +149,7 @@ async fn health_is_checked_when_asked() {
         lenient.num_accelerators(None, None).await.unwrap(),
         BTreeMap::from([("TPU".to_owned(), 8)])
     );
-    let strict = resolver(&server, "tf-tpu").require_healthy(true);
+    let strict = resolver(&server, "tf-tpu").with_require_healthy(true);
     assert_eq!(
         strict.cluster_spec().await.unwrap_err().to_string(),
         "TPU \"tf-tpu\" is not healthy; health: \"UNHEALTHY_MAINTENANCE\""

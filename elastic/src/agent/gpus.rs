@@ -137,7 +137,7 @@ impl TaskGpus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cluster_spec::error_chain::Chain;
+    use cluster_spec::__private::error_chain::Chain;
 
     fn visible(value: &str) -> Env {
         Env::from_iter([("CUDA_VISIBLE_DEVICES", value)])

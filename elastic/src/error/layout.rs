@@ -1,7 +1,7 @@
 //! [`LayoutError`]: why a layout (`--layout chief=1,ps=2`) does not parse, and at which byte.
 
+use cluster_spec::__private::quote::quote;
 use cluster_spec::job_counts::JobCountsError;
-use cluster_spec::quote::quote;
 
 /// A layout that is not `JOB=COUNT,...` over TensorFlow's non-worker jobs, from
 /// [`Layout`](crate::Layout)'s `FromStr`.

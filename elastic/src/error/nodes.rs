@@ -1,6 +1,6 @@
 //! [`NodesError`]: why a node range (`--nodes 2:4`) does not parse, and at which byte.
 
-use cluster_spec::quote::quote;
+use cluster_spec::__private::quote::quote;
 
 /// A node range that is not `MIN:MAX` or `N`, or whose bounds make no job, from
 /// [`NodeRange`](crate::NodeRange)'s `FromStr` and [`NodeRange::new`](crate::NodeRange::new).

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use cluster_spec::error_chain::Chain;
+use cluster_spec::__private::error_chain::Chain;
 use etcd_client::{
     Certificate, Client, Compare, CompareOp, ConnectOptions, GetOptions, Identity, SortOrder,
     SortTarget, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,

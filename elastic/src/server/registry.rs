@@ -27,7 +27,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
 
-use cluster_spec::quote::quote;
+use cluster_spec::__private::quote::quote;
 use tokio::sync::watch;
 
 use crate::outcome::{RoundStatus, TaskStatus};

@@ -64,7 +64,7 @@ pub(super) fn join_args(req: proto::JoinRequest, host: String) -> Result<JoinArg
 
 /// A request whose message breaks the protocol or carries an invalid value.
 fn invalid(error: Error) -> Status {
-    Status::invalid_argument(cluster_spec::error_chain::Chain(&error).to_string())
+    Status::invalid_argument(cluster_spec::__private::error_chain::Chain(&error).to_string())
 }
 
 #[tonic::async_trait]

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use cluster_spec::error_chain::Chain;
+use cluster_spec::__private::error_chain::Chain;
 use elastic::TaskStatus;
 use elastic::supervise::{Supervisor, TaskSpec, task_status};
 

@@ -130,11 +130,11 @@ async fn a_watcher_resolves_the_running_round(backend: Backend) {
     let mut a = join(&client, "job", &c, 0).await;
     let err = watcher.cluster_spec().await.unwrap_err();
     assert!(
-        cluster_spec::error_chain::Chain(&err)
+        cluster_spec::__private::error_chain::Chain(&err)
             .to_string()
             .contains("round 1 waits for nodes: 1 of min 2 (max 2) have joined"),
         "{}",
-        cluster_spec::error_chain::Chain(&err)
+        cluster_spec::__private::error_chain::Chain(&err)
     );
     let mut b = join(&client, "job", &c, 1).await;
     let (ra, _) = tokio::join!(round(&client, &mut a), round(&client, &mut b));
@@ -164,7 +164,7 @@ async fn next(stream: &mut ClusterStream) -> Result<cluster_spec::ClusterSpec, S
         .await
         .expect("no item within 10 s")
         .expect("the stream ended")
-        .map_err(|e| cluster_spec::error_chain::Chain(&e).to_string())
+        .map_err(|e| cluster_spec::__private::error_chain::Chain(&e).to_string())
 }
 
 async fn a_watch_yields_the_round_then_one_item_per_round_then_the_end(backend: Backend) {

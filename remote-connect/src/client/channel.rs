@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cluster_proto::eager::eager_service_client::EagerServiceClient;
 use cluster_proto::worker_service_client::WorkerServiceClient;
-use cluster_spec::error_chain::Chain;
+use cluster_spec::__private::error_chain::Chain;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tonic::transport::Channel;

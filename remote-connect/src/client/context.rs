@@ -69,7 +69,7 @@ pub struct LogicalDevice {
 /// // A worker on a free port (a real `tf.distribute.Server` works the same way).
 /// let placeholder = ClusterSpec::from_json(r#"{"worker": ["localhost:0"]}"#)?;
 /// let worker = TaskServer::builder(placeholder, "worker", 0)
-///     .bind("127.0.0.1:0".parse()?)
+///     .with_bind("127.0.0.1:0".parse()?)
 ///     .start()
 ///     .await?;
 /// let spec = ClusterSpec::builder()

@@ -46,7 +46,7 @@ pub(crate) async fn discover(
             use std::error::Error as _;
             let reason = status.source().map_or_else(
                 || status.message().to_owned(),
-                |cause| cluster_spec::error_chain::Chain(cause).to_string(),
+                |cause| cluster_spec::__private::error_chain::Chain(cause).to_string(),
             );
             return Err(TaskError::Closed {
                 method,

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use cluster_spec::error_chain::Chain;
+use cluster_spec::__private::error_chain::Chain;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 

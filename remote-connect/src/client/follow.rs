@@ -21,18 +21,16 @@ use super::context::{Applied, Rule};
 use super::{ConnectOptions, Context};
 use crate::error::Error;
 
-/// How a [`Follow`] applies changes.
+/// How a [`Follow`] applies changes; set with the `with_*` methods.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct FollowOptions {
-    /// How each change connects: the local job and task, deadlines, filters (read at the
-    /// first connect and at resets only, as in TensorFlow).
-    pub connect: ConnectOptions,
-    /// The first pause before a failed change is tried again; pauses double up to
-    /// [`retry_max`](Self::retry_max). A new change from the source is tried at once.
-    pub retry_first: Duration,
+    /// How each change connects.
+    connect: ConnectOptions,
+    /// The first pause before a failed change is tried again.
+    retry_first: Duration,
     /// The longest pause between tries of a failed change.
-    pub retry_max: Duration,
+    retry_max: Duration,
 }
 
 impl Default for FollowOptions {
@@ -48,10 +46,23 @@ impl Default for FollowOptions {
 impl FollowOptions {
     /// Options that connect with `connect`, retrying as by default.
     pub fn new(connect: ConnectOptions) -> Self {
-        Self {
-            connect,
-            ..Self::default()
-        }
+        Self::default().with_connect(connect)
+    }
+
+    /// How each change connects: the local job and task, deadlines, filters (read at the
+    /// first connect and at resets only, as in TensorFlow). Default
+    /// [`ConnectOptions::default`].
+    pub fn with_connect(mut self, connect: ConnectOptions) -> Self {
+        self.connect = connect;
+        self
+    }
+
+    /// How a failed change is tried again: after `first`, then pauses doubling up to `max`
+    /// (default 250 ms, doubling to 30 s). A new change from the source is tried at once.
+    pub fn with_retry(mut self, first: Duration, max: Duration) -> Self {
+        self.retry_first = first;
+        self.retry_max = max;
+        self
     }
 }
 
@@ -317,7 +328,7 @@ impl Follower {
         let retry =
             self.context.snapshot().spec.as_ref() != Some(&change.spec) || !missing.is_empty();
         let retry_in = retry.then(|| self.backoff.pause(Duration::MAX));
-        let error_chain = cluster_spec::error_chain::Chain(&error);
+        let error_chain = cluster_spec::__private::error_chain::Chain(&error);
         match retry_in {
             Some(pause) => tracing::warn!(
                 error = %error_chain,

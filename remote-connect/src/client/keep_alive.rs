@@ -62,7 +62,7 @@ pub(crate) fn health_of(error: &TaskError) -> TaskHealth {
             TaskHealth::ContextLost
         }
         other => TaskHealth::Unreachable {
-            cause: cluster_spec::error_chain::Chain(other).to_string(),
+            cause: cluster_spec::__private::error_chain::Chain(other).to_string(),
         },
     }
 }

@@ -70,7 +70,7 @@ pub(crate) async fn start(
             Some((&task.job, "localhost:0")),
         )?;
         let server = secured(TaskServer::builder(placeholder, &task.job, 0), options)
-            .bind(bind)
+            .with_bind(bind)
             .start()
             .await?;
         Local {
@@ -92,7 +92,7 @@ pub(crate) async fn start(
             options,
         );
         if let Some(bind) = options.local_bind {
-            builder = builder.bind(bind);
+            builder = builder.with_bind(bind);
         }
         let server = builder.start().await?;
         Local {
@@ -110,7 +110,7 @@ pub(crate) async fn start(
 fn secured(builder: TaskServerBuilder, options: &ConnectOptions) -> TaskServerBuilder {
     #[cfg(feature = "tls")]
     if let Some(tls) = &options.tls {
-        return builder.tls(tls.clone());
+        return builder.with_tls(tls.clone());
     }
     #[cfg(not(feature = "tls"))]
     let _ = options;

@@ -11,53 +11,53 @@ use crate::error::Stage;
 
 /// How [`Context::connect_to_cluster`](crate::Context::connect_to_cluster) connects.
 ///
-/// The first five mirror `tf.config.experimental_connect_to_cluster`'s arguments and default
-/// the same way; the rest bound what TensorFlow leaves unbounded (it waits forever for a task
-/// that is down).
+/// Set with the `with_*` methods. The first five mirror
+/// `tf.config.experimental_connect_to_cluster`'s arguments and default the same way; the rest
+/// bound what TensorFlow leaves unbounded (it waits forever for a task that is down).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ConnectOptions {
     /// The job of this process in the cluster (TensorFlow: `job_name="localhost"`). Added to
     /// the cluster with one task when the cluster has no such job.
-    pub job_name: String,
+    pub(crate) job_name: String,
     /// This process's task index in `job_name` (TensorFlow: `task_index=0`).
-    pub task_index: u32,
+    pub(crate) task_index: u32,
     /// The RPC layer; only `"grpc"` exists (TensorFlow: `protocol=None` → `"grpc"`).
-    pub protocol: String,
+    pub(crate) protocol: String,
     /// With a resolver as target, make its master's CPU the default device (TensorFlow:
     /// `make_master_device_default=True`).
-    pub make_master_device_default: bool,
+    pub(crate) make_master_device_default: bool,
     /// Which devices each remote task may see (TensorFlow: `cluster_device_filters`); only
     /// read on a full (re)connect, as in TensorFlow.
-    pub cluster_device_filters: Option<ClusterDeviceFilters>,
+    pub(crate) cluster_device_filters: Option<ClusterDeviceFilters>,
     /// Deadline of each RPC, dial included (TensorFlow: none).
-    pub rpc_timeout: Duration,
+    pub(crate) rpc_timeout: Duration,
     /// Deadline of the whole connect or update (TensorFlow: none).
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// At most this many RPCs in flight at once across all tasks.
-    pub max_in_flight: usize,
+    pub(crate) max_in_flight: usize,
     /// Seconds a remote context lives without requests; the context sends `KeepAlive` every
     /// half of it (TensorFlow: 600). 0 = contexts are never collected and no keep-alive runs.
-    pub keep_alive_secs: u64,
+    pub(crate) keep_alive_secs: u64,
     /// Where this process's own task server listens. Default: `127.0.0.1:0` when the local
     /// job is added (advertised as `localhost:<port>`, as TensorFlow does), else
     /// `0.0.0.0:<port of the local task's address>`.
-    pub local_bind: Option<SocketAddr>,
+    pub(crate) local_bind: Option<SocketAddr>,
     /// TLS with this process's client certificate to every task, each server checked against
     /// the CA and the host of its address; this process's own task server requires client
     /// certificates too (default: plaintext, which TensorFlow's servers speak). A reconnect
     /// that keeps the local task keeps its server, and the TLS it started with.
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub tls: Option<crate::TlsConfig>,
+    pub(crate) tls: Option<crate::TlsConfig>,
     /// Told how a connect advances: `(stage, tasks done, tasks in the stage)` after each task
     /// answers or fails (for progress bars).
-    pub progress: Option<Progress>,
+    pub(crate) progress: Option<Progress>,
 }
 
-/// A progress callback of [`ConnectOptions::progress`].
+/// A progress callback given to [`ConnectOptions::with_progress`].
 #[derive(Clone)]
-pub struct Progress(Arc<dyn Fn(Stage, usize, usize) + Send + Sync>);
+pub(crate) struct Progress(Arc<dyn Fn(Stage, usize, usize) + Send + Sync>);
 
 impl Progress {
     pub(crate) fn report(&self, stage: Stage, done: usize, total: usize) {
@@ -92,76 +92,88 @@ impl Default for ConnectOptions {
 }
 
 impl ConnectOptions {
-    /// Sets [`job_name`](Self::job_name).
-    pub fn job_name(mut self, job: impl Into<String>) -> Self {
+    /// The job of this process in the cluster (TensorFlow: `job_name="localhost"`). Added to
+    /// the cluster with one task when the cluster has no such job.
+    pub fn with_job_name(mut self, job: impl Into<String>) -> Self {
         self.job_name = job.into();
         self
     }
 
-    /// Sets [`task_index`](Self::task_index).
-    pub fn task_index(mut self, task: u32) -> Self {
+    /// This process's task index in its job (TensorFlow: `task_index=0`).
+    pub fn with_task_index(mut self, task: u32) -> Self {
         self.task_index = task;
         self
     }
 
-    /// Sets [`protocol`](Self::protocol).
-    pub fn protocol(mut self, protocol: impl Into<String>) -> Self {
+    /// The RPC layer; only `"grpc"` exists (TensorFlow: `protocol=None` → `"grpc"`).
+    pub fn with_protocol(mut self, protocol: impl Into<String>) -> Self {
         self.protocol = protocol.into();
         self
     }
 
-    /// Sets [`make_master_device_default`](Self::make_master_device_default).
-    pub fn make_master_device_default(mut self, yes: bool) -> Self {
+    /// With a resolver as target, make its master's CPU the default device (TensorFlow:
+    /// `make_master_device_default=True`).
+    pub fn with_make_master_device_default(mut self, yes: bool) -> Self {
         self.make_master_device_default = yes;
         self
     }
 
-    /// Sets [`cluster_device_filters`](Self::cluster_device_filters).
-    pub fn cluster_device_filters(mut self, filters: ClusterDeviceFilters) -> Self {
+    /// Which devices each remote task may see (TensorFlow: `cluster_device_filters`); only
+    /// read on a full (re)connect, as in TensorFlow. Default: every device.
+    pub fn with_cluster_device_filters(mut self, filters: ClusterDeviceFilters) -> Self {
         self.cluster_device_filters = Some(filters);
         self
     }
 
-    /// Sets [`rpc_timeout`](Self::rpc_timeout).
-    pub fn rpc_timeout(mut self, timeout: Duration) -> Self {
+    /// Deadline of each RPC, dial included (TensorFlow: none). Default 10 s.
+    pub fn with_rpc_timeout(mut self, timeout: Duration) -> Self {
         self.rpc_timeout = timeout;
         self
     }
 
-    /// Sets [`timeout`](Self::timeout), the deadline of the whole operation.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
+    /// Deadline of the whole connect or update (TensorFlow: none). Default 30 s.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
-    /// Sets [`max_in_flight`](Self::max_in_flight) (at least 1).
-    pub fn max_in_flight(mut self, n: usize) -> Self {
+    /// At most `n` RPCs in flight at once across all tasks (at least 1; default 1,024): what
+    /// bounds the sockets and memory a connect to thousands of tasks holds at once.
+    pub fn with_max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n.max(1);
         self
     }
 
-    /// Sets [`keep_alive_secs`](Self::keep_alive_secs).
-    pub fn keep_alive_secs(mut self, secs: u64) -> Self {
+    /// Seconds a remote context lives without requests; the context sends `KeepAlive` every
+    /// half of it (TensorFlow: 600). 0 = contexts are never collected and no keep-alive runs.
+    pub fn with_keep_alive_secs(mut self, secs: u64) -> Self {
         self.keep_alive_secs = secs;
         self
     }
 
-    /// Sets [`local_bind`](Self::local_bind).
-    pub fn local_bind(mut self, addr: SocketAddr) -> Self {
+    /// Where this process's own task server listens: one interface rather than all of them,
+    /// for a host on several networks. Default: `127.0.0.1:0` when the local job is added
+    /// (advertised as `localhost:<port>`, as TensorFlow does), else
+    /// `0.0.0.0:<port of the local task's address>`.
+    pub fn with_local_bind(mut self, addr: SocketAddr) -> Self {
         self.local_bind = Some(addr);
         self
     }
 
-    /// Sets [`tls`](Self::tls).
+    /// TLS with this process's client certificate to every task, each server checked against
+    /// the CA and the host of its address; this process's own task server requires client
+    /// certificates too (default: plaintext, which TensorFlow's servers speak). A reconnect
+    /// that keeps the local task keeps its server, and the TLS it started with.
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub fn tls(mut self, config: crate::TlsConfig) -> Self {
+    pub fn with_tls(mut self, config: crate::TlsConfig) -> Self {
         self.tls = Some(config);
         self
     }
 
-    /// Sets [`progress`](Self::progress).
-    pub fn on_progress(
+    /// Told how a connect advances: `(stage, tasks done, tasks in the stage)` after each task
+    /// answers or fails (for progress bars).
+    pub fn with_progress(
         mut self,
         report: impl Fn(Stage, usize, usize) + Send + Sync + 'static,
     ) -> Self {

@@ -47,7 +47,7 @@ const GC_INTERVAL: Duration = Duration::from_secs(1);
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let spec = ClusterSpec::from_json(r#"{"worker": ["localhost:2222"]}"#)?;
 /// let server = TaskServer::builder(spec, "worker", 0)
-///     .bind("127.0.0.1:0".parse()?)   // port 0: the OS picks; local_addr() tells
+///     .with_bind("127.0.0.1:0".parse()?)   // port 0: the OS picks; local_addr() tells
 ///     .start()
 ///     .await?;
 /// assert_ne!(server.local_addr().port(), 0);
@@ -93,7 +93,7 @@ impl TaskServer {
         if def.protocol != "grpc" && !def.protocol.is_empty() {
             return Err(invalid(format!(
                 "protocol {} is not supported: only \"grpc\"",
-                cluster_spec::quote::quote(&def.protocol, 0)
+                cluster_spec::__private::quote::quote(&def.protocol, 0)
             )));
         }
         let spec = ClusterSpec::try_from(def.cluster.clone().unwrap_or_default())?;
@@ -124,7 +124,7 @@ pub struct TaskServerBuilder {
 impl TaskServerBuilder {
     /// Serve exactly these devices instead of discovering the host's (`CPU:0` plus NVIDIA
     /// GPUs, [`devices::discover`]). Names are checked when the server starts.
-    pub fn devices(mut self, devices: Vec<LocalDevice>) -> Self {
+    pub fn with_devices(mut self, devices: Vec<LocalDevice>) -> Self {
         self.devices = Some(devices);
         self
     }
@@ -132,21 +132,21 @@ impl TaskServerBuilder {
     /// Listen on `addr` instead of `0.0.0.0:<the port of this task's address>` (what a
     /// `tf.distribute.Server` binds). Port 0 lets the OS pick a free port, with no race:
     /// [`RunningServer::local_addr`] tells which.
-    pub fn bind(mut self, addr: SocketAddr) -> Self {
+    pub fn with_bind(mut self, addr: SocketAddr) -> Self {
         self.bind = Some(addr);
         self
     }
 
     /// Serve these tonic services on the same port too (`Routes::new(svc).add_service(..)`);
     /// requests for other services than TensorFlow's go to them.
-    pub fn routes(mut self, routes: Routes) -> Self {
+    pub fn with_routes(mut self, routes: Routes) -> Self {
         self.routes = Some(routes);
         self
     }
 
     /// How often contexts idle past their `keep_alive_secs` are collected (default 1 s, as
     /// TensorFlow).
-    pub fn gc_interval(mut self, interval: Duration) -> Self {
+    pub fn with_gc_interval(mut self, interval: Duration) -> Self {
         self.gc_interval = interval.max(Duration::from_millis(1));
         self
     }
@@ -165,17 +165,17 @@ impl TaskServerBuilder {
     ///     .into_iter()
     ///     .map(str::parse::<Network>)
     ///     .collect::<Result<Vec<_>, _>>()?;
-    /// let builder = TaskServer::builder(spec, "worker", 0).allow(networks);
+    /// let builder = TaskServer::builder(spec, "worker", 0).with_allow(networks);
     /// # Ok(()) }
     /// ```
-    pub fn allow(mut self, networks: impl IntoIterator<Item = Network>) -> Self {
+    pub fn with_allow(mut self, networks: impl IntoIterator<Item = Network>) -> Self {
         self.allow = Some(networks.into_iter().collect());
         self
     }
 
     /// What the server lets its clients hold before it refuses them: streams, connections,
     /// request memory, contexts ([`Limits`]; default [`Limits::default`]).
-    pub fn limits(mut self, limits: Limits) -> Self {
+    pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
@@ -185,7 +185,7 @@ impl TaskServerBuilder {
     /// plaintext only, so they cannot connect to such a server.
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub fn tls(mut self, config: crate::TlsConfig) -> Self {
+    pub fn with_tls(mut self, config: crate::TlsConfig) -> Self {
         self.tls = Some(config);
         self
     }
@@ -272,7 +272,7 @@ impl TaskServerBuilder {
     /// The services a started server answers with, without a port, a runtime or idle-context
     /// collection: the fuzz targets (`fuzz-targets`) drive requests through these real
     /// handlers in-process, as `tower` services, with no socket in the way. Uses the devices
-    /// given with [`devices`](Self::devices), or `CPU:0` alone (no GPU discovery). They are
+    /// given with [`with_devices`](Self::with_devices), or `CPU:0` alone (no GPU discovery). They are
     /// called on a tokio runtime with its timer enabled (each request has a deadline). Not a
     /// stable API.
     ///
@@ -424,7 +424,7 @@ impl RunningServer {
     }
 
     /// How many connections the server holds open: admitted ones, and ones still waiting for
-    /// their first bytes ([`Limits::max_connections`] counts these).
+    /// their first bytes ([`Limits::with_max_connections`] counts these).
     pub fn open_connections(&self) -> usize {
         self.connections.count()
     }
@@ -510,5 +510,50 @@ impl Drop for RunningServer {
             let _ = stop.send(());
         }
         self.gc.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cluster_proto::ServerDef;
+    use cluster_spec::ClusterSpec;
+
+    use super::TaskServer;
+    use crate::ServerError;
+
+    fn def(task_index: i32, port: i32, protocol: &str) -> ServerDef {
+        let spec = ClusterSpec::from_json(r#"{"worker": ["w0:2222", "w1:2222"]}"#).unwrap();
+        ServerDef {
+            cluster: Some(spec.as_cluster_def()),
+            job_name: "worker".to_owned(),
+            task_index,
+            port,
+            protocol: protocol.to_owned(),
+            ..ServerDef::default()
+        }
+    }
+
+    #[test]
+    fn a_server_def_names_the_task_and_its_port_as_tensorflow_reads_it() {
+        let builder = TaskServer::from_server_def(&def(1, 0, "grpc")).unwrap();
+        assert_eq!((builder.job.as_str(), builder.task), ("worker", 1));
+        assert_eq!(builder.port, None);
+        let builder = TaskServer::from_server_def(&def(0, 2345, "")).unwrap();
+        assert_eq!((builder.task, builder.port), (0, Some(2345)));
+    }
+
+    #[test]
+    fn an_unusable_server_def_says_which_field() {
+        for (bad, field) in [
+            (def(-1, 0, "grpc"), "task_index -1"),
+            (def(0, 70_000, "grpc"), "port 70000"),
+            (def(0, 0, "rdma"), "protocol \"rdma\""),
+        ] {
+            let Err(ServerError::InvalidServerDef { reason }) = TaskServer::from_server_def(&bad)
+            else {
+                panic!("{bad:?} accepted");
+            };
+            assert!(reason.starts_with(field), "{reason}");
+        }
     }
 }

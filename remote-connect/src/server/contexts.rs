@@ -376,9 +376,9 @@ impl Contexts {
             .entries
             .get(&id)
             .ok_or(ServerError::UnknownContext(id))?;
-        let parsed: DeviceName = name
-            .parse()
-            .map_err(|_| ServerError::UnknownDevice(cluster_spec::quote::excerpt(name, 0)))?;
+        let parsed: DeviceName = name.parse().map_err(|_| {
+            ServerError::UnknownDevice(cluster_spec::__private::quote::excerpt(name, 0))
+        })?;
         entry
             .devices
             .names
@@ -386,7 +386,9 @@ impl Contexts {
             .map(text)
             .find(|known| known.parse::<DeviceName>().is_ok_and(|n| n == parsed))
             .map(str::to_owned)
-            .ok_or_else(|| ServerError::UnknownDevice(cluster_spec::quote::excerpt(name, 0)))
+            .ok_or_else(|| {
+                ServerError::UnknownDevice(cluster_spec::__private::quote::excerpt(name, 0))
+            })
     }
 }
 

@@ -68,7 +68,7 @@ pub enum ServerError {
 
 /// An entry of an allow list that is no IP address or network.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid network {}: {reason}", cluster_spec::quote::quote(.input, 0))]
+#[error("invalid network {}: {reason}", cluster_spec::__private::quote::quote(.input, 0))]
 #[non_exhaustive]
 pub struct InvalidNetwork {
     /// The entry as given.

@@ -12,15 +12,15 @@ pub(crate) const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
 /// cluster of 8 devices each), and far below what exhausts a server: under every default
 /// together, a server stays within a few hundred MB however its clients behave.
 ///
-/// Set with [`TaskServerBuilder::limits`](crate::TaskServerBuilder::limits):
+/// Set with [`TaskServerBuilder::with_limits`](crate::TaskServerBuilder::with_limits):
 ///
 /// ```
 /// # use std::time::Duration;
 /// use remote_connect::Limits;
 ///
-/// let mut limits = Limits::default();
-/// limits.max_connections = 100;
-/// limits.context_idle_limit = Some(Duration::from_secs(3600));
+/// let limits = Limits::default()
+///     .with_max_connections(100)
+///     .with_context_idle_limit(Some(Duration::from_secs(3600)));
 /// ```
 ///
 /// TensorFlow's gRPC server sets none of these: its streams, connections, contexts and
@@ -29,53 +29,30 @@ pub(crate) const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
-    /// Concurrent streams (requests) on one connection, announced in HTTP/2's
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS`; a stream past it is refused (`REFUSED_STREAM`).
-    /// Default 256.
-    pub max_streams_per_connection: u32,
-    /// Streams one connection may make the server reset (refused, malformed) before it is
-    /// closed with `GOAWAY` (`ENHANCE_YOUR_CALM`). Default 1,024.
-    pub max_reset_streams: usize,
-    /// How long a request may take to arrive whole, from its headers to its last byte; past
-    /// it the request fails with `DEADLINE_EXCEEDED`. Default 60 s.
-    pub message_timeout: Duration,
-    /// Open connections. At the limit a new connection takes the place of the oldest one
-    /// that has not started HTTP/2 yet (see [`handshake_timeout`](Self::handshake_timeout)),
-    /// or is closed as soon as it is accepted, told why in a `GOAWAY`. Never more than the
-    /// process's open-file limit less 64, so accepting never fails for want of a descriptor.
-    /// Default 10,000.
-    pub max_connections: usize,
-    /// How long a new connection has to send the start of HTTP/2 (its preface and first
-    /// frame header) or of TLS; it is closed past it. Default 5 s.
-    pub handshake_timeout: Duration,
-    /// How long a connection may stay open with no request in flight; `None` never closes
-    /// one. A client's gRPC channel reconnects on its next call. Default 10 minutes.
-    pub idle_timeout: Option<Duration>,
-    /// How often the server pings a connection (HTTP/2 `PING`) to find peers that are gone;
-    /// one that does not answer within [`keepalive_timeout`](Self::keepalive_timeout) is
-    /// closed. `None` sends no pings. Default 60 s.
-    pub keepalive_interval: Option<Duration>,
-    /// How long a keep-alive ping may go unanswered. Default 20 s.
-    pub keepalive_timeout: Duration,
-    /// Bytes the server may hold for requests being received and decoded, all connections
-    /// together: what has arrived of each request, inflated when it was compressed, and what
-    /// decoding it makes (a `CreateContext`'s device list costs per device, not per byte).
-    /// A request that would go past it fails with `RESOURCE_EXHAUSTED`. Default 128 MiB.
-    pub request_memory: usize,
-    /// Live remote contexts. A new context past it takes the place of the least recently
-    /// used context without keep-alive (which TensorFlow would keep forever); when every
-    /// context has a keep-alive, it fails with `RESOURCE_EXHAUSTED`. Default 10,000.
-    pub max_contexts: usize,
-    /// Bytes the live contexts may hold together (the names of the devices each was given),
-    /// made room for as [`max_contexts`](Self::max_contexts) is; a `CreateContext` or
-    /// `UpdateContext` that still does not fit fails with `RESOURCE_EXHAUSTED`.
-    /// Default 128 MiB.
-    pub context_memory: usize,
-    /// How long a context created without keep-alive (`keep_alive_secs` 0, which TensorFlow
-    /// keeps until it is closed) may go without a request before it is collected; `None`
-    /// keeps it until it is closed, as TensorFlow. Contexts with a keep-alive are collected
-    /// after it, as TensorFlow. Default `None`.
-    pub context_idle_limit: Option<Duration>,
+    /// See [`with_max_streams_per_connection`](Self::with_max_streams_per_connection).
+    pub(crate) max_streams_per_connection: u32,
+    /// See [`with_max_reset_streams`](Self::with_max_reset_streams).
+    pub(crate) max_reset_streams: usize,
+    /// See [`with_message_timeout`](Self::with_message_timeout).
+    pub(crate) message_timeout: Duration,
+    /// See [`with_max_connections`](Self::with_max_connections).
+    pub(crate) max_connections: usize,
+    /// See [`with_handshake_timeout`](Self::with_handshake_timeout).
+    pub(crate) handshake_timeout: Duration,
+    /// See [`with_idle_timeout`](Self::with_idle_timeout).
+    pub(crate) idle_timeout: Option<Duration>,
+    /// See [`with_keepalive_interval`](Self::with_keepalive_interval).
+    pub(crate) keepalive_interval: Option<Duration>,
+    /// See [`with_keepalive_timeout`](Self::with_keepalive_timeout).
+    pub(crate) keepalive_timeout: Duration,
+    /// See [`with_request_memory`](Self::with_request_memory).
+    pub(crate) request_memory: usize,
+    /// See [`with_max_contexts`](Self::with_max_contexts).
+    pub(crate) max_contexts: usize,
+    /// See [`with_context_memory`](Self::with_context_memory).
+    pub(crate) context_memory: usize,
+    /// See [`with_context_idle_limit`](Self::with_context_idle_limit).
+    pub(crate) context_idle_limit: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -94,5 +71,102 @@ impl Default for Limits {
             context_memory: 128 << 20,
             context_idle_limit: None,
         }
+    }
+}
+
+impl Limits {
+    /// Concurrent streams (requests) on one connection, announced in HTTP/2's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`; a stream past it is refused (`REFUSED_STREAM`).
+    /// Default 256.
+    pub fn with_max_streams_per_connection(mut self, max_streams_per_connection: u32) -> Self {
+        self.max_streams_per_connection = max_streams_per_connection;
+        self
+    }
+
+    /// Streams one connection may make the server reset (refused, malformed) before it is
+    /// closed with `GOAWAY` (`ENHANCE_YOUR_CALM`). Default 1,024.
+    pub fn with_max_reset_streams(mut self, max_reset_streams: usize) -> Self {
+        self.max_reset_streams = max_reset_streams;
+        self
+    }
+
+    /// How long a request may take to arrive whole, from its headers to its last byte; past
+    /// it the request fails with `DEADLINE_EXCEEDED`. Default 60 s.
+    pub fn with_message_timeout(mut self, message_timeout: Duration) -> Self {
+        self.message_timeout = message_timeout;
+        self
+    }
+
+    /// Open connections. At the limit a new connection takes the place of the oldest one
+    /// that has not started HTTP/2 yet (see [`with_handshake_timeout`](Self::with_handshake_timeout)),
+    /// or is closed as soon as it is accepted, told why in a `GOAWAY`. Never more than the
+    /// process's open-file limit less 64, so accepting never fails for want of a descriptor.
+    /// Default 10,000.
+    pub fn with_max_connections(mut self, max_connections: usize) -> Self {
+        self.max_connections = max_connections;
+        self
+    }
+
+    /// How long a new connection has to send the start of HTTP/2 (its preface and first
+    /// frame header) or of TLS; it is closed past it. Default 5 s.
+    pub fn with_handshake_timeout(mut self, handshake_timeout: Duration) -> Self {
+        self.handshake_timeout = handshake_timeout;
+        self
+    }
+
+    /// How long a connection may stay open with no request in flight; `None` never closes
+    /// one. A client's gRPC channel reconnects on its next call. Default 10 minutes.
+    pub fn with_idle_timeout(mut self, idle_timeout: Option<Duration>) -> Self {
+        self.idle_timeout = idle_timeout;
+        self
+    }
+
+    /// How often the server pings a connection (HTTP/2 `PING`) to find peers that are gone;
+    /// one that does not answer within [`with_keepalive_timeout`](Self::with_keepalive_timeout) is
+    /// closed. `None` sends no pings. Default 60 s.
+    pub fn with_keepalive_interval(mut self, keepalive_interval: Option<Duration>) -> Self {
+        self.keepalive_interval = keepalive_interval;
+        self
+    }
+
+    /// How long a keep-alive ping may go unanswered. Default 20 s.
+    pub fn with_keepalive_timeout(mut self, keepalive_timeout: Duration) -> Self {
+        self.keepalive_timeout = keepalive_timeout;
+        self
+    }
+
+    /// Bytes the server may hold for requests being received and decoded, all connections
+    /// together: what has arrived of each request, inflated when it was compressed, and what
+    /// decoding it makes (a `CreateContext`'s device list costs per device, not per byte).
+    /// A request that would go past it fails with `RESOURCE_EXHAUSTED`. Default 128 MiB.
+    pub fn with_request_memory(mut self, request_memory: usize) -> Self {
+        self.request_memory = request_memory;
+        self
+    }
+
+    /// Live remote contexts. A new context past it takes the place of the least recently
+    /// used context without keep-alive (which TensorFlow would keep forever); when every
+    /// context has a keep-alive, it fails with `RESOURCE_EXHAUSTED`. Default 10,000.
+    pub fn with_max_contexts(mut self, max_contexts: usize) -> Self {
+        self.max_contexts = max_contexts;
+        self
+    }
+
+    /// Bytes the live contexts may hold together (the names of the devices each was given),
+    /// made room for as [`with_max_contexts`](Self::with_max_contexts) is; a `CreateContext` or
+    /// `UpdateContext` that still does not fit fails with `RESOURCE_EXHAUSTED`.
+    /// Default 128 MiB.
+    pub fn with_context_memory(mut self, context_memory: usize) -> Self {
+        self.context_memory = context_memory;
+        self
+    }
+
+    /// How long a context created without keep-alive (`keep_alive_secs` 0, which TensorFlow
+    /// keeps until it is closed) may go without a request before it is collected; `None`
+    /// keeps it until it is closed, as TensorFlow. Contexts with a keep-alive are collected
+    /// after it, as TensorFlow. Default `None`.
+    pub fn with_context_idle_limit(mut self, context_idle_limit: Option<Duration>) -> Self {
+        self.context_idle_limit = context_idle_limit;
+        self
     }
 }

@@ -1,6 +1,6 @@
-//! [`Network`]: an IP address or CIDR network, what [`TaskServerBuilder::allow`] lets connect.
+//! [`Network`]: an IP address or CIDR network, what [`TaskServerBuilder::with_allow`] lets connect.
 //!
-//! [`TaskServerBuilder::allow`]: crate::TaskServerBuilder::allow
+//! [`TaskServerBuilder::with_allow`]: crate::TaskServerBuilder::with_allow
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -17,9 +17,9 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 
 fn options() -> ConnectOptions {
     ConnectOptions::default()
-        .rpc_timeout(Duration::from_secs(1))
-        .timeout(TIMEOUT)
-        .keep_alive_secs(2)
+        .with_rpc_timeout(Duration::from_secs(1))
+        .with_timeout(TIMEOUT)
+        .with_keep_alive_secs(2)
 }
 
 /// The tasks a failed connect names.

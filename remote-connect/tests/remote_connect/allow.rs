@@ -15,8 +15,8 @@ const REASON: &str = "127.0.0.1 is not in this server's allowed networks (--allo
 
 async fn allowing(networks: &[&str]) -> RunningServer {
     TaskServer::builder(placeholder("worker"), "worker", 0)
-        .bind("127.0.0.1:0".parse().unwrap())
-        .allow(networks.iter().map(|n| n.parse::<Network>().unwrap()))
+        .with_bind("127.0.0.1:0".parse().unwrap())
+        .with_allow(networks.iter().map(|n| n.parse::<Network>().unwrap()))
         .start()
         .await
         .unwrap()

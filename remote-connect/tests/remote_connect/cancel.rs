@@ -204,8 +204,8 @@ async fn check_alive_during_slow(op: Op) {
     let mut slow = addresses.clone();
     slow.push(quiet.addr.to_string());
     let slow_options = ConnectOptions::default()
-        .rpc_timeout(Duration::from_secs(3))
-        .timeout(Duration::from_secs(4));
+        .with_rpc_timeout(Duration::from_secs(3))
+        .with_timeout(Duration::from_secs(4));
     let reconnect = tokio::spawn({
         let ctx = ctx.clone();
         async move {

@@ -29,8 +29,8 @@ pub(crate) fn placeholder(job: &str) -> ClusterSpec {
 /// Short deadlines, for connects expected to fail.
 pub(crate) fn fast() -> ConnectOptions {
     ConnectOptions::default()
-        .rpc_timeout(Duration::from_millis(500))
-        .timeout(Duration::from_secs(2))
+        .with_rpc_timeout(Duration::from_millis(500))
+        .with_timeout(Duration::from_secs(2))
 }
 
 /// Connects with `options` to `spec`, expecting discovery to fail within `within`; returns
@@ -60,7 +60,7 @@ pub(crate) async fn discovery_failures(
 /// A server for `job`, task 0 of a one-task placeholder cluster, on a free loopback port.
 pub(crate) async fn server(job: &str) -> RunningServer {
     TaskServer::builder(placeholder(job), job, 0)
-        .bind("127.0.0.1:0".parse().unwrap())
+        .with_bind("127.0.0.1:0".parse().unwrap())
         .start()
         .await
         .unwrap()
@@ -86,8 +86,8 @@ pub(crate) async fn servers(jobs: &[(&str, usize)]) -> (ClusterSpec, Vec<Running
 /// port it had).
 pub(crate) async fn server_at(job: &str, addr: SocketAddr) -> RunningServer {
     TaskServer::builder(placeholder(job), job, 0)
-        .devices(vec![LocalDevice::cpu()])
-        .bind(addr)
+        .with_devices(vec![LocalDevice::cpu()])
+        .with_bind(addr)
         .start()
         .await
         .unwrap()
@@ -151,7 +151,7 @@ pub(crate) async fn silent() -> Silent {
 pub(crate) fn lock_held(ctx: &Context) -> bool {
     let probe = ctx.update_server_def(
         placeholder("probe"),
-        ConnectOptions::default().job_name("not-the-local-job"),
+        ConnectOptions::default().with_job_name("not-the-local-job"),
     );
     match tokio::task::unconstrained(probe).now_or_never() {
         None => true,

@@ -87,7 +87,7 @@ async fn parameter_server_filters_give_each_task_tensorflows_devices() {
     let ctx = Context::new();
     ctx.connect_to_cluster(
         spec,
-        ConnectOptions::default().cluster_device_filters(filters),
+        ConnectOptions::default().with_cluster_device_filters(filters),
     )
     .await
     .unwrap();
@@ -348,7 +348,7 @@ async fn a_failed_create_context_leaves_no_context_behind() {
 async fn a_killed_task_is_reported_unreachable() {
     let (spec, mut servers) = servers(&[("worker", 3)]).await;
     let ctx = Context::new();
-    ctx.connect_to_cluster(spec, fast().keep_alive_secs(2))
+    ctx.connect_to_cluster(spec, fast().with_keep_alive_secs(2))
         .await
         .unwrap();
     let mut events = ctx.subscribe();
@@ -578,8 +578,8 @@ async fn num_accelerators_asks_the_master() {
         bus_id: 1,
     };
     let s = TaskServer::builder(placeholder, "worker", 0)
-        .devices(vec![LocalDevice::cpu(), gpu])
-        .bind("127.0.0.1:0".parse().unwrap())
+        .with_devices(vec![LocalDevice::cpu(), gpu])
+        .with_bind("127.0.0.1:0".parse().unwrap())
         .start()
         .await
         .unwrap();
@@ -615,7 +615,7 @@ async fn progress_is_reported_per_task_and_stage() {
     let (spec, servers) = servers(&[("worker", 3)]).await;
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = seen.clone();
-    let options = fast().on_progress(move |stage, done, total| {
+    let options = fast().with_progress(move |stage, done, total| {
         log.lock().unwrap().push((stage, done, total));
     });
     let ctx = Context::new();

@@ -68,10 +68,8 @@ fn workers(tasks: &[(u32, &str)]) -> ClusterSpec {
 }
 
 fn follow_options() -> FollowOptions {
-    let mut options = FollowOptions::new(fast().timeout(Duration::from_secs(5)));
-    options.retry_first = Duration::from_millis(100);
-    options.retry_max = Duration::from_millis(400);
-    options
+    FollowOptions::new(fast().with_timeout(Duration::from_secs(5)))
+        .with_retry(Duration::from_millis(100), Duration::from_millis(400))
 }
 
 fn device(task: u32) -> String {
@@ -295,11 +293,12 @@ async fn dropping_the_follow_mid_change_leaves_the_context_whole() {
     let mut quiet = silent().await;
     let ctx = Context::new();
     let (tx, changes) = source();
-    let mut options = follow_options();
     // Deadlines no test waits out: only stopping ends the change below.
-    options.connect = ConnectOptions::default()
-        .rpc_timeout(Duration::from_secs(300))
-        .timeout(Duration::from_secs(600));
+    let options = follow_options().with_connect(
+        ConnectOptions::default()
+            .with_rpc_timeout(Duration::from_secs(300))
+            .with_timeout(Duration::from_secs(600)),
+    );
     let follow = ctx.follow(changes, options);
     let mut events = follow.subscribe();
     tx.send(Ok(workers(&[(0, &w0_address)]))).unwrap();

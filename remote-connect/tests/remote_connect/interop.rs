@@ -104,9 +104,9 @@ async fn rust_context_against_tensorflow_servers() {
         .set_device_filters("worker", 1, ["/job:nonexistent"])
         .unwrap();
     let options = ConnectOptions::default()
-        .cluster_device_filters(filters)
-        .keep_alive_secs(4)
-        .rpc_timeout(Duration::from_secs(10));
+        .with_cluster_device_filters(filters)
+        .with_keep_alive_secs(4)
+        .with_rpc_timeout(Duration::from_secs(10));
     let ctx = Context::new();
     ctx.connect_to_cluster(spec.clone(), options.clone())
         .await
@@ -155,7 +155,7 @@ async fn rust_context_against_tensorflow_servers() {
     ctx.device_attributes(&handle).unwrap();
 
     // Another local job: a full reset; TensorFlow's workers drop the old context.
-    ctx.connect_to_cluster(spec.clone(), options.clone().job_name("client"))
+    ctx.connect_to_cluster(spec.clone(), options.clone().with_job_name("client"))
         .await
         .unwrap();
     let second = ctx.context_id();
@@ -344,7 +344,7 @@ async fn filters_match_tensorflow_client() {
         let mut options = ConnectOptions::default();
         if *filters != "null" {
             let parsed: ClusterDeviceFilters = serde_json::from_str(filters).unwrap();
-            options = options.cluster_device_filters(parsed);
+            options = options.with_cluster_device_filters(parsed);
         }
         ctx.connect_to_cluster(spec.clone(), options).await.unwrap();
         let ours = received(servers, Some(ctx.context_id()));

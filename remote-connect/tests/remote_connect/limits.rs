@@ -18,9 +18,9 @@ const HELLO: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
 
 async fn limited(limits: Limits) -> RunningServer {
     TaskServer::builder(placeholder("worker"), "worker", 0)
-        .bind("127.0.0.1:0".parse().unwrap())
-        .gc_interval(Duration::from_millis(20))
-        .limits(limits)
+        .with_bind("127.0.0.1:0".parse().unwrap())
+        .with_gc_interval(Duration::from_millis(20))
+        .with_limits(limits)
         .start()
         .await
         .unwrap()
@@ -58,15 +58,9 @@ async fn eventually(what: &str, condition: impl Fn() -> bool) {
     }
 }
 
-fn with(change: impl FnOnce(&mut Limits)) -> Limits {
-    let mut limits = Limits::default();
-    change(&mut limits);
-    limits
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stream_limit_is_announced_in_settings() {
-    let s = limited(with(|l| l.max_streams_per_connection = 7)).await;
+    let s = limited(Limits::default().with_max_streams_per_connection(7)).await;
     let mut stream = TcpStream::connect(s.local_addr()).await.unwrap();
     stream.write_all(HELLO).await.unwrap();
     // The server's first frame is its SETTINGS: 6-byte entries after a 9-byte header.
@@ -94,7 +88,7 @@ async fn the_stream_limit_is_announced_in_settings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_past_the_limit_is_told_why_and_closed() {
-    let s = limited(with(|l| l.max_connections = 2)).await;
+    let s = limited(Limits::default().with_max_connections(2)).await;
     let mut held = Vec::new();
     for _ in 0..2 {
         let mut stream = TcpStream::connect(s.local_addr()).await.unwrap();
@@ -127,7 +121,7 @@ async fn a_connection_past_the_limit_is_told_why_and_closed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_that_do_not_start_http2_in_time_are_closed() {
-    let s = limited(with(|l| l.handshake_timeout = Duration::from_millis(300))).await;
+    let s = limited(Limits::default().with_handshake_timeout(Duration::from_millis(300))).await;
     let mut silent = TcpStream::connect(s.local_addr()).await.unwrap();
     let mut preface_only = TcpStream::connect(s.local_addr()).await.unwrap();
     preface_only.write_all(&HELLO[..24]).await.unwrap();
@@ -145,7 +139,7 @@ async fn connections_that_do_not_start_http2_in_time_are_closed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_idle_past_the_timeout_is_closed_and_the_client_reconnects() {
-    let s = limited(with(|l| l.idle_timeout = Some(Duration::from_millis(300)))).await;
+    let s = limited(Limits::default().with_idle_timeout(Some(Duration::from_millis(300)))).await;
     let mut client = worker(s.local_addr()).await;
     client
         .get_status(cluster_proto::GetStatusRequest {})
@@ -170,7 +164,7 @@ async fn a_connection_idle_past_the_timeout_is_closed_and_the_client_reconnects(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_with_a_request_in_flight_is_not_idle() {
-    let s = limited(with(|l| l.idle_timeout = Some(Duration::from_millis(200)))).await;
+    let s = limited(Limits::default().with_idle_timeout(Some(Duration::from_millis(200)))).await;
     let addr = s.local_addr();
     // A request whose message never arrives whole stays in flight (until message_timeout).
     let mut stream = TcpStream::connect(addr).await.unwrap();
@@ -226,7 +220,7 @@ fn device(name: String) -> DeviceAttributes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_past_the_request_memory_is_refused() {
-    let s = limited(with(|l| l.request_memory = 256 << 10)).await;
+    let s = limited(Limits::default().with_request_memory(256 << 10)).await;
     let mut client = eager(s.local_addr()).await;
     // 2,000 devices cost far more decoded than they are long, and more than 256 KiB.
     let devices = (0..2000)
@@ -252,7 +246,7 @@ async fn a_request_past_the_request_memory_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_context_limits_idle_contexts_without_keep_alive_make_room_or_it_is_refused() {
-    let s = limited(with(|l| l.max_contexts = 2)).await;
+    let s = limited(Limits::default().with_max_contexts(2)).await;
     let mut client = eager(s.local_addr()).await;
     let create = |id, keep_alive_secs| CreateContextRequest {
         context_id: id,
@@ -288,7 +282,7 @@ async fn past_the_context_limits_idle_contexts_without_keep_alive_make_room_or_i
     assert_eq!(ids(&s), [4, 5]);
     s.shutdown().await.unwrap();
 
-    let s = limited(with(|l| l.context_memory = 64 << 10)).await;
+    let s = limited(Limits::default().with_context_memory(64 << 10)).await;
     let mut client = eager(s.local_addr()).await;
     let devices = |n: usize| {
         (0..n)
@@ -318,10 +312,8 @@ async fn past_the_context_limits_idle_contexts_without_keep_alive_make_room_or_i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contexts_without_keep_alive_are_collected_only_with_an_idle_limit() {
-    let s = limited(with(|l| {
-        l.context_idle_limit = Some(Duration::from_millis(300));
-    }))
-    .await;
+    let s =
+        limited(Limits::default().with_context_idle_limit(Some(Duration::from_millis(300)))).await;
     let mut client = eager(s.local_addr()).await;
     for id in [1, 2] {
         client

@@ -64,8 +64,8 @@ async fn get_status_reports_tensorflow_cpu_attributes() {
         .build()
         .unwrap();
     let s = TaskServer::builder(spec, "foo", 3)
-        .devices(vec![LocalDevice::cpu()])
-        .bind("127.0.0.1:0".parse().unwrap())
+        .with_devices(vec![LocalDevice::cpu()])
+        .with_bind("127.0.0.1:0".parse().unwrap())
         .start()
         .await
         .unwrap();
@@ -388,9 +388,9 @@ async fn idle_contexts_are_collected_touched_ones_survive() {
         .build()
         .unwrap();
     let s = TaskServer::builder(placeholder, "worker", 0)
-        .devices(vec![LocalDevice::cpu()])
-        .gc_interval(Duration::from_millis(100))
-        .bind("127.0.0.1:0".parse().unwrap())
+        .with_devices(vec![LocalDevice::cpu()])
+        .with_gc_interval(Duration::from_millis(100))
+        .with_bind("127.0.0.1:0".parse().unwrap())
         .start()
         .await
         .unwrap();
@@ -597,9 +597,9 @@ async fn user_routes_share_the_port() {
         .build()
         .unwrap();
     let s = TaskServer::builder(placeholder, "worker", 0)
-        .devices(vec![LocalDevice::cpu()])
-        .routes(tonic::service::Routes::new(Echo))
-        .bind("127.0.0.1:0".parse().unwrap())
+        .with_devices(vec![LocalDevice::cpu()])
+        .with_routes(tonic::service::Routes::new(Echo))
+        .with_bind("127.0.0.1:0".parse().unwrap())
         .start()
         .await
         .unwrap();
@@ -640,11 +640,10 @@ async fn user_routes_share_the_port() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_closes_what_is_in_flight_after_its_grace() {
-    let mut limits = Limits::default();
-    limits.message_timeout = Duration::from_secs(60);
+    let limits = Limits::default().with_message_timeout(Duration::from_secs(60));
     let s = TaskServer::builder(placeholder("worker"), "worker", 0)
-        .bind("127.0.0.1:0".parse().unwrap())
-        .limits(limits)
+        .with_bind("127.0.0.1:0".parse().unwrap())
+        .with_limits(limits)
         .start()
         .await
         .unwrap();
@@ -722,11 +721,11 @@ async fn round_trips_do_not_wait_for_delayed_acks() {
     // for the client's delayed ACK (seen: every call 44 ms). A bare CPU:0 fits in one, and
     // never showed it.
     let s = TaskServer::builder(placeholder("worker"), "worker", 0)
-        .devices(vec![LocalDevice {
+        .with_devices(vec![LocalDevice {
             physical_device_desc: "x".repeat(20_000),
             ..LocalDevice::cpu()
         }])
-        .bind("127.0.0.1:0".parse().unwrap())
+        .with_bind("127.0.0.1:0".parse().unwrap())
         .start()
         .await
         .unwrap();
@@ -773,7 +772,7 @@ fn a_declared_message_length_costs_nothing_until_sent() {
 
     let spec = ClusterSpec::from_json(r#"{"worker": ["localhost:2222"]}"#).unwrap();
     let mut routes = TaskServer::builder(spec, "worker", 0)
-        .devices(vec![LocalDevice::cpu()])
+        .with_devices(vec![LocalDevice::cpu()])
         .into_routes()
         .unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use cluster_proto::GetStatusRequest;
 use cluster_proto::worker_service_client::WorkerServiceClient;
+use cluster_spec::__private::error_chain::Chain;
 use cluster_spec::ClusterSpec;
-use cluster_spec::error_chain::Chain;
 use remote_connect::tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 use remote_connect::{
     ConnectOptions, Context, RunningServer, TaskHealth, TaskId, TaskServer, TlsConfig, TlsError,
@@ -30,8 +30,8 @@ async fn tls_server(ca: &TestCa, job: &str) -> RunningServer {
 
 async fn tls_server_named(ca: &TestCa, job: &str, names: &[&str]) -> RunningServer {
     TaskServer::builder(placeholder(job), job, 0)
-        .bind("127.0.0.1:0".parse().unwrap())
-        .tls(config(ca, names))
+        .with_bind("127.0.0.1:0".parse().unwrap())
+        .with_tls(config(ca, names))
         .start()
         .await
         .unwrap()
@@ -64,7 +64,7 @@ async fn connects_over_mutual_tls_by_name_and_by_ip() {
         let ctx = Context::new();
         ctx.connect_to_cluster(
             spec_of(&servers, host),
-            fast().tls(config(&ca, &["client"])),
+            fast().with_tls(config(&ca, &["client"])),
         )
         .await
         .unwrap();
@@ -123,7 +123,7 @@ async fn a_certificate_from_another_ca_is_refused_both_ways() {
     // Our client's certificate from another CA: the server refuses it.
     let issued = other.issue(&["client"]);
     let stranger = TlsConfig::from_pem(issued.cert, issued.key, ca.cert_pem()).unwrap();
-    let failures = refused(spec.clone(), fast().tls(stranger)).await;
+    let failures = refused(spec.clone(), fast().with_tls(stranger)).await;
     assert_eq!(failures.len(), 1);
     let port = servers[0].local_addr().port();
     assert!(failures[0].starts_with(&format!("/job:worker/replica:0/task:0 at localhost:{port}")));
@@ -135,7 +135,7 @@ async fn a_certificate_from_another_ca_is_refused_both_ways() {
 
     // Our client trusting only another CA: it refuses the server.
     let distrustful = config(&other, &["client"]);
-    let failures = refused(spec, fast().tls(distrustful)).await;
+    let failures = refused(spec, fast().with_tls(distrustful)).await;
     assert!(
         failures[0].contains("invalid peer certificate: UnknownIssuer"),
         "{}",
@@ -154,7 +154,7 @@ async fn a_server_certificate_for_another_host_is_refused() {
     // The certificate names localhost, not 127.0.0.1.
     let failures = refused(
         spec_of(&servers, "127.0.0.1"),
-        fast().tls(config(&ca, &["client"])),
+        fast().with_tls(config(&ca, &["client"])),
     )
     .await;
     assert!(
@@ -182,7 +182,7 @@ async fn plaintext_and_tls_peers_fail_cleanly_against_each_other() {
     let plain = vec![server("worker").await];
     let failures = refused(
         spec_of(&plain, "localhost"),
-        fast().tls(config(&ca, &["client"])),
+        fast().with_tls(config(&ca, &["client"])),
     )
     .await;
     assert_eq!(failures.len(), 1);

@@ -47,7 +47,6 @@ pub(crate) struct LimitArgs {
 impl LimitArgs {
     /// The limits the flags give.
     pub(crate) fn limits(&self) -> Limits {
-        let mut limits = Limits::default();
         let Self {
             max_streams,
             max_connections,
@@ -60,25 +59,33 @@ impl LimitArgs {
             context_memory,
             context_idle_limit,
         } = *self;
-        set(&mut limits.max_streams_per_connection, max_streams);
-        set(&mut limits.max_connections, max_connections);
-        set(&mut limits.handshake_timeout, handshake_timeout);
-        set(&mut limits.idle_timeout, idle_timeout.map(|d| d.0));
-        set(&mut limits.message_timeout, message_timeout);
-        set(&mut limits.keepalive_interval, keepalive.map(|d| d.0));
-        set(&mut limits.request_memory, request_memory);
-        set(&mut limits.max_contexts, max_contexts);
-        set(&mut limits.context_memory, context_memory);
-        if context_idle_limit.is_some() {
-            limits.context_idle_limit = context_idle_limit;
-        }
-        limits
+        let limits = Limits::default();
+        let limits = set(limits, max_streams, Limits::with_max_streams_per_connection);
+        let limits = set(limits, max_connections, Limits::with_max_connections);
+        let limits = set(limits, handshake_timeout, Limits::with_handshake_timeout);
+        let limits = set(limits, idle_timeout.map(|d| d.0), Limits::with_idle_timeout);
+        let limits = set(limits, message_timeout, Limits::with_message_timeout);
+        let limits = set(
+            limits,
+            keepalive.map(|d| d.0),
+            Limits::with_keepalive_interval,
+        );
+        let limits = set(limits, request_memory, Limits::with_request_memory);
+        let limits = set(limits, max_contexts, Limits::with_max_contexts);
+        let limits = set(limits, context_memory, Limits::with_context_memory);
+        set(
+            limits,
+            context_idle_limit.map(Some),
+            Limits::with_context_idle_limit,
+        )
     }
 }
 
-fn set<T>(field: &mut T, flag: Option<T>) {
-    if let Some(value) = flag {
-        *field = value;
+/// `limits` with the flag's value set by `with`, or unchanged when the flag is not given.
+fn set<T>(limits: Limits, flag: Option<T>, with: fn(Limits, T) -> Limits) -> Limits {
+    match flag {
+        Some(value) => with(limits, value),
+        None => limits,
     }
 }
 
@@ -126,11 +133,11 @@ mod tests {
             context_idle_limit: Some(Duration::from_secs(60)),
             ..LimitArgs::default()
         };
-        let limits = args.limits();
-        assert_eq!(limits.idle_timeout, None);
-        assert_eq!(limits.request_memory, 1 << 20);
-        assert_eq!(limits.context_idle_limit, Some(Duration::from_secs(60)));
-        assert_eq!(limits.max_connections, Limits::default().max_connections);
+        let limits = Limits::default()
+            .with_idle_timeout(None)
+            .with_request_memory(1 << 20)
+            .with_context_idle_limit(Some(Duration::from_secs(60)));
+        assert_eq!(args.limits(), limits);
     }
 
     #[test]

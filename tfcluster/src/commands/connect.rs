@@ -81,9 +81,9 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
 async fn connect(args: Args) -> Result<(), Failure> {
     let (_, spec) = args.cluster.resolve().await?;
     let mut options = ConnectOptions::default()
-        .timeout(args.timeout)
-        .rpc_timeout(args.timeout)
-        .make_master_device_default(false);
+        .with_timeout(args.timeout)
+        .with_rpc_timeout(args.timeout)
+        .with_make_master_device_default(false);
     if let Some(filters) = &args.filters {
         let filters = if filters == "ps" {
             ClusterDeviceFilters::parameter_server(&spec)
@@ -91,10 +91,10 @@ async fn connect(args: Args) -> Result<(), Failure> {
             let (text, origin) = read_json_or_file(filters)?;
             serde_json::from_str(&text).with_context(|| format!("device filters from {origin}"))?
         };
-        options = options.cluster_device_filters(filters);
+        options = options.with_cluster_device_filters(filters);
     }
     if let Some(tls) = args.tls.config()? {
-        options = options.tls(tls);
+        options = options.with_tls(tls);
     }
     if args.follow {
         let watch = WatchOptions::default().with_interval(args.interval);
@@ -114,7 +114,7 @@ async fn connect(args: Args) -> Result<(), Failure> {
         bar
     });
     if let Some(bar) = bar.clone() {
-        options = options.on_progress(move |stage, done, _| {
+        options = options.with_progress(move |stage, done, _| {
             let (message, base) = match stage {
                 Stage::Discovery => ("discovering devices", 0),
                 _ => ("creating contexts", tasks),

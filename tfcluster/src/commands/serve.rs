@@ -72,15 +72,15 @@ async fn serve(args: Args) -> Result<(), Failure> {
     let task = args.task.or_else(|| resolver.task_id()).ok_or_else(|| {
         anyhow!("which task to serve? give --task (the cluster source names none)")
     })?;
-    let mut builder = TaskServer::builder(spec, &job, task).limits(args.limits.limits());
+    let mut builder = TaskServer::builder(spec, &job, task).with_limits(args.limits.limits());
     if let Some(bind) = args.bind {
-        builder = builder.bind(bind);
+        builder = builder.with_bind(bind);
     }
     if let Some(networks) = args.allow {
-        builder = builder.allow(networks);
+        builder = builder.with_allow(networks);
     }
     if let Some(tls) = args.tls.config()? {
-        builder = builder.tls(tls);
+        builder = builder.with_tls(tls);
     }
     let stop = Stop::install();
     let server = builder.start().await?;

@@ -55,7 +55,7 @@ async fn up(args: Args) -> Result<(), Failure> {
             // Each server binds port 0 first; the cluster names the port it got.
             let placeholder = ClusterSpec::builder().job(job, ["localhost:0"]).build()?;
             let server = TaskServer::builder(placeholder, job, 0)
-                .bind("127.0.0.1:0".parse().expect("a valid address"))
+                .with_bind("127.0.0.1:0".parse().expect("a valid address"))
                 .start()
                 .await?;
             addresses.push(server.local_addr().to_string());
@@ -68,7 +68,8 @@ async fn up(args: Args) -> Result<(), Failure> {
     let spec = builder.build()?;
     let mut options = ConnectOptions::default();
     if !args.no_filters {
-        options = options.cluster_device_filters(ClusterDeviceFilters::parameter_server(&spec));
+        options =
+            options.with_cluster_device_filters(ClusterDeviceFilters::parameter_server(&spec));
     }
     let ctx = Context::new();
     ctx.connect_to_cluster(spec.clone(), options).await?;

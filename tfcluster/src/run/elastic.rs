@@ -6,7 +6,7 @@ use std::io::ErrorKind;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
-use cluster_spec::error_chain::Chain;
+use cluster_spec::__private::error_chain::Chain;
 use elastic::supervise::Signal;
 use elastic::{
     Agent, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,

@@ -31,7 +31,7 @@ fn server(rt: &Runtime, addr: SocketAddr) -> RunningServer {
     let placeholder = ClusterSpec::from_json(r#"{"worker": ["localhost:0"]}"#).unwrap();
     rt.block_on(
         TaskServer::builder(placeholder, "worker", 0)
-            .bind(addr)
+            .with_bind(addr)
             .start(),
     )
     .unwrap()

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use cluster_resolver::Error;
 use cluster_resolver::watch::{self, ClusterStream, WatchOptions};
-use cluster_spec::error_chain::Chain;
+use cluster_spec::__private::error_chain::Chain;
 use futures_util::StreamExt;
 
 use super::{PROMPT, next, stays_quiet, workers};

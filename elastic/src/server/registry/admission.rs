@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use cluster_spec::__private::quote::quote;
 use cluster_spec::ClusterSpec;
-use cluster_spec::quote::quote;
 
 use super::calls::{JoinArgs, Refusal};
 use super::job::{Job, Phase};

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_spec::quote::quote;
+use cluster_spec::__private::quote::quote;
 
 use super::formed::{FormedRound, Pending};
 use crate::JobConfig;

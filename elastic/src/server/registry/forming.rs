@@ -115,7 +115,7 @@ impl Job {
             Err(e) => {
                 // Every node was checked when it joined, so this is a bug; the job fails with
                 // the reason rather than waiting for ever.
-                let e = cluster_spec::error_chain::Chain(&e);
+                let e = cluster_spec::__private::error_chain::Chain(&e);
                 tracing::error!(rdzv_id = %self.id, round = number, error = %e, "round cannot form");
                 self.phase = Phase::Done(JobDone {
                     succeeded: false,

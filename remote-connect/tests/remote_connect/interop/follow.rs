@@ -52,7 +52,7 @@ impl Drop for ClusterFile {
 }
 
 fn options() -> FollowOptions {
-    FollowOptions::new(ConnectOptions::default().rpc_timeout(Duration::from_secs(30)))
+    FollowOptions::new(ConnectOptions::default().with_rpc_timeout(Duration::from_secs(30)))
 }
 
 fn cpu(job: &str, task: u32) -> String {

@@ -526,9 +526,12 @@ async fn a_function_is_registered_once_per_context() {
     assert_eq!(ctx.device(W0).unwrap(), w0, "an update in place");
     ctx.execute(&w0, call(&outer, &x)).await.unwrap();
     assert_eq!(seen.lock().unwrap().registrations.len(), 1);
-    ctx.connect_to_cluster(spec.clone(), ConnectOptions::default().job_name("other"))
-        .await
-        .unwrap();
+    ctx.connect_to_cluster(
+        spec.clone(),
+        ConnectOptions::default().with_job_name("other"),
+    )
+    .await
+    .unwrap();
     let w0 = ctx.device(W0).unwrap();
     let out = ctx.execute(&w0, call(&outer, &x)).await.unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), [6.0, 9.0]);

@@ -47,9 +47,9 @@ pub(super) async fn connect(
     spec: &cluster_spec::ClusterSpec,
     filters: Option<ClusterDeviceFilters>,
 ) -> Context {
-    let mut options = ConnectOptions::default().rpc_timeout(Duration::from_secs(30));
+    let mut options = ConnectOptions::default().with_rpc_timeout(Duration::from_secs(30));
     if let Some(filters) = filters {
-        options = options.cluster_device_filters(filters);
+        options = options.with_cluster_device_filters(filters);
     }
     let ctx = Context::new();
     ctx.connect_to_cluster(spec.clone(), options).await.unwrap();
@@ -310,9 +310,12 @@ async fn ops_run_on_tensorflow_workers() {
         .enqueue(&w1, Op::new("Identity").input(&x))
         .await
         .unwrap();
-    ctx.connect_to_cluster(spec.clone(), ConnectOptions::default().job_name("other"))
-        .await
-        .unwrap();
+    ctx.connect_to_cluster(
+        spec.clone(),
+        ConnectOptions::default().with_job_name("other"),
+    )
+    .await
+    .unwrap();
     let err = ctx
         .execute(
             &ctx.device(W1).unwrap(),

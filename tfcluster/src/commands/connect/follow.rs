@@ -52,7 +52,7 @@ pub(crate) async fn run(
     follow.stop().await;
     if let Err(error) = ctx.close().await {
         tracing::warn!(
-            error = %cluster_spec::error_chain::Chain(&error),
+            error = %cluster_spec::__private::error_chain::Chain(&error),
             "some remote contexts could not be closed (they expire after keep_alive_secs)"
         );
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use cluster_spec::error_chain::Chain;
+use cluster_spec::__private::error_chain::Chain;
 use remote_connect::tonic::Code;
 use remote_connect::{Context, DeviceHandle, Error, Op, RemoteTensor, TaskId, Tensor};
 use serde_json::json;

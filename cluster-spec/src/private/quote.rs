@@ -5,7 +5,7 @@
 //! hostlist gives a message of a few hundred bytes that still shows where the problem is.
 //!
 //! ```
-//! use cluster_spec::quote::quote;
+//! use cluster_spec::__private::quote::quote;
 //!
 //! assert_eq!(quote("n[1-", 1), "\"n[1-\"");
 //! let long = format!("{}!{}", "a".repeat(1000), "b".repeat(1000));

@@ -7,7 +7,7 @@
 //! message that must fit on one line: `outer: inner: innermost`.
 //!
 //! ```
-//! use cluster_spec::error_chain::Chain;
+//! use cluster_spec::__private::error_chain::Chain;
 //!
 //! #[derive(Debug, thiserror::Error)]
 //! #[error("cannot read tasks.json")]

@@ -1,0 +1,125 @@
+//! `cargo xtask public-api [--check]`: each library crate's public items, one per line, in
+//! `<crate>/public-api.txt`, so an API change shows in review as a change of that file.
+//!
+//! The items come from nightly rustdoc's JSON (`--output-format json`), read as plain JSON
+//! ([`walk`]) rather than through `rustdoc-types`, whose format version must match the
+//! nightly's exactly. With `--check`, nothing is written: a crate whose listing differs
+//! fails, with the lines added and removed.
+
+mod render;
+mod walk;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::workspace;
+
+/// The library crates whose public API is listed (directory = package name).
+const CRATES: &[&str] = &[
+    "cluster-proto",
+    "cluster-spec",
+    "device-filter",
+    "cluster-resolver",
+    "remote-connect",
+    "elastic",
+];
+
+/// The listing file of each crate, in its directory.
+const LISTING: &str = "public-api.txt";
+
+pub(crate) fn run(check: bool) -> Result<(), String> {
+    workspace::require_nightly("the public-API listing (rustdoc's JSON output)")?;
+    let mut stale = Vec::new();
+    for krate in CRATES {
+        let fresh = listing(krate)?;
+        let file = workspace::root().join(krate).join(LISTING);
+        if check {
+            let committed = fs::read_to_string(&file).unwrap_or_default();
+            if let Some(diff) = difference(&committed, &fresh) {
+                stale.push(format!(
+                    "{krate}/{LISTING} differs from the crate's API:\n{diff}"
+                ));
+            }
+        } else {
+            fs::write(&file, &fresh)
+                .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+            eprintln!("xtask: wrote {}", file.display());
+        }
+    }
+    if stale.is_empty() {
+        if check {
+            eprintln!("xtask: the public-API listings are up to date");
+        }
+        Ok(())
+    } else {
+        Err(format!(
+            "{}\nrun `cargo xtask public-api` and commit the listings",
+            stale.join("\n")
+        ))
+    }
+}
+
+/// `krate`'s listing: rustdoc's JSON of its library (all features), walked.
+fn listing(krate: &str) -> Result<String, String> {
+    workspace::run(
+        Command::new("cargo")
+            .args([
+                "+nightly",
+                "rustdoc",
+                "-q",
+                "-p",
+                krate,
+                "--all-features",
+                "--lib",
+            ])
+            .args(["--", "-Z", "unstable-options", "--output-format", "json"]),
+    )?;
+    let path = target_dir()
+        .join("doc")
+        .join(format!("{}.json", krate.replace('-', "_")));
+    let text =
+        fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let lines = walk::listing(&doc).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(lines.iter().map(|line| format!("{line}\n")).collect())
+}
+
+/// Where cargo builds: `CARGO_TARGET_DIR`, else the workspace's `target/`.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace::root().join("target"), PathBuf::from)
+}
+
+/// The lines only `fresh` has (`+ `) and only `committed` has (`- `); `None` when the two
+/// hold the same lines.
+fn difference(committed: &str, fresh: &str) -> Option<String> {
+    let old: BTreeSet<&str> = committed.lines().collect();
+    let new: BTreeSet<&str> = fresh.lines().collect();
+    let mut diff: Vec<String> = new.difference(&old).map(|l| format!("  + {l}")).collect();
+    diff.extend(old.difference(&new).map(|l| format!("  - {l}")));
+    (!diff.is_empty() || committed != fresh).then(|| {
+        if diff.is_empty() {
+            "  (the same items, in another order)".to_owned()
+        } else {
+            diff.join("\n")
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::difference;
+
+    #[test]
+    fn the_difference_names_added_and_removed_lines() {
+        assert_eq!(difference("a\nb\n", "a\nb\n"), None);
+        assert_eq!(
+            difference("a\nb\n", "a\nc\n").as_deref(),
+            Some("  + c\n  - b")
+        );
+        assert_eq!(difference("", "a\n").as_deref(), Some("  + a"));
+    }
+}
