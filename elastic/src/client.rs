@@ -10,31 +10,25 @@ mod watched;
 use std::collections::hash_map::RandomState;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
+#[cfg(feature = "etcd")]
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tonic::transport::Endpoint;
 use tonic::{Code, Status};
 
 pub use heartbeats::Heartbeats;
 pub use round::Round;
-pub use watched::{Watched, WatchedRound};
+pub use watched::Watched;
 
 use crate::error::duration;
+use crate::grpc::client::{CallFailed, GrpcClient};
 use crate::outcome::{JobDone, RoundStatus, TaskStatus};
-use crate::proto;
-use crate::proto::rendezvous_client::RendezvousClient as Stub;
-use crate::server::MAX_STDERR_TAIL;
-use crate::server::Service;
-use crate::server::etcd_store::EtcdStore;
-use crate::wire;
-use crate::{Error, EtcdOptions, JobConfig, WireError};
+use crate::rendezvous::registry::MAX_STDERR_TAIL;
+use crate::rendezvous::{Beat, Found, JoinArgs, Leave, Observe, Rendezvous, Report, Wait};
+use crate::watched_round::WatchedRound;
+use crate::{Error, JobConfig};
 use backend::Backend;
-
-/// The largest answer the client decodes: the round of a job at its task limit (65,536 tasks)
-/// is a few MB.
-const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The longest single `WaitRound` or `WatchRounds` long poll the client asks for; the server
 /// may cap it lower.
@@ -232,19 +226,10 @@ impl RendezvousClient {
     /// connection's task is spawned at once.
     pub fn new(addr: impl Into<String>, options: ClientOptions) -> Result<Self, Error> {
         let addr = addr.into();
-        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
-            .map_err(|source| Error::InvalidAddress {
-                addr: addr.clone(),
-                source,
-            })?
-            .connect_timeout(options.connect_timeout)
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(Duration::from_secs(10))
-            .keep_alive_timeout(Duration::from_secs(20));
-        let stub = Stub::new(endpoint.connect_lazy()).max_decoding_message_size(MAX_RESPONSE_BYTES);
+        let grpc = GrpcClient::connect(&addr, options.connect_timeout)?;
         Ok(Self {
             addr,
-            backend: Backend::Grpc(stub),
+            backend: Backend::Grpc(grpc),
             options,
         })
     }
@@ -275,11 +260,13 @@ impl RendezvousClient {
     /// # let _ = round;
     /// # Ok(()) }
     /// ```
-    pub async fn etcd(etcd: EtcdOptions, options: ClientOptions) -> Result<Self, Error> {
-        let store = EtcdStore::connect(&etcd, options.rpc_timeout).await?;
+    #[cfg(feature = "etcd")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
+    pub async fn etcd(etcd: crate::EtcdOptions, options: ClientOptions) -> Result<Self, Error> {
+        let store = crate::etcd::EtcdStore::connect(&etcd, options.rpc_timeout).await?;
         Ok(Self {
             addr: etcd.to_string(),
-            backend: Backend::Etcd(Arc::new(Service { store })),
+            backend: Backend::Etcd(Arc::new(crate::rendezvous::Local::new(store))),
             options,
         })
     }
@@ -297,32 +284,32 @@ impl RendezvousClient {
             .node_id
             .get_or_insert_with(|| random_node_id(&join.name))
             .clone();
-        let request = proto::JoinRequest {
+        let args = JoinArgs {
             rdzv_id: join.rdzv_id.clone(),
-            config: Some(wire::config_to_proto(&join.config)),
+            config: join.config.clone(),
             host: join.host.clone(),
-            ports: join.ports.iter().map(|&p| u32::from(p)).collect(),
-            node_id,
+            ports: join.ports.clone(),
+            node_id: Some(node_id),
             name: join.name.clone(),
         };
-        let response = self
+        let joined = self
             .call(
                 "Join",
                 self.give_up(),
                 self.options.rpc_timeout,
-                |mut stub, t| {
-                    let request = timed(request.clone(), t);
-                    async move { stub.join(request).await }
+                |backend, t| {
+                    let args = args.clone();
+                    async move { backend.join(args, t).await }
                 },
             )
             .await?;
         Ok(Node {
             join,
-            node_id: response.node_id,
-            host: response.host,
-            heartbeat_timeout: Duration::from_millis(response.heartbeat_timeout_ms),
-            waits_for: response.round,
-            note: response.note,
+            node_id: joined.node_id,
+            host: joined.host,
+            heartbeat_timeout: joined.heartbeat_timeout,
+            waits_for: joined.round,
+            note: joined.note,
             last_round: 0,
         })
     }
@@ -344,7 +331,6 @@ impl RendezvousClient {
     /// Fails with [`Error::WaitTimeout`], saying what the round still waited for, when the
     /// time runs out.
     pub async fn wait_round(&self, node: &mut Node, timeout: Duration) -> Result<Waited, Error> {
-        use proto::wait_round_response::Outcome;
         let start = Instant::now();
         let deadline = start + timeout;
         let mut pending = format!("round {}: no answer yet", node.waits_for);
@@ -358,42 +344,32 @@ impl RendezvousClient {
                 });
             }
             let poll = (deadline - now).min(MAX_POLL);
-            let request = proto::WaitRoundRequest {
+            let wait = Wait {
                 rdzv_id: node.join.rdzv_id.clone(),
                 node_id: node.node_id.clone(),
                 after_round: node.last_round,
-                poll_ms: poll.as_millis() as u64,
+                poll,
             };
             let give_up = deadline.min(self.give_up());
-            let response = self
+            let found = self
                 .call(
                     "WaitRound",
                     give_up,
                     poll + self.options.rpc_timeout,
-                    |mut stub, t| {
-                        let request = timed(request.clone(), t);
-                        async move { stub.wait_round(request).await }
+                    |backend, t| {
+                        let wait = wait.clone();
+                        async move { backend.wait(wait, t).await }
                     },
                 )
                 .await?;
-            match response.outcome {
-                Some(Outcome::Round(round)) => {
-                    let round = Round::from_proto(round, node, &self.addr)?;
+            match found {
+                Found::Round { round, rank } => {
+                    let round = Round::new(round, rank, node, &self.addr)?;
                     node.last_round = round.number();
                     return Ok(Waited::Round(round));
                 }
-                Some(Outcome::Done(done)) => {
-                    let done = wire::done_from_proto(done)
-                        .map_err(|e| Error::invalid_response(&self.addr, "WaitRound", e))?;
-                    return Ok(Waited::JobDone(done));
-                }
-                Some(Outcome::Pending(p)) => pending = p.detail,
-                None => {
-                    let missing = WireError::Missing {
-                        field: "the outcome",
-                    };
-                    return Err(Error::invalid_response(&self.addr, "WaitRound", missing));
-                }
+                Found::Done(done) => return Ok(Waited::JobDone(done)),
+                Found::Pending(p) => pending = p.detail,
             }
         }
     }
@@ -413,47 +389,33 @@ impl RendezvousClient {
         after: Option<&WatchedRound>,
         poll: Duration,
     ) -> Result<Watched, Error> {
-        use proto::wait_round_response::Outcome;
-        const CALL: &str = "WatchRounds";
         let poll = poll.min(MAX_POLL);
-        let request = proto::WatchRoundsRequest {
+        let observe = Observe {
             rdzv_id: rdzv_id.to_owned(),
             after_round: after.map_or(0, WatchedRound::number),
-            poll_ms: poll.as_millis() as u64,
+            poll,
             job: after.map_or(0, WatchedRound::job),
         };
-        let response = self
+        let found = self
             .call(
-                CALL,
+                "WatchRounds",
                 self.give_up(),
                 poll + self.options.rpc_timeout,
-                |mut stub, t| {
-                    let request = timed(request.clone(), t);
-                    async move { stub.watch_rounds(request).await }
+                |backend, t| {
+                    let observe = observe.clone();
+                    async move { backend.observe(observe, t).await }
                 },
             )
             .await?;
-        match response.outcome {
-            Some(Outcome::Round(round)) => Ok(Watched::Round(WatchedRound::from_proto(
-                round, &self.addr, CALL,
-            )?)),
-            Some(Outcome::Pending(p)) => Ok(Watched::Pending {
+        Ok(match found {
+            Found::Round { round, .. } => Watched::Round(round),
+            Found::Pending(p) => Watched::Pending {
                 round: p.round,
                 waiting: p.waiting,
                 detail: p.detail,
-            }),
-            Some(Outcome::Done(done)) => Ok(Watched::JobDone(
-                wire::done_from_proto(done)
-                    .map_err(|e| Error::invalid_response(&self.addr, CALL, e))?,
-            )),
-            None => Err(Error::invalid_response(
-                &self.addr,
-                CALL,
-                WireError::Missing {
-                    field: "the outcome",
-                },
-            )),
-        }
+            },
+            Found::Done(done) => Watched::JobDone(done),
+        })
     }
 
     /// Tells the rendezvous this node is alive, and learns whether `round` still runs.
@@ -487,31 +449,31 @@ impl RendezvousClient {
         while !stderr_tail.is_char_boundary(start) {
             start += 1;
         }
-        let request = proto::ReportRequest {
+        let report = Report {
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
             round,
             local_task,
-            status: Some(wire::status_to_proto(&status)),
+            status,
             stderr_tail: stderr_tail[start..].to_owned(),
         };
-        let response = self
+        let reported = self
             .call(
                 "Report",
                 self.give_up(),
                 self.options.rpc_timeout,
-                |mut stub, t| {
-                    let request = timed(request.clone(), t);
-                    async move { stub.report(request).await }
+                |backend, t| {
+                    let report = report.clone();
+                    async move { backend.report(report, t).await }
                 },
             )
             .await?;
-        Ok(response.counted)
+        Ok(reported.counted)
     }
 
     /// Leaves the job; a round this node is in ends. Leaving twice is fine.
     pub async fn leave(&self, node: &Node) -> Result<(), Error> {
-        let request = proto::LeaveRequest {
+        let leave = Leave {
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
         };
@@ -519,9 +481,9 @@ impl RendezvousClient {
             "Leave",
             self.give_up(),
             self.options.rpc_timeout,
-            |mut stub, t| {
-                let request = timed(request.clone(), t);
-                async move { stub.leave(request).await }
+            |backend, t| {
+                let leave = leave.clone();
+                async move { backend.leave(leave, t).await }
             },
         )
         .await?;
@@ -538,33 +500,17 @@ impl RendezvousClient {
         give_up: Instant,
         attempt: Duration,
     ) -> Result<RoundStatus, Error> {
-        use proto::heartbeat_response::State;
-        let request = proto::HeartbeatRequest {
+        let beat = Beat {
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
             round,
-            poll_ms: poll.as_millis() as u64,
+            poll,
         };
-        let response = self
-            .call("Heartbeat", give_up, attempt, |mut stub, t| {
-                let request = timed(request.clone(), t);
-                async move { stub.heartbeat(request).await }
-            })
-            .await?;
-        let bad = |e: Error| Error::invalid_response(&self.addr, "Heartbeat", e);
-        match response.state {
-            Some(State::Running(_)) => Ok(RoundStatus::Running),
-            Some(State::Ended(end)) => {
-                Ok(RoundStatus::Ended(wire::end_from_proto(end).map_err(bad)?))
-            }
-            Some(State::Done(done)) => Ok(RoundStatus::JobDone(
-                wire::done_from_proto(done).map_err(bad)?,
-            )),
-            None => Err(bad(WireError::Missing {
-                field: "the round state",
-            }
-            .into())),
-        }
+        self.call("Heartbeat", give_up, attempt, |backend, t| {
+            let beat = beat.clone();
+            async move { backend.heartbeat(beat, t).await }
+        })
+        .await
     }
 
     fn give_up(&self) -> Instant {
@@ -583,7 +529,7 @@ impl RendezvousClient {
     ) -> Result<T, Error>
     where
         F: FnMut(Backend, Duration) -> Fut,
-        Fut: Future<Output = Result<tonic::Response<T>, Status>>,
+        Fut: Future<Output = Result<T, CallFailed>>,
     {
         let start = Instant::now();
         let mut backoff = Duration::from_millis(50);
@@ -593,8 +539,9 @@ impl RendezvousClient {
         loop {
             let answer = tokio::time::timeout(this_try, f(self.backend.clone(), this_try)).await;
             let status = match answer {
-                Ok(Ok(response)) => return Ok(response.into_inner()),
-                Ok(Err(status)) => status,
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(CallFailed::Status(status))) => status,
+                Ok(Err(CallFailed::Answer(error))) => return Err(error),
                 Err(_) => {
                     Status::deadline_exceeded(format!("no answer within {}", duration(this_try)))
                 }
@@ -626,15 +573,6 @@ impl RendezvousClient {
             this_try = attempt.min(left.max(LAST_TRY));
         }
     }
-}
-
-/// `message` with a gRPC deadline, so the server stops working for a caller that gave up.
-/// tonic also enforces it on this side; it is a little later than the attempt's own timeout,
-/// so that one fires first and the error says how long the client waited.
-fn timed<T>(message: T, timeout: Duration) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.set_timeout(timeout + Duration::from_millis(50));
-    request
 }
 
 /// A node id that no other node draws: the name's letters (if any) and 64 random bits.

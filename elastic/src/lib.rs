@@ -299,17 +299,20 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent;
+mod assignment;
 mod client;
 mod error;
+#[cfg(feature = "etcd")]
 mod etcd;
+mod grpc;
 mod job_config;
 mod layout;
 mod node_range;
 mod outcome;
+mod rendezvous;
 mod resolver;
-mod round;
-mod server;
 pub mod supervise;
+mod watched_round;
 mod watcher;
 mod wire;
 
@@ -333,17 +336,18 @@ pub mod proto {
 }
 
 pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus, task_env};
-pub use client::{
-    ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited, Watched, WatchedRound,
-};
+pub use assignment::{Assignment, Member, RoundError, TaskAssignment, assign};
+pub use client::{ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited, Watched};
 pub use error::Error;
+#[cfg(feature = "etcd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{DEFAULT_PREFIX, ETCD_PORT, EtcdOptions, EtcdTls};
+pub use grpc::{MAX_REQUEST_BYTES, RendezvousServer, ServerOptions};
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};
 pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
 pub use resolver::RendezvousClusterResolver;
-pub use round::{Assignment, Member, RoundError, TaskAssignment, assign};
-pub use server::{MAX_REQUEST_BYTES, RendezvousServer, ServerOptions};
+pub use watched_round::WatchedRound;
 pub use watcher::RendezvousWatcher;
 pub use wire::WireError;

@@ -14,7 +14,8 @@ use futures_util::stream;
 use tokio::time::Instant;
 
 use crate::Error;
-use crate::client::{RendezvousClient, Watched, WatchedRound};
+use crate::client::{RendezvousClient, Watched};
+use crate::watched_round::WatchedRound;
 
 /// How long [`RendezvousWatcher::round`] waits for a running round by default.
 const ROUND_TIMEOUT: Duration = Duration::from_secs(10);

@@ -18,6 +18,9 @@ mod forming;
 mod job;
 mod membership;
 mod node;
+// The etcd store's records: they read and build the registry's private state, so they stay
+// beside it, compiled with the store.
+#[cfg(feature = "etcd")]
 mod stored;
 mod task_end;
 
@@ -36,6 +39,7 @@ pub(crate) use calls::{JoinArgs, Joined, Refusal, Settings, Waited};
 use job::{Job, Phase};
 use node::NodeState;
 
+#[cfg(feature = "etcd")]
 pub(crate) use stored::Clock;
 pub(crate) use task_end::MAX_STDERR_TAIL;
 
@@ -54,10 +58,6 @@ impl Registry {
             jobs: HashMap::new(),
             random: RandomState::new(),
         }
-    }
-
-    pub(crate) fn settings(&self) -> &Settings {
-        &self.settings
     }
 
     /// A receiver that changes whenever job `rdzv_id` does.
