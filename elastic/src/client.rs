@@ -124,6 +124,11 @@ impl Join {
         &self.config
     }
 
+    /// The job's rendezvous id.
+    pub(crate) fn rdzv_id(&self) -> &str {
+        &self.rdzv_id
+    }
+
     /// A name for messages, such as the host name.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -236,8 +241,8 @@ impl RendezvousClient {
 
     /// A client of the rendezvous kept in the etcd cluster of `etcd`: the rendezvous's rules
     /// run in this process, each call a transaction on the job's record in etcd (see
-    /// [`EtcdOptions`]), each node's liveness a lease this client keeps alive while the node
-    /// polls and heartbeats. Connects on the first call; calls are retried while etcd cannot
+    /// [`EtcdOptions`](crate::EtcdOptions)), each node's liveness a lease this client keeps
+    /// alive while the node polls and heartbeats. Connects on the first call; calls are retried while etcd cannot
     /// be reached (or has no leader) for [`ClientOptions::retry_for`], then fail with
     /// [`Error::Unreachable`] naming the endpoints. Errors only for TLS material the client
     /// refuses.
@@ -260,6 +265,14 @@ impl RendezvousClient {
     /// # let _ = round;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Etcd`] for endpoints or TLS material the etcd client cannot use.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it joins nothing and changes nothing.
     #[cfg(feature = "etcd")]
     #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
     pub async fn etcd(etcd: crate::EtcdOptions, options: ClientOptions) -> Result<Self, Error> {
@@ -278,6 +291,18 @@ impl RendezvousClient {
 
     /// Joins the job for its next round. The first node to join creates the job with its
     /// config; a different config is refused ([`Error::Refused`], naming both values).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Refused`] with the rendezvous's status when it refuses the join (another config,
+    /// a finished job, an address another node holds, a field out of range); [`Error::Unreachable`]
+    /// when it could not be reached for [`ClientOptions::retry_for`].
+    ///
+    /// # Cancel safety
+    ///
+    /// A join dropped after it was sent may have taken effect: the node then waits in the job
+    /// until the rendezvous finds it silent (its heartbeat timeout). Its id is drawn here unless
+    /// [`Join::node_id`] names one; with an id, joining again is the same node.
     pub async fn join(&self, join: &Join) -> Result<Node, Error> {
         let mut join = join.clone();
         let node_id = join
@@ -316,6 +341,15 @@ impl RendezvousClient {
 
     /// Joins again after the node's round ended (same id, so the node keeps its place in the
     /// order of members), with its current [ports](Node::set_ports).
+    ///
+    /// # Errors
+    ///
+    /// As [`join`](Self::join).
+    ///
+    /// # Cancel safety
+    ///
+    /// `node` changes only when the join answered: dropped before, `node` is as it was, and a
+    /// join that took effect is the same node's (its id), so calling it again is harmless.
     pub async fn rejoin(&self, node: &mut Node) -> Result<(), Error> {
         let last_round = node.last_round;
         let join = node.join.clone().node_id(node.node_id.clone());
@@ -330,6 +364,20 @@ impl RendezvousClient {
     ///
     /// Fails with [`Error::WaitTimeout`], saying what the round still waited for, when the
     /// time runs out.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WaitTimeout`] as said; [`Error::Unreachable`] when the rendezvous could not be
+    /// reached for [`ClientOptions::retry_for`] (or the rest of `timeout`); [`Error::Refused`]
+    /// when it no longer knows the node (`NOT_FOUND`: it left or was silent too long) or the
+    /// node is not waiting (`FAILED_PRECONDITION`: join first); [`Error::InvalidResponse`] for a
+    /// round that is not of the node's config, does not hold it at its rank, or makes another
+    /// cluster than the rendezvous's.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe. It changes `node` (its [last round](Node::last_round)) only as it returns a
+    /// round; dropped before, `node` is unchanged and the next call asks for the same round.
     pub async fn wait_round(&self, node: &mut Node, timeout: Duration) -> Result<Waited, Error> {
         let start = Instant::now();
         let deadline = start + timeout;
@@ -383,6 +431,15 @@ impl RendezvousClient {
     ///
     /// Retried while the rendezvous cannot be reached, as every call is; a job the rendezvous
     /// does not have is [`Error::Refused`] with `NOT_FOUND`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Refused`] (`NOT_FOUND` for an unknown job), [`Error::Unreachable`],
+    /// [`Error::InvalidResponse`] for a round that makes another cluster than the rendezvous's.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an observer changes nothing.
     pub async fn watch_round(
         &self,
         rdzv_id: &str,
@@ -419,6 +476,16 @@ impl RendezvousClient {
     }
 
     /// Tells the rendezvous this node is alive, and learns whether `round` still runs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Refused`] when the rendezvous no longer knows the node (`NOT_FOUND`) or it is not
+    /// a member of `round` (`FAILED_PRECONDITION`); [`Error::Unreachable`];
+    /// [`Error::InvalidResponse`] for an answer that breaks the protocol.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a heartbeat only tells the rendezvous the node is alive.
     pub async fn heartbeat(&self, node: &Node, round: u64) -> Result<RoundStatus, Error> {
         let (give_up, attempt) = (self.give_up(), self.options.rpc_timeout);
         self.heartbeat_until(node, round, Duration::ZERO, give_up, attempt)
@@ -437,6 +504,16 @@ impl RendezvousClient {
     /// is the job's story if it is its first); the success of the job's first task (chief,
     /// else worker 0) ends the job. Returns whether the report counted: one for a round that
     /// already ended changes nothing. The last 8 KiB of `stderr_tail` are kept.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Refused`] when the rendezvous does not know the node or job (`NOT_FOUND`), or the
+    /// report names no task of the node (`INVALID_ARGUMENT`); [`Error::Unreachable`].
+    ///
+    /// # Cancel safety
+    ///
+    /// A report dropped after it was sent may have counted. Reporting the same end again is
+    /// harmless: a report for a round that already ended changes nothing.
     pub async fn report(
         &self,
         node: &Node,
@@ -472,6 +549,14 @@ impl RendezvousClient {
     }
 
     /// Leaves the job; a round this node is in ends. Leaving twice is fine.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unreachable`]; [`Error::Refused`] for a request the rendezvous cannot take.
+    ///
+    /// # Cancel safety
+    ///
+    /// A leave dropped after it was sent may have taken effect; leaving again is harmless.
     pub async fn leave(&self, node: &Node) -> Result<(), Error> {
         let leave = Leave {
             rdzv_id: node.join.rdzv_id.clone(),

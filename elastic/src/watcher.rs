@@ -77,6 +77,15 @@ impl RendezvousWatcher {
     /// The job's running round, waiting up to [`round_timeout`](Self::round_timeout) for
     /// one ([`Error::WaitTimeout`], saying what the round waits for, when none forms);
     /// [`Error::JobEnded`] when the job is over.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WaitTimeout`] and [`Error::JobEnded`] as said, and those of
+    /// [`RendezvousClient::watch_round`] (an unknown job, an unreachable rendezvous).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an observer changes nothing.
     pub async fn round(&self) -> Result<WatchedRound, Error> {
         let start = Instant::now();
         let deadline = start + self.round_timeout;

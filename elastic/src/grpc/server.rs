@@ -99,6 +99,14 @@ pub struct RendezvousServer {
 impl RendezvousServer {
     /// Binds `addr` (port 0 picks a free port, see [`local_addr`](Self::local_addr)) and
     /// serves. Needs a tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Bind`] when `addr` cannot be bound.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before it returns, nothing serves and the port is let go.
     pub async fn start(addr: SocketAddr, options: ServerOptions) -> Result<Self, Error> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -160,6 +168,15 @@ impl RendezvousServer {
 
     /// Stops serving: long polls in flight answer `UNAVAILABLE` at once, then the connections
     /// close. Waits for that at most 5 s.
+    ///
+    /// # Errors
+    ///
+    /// None: it stops whatever happens, waiting at most 5 s.
+    ///
+    /// # Cancel safety
+    ///
+    /// The stop is sent at once: dropped while it waits, the server still stops (its connections
+    /// close by themselves); only the wait is cut short.
     pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(true);
         if let Some(serve) = self.serve.take() {

@@ -1,9 +1,12 @@
 //! [`Local`]: the rendezvous's calls run in this process, the same on every [`Store`]: each
 //! call run on the registry holding its job and answered; wait, observe and heartbeat as
-//! long polls.
+//! long polls. Each call runs in a span `rendezvous` with the call's name (as on the wire),
+//! its `rdzv_id` and its `node`, so the registry's events say whose call they come from.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+
+use tracing::{Instrument, Span};
 
 use super::registry::Waited;
 use super::{
@@ -35,15 +38,29 @@ impl<S: Store> Local<S> {
         mut join: JoinArgs,
         peer: Option<SocketAddr>,
     ) -> Result<Joined, CallError> {
-        if join.host.is_empty() {
-            join.host = self.store.default_host(peer).ok_or_else(|| {
-                CallError::InvalidArgument(
-                    "no host given, and the caller's address is unknown".to_owned(),
-                )
-            })?;
+        let span = call_span("Join", &join.rdzv_id, join.node_id.as_deref());
+        async {
+            if join.host.is_empty() {
+                join.host = self.store.default_host(peer).ok_or_else(|| {
+                    CallError::InvalidArgument(
+                        "no host given, and the caller's address is unknown".to_owned(),
+                    )
+                })?;
+            }
+            self.store.join(join).await
         }
-        self.store.join(join).await
+        .instrument(span)
+        .await
     }
+}
+
+/// The span of `call` to job `rdzv_id`, by `node` when a node makes it.
+fn call_span(call: &'static str, rdzv_id: &str, node: Option<&str>) -> Span {
+    let span = tracing::info_span!("rendezvous", call, rdzv_id, node = tracing::field::Empty);
+    if let Some(node) = node {
+        span.record("node", node);
+    }
+    span
 }
 
 /// A registry's wait answer as the call's, and whether the caller would rather wait on (no
@@ -70,6 +87,7 @@ impl<S: Store> Rendezvous for Local<S> {
     }
 
     async fn wait(&self, wait: Wait, _within: Duration) -> Result<Found, CallError> {
+        let span = call_span("WaitRound", &wait.rdzv_id, Some(&wait.node_id));
         self.store
             .long_poll(
                 &wait.rdzv_id,
@@ -81,10 +99,12 @@ impl<S: Store> Rendezvous for Local<S> {
                         .map(until_a_round)
                 },
             )
+            .instrument(span)
             .await
     }
 
     async fn observe(&self, observe: Observe, _within: Duration) -> Result<Found, CallError> {
+        let span = call_span("WatchRounds", &observe.rdzv_id, None);
         self.store
             .long_poll(
                 &observe.rdzv_id,
@@ -96,10 +116,12 @@ impl<S: Store> Rendezvous for Local<S> {
                         .map(until_a_round)
                 },
             )
+            .instrument(span)
             .await
     }
 
     async fn heartbeat(&self, beat: Beat, _within: Duration) -> Result<RoundStatus, CallError> {
+        let span = call_span("Heartbeat", &beat.rdzv_id, Some(&beat.node_id));
         self.store
             .long_poll(
                 &beat.rdzv_id,
@@ -112,10 +134,12 @@ impl<S: Store> Rendezvous for Local<S> {
                     Ok((status, running))
                 },
             )
+            .instrument(span)
             .await
     }
 
     async fn report(&self, report: Report, _within: Duration) -> Result<Reported, CallError> {
+        let span = call_span("Report", &report.rdzv_id, Some(&report.node_id));
         self.store
             .long_poll(
                 &report.rdzv_id,
@@ -134,15 +158,18 @@ impl<S: Store> Rendezvous for Local<S> {
                     Ok((Reported { counted, note }, false))
                 },
             )
+            .instrument(span)
             .await
     }
 
     async fn leave(&self, leave: Leave, _within: Duration) -> Result<(), CallError> {
+        let span = call_span("Leave", &leave.rdzv_id, Some(&leave.node_id));
         self.store
             .long_poll(&leave.rdzv_id, None, Instant::now(), |registry, now| {
                 registry.leave(&leave.rdzv_id, &leave.node_id, now);
                 Ok(((), false))
             })
+            .instrument(span)
             .await
     }
 }
