@@ -9,7 +9,8 @@ use crate::JobConfig;
 use crate::assignment::{Assignment, Member, RoundError, assign};
 
 /// A round of a job: its number, the job's restart count, the members in rank order, and the
-/// round's cluster, derived here from the members and checked against the rendezvous's.
+/// round's cluster, derived from the members by [`assign`] (from a rendezvous over gRPC,
+/// checked against the cluster it sent).
 ///
 /// What an observer gets from [`watch_round`](crate::RendezvousClient::watch_round); a
 /// member's [`Round`](crate::Round) adds its rank and tasks.
@@ -19,8 +20,9 @@ pub struct WatchedRound {
     number: u64,
     restart_count: u32,
     config: JobConfig,
-    members: Vec<Member>,
-    assignment: Assignment,
+    // Shared: the rendezvous hands the same round to each member that waits for it.
+    members: Arc<[Member]>,
+    assignment: Arc<Assignment>,
     /// The cluster as JSON, as the rendezvous sends it (computed once per round).
     cluster_json: Arc<str>,
 }
@@ -42,8 +44,8 @@ impl WatchedRound {
             number,
             restart_count,
             config,
-            members,
-            assignment,
+            members: members.into(),
+            assignment: Arc::new(assignment),
             cluster_json,
         })
     }

@@ -1,5 +1,5 @@
-//! [`Round`]: a round as an agent holds it, its cluster derived here and checked against the
-//! rendezvous's.
+//! [`Round`]: a round as an agent holds it: a [`WatchedRound`] checked to be of the node's
+//! config and to hold the node at its rank, with the node's tasks.
 
 use cluster_spec::ClusterSpec;
 

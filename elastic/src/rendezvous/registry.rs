@@ -1,7 +1,8 @@
 //! The rendezvous's state: jobs by rendezvous id, their nodes and rounds, and every
 //! transition. Calls and the clock drive it; `now` is passed in, so tests step time instead
-//! of sleeping, and no lock is held across an await (the server holds it only inside these
-//! methods).
+//! of sleeping, and no lock is held across an await (the memory store holds it only inside
+//! these methods). It knows no wire and no store: [`Local`](super::Local) runs the calls on it
+//! over either store.
 //!
 //! This file is the registry itself: its jobs and the calls. What the calls take and answer
 //! is in [`calls`]; the data a job holds below it, [`node`] (a node as kept) and [`formed`]
