@@ -13,6 +13,15 @@
 //! by the caller (a signal) is passed on to the tasks, which are then stopped as usual, and
 //! the agent leaves; a second signal kills them at once, as `run --local` does.
 //!
+//! **Stopping.** [`Agent::run`] takes its stop as a stream of signals (tokio's and
+//! kube-runtime's shape: the caller owns the trigger, the agent awaits it), rather than a
+//! channel only it reads: the first signal stops the agent at whatever point it is — joining,
+//! waiting for a round, running one — and a second, while the tasks stop, kills them. A
+//! stream that ends sends no more signals.
+//!
+//! **Tracing.** The agent's work runs in a span `agent` with the job's `rdzv_id` and, once it
+//! joined, its `node`; each round's work in a span `round` with the round's number.
+//!
 //! **GPUs.** Before it joins, the agent finds its host's GPUs once ([`TaskGpus::find`], the
 //! decision `cluster_resolver::gpus` makes for the Slurm resolver too) and gives each local
 //! task its share as `CUDA_VISIBLE_DEVICES`: [`AgentOptions::gpus_per_task`] each, or the
@@ -26,14 +35,16 @@
 mod gpus;
 
 use std::net::Ipv4Addr;
+use std::pin::pin;
 use std::time::Duration;
 
 use cluster_resolver::Env;
 use cluster_resolver::gpus as resolver_gpus;
 use cluster_spec::__private::error_chain::Chain;
 use cluster_spec::ReservedPorts;
+use futures_util::{Stream, StreamExt};
 use tokio::sync::OnceCell;
-use tokio::sync::mpsc::UnboundedReceiver;
+use tracing::Instrument;
 
 pub use gpus::TaskGpus;
 
@@ -147,6 +158,14 @@ impl Agent {
     /// remembered. [`run`](Self::run) and
     /// [`first_round`](Self::first_round) call it before joining, so a host that cannot give
     /// its tasks their GPUs fails before any round waits for it.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`TaskGpus::find`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before they are found, the next call finds them again.
     pub async fn task_gpus(&self) -> Result<&TaskGpus, AgentError> {
         self.gpus
             .get_or_try_init(|| async {
@@ -159,6 +178,18 @@ impl Agent {
 
     /// Joins and waits for the first round, without running anything: what `--dry-run`
     /// prints. The round forms only when enough nodes join; the node leaves after.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::FindGpus`] or [`AgentError::ShareGpus`] when the host cannot give its
+    /// tasks their GPUs, [`AgentError::Reserve`] when no port can be held, and
+    /// [`AgentError::Rendezvous`] when the join or the wait fails (the rendezvous unreachable
+    /// past the client's retries, a refusal, no round within the join timeout).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: dropped after its join, the node stays in the job without leaving,
+    /// until the rendezvous finds it silent (its heartbeat timeout).
     pub async fn first_round(&self) -> Result<Waited, AgentError> {
         self.task_gpus().await?;
         let reserved = reserve(self.options.join.config().tasks_per_node())?;
@@ -175,17 +206,62 @@ impl Agent {
     }
 
     /// Runs the job's rounds until it ends, or until a signal comes on `stop` (SIGINT or
-    /// SIGTERM the caller caught: the first stops the tasks, a second kills them).
-    pub async fn run(
+    /// SIGTERM the caller caught): the first stops the agent wherever it is — finding its
+    /// GPUs, joining, waiting for a round (it leaves, and returns
+    /// [`AgentOutcome::Stopped`]), or running one (the signal goes on to the tasks, which
+    /// are then stopped as usual) — and a second, while the tasks stop, kills them. A
+    /// `stop` that ends sends no more signals; pass [`futures_util::stream::pending`] for an
+    /// agent that only the job's end stops.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::FindGpus`] or [`AgentError::ShareGpus`] when the host cannot give its
+    /// tasks their GPUs, [`AgentError::Reserve`] when no port can be held,
+    /// [`AgentError::Spawn`] when a task's environment cannot be made, and
+    /// [`AgentError::Rendezvous`] when a call fails (the rendezvous unreachable past the
+    /// client's retries, a refusal, no round within the join timeout); the tasks are stopped
+    /// and the node leaves first. A job that failed is no error:
+    /// [`AgentOutcome::Failed`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: dropped while its tasks run, the tasks are killed with the
+    /// supervisor (their process groups get SIGKILL) and the node does not leave (the
+    /// rendezvous finds it silent after its heartbeat timeout). Stop it through `stop`
+    /// instead.
+    pub async fn run(&self, stop: impl Stream<Item = Signal>) -> Result<AgentOutcome, AgentError> {
+        let span = tracing::info_span!(
+            "agent",
+            rdzv_id = self.options.join.rdzv_id(),
+            node = tracing::field::Empty
+        );
+        let mut stop = pin!(stop);
+        self.run_rounds(&mut stop, &span)
+            .instrument(span.clone())
+            .await
+    }
+
+    /// [`run`](Self::run) in its span, which gets the node's id once it joined.
+    async fn run_rounds(
         &self,
-        stop: &mut UnboundedReceiver<Signal>,
+        stop: &mut (impl Stream<Item = Signal> + Unpin),
+        span: &tracing::Span,
     ) -> Result<AgentOutcome, AgentError> {
-        let gpus = self.task_gpus().await?;
+        // The stop counts from the start: a signal while the agent finds its GPUs or joins
+        // (a join is retried while the rendezvous is unreachable) stops it there.
+        let gpus = tokio::select! {
+            gpus = self.task_gpus() => gpus?,
+            signal = next_signal(stop) => return Ok(AgentOutcome::Stopped(signal)),
+        };
         let mut reserved = reserve(self.options.join.config().tasks_per_node())?;
-        let mut node = self
-            .client
-            .join(&self.options.join.clone().ports(reserved.ports()))
-            .await?;
+        let join = self.options.join.clone().ports(reserved.ports());
+        // A join dropped by the stop may have taken effect: the node, never heard from again,
+        // is lost at its heartbeat timeout.
+        let mut node = tokio::select! {
+            node = self.client.join(&join) => node?,
+            signal = next_signal(stop) => return Ok(AgentOutcome::Stopped(signal)),
+        };
+        span.record("node", node.node_id());
         tracing::info!(
             node = node.node_id(),
             host = node.host(),
@@ -228,6 +304,7 @@ impl Agent {
             drop(reserved);
             let ended = self
                 .run_round(&mut tasks, &node, &round, beats, gpus, stop)
+                .instrument(tracing::info_span!("round", round = round.number()))
                 .await;
             match ended {
                 Ok(RoundEnded::Ended) => {
@@ -281,7 +358,7 @@ impl Agent {
         &self,
         tasks: &mut Supervisor,
         signal: Signal,
-        stop: &mut UnboundedReceiver<Signal>,
+        stop: &mut (impl Stream<Item = Signal> + Unpin),
     ) {
         tasks.signal(signal);
         let killed = tokio::select! {
@@ -322,7 +399,7 @@ impl Agent {
         round: &Round,
         mut beats: Heartbeats,
         gpus: &TaskGpus,
-        stop: &mut UnboundedReceiver<Signal>,
+        stop: &mut (impl Stream<Item = Signal> + Unpin),
     ) -> Result<RoundEnded, AgentError> {
         // The local task of each started process: one that could not start has none.
         let mut local_of = Vec::with_capacity(round.local_tasks().len());
@@ -378,9 +455,9 @@ impl Agent {
     }
 }
 
-/// The next signal on `stop`; none ever when its sender is gone.
-async fn next_signal(stop: &mut UnboundedReceiver<Signal>) -> Signal {
-    match stop.recv().await {
+/// The next signal on `stop`; none ever once it ended.
+async fn next_signal(stop: &mut (impl Stream<Item = Signal> + Unpin)) -> Signal {
+    match stop.next().await {
         Some(signal) => signal,
         None => std::future::pending().await,
     }

@@ -10,31 +10,25 @@ mod watched;
 use std::collections::hash_map::RandomState;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
+#[cfg(feature = "etcd")]
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tonic::transport::Endpoint;
 use tonic::{Code, Status};
 
 pub use heartbeats::Heartbeats;
 pub use round::Round;
-pub use watched::{Watched, WatchedRound};
+pub use watched::Watched;
 
 use crate::error::duration;
+use crate::grpc::client::{CallFailed, GrpcClient};
 use crate::outcome::{JobDone, RoundStatus, TaskStatus};
-use crate::proto;
-use crate::proto::rendezvous_client::RendezvousClient as Stub;
-use crate::server::MAX_STDERR_TAIL;
-use crate::server::Service;
-use crate::server::etcd_store::EtcdStore;
-use crate::wire;
-use crate::{Error, EtcdOptions, JobConfig, WireError};
+use crate::rendezvous::registry::MAX_STDERR_TAIL;
+use crate::rendezvous::{Beat, Found, JoinArgs, Leave, Observe, Rendezvous, Report, Wait};
+use crate::watched_round::WatchedRound;
+use crate::{Error, JobConfig};
 use backend::Backend;
-
-/// The largest answer the client decodes: the round of a job at its task limit (65,536 tasks)
-/// is a few MB.
-const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The longest single `WaitRound` or `WatchRounds` long poll the client asks for; the server
 /// may cap it lower.
@@ -128,6 +122,11 @@ impl Join {
     /// The job's config.
     pub fn config(&self) -> &JobConfig {
         &self.config
+    }
+
+    /// The job's rendezvous id.
+    pub(crate) fn rdzv_id(&self) -> &str {
+        &self.rdzv_id
     }
 
     /// A name for messages, such as the host name.
@@ -232,27 +231,18 @@ impl RendezvousClient {
     /// connection's task is spawned at once.
     pub fn new(addr: impl Into<String>, options: ClientOptions) -> Result<Self, Error> {
         let addr = addr.into();
-        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
-            .map_err(|source| Error::InvalidAddress {
-                addr: addr.clone(),
-                source,
-            })?
-            .connect_timeout(options.connect_timeout)
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(Duration::from_secs(10))
-            .keep_alive_timeout(Duration::from_secs(20));
-        let stub = Stub::new(endpoint.connect_lazy()).max_decoding_message_size(MAX_RESPONSE_BYTES);
+        let grpc = GrpcClient::connect(&addr, options.connect_timeout)?;
         Ok(Self {
             addr,
-            backend: Backend::Grpc(stub),
+            backend: Backend::Grpc(grpc),
             options,
         })
     }
 
     /// A client of the rendezvous kept in the etcd cluster of `etcd`: the rendezvous's rules
     /// run in this process, each call a transaction on the job's record in etcd (see
-    /// [`EtcdOptions`]), each node's liveness a lease this client keeps alive while the node
-    /// polls and heartbeats. Connects on the first call; calls are retried while etcd cannot
+    /// [`EtcdOptions`](crate::EtcdOptions)), each node's liveness a lease this client keeps
+    /// alive while the node polls and heartbeats. Connects on the first call; calls are retried while etcd cannot
     /// be reached (or has no leader) for [`ClientOptions::retry_for`], then fail with
     /// [`Error::Unreachable`] naming the endpoints. Errors only for TLS material the client
     /// refuses.
@@ -275,11 +265,21 @@ impl RendezvousClient {
     /// # let _ = round;
     /// # Ok(()) }
     /// ```
-    pub async fn etcd(etcd: EtcdOptions, options: ClientOptions) -> Result<Self, Error> {
-        let store = EtcdStore::connect(&etcd, options.rpc_timeout).await?;
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Etcd`] for endpoints or TLS material the etcd client cannot use.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it joins nothing and changes nothing.
+    #[cfg(feature = "etcd")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
+    pub async fn etcd(etcd: crate::EtcdOptions, options: ClientOptions) -> Result<Self, Error> {
+        let store = crate::etcd::EtcdStore::connect(&etcd, options.rpc_timeout).await?;
         Ok(Self {
             addr: etcd.to_string(),
-            backend: Backend::Etcd(Arc::new(Service { store })),
+            backend: Backend::Etcd(Arc::new(crate::rendezvous::Local::new(store))),
             options,
         })
     }
@@ -291,44 +291,65 @@ impl RendezvousClient {
 
     /// Joins the job for its next round. The first node to join creates the job with its
     /// config; a different config is refused ([`Error::Refused`], naming both values).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Refused`] with the rendezvous's status when it refuses the join (another config,
+    /// a finished job, an address another node holds, a field out of range); [`Error::Unreachable`]
+    /// when it could not be reached for [`ClientOptions::retry_for`].
+    ///
+    /// # Cancel safety
+    ///
+    /// A join dropped after it was sent may have taken effect: the node then waits in the job
+    /// until the rendezvous finds it silent (its heartbeat timeout). Its id is drawn here unless
+    /// [`Join::node_id`] names one; with an id, joining again is the same node.
     pub async fn join(&self, join: &Join) -> Result<Node, Error> {
         let mut join = join.clone();
         let node_id = join
             .node_id
             .get_or_insert_with(|| random_node_id(&join.name))
             .clone();
-        let request = proto::JoinRequest {
+        let args = JoinArgs {
             rdzv_id: join.rdzv_id.clone(),
-            config: Some(wire::config_to_proto(&join.config)),
+            config: join.config.clone(),
             host: join.host.clone(),
-            ports: join.ports.iter().map(|&p| u32::from(p)).collect(),
-            node_id,
+            ports: join.ports.clone(),
+            node_id: Some(node_id),
             name: join.name.clone(),
         };
-        let response = self
+        let joined = self
             .call(
                 "Join",
                 self.give_up(),
                 self.options.rpc_timeout,
-                |mut stub, t| {
-                    let request = timed(request.clone(), t);
-                    async move { stub.join(request).await }
+                |backend, t| {
+                    let args = args.clone();
+                    async move { backend.join(args, t).await }
                 },
             )
             .await?;
         Ok(Node {
             join,
-            node_id: response.node_id,
-            host: response.host,
-            heartbeat_timeout: Duration::from_millis(response.heartbeat_timeout_ms),
-            waits_for: response.round,
-            note: response.note,
+            node_id: joined.node_id,
+            host: joined.host,
+            heartbeat_timeout: joined.heartbeat_timeout,
+            waits_for: joined.round,
+            note: joined.note,
             last_round: 0,
         })
     }
 
     /// Joins again after the node's round ended (same id, so the node keeps its place in the
     /// order of members), with its current [ports](Node::set_ports).
+    ///
+    /// # Errors
+    ///
+    /// As [`join`](Self::join).
+    ///
+    /// # Cancel safety
+    ///
+    /// `node` changes only when the join answered: dropped before, `node` is as it was, and a
+    /// join that took effect is the same node's (its id), so calling it again is harmless.
     pub async fn rejoin(&self, node: &mut Node) -> Result<(), Error> {
         let last_round = node.last_round;
         let join = node.join.clone().node_id(node.node_id.clone());
@@ -343,8 +364,21 @@ impl RendezvousClient {
     ///
     /// Fails with [`Error::WaitTimeout`], saying what the round still waited for, when the
     /// time runs out.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WaitTimeout`] as said; [`Error::Unreachable`] when the rendezvous could not be
+    /// reached for [`ClientOptions::retry_for`] (or the rest of `timeout`); [`Error::Refused`]
+    /// when it no longer knows the node (`NOT_FOUND`: it left or was silent too long) or the
+    /// node is not waiting (`FAILED_PRECONDITION`: join first); [`Error::InvalidResponse`] for a
+    /// round that is not of the node's config, does not hold it at its rank, or makes another
+    /// cluster than the rendezvous's.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe. It changes `node` (its [last round](Node::last_round)) only as it returns a
+    /// round; dropped before, `node` is unchanged and the next call asks for the same round.
     pub async fn wait_round(&self, node: &mut Node, timeout: Duration) -> Result<Waited, Error> {
-        use proto::wait_round_response::Outcome;
         let start = Instant::now();
         let deadline = start + timeout;
         let mut pending = format!("round {}: no answer yet", node.waits_for);
@@ -358,42 +392,32 @@ impl RendezvousClient {
                 });
             }
             let poll = (deadline - now).min(MAX_POLL);
-            let request = proto::WaitRoundRequest {
+            let wait = Wait {
                 rdzv_id: node.join.rdzv_id.clone(),
                 node_id: node.node_id.clone(),
                 after_round: node.last_round,
-                poll_ms: poll.as_millis() as u64,
+                poll,
             };
             let give_up = deadline.min(self.give_up());
-            let response = self
+            let found = self
                 .call(
                     "WaitRound",
                     give_up,
                     poll + self.options.rpc_timeout,
-                    |mut stub, t| {
-                        let request = timed(request.clone(), t);
-                        async move { stub.wait_round(request).await }
+                    |backend, t| {
+                        let wait = wait.clone();
+                        async move { backend.wait(wait, t).await }
                     },
                 )
                 .await?;
-            match response.outcome {
-                Some(Outcome::Round(round)) => {
-                    let round = Round::from_proto(round, node, &self.addr)?;
+            match found {
+                Found::Round { round, rank } => {
+                    let round = Round::new(round, rank, node, &self.addr)?;
                     node.last_round = round.number();
                     return Ok(Waited::Round(round));
                 }
-                Some(Outcome::Done(done)) => {
-                    let done = wire::done_from_proto(done)
-                        .map_err(|e| Error::invalid_response(&self.addr, "WaitRound", e))?;
-                    return Ok(Waited::JobDone(done));
-                }
-                Some(Outcome::Pending(p)) => pending = p.detail,
-                None => {
-                    let missing = WireError::Missing {
-                        field: "the outcome",
-                    };
-                    return Err(Error::invalid_response(&self.addr, "WaitRound", missing));
-                }
+                Found::Done(done) => return Ok(Waited::JobDone(done)),
+                Found::Pending(p) => pending = p.detail,
             }
         }
     }
@@ -407,56 +431,61 @@ impl RendezvousClient {
     ///
     /// Retried while the rendezvous cannot be reached, as every call is; a job the rendezvous
     /// does not have is [`Error::Refused`] with `NOT_FOUND`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Refused`] (`NOT_FOUND` for an unknown job), [`Error::Unreachable`],
+    /// [`Error::InvalidResponse`] for a round that makes another cluster than the rendezvous's.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an observer changes nothing.
     pub async fn watch_round(
         &self,
         rdzv_id: &str,
         after: Option<&WatchedRound>,
         poll: Duration,
     ) -> Result<Watched, Error> {
-        use proto::wait_round_response::Outcome;
-        const CALL: &str = "WatchRounds";
         let poll = poll.min(MAX_POLL);
-        let request = proto::WatchRoundsRequest {
+        let observe = Observe {
             rdzv_id: rdzv_id.to_owned(),
             after_round: after.map_or(0, WatchedRound::number),
-            poll_ms: poll.as_millis() as u64,
+            poll,
             job: after.map_or(0, WatchedRound::job),
         };
-        let response = self
+        let found = self
             .call(
-                CALL,
+                "WatchRounds",
                 self.give_up(),
                 poll + self.options.rpc_timeout,
-                |mut stub, t| {
-                    let request = timed(request.clone(), t);
-                    async move { stub.watch_rounds(request).await }
+                |backend, t| {
+                    let observe = observe.clone();
+                    async move { backend.observe(observe, t).await }
                 },
             )
             .await?;
-        match response.outcome {
-            Some(Outcome::Round(round)) => Ok(Watched::Round(WatchedRound::from_proto(
-                round, &self.addr, CALL,
-            )?)),
-            Some(Outcome::Pending(p)) => Ok(Watched::Pending {
+        Ok(match found {
+            Found::Round { round, .. } => Watched::Round(round),
+            Found::Pending(p) => Watched::Pending {
                 round: p.round,
                 waiting: p.waiting,
                 detail: p.detail,
-            }),
-            Some(Outcome::Done(done)) => Ok(Watched::JobDone(
-                wire::done_from_proto(done)
-                    .map_err(|e| Error::invalid_response(&self.addr, CALL, e))?,
-            )),
-            None => Err(Error::invalid_response(
-                &self.addr,
-                CALL,
-                WireError::Missing {
-                    field: "the outcome",
-                },
-            )),
-        }
+            },
+            Found::Done(done) => Watched::JobDone(done),
+        })
     }
 
     /// Tells the rendezvous this node is alive, and learns whether `round` still runs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Refused`] when the rendezvous no longer knows the node (`NOT_FOUND`) or it is not
+    /// a member of `round` (`FAILED_PRECONDITION`); [`Error::Unreachable`];
+    /// [`Error::InvalidResponse`] for an answer that breaks the protocol.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a heartbeat only tells the rendezvous the node is alive.
     pub async fn heartbeat(&self, node: &Node, round: u64) -> Result<RoundStatus, Error> {
         let (give_up, attempt) = (self.give_up(), self.options.rpc_timeout);
         self.heartbeat_until(node, round, Duration::ZERO, give_up, attempt)
@@ -475,6 +504,16 @@ impl RendezvousClient {
     /// is the job's story if it is its first); the success of the job's first task (chief,
     /// else worker 0) ends the job. Returns whether the report counted: one for a round that
     /// already ended changes nothing. The last 8 KiB of `stderr_tail` are kept.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Refused`] when the rendezvous does not know the node or job (`NOT_FOUND`), or the
+    /// report names no task of the node (`INVALID_ARGUMENT`); [`Error::Unreachable`].
+    ///
+    /// # Cancel safety
+    ///
+    /// A report dropped after it was sent may have counted. Reporting the same end again is
+    /// harmless: a report for a round that already ended changes nothing.
     pub async fn report(
         &self,
         node: &Node,
@@ -487,31 +526,39 @@ impl RendezvousClient {
         while !stderr_tail.is_char_boundary(start) {
             start += 1;
         }
-        let request = proto::ReportRequest {
+        let report = Report {
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
             round,
             local_task,
-            status: Some(wire::status_to_proto(&status)),
+            status,
             stderr_tail: stderr_tail[start..].to_owned(),
         };
-        let response = self
+        let reported = self
             .call(
                 "Report",
                 self.give_up(),
                 self.options.rpc_timeout,
-                |mut stub, t| {
-                    let request = timed(request.clone(), t);
-                    async move { stub.report(request).await }
+                |backend, t| {
+                    let report = report.clone();
+                    async move { backend.report(report, t).await }
                 },
             )
             .await?;
-        Ok(response.counted)
+        Ok(reported.counted)
     }
 
     /// Leaves the job; a round this node is in ends. Leaving twice is fine.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unreachable`]; [`Error::Refused`] for a request the rendezvous cannot take.
+    ///
+    /// # Cancel safety
+    ///
+    /// A leave dropped after it was sent may have taken effect; leaving again is harmless.
     pub async fn leave(&self, node: &Node) -> Result<(), Error> {
-        let request = proto::LeaveRequest {
+        let leave = Leave {
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
         };
@@ -519,9 +566,9 @@ impl RendezvousClient {
             "Leave",
             self.give_up(),
             self.options.rpc_timeout,
-            |mut stub, t| {
-                let request = timed(request.clone(), t);
-                async move { stub.leave(request).await }
+            |backend, t| {
+                let leave = leave.clone();
+                async move { backend.leave(leave, t).await }
             },
         )
         .await?;
@@ -538,33 +585,17 @@ impl RendezvousClient {
         give_up: Instant,
         attempt: Duration,
     ) -> Result<RoundStatus, Error> {
-        use proto::heartbeat_response::State;
-        let request = proto::HeartbeatRequest {
+        let beat = Beat {
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
             round,
-            poll_ms: poll.as_millis() as u64,
+            poll,
         };
-        let response = self
-            .call("Heartbeat", give_up, attempt, |mut stub, t| {
-                let request = timed(request.clone(), t);
-                async move { stub.heartbeat(request).await }
-            })
-            .await?;
-        let bad = |e: Error| Error::invalid_response(&self.addr, "Heartbeat", e);
-        match response.state {
-            Some(State::Running(_)) => Ok(RoundStatus::Running),
-            Some(State::Ended(end)) => {
-                Ok(RoundStatus::Ended(wire::end_from_proto(end).map_err(bad)?))
-            }
-            Some(State::Done(done)) => Ok(RoundStatus::JobDone(
-                wire::done_from_proto(done).map_err(bad)?,
-            )),
-            None => Err(bad(WireError::Missing {
-                field: "the round state",
-            }
-            .into())),
-        }
+        self.call("Heartbeat", give_up, attempt, |backend, t| {
+            let beat = beat.clone();
+            async move { backend.heartbeat(beat, t).await }
+        })
+        .await
     }
 
     fn give_up(&self) -> Instant {
@@ -583,7 +614,7 @@ impl RendezvousClient {
     ) -> Result<T, Error>
     where
         F: FnMut(Backend, Duration) -> Fut,
-        Fut: Future<Output = Result<tonic::Response<T>, Status>>,
+        Fut: Future<Output = Result<T, CallFailed>>,
     {
         let start = Instant::now();
         let mut backoff = Duration::from_millis(50);
@@ -593,8 +624,9 @@ impl RendezvousClient {
         loop {
             let answer = tokio::time::timeout(this_try, f(self.backend.clone(), this_try)).await;
             let status = match answer {
-                Ok(Ok(response)) => return Ok(response.into_inner()),
-                Ok(Err(status)) => status,
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(CallFailed::Status(status))) => status,
+                Ok(Err(CallFailed::Answer(error))) => return Err(error),
                 Err(_) => {
                     Status::deadline_exceeded(format!("no answer within {}", duration(this_try)))
                 }
@@ -626,15 +658,6 @@ impl RendezvousClient {
             this_try = attempt.min(left.max(LAST_TRY));
         }
     }
-}
-
-/// `message` with a gRPC deadline, so the server stops working for a caller that gave up.
-/// tonic also enforces it on this side; it is a little later than the attempt's own timeout,
-/// so that one fires first and the error says how long the client waited.
-fn timed<T>(message: T, timeout: Duration) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.set_timeout(timeout + Duration::from_millis(50));
-    request
 }
 
 /// A node id that no other node draws: the name's letters (if any) and 64 random bits.

@@ -72,6 +72,8 @@ pub enum Error {
     },
     /// The etcd client refused the endpoints or the TLS settings (a certificate that does not
     /// parse); why is the [`source`](std::error::Error::source).
+    #[cfg(feature = "etcd")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
     #[error("cannot use etcd at {endpoints}")]
     Etcd {
         /// The endpoints, `etcd://HOST:PORT,...`.

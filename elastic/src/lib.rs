@@ -15,8 +15,8 @@
 //!
 //! - [`RendezvousServer`]: the service (gRPC, our own `tfcluster.rendezvous` package,
 //!   [`proto`]), in process, serving any number of jobs by rendezvous id.
-//! - [`RendezvousClient::etcd`]: the same rendezvous with no server, its state kept in an
-//!   etcd cluster ([`EtcdOptions`]), so the job outlives any one host: see
+//! - [`RendezvousClient::etcd`] (feature `etcd`): the same rendezvous with no server, its
+//!   state kept in an etcd cluster ([`EtcdOptions`]), so the job outlives any one host: see
 //!   [the etcd backend](#the-etcd-backend).
 //! - [`RendezvousClient`]: an agent's calls — [`join`](RendezvousClient::join),
 //!   [`wait_round`](RendezvousClient::wait_round), [`heartbeats`](RendezvousClient::heartbeats)
@@ -49,14 +49,27 @@
 //! `connect`/`resolve --from rendezvous` to watch one),
 //! and Rust programs that supervise TensorFlow processes across hosts. It builds on
 //! `cluster-spec` (a round's cluster) and `cluster-resolver` (the `ClusterResolver` trait and
-//! `TF_CONFIG`), and pulls tokio, tonic and etcd-client (etcd's v3 API on the same tonic, for
-//! the etcd backend); it does not depend on `remote-connect`.
+//! `TF_CONFIG`), and pulls tokio and tonic, and with the `etcd` feature etcd-client (etcd's
+//! v3 API on the same tonic); it does not depend on `remote-connect`.
 //!
 //! ## Features
 //!
-//! None (it enables `cluster-resolver`'s `watch`, for [`RendezvousWatcher`]). It needs a
-//! tokio runtime; the server, the heartbeats and the supervisor's waits run
-//! as tokio tasks. The supervisor and the agent are Unix-only (process groups).
+//! - `etcd` (off by default; the `tfcluster` CLI turns it on): the etcd backend,
+//!   [`RendezvousClient::etcd`], [`EtcdOptions`], [`EtcdTls`], [`DEFAULT_PREFIX`],
+//!   [`ETCD_PORT`]; it pulls etcd-client.
+//!
+//! It enables `cluster-resolver`'s `watch`, for [`RendezvousWatcher`]. It needs a tokio
+//! runtime; the server, the heartbeats and the supervisor's waits run as tokio tasks. The
+//! supervisor and the agent are Unix-only (process groups).
+//!
+//! ## Inside
+//!
+//! The rendezvous's rules are a core that knows no wire: its calls (join, wait, observe,
+//! heartbeat, report, leave) in the crate's own types and error, run in process over a
+//! store of the jobs — in memory for [`RendezvousServer`], in etcd for
+//! [`RendezvousClient::etcd`]. gRPC is a layer around it: the server serves the core, and
+//! the client's gRPC backend is the same calls over the wire. The client calls either
+//! alike, with the same deadlines, retries and errors.
 //!
 //! ## Example
 //!
@@ -299,18 +312,21 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agent;
+mod assignment;
 mod client;
 mod error;
+#[cfg(feature = "etcd")]
 mod etcd;
+mod grpc;
 mod job_config;
 mod layout;
 mod node_range;
 mod outcome;
+mod rendezvous;
 mod resolver;
-mod round;
-mod server;
 pub mod supervise;
 mod task_env;
+mod watched_round;
 mod watcher;
 mod wire;
 
@@ -334,18 +350,19 @@ pub mod proto {
 }
 
 pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus};
-pub use client::{
-    ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited, Watched, WatchedRound,
-};
+pub use assignment::{Assignment, Member, RoundError, TaskAssignment, assign};
+pub use client::{ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited, Watched};
 pub use error::Error;
+#[cfg(feature = "etcd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{DEFAULT_PREFIX, ETCD_PORT, EtcdOptions, EtcdTls};
+pub use grpc::{MAX_REQUEST_BYTES, RendezvousServer, ServerOptions};
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};
 pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
 pub use resolver::RendezvousClusterResolver;
-pub use round::{Assignment, Member, RoundError, TaskAssignment, assign};
-pub use server::{MAX_REQUEST_BYTES, RendezvousServer, ServerOptions};
 pub use task_env::{TaskEnv, task_env};
+pub use watched_round::WatchedRound;
 pub use watcher::RendezvousWatcher;
 pub use wire::WireError;

@@ -152,6 +152,14 @@ impl Supervisor {
     }
 
     /// The next task to exit and how, recorded; `None` once none runs. Cancel safe.
+    ///
+    /// # Errors
+    ///
+    /// None: a task that could not be waited for is an `Err` exit, not an error of the call.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an exit not yet returned stays for the next call.
     pub async fn next_exit(&mut self) -> Option<(usize, Exit)> {
         if self.running() == 0 {
             return None;
@@ -203,6 +211,14 @@ impl Supervisor {
 
     /// The end of task `index`'s stderr, after waiting up to `wait` for its last lines (what
     /// it started may hold the pipe open longer).
+    ///
+    /// # Errors
+    ///
+    /// None: the text so far, however long the wait.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it changes nothing.
     pub async fn stderr_tail(&self, index: usize, wait: Duration) -> String {
         let task = &self.tasks[index];
         let _ = tokio::time::timeout(wait, task.pumps[1].finished()).await;
@@ -212,6 +228,15 @@ impl Supervisor {
     /// Gives the running tasks `grace` to exit on their own, then [`stop`](Self::stop)s
     /// them: how a job that succeeded ends (MultiWorkerMirroredStrategy's workers exit by
     /// themselves, ParameterServerStrategy's servers never do).
+    ///
+    /// # Errors
+    ///
+    /// None: every task has exited when it returns.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: dropped midway, tasks may still run (signalled or not); call
+    /// [`stop`](Self::stop), or drop the supervisor, which kills them.
     pub async fn wind_down(&mut self, grace: Duration) {
         let deadline = Instant::now() + grace;
         while let Ok(Some(_)) = timeout_at(deadline, self.next_exit()).await {}
@@ -223,6 +248,15 @@ impl Supervisor {
 
     /// SIGTERM to every running task's group, up to `grace` for them to exit, SIGKILL to
     /// every group, and waiting until every task has exited.
+    ///
+    /// # Errors
+    ///
+    /// None: every task has exited when it returns.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: dropped midway, the tasks got SIGTERM and may still run; call it again, or
+    /// drop the supervisor, which kills them.
     pub async fn stop(&mut self, grace: Duration) {
         self.signal(Signal::SIGTERM);
         let deadline = Instant::now() + grace;
@@ -236,6 +270,15 @@ impl Supervisor {
 
     /// Kills what the tasks left in their groups and waits up to `drain` for the last lines
     /// of their output; the supervisor is empty after.
+    ///
+    /// # Errors
+    ///
+    /// None: the supervisor is empty when it returns.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: dropped midway, every group was killed, but output not yet drained is
+    /// lost.
     pub async fn finish(&mut self, drain: Duration) {
         self.signal(Signal::SIGKILL);
         let drained = Instant::now() + drain;

@@ -14,7 +14,8 @@ use futures_util::stream;
 use tokio::time::Instant;
 
 use crate::Error;
-use crate::client::{RendezvousClient, Watched, WatchedRound};
+use crate::client::{RendezvousClient, Watched};
+use crate::watched_round::WatchedRound;
 
 /// How long [`RendezvousWatcher::round`] waits for a running round by default.
 const ROUND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -76,6 +77,15 @@ impl RendezvousWatcher {
     /// The job's running round, waiting up to [`round_timeout`](Self::round_timeout) for
     /// one ([`Error::WaitTimeout`], saying what the round waits for, when none forms);
     /// [`Error::JobEnded`] when the job is over.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WaitTimeout`] and [`Error::JobEnded`] as said, and those of
+    /// [`RendezvousClient::watch_round`] (an unknown job, an unreachable rendezvous).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an observer changes nothing.
     pub async fn round(&self) -> Result<WatchedRound, Error> {
         let start = Instant::now();
         let deadline = start + self.round_timeout;

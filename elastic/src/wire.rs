@@ -1,14 +1,93 @@
-//! Conversions between the wire messages (`proto`) and the crate's types. A message from a
-//! peer is checked here, once, and a bad one fails with the crate's [`Error`]:
+//! Conversions between the wire messages (`proto`) and the crate's types, for the gRPC layer
+//! and for the etcd store's records (prost messages too). A message from a peer is checked
+//! here, once, and a bad one fails with the crate's [`Error`]:
 //! [`Error::Wire`] when it breaks the protocol, the value's own error (say [`Error::Layout`])
 //! when a job config fails its rules. The server refuses such a request with
 //! `INVALID_ARGUMENT`, the client such an answer with [`Error::InvalidResponse`].
 
+use std::time::Duration;
+
 use crate::outcome::{EndReason, Failure, JobDone, RoundEnd, TaskStatus};
 use crate::proto;
+use crate::rendezvous::{Found, JoinArgs, Joined};
+use crate::watched_round::WatchedRound;
 use crate::{Error, JobConfig, Layout, Member, NodeRange};
 
 pub use crate::error::wire::WireError;
+
+/// A join as a request (an empty host: the rendezvous's default).
+pub(crate) fn join_to_proto(join: &JoinArgs) -> proto::JoinRequest {
+    proto::JoinRequest {
+        rdzv_id: join.rdzv_id.clone(),
+        config: Some(config_to_proto(&join.config)),
+        host: join.host.clone(),
+        ports: join.ports.iter().map(|&p| u32::from(p)).collect(),
+        node_id: join.node_id.clone().unwrap_or_default(),
+        name: join.name.clone(),
+    }
+}
+
+/// A join request's arguments.
+pub(crate) fn join_from_proto(req: proto::JoinRequest) -> Result<JoinArgs, Error> {
+    Ok(JoinArgs {
+        config: config_from_proto(req.config)?,
+        ports: ports_from_proto(&req.ports)?,
+        node_id: (!req.node_id.is_empty()).then_some(req.node_id),
+        rdzv_id: req.rdzv_id,
+        host: req.host,
+        name: req.name,
+    })
+}
+
+pub(crate) fn joined_to_proto(joined: &Joined) -> proto::JoinResponse {
+    proto::JoinResponse {
+        node_id: joined.node_id.clone(),
+        round: joined.round,
+        note: joined.note.clone(),
+        heartbeat_timeout_ms: joined.heartbeat_timeout.as_millis() as u64,
+        host: joined.host.clone(),
+    }
+}
+
+pub(crate) fn joined_from_proto(joined: proto::JoinResponse) -> Joined {
+    Joined {
+        node_id: joined.node_id,
+        round: joined.round,
+        note: joined.note,
+        host: joined.host,
+        heartbeat_timeout: Duration::from_millis(joined.heartbeat_timeout_ms),
+    }
+}
+
+/// A round on the wire, `rank` the asking node's.
+pub(crate) fn round_to_proto(round: &WatchedRound, rank: u32) -> proto::Round {
+    proto::Round {
+        number: round.number(),
+        restart_count: round.restart_count(),
+        members: round.members().iter().map(member_to_proto).collect(),
+        rank,
+        cluster_json: round.cluster_json().to_string(),
+        config: Some(config_to_proto(round.config())),
+        job: round.job(),
+    }
+}
+
+/// The answer of `WaitRound` and `WatchRounds`.
+pub(crate) fn found_to_proto(found: &Found) -> proto::WaitRoundResponse {
+    use proto::wait_round_response::Outcome;
+    let outcome = match found {
+        Found::Pending(p) => Outcome::Pending(proto::Pending {
+            round: p.round,
+            waiting: p.waiting,
+            detail: p.detail.clone(),
+        }),
+        Found::Done(done) => Outcome::Done(done_to_proto(done)),
+        Found::Round { round, rank } => Outcome::Round(round_to_proto(round, *rank)),
+    };
+    proto::WaitRoundResponse {
+        outcome: Some(outcome),
+    }
+}
 
 pub(crate) fn config_to_proto(config: &JobConfig) -> proto::JobConfig {
     proto::JobConfig {

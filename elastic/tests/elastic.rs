@@ -3,8 +3,11 @@
 //! closing at max and after the last call, late and new joiners, lost nodes, failures and the
 //! shared restart count, success, refusals, hostile peers, an unreachable rendezvous, etcd's
 //! leader lost mid-round and TLS — a round's `ClusterResolver`, observers watching the
-//! rounds; the `Supervisor` of task processes. Every test runs under a deadline.
+//! rounds; the `Supervisor` of task processes; the agent's stop. Every test runs under a
+//! deadline.
 
+#[path = "elastic/agent.rs"]
+mod agent;
 #[path = "elastic/common.rs"]
 mod common;
 #[path = "elastic/etcd.rs"]

@@ -1,7 +1,11 @@
 //! SIGINT and SIGTERM to this process: what stops `serve` and `up --keep`, and what `run`
 //! passes on to the commands it started.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use anyhow::anyhow;
+use futures_util::Stream;
 use nix::sys::signal::Signal as Sig;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
@@ -29,20 +33,34 @@ impl Stop {
 
     /// The next SIGINT or SIGTERM; call again for the one after.
     pub(crate) async fn next(&mut self) -> Sig {
-        async fn next(signal: &mut Option<Signal>) {
-            match signal {
-                Some(signal) => {
-                    if signal.recv().await.is_none() {
-                        std::future::pending::<()>().await;
-                    }
+        std::future::poll_fn(|cx| self.poll_signal(cx)).await
+    }
+
+    /// The next signal when one came. A signal whose listener could not be made, or whose
+    /// listener ended, never comes.
+    fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Sig> {
+        for (listener, sig) in [
+            (&mut self.interrupt, Sig::SIGINT),
+            (&mut self.terminate, Sig::SIGTERM),
+        ] {
+            if let Some(signal) = listener {
+                match signal.poll_recv(cx) {
+                    Poll::Ready(Some(())) => return Poll::Ready(sig),
+                    Poll::Ready(None) => *listener = None,
+                    Poll::Pending => {}
                 }
-                None => std::future::pending::<()>().await,
             }
         }
-        tokio::select! {
-            () = next(&mut self.interrupt) => Sig::SIGINT,
-            () = next(&mut self.terminate) => Sig::SIGTERM,
-        }
+        Poll::Pending
+    }
+}
+
+/// Every SIGINT and SIGTERM, in order, as the elastic agent takes its stop; it never ends.
+impl Stream for Stop {
+    type Item = Sig;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Sig>> {
+        self.poll_signal(cx).map(Some)
     }
 }
 

@@ -48,6 +48,16 @@ impl TaskGpus {
     /// Asks `source`, when it must, on a thread of its own under its deadline
     /// ([`gpus::count`]), so no async worker blocks on the driver; [`Agent`](super::Agent)
     /// calls it once.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::FindGpus`] when `CUDA_VISIBLE_DEVICES` is not UTF-8 or the driver fails or
+    /// runs past its deadline; [`AgentError::ShareGpus`] as said.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a driver query already started runs on its own thread to its deadline, and
+    /// its answer is dropped.
     pub async fn find(
         env: &Env,
         tasks_per_node: u32,

@@ -1,37 +1,42 @@
 //! [`Backend`]: what a client's calls go to — a rendezvous over gRPC (the built-in one, in
-//! some agent or `tfcluster rendezvous`), or the rendezvous service run in this process over
-//! an etcd cluster. The calls and their messages are the same either way.
+//! some agent or `tfcluster rendezvous`), or, with the `etcd` feature, the rendezvous run in
+//! this process over an etcd cluster. Either is a [`Rendezvous`]; the client sees its
+//! failures alike, as gRPC statuses (the in-process one's through
+//! [`status_of`](crate::grpc::status::status_of)).
 
+#[cfg(feature = "etcd")]
 use std::sync::Arc;
+use std::time::Duration;
 
-use tonic::transport::Channel;
-use tonic::{Request, Response, Status};
-
-use crate::proto;
-use crate::proto::rendezvous_client::RendezvousClient as Stub;
-use crate::proto::rendezvous_server::Rendezvous;
-use crate::server::Service;
-use crate::server::etcd_store::EtcdStore;
+use crate::grpc::client::{CallFailed, GrpcClient};
+use crate::outcome::RoundStatus;
+#[cfg(feature = "etcd")]
+use crate::rendezvous::Local;
+use crate::rendezvous::{
+    Beat, Found, JoinArgs, Joined, Leave, Observe, Rendezvous, Report, Reported, Wait,
+};
 
 /// Where a [`RendezvousClient`](super::RendezvousClient)'s calls go; cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) enum Backend {
-    Grpc(Stub<Channel>),
-    Etcd(Arc<Service<EtcdStore>>),
+    Grpc(GrpcClient),
+    #[cfg(feature = "etcd")]
+    Etcd(Arc<Local<crate::etcd::EtcdStore>>),
 }
 
-/// One method per call, each sent to the stub or run on the service.
+/// Each call sent to the gRPC client or run in process.
 macro_rules! calls {
-    ($($call:ident: $request:ident => $response:ident;)*) => {
-        impl Backend {
+    ($($call:ident: $args:ty => $answer:ty;)*) => {
+        impl Rendezvous for Backend {
+            type Error = CallFailed;
             $(
-                pub(crate) async fn $call(
-                    &mut self,
-                    request: Request<proto::$request>,
-                ) -> Result<Response<proto::$response>, Status> {
+                async fn $call(&self, args: $args, within: Duration) -> Result<$answer, CallFailed> {
                     match self {
-                        Self::Grpc(stub) => stub.$call(request).await,
-                        Self::Etcd(service) => Rendezvous::$call(&**service, request).await,
+                        Self::Grpc(grpc) => grpc.$call(args, within).await,
+                        #[cfg(feature = "etcd")]
+                        Self::Etcd(local) => local.$call(args, within).await.map_err(|e| {
+                            CallFailed::Status(crate::grpc::status::status_of(e))
+                        }),
                     }
                 }
             )*
@@ -40,10 +45,10 @@ macro_rules! calls {
 }
 
 calls! {
-    join: JoinRequest => JoinResponse;
-    wait_round: WaitRoundRequest => WaitRoundResponse;
-    watch_rounds: WatchRoundsRequest => WaitRoundResponse;
-    heartbeat: HeartbeatRequest => HeartbeatResponse;
-    report: ReportRequest => ReportResponse;
-    leave: LeaveRequest => LeaveResponse;
+    join: JoinArgs => Joined;
+    wait: Wait => Found;
+    observe: Observe => Found;
+    heartbeat: Beat => RoundStatus;
+    report: Report => Reported;
+    leave: Leave => ();
 }

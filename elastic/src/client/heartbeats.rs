@@ -59,6 +59,15 @@ impl Heartbeats {
     /// error when the rendezvous was unreachable for the heartbeat timeout or no longer
     /// knows this node. Cancel safe (use it in `tokio::select!` beside the tasks); after it
     /// has returned, it returns [`Error::HeartbeatsFinished`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unreachable`] (or another call error) when the heartbeats failed, as said;
+    /// [`Error::HeartbeatsFinished`] once it has returned.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the heartbeats run in their own task, and the answer waits for the next call.
     pub async fn ended(&mut self) -> Result<RoundStatus, Error> {
         let Some(rx) = self.ended.as_mut() else {
             return Err(Error::HeartbeatsFinished);

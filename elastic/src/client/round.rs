@@ -1,13 +1,12 @@
-//! [`Round`]: a round as an agent holds it, its cluster derived here and checked against the
-//! rendezvous's.
+//! [`Round`]: a round as an agent holds it: a [`WatchedRound`] checked to be of the node's
+//! config and to hold the node at its rank, with the node's tasks.
 
 use cluster_spec::ClusterSpec;
 
 use super::Node;
-use super::watched::WatchedRound;
-use crate::proto;
+use crate::assignment::{Assignment, Member, TaskAssignment};
 use crate::resolver::RendezvousClusterResolver;
-use crate::round::{Assignment, Member, TaskAssignment};
+use crate::watched_round::WatchedRound;
 use crate::{Error, JobConfig};
 
 /// A round that holds this node: its number, the job's restart count, the members in rank
@@ -20,9 +19,14 @@ pub struct Round {
 }
 
 impl Round {
-    pub(super) fn from_proto(round: proto::Round, node: &Node, addr: &str) -> Result<Self, Error> {
-        let rank = round.rank;
-        let round = WatchedRound::from_proto(round, addr, "WaitRound")?;
+    /// `round`, found by a wait of `node` at the rendezvous at `addr` with the node at
+    /// `rank`: checked to be of the node's config and to hold the node at that rank.
+    pub(super) fn new(
+        round: WatchedRound,
+        rank: u32,
+        node: &Node,
+        addr: &str,
+    ) -> Result<Self, Error> {
         let bad = |what: String| Error::InvalidResponse {
             addr: addr.to_owned(),
             call: "WaitRound",

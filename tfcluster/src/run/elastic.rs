@@ -7,13 +7,11 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
 use cluster_spec::__private::error_chain::Chain;
-use elastic::supervise::Signal;
 use elastic::{
     Agent, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
     RendezvousServer, ServerOptions, Waited, task_env,
 };
 use serde_json::json;
-use tokio::sync::mpsc::{self, UnboundedReceiver};
 
 use crate::args::elastic::ElasticArgs;
 use crate::args::rendezvous::target::Rendezvous;
@@ -38,15 +36,16 @@ pub(crate) async fn run(
     grace: Duration,
 ) -> Result<(), Failure> {
     let rendezvous = rendezvous_of(args)?;
-    let mut signals = forward(Stop::install());
+    // Caught from here: a signal while the agent starts, joins or waits stops it too.
+    let mut stop = Stop::install();
     let agent = agent(&rendezvous, args, gpus_per_task, command, grace).await?;
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
     agent.task_gpus().await?;
     let server = serve_if_here(&rendezvous, args).await;
-    let outcome = agent.run(&mut signals).await;
+    let outcome = agent.run(&mut stop).await;
     if let Some(server) = server {
         // Still caught: a signal cuts the linger short.
-        let _ = tokio::time::timeout(LINGER, signals.recv()).await;
+        let _ = tokio::time::timeout(LINGER, stop.next()).await;
         server.shutdown().await;
     }
     match outcome {
@@ -69,19 +68,6 @@ pub(crate) async fn run(
             Err(e.into())
         }
     }
-}
-
-/// Every SIGINT and SIGTERM, as the agent takes them.
-fn forward(mut stop: Stop) -> UnboundedReceiver<Signal> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        loop {
-            if tx.send(stop.next().await).is_err() {
-                return;
-            }
-        }
-    });
-    rx
 }
 
 /// `--dry-run`: joins, waits for the first round (so every host must run it), and returns

@@ -57,8 +57,13 @@ pub(super) fn round_of(
     match r.wait("job", id, after, now).unwrap() {
         Waited::Round { round, rank } => Some((
             round.number,
-            round.restart_count,
-            round.members.iter().map(|m| m.node_id.clone()).collect(),
+            round.round.restart_count(),
+            round
+                .round
+                .members()
+                .iter()
+                .map(|m| m.node_id.clone())
+                .collect(),
             rank,
         )),
         _ => None,
@@ -126,7 +131,7 @@ fn observing_keeps_no_node_alive_and_answers_the_running_round() {
         panic!("round 1 runs");
     };
     assert_eq!((round.number, rank), (1, 0));
-    let job = round.job;
+    let job = round.round.job();
     assert_ne!(job, 0);
     // Round 1 of another job under this id (a restarted rendezvous) is no reference.
     assert!(matches!(

@@ -1,7 +1,8 @@
 //! The rendezvous's state: jobs by rendezvous id, their nodes and rounds, and every
 //! transition. Calls and the clock drive it; `now` is passed in, so tests step time instead
-//! of sleeping, and no lock is held across an await (the server holds it only inside these
-//! methods).
+//! of sleeping, and no lock is held across an await (the memory store holds it only inside
+//! these methods). It knows no wire and no store: [`Local`](super::Local) runs the calls on it
+//! over either store.
 //!
 //! This file is the registry itself: its jobs and the calls. What the calls take and answer
 //! is in [`calls`]; the data a job holds below it, [`node`] (a node as kept) and [`formed`]
@@ -18,6 +19,9 @@ mod forming;
 mod job;
 mod membership;
 mod node;
+// The etcd store's records: they read and build the registry's private state, so they stay
+// beside it, compiled with the store.
+#[cfg(feature = "etcd")]
 mod stored;
 mod task_end;
 
@@ -36,6 +40,7 @@ pub(crate) use calls::{JoinArgs, Joined, Refusal, Settings, Waited};
 use job::{Job, Phase};
 use node::NodeState;
 
+#[cfg(feature = "etcd")]
 pub(crate) use stored::Clock;
 pub(crate) use task_end::MAX_STDERR_TAIL;
 
@@ -54,10 +59,6 @@ impl Registry {
             jobs: HashMap::new(),
             random: RandomState::new(),
         }
-    }
-
-    pub(crate) fn settings(&self) -> &Settings {
-        &self.settings
     }
 
     /// A receiver that changes whenever job `rdzv_id` does.

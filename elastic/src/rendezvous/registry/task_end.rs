@@ -37,18 +37,18 @@ impl Job {
                 ));
             }
         };
-        let tpn = current.config.tasks_per_node();
+        let tpn = current.round.config().tasks_per_node();
         if local_task >= tpn {
             return Err(Refusal::InvalidArgument(format!(
                 "local task {local_task} does not exist: nodes run {tpn} tasks"
             )));
         }
         let rank = current.rank(node_id).unwrap_or_default();
-        let task = &current.assignment.node_tasks(rank)[local_task as usize];
+        let task = &current.round.assignment().node_tasks(rank)[local_task as usize];
         let who = node.describe(node_id);
         let task_name = format!("{}:{}", task.job, task.index);
         if status.success() {
-            if task == current.assignment.first_task() {
+            if task == current.round.assignment().first_task() {
                 let detail = format!("task {task_name} ({who}) succeeded");
                 self.end_round(EndReason::JobSucceeded, detail, now);
                 return Ok((true, "the job succeeded".into()));
@@ -57,7 +57,7 @@ impl Job {
                 true,
                 format!(
                     "task {task_name} succeeded; the job ends when task {}:0 does",
-                    current.assignment.first_task().job
+                    current.round.assignment().first_task().job
                 ),
             ));
         }

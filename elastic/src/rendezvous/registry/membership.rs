@@ -54,7 +54,7 @@ impl Job {
             NodeState::Idle => {
                 self.last_arrival = now;
                 if let Phase::Running(current) = &self.phase {
-                    let (number, size) = (current.number, current.members.len() as u32);
+                    let (number, size) = (current.number, current.round.members().len() as u32);
                     let max = self.config.nodes().max();
                     if size < max {
                         let detail =
@@ -87,6 +87,7 @@ impl Job {
             round,
             note,
             host: node.host.clone(),
+            heartbeat_timeout: settings.timeout,
         })
     }
 

@@ -7,10 +7,10 @@
 //! membership, whichever agents race to close it and whatever etcd member leads. A waiting
 //! call watches the job's keys from the revision it read (a record written, a node's key
 //! expiring) and wakes by its own clock only when the clock would change the job (a last
-//! call running out). Joins go through the record's next write ([`joins`]), so the joins of
-//! a round's end are a few writes, not one each.
-
-mod joins;
+//! call running out). Joins go through the record's next write ([`joins`](super::joins)), so
+//! the joins of a round's end are a few writes, not one each.
+//!
+//! etcd speaks gRPC: its failures are statuses here, a [`CallError`] at the store's edge.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -27,10 +27,11 @@ use etcd_client::{
 use prost::Message;
 use tonic::{Code, Status};
 
-use super::registry::{Clock, JoinArgs, Refusal, Registry, Settings};
-use super::store::{Store, refused};
+use super::joins;
+use super::options::{EtcdOptions, key_segment};
 use crate::error::duration;
-use crate::etcd::{EtcdOptions, key_segment};
+use crate::rendezvous::registry::{Clock, Refusal, Registry, Settings};
+use crate::rendezvous::{CallError, JoinArgs, Joined, Store};
 use crate::{Error, proto};
 
 /// The jobs of an etcd cluster, as one agent (one process) sees them.
@@ -39,11 +40,11 @@ pub(crate) struct EtcdStore {
     /// `current`, and move on to the next one when it does not answer: etcd-client's own
     /// balancing over a list keeps sending a share of the calls to a member that is gone (a
     /// connection that failed looks ready to its balancer, and being idle, is picked first).
-    clients: Vec<Client>,
+    pub(super) clients: Vec<Client>,
     /// The index in `clients` of the member calls go to.
     current: AtomicUsize,
     /// `etcd://HOST:PORT,...`, for messages.
-    url: String,
+    pub(super) url: String,
     endpoints: Vec<String>,
     prefix: String,
     /// The timings of a job this store creates; a stored job keeps its own.
@@ -51,7 +52,7 @@ pub(crate) struct EtcdStore {
     /// The lease TTL of this agent's nodes, in whole seconds as etcd counts.
     ttl: i64,
     /// How long one etcd request may take.
-    rpc_timeout: Duration,
+    pub(super) rpc_timeout: Duration,
     /// The address this host reaches etcd at: the host of a node that names none.
     host: OnceLock<Option<String>>,
     /// The leases of nodes that joined through this store, by job and node id.
@@ -69,28 +70,28 @@ impl std::fmt::Debug for EtcdStore {
 }
 
 /// A node of a job: its rendezvous id and node id.
-type NodeKey = (String, String);
+pub(super) type NodeKey = (String, String);
 
 /// A node's lease, and when this store last renewed it.
 #[derive(Debug, Clone, Copy)]
-struct Lease {
-    id: i64,
-    renewed: Instant,
+pub(super) struct Lease {
+    pub(super) id: i64,
+    pub(super) renewed: Instant,
 }
 
 /// A job's keys as one transaction read them.
-struct Snapshot {
-    record: Option<Vec<u8>>,
+pub(super) struct Snapshot {
+    pub(super) record: Option<Vec<u8>>,
     /// The record's revision (0: no record), which a write compares.
-    mod_revision: i64,
+    pub(super) mod_revision: i64,
     /// The store's revision at the read: a watch from after it misses nothing.
     revision: i64,
     /// The nodes whose live keys exist.
-    alive: HashSet<String>,
+    pub(super) alive: HashSet<String>,
     /// For a join: the joins waiting to be folded in, by token, oldest first.
-    joins: Vec<(String, Vec<u8>)>,
+    pub(super) joins: Vec<(String, Vec<u8>)>,
     /// For a join: its answer, once another agent folded it in.
-    answer: Option<Vec<u8>>,
+    pub(super) answer: Option<Vec<u8>>,
 }
 
 impl EtcdStore {
@@ -145,7 +146,7 @@ impl EtcdStore {
         })
     }
 
-    fn job_prefix(&self, rdzv_id: &str) -> String {
+    pub(super) fn job_prefix(&self, rdzv_id: &str) -> String {
         format!("{}/{}/", self.prefix, key_segment(rdzv_id))
     }
 
@@ -153,7 +154,7 @@ impl EtcdStore {
         format!("{}state", self.job_prefix(rdzv_id))
     }
 
-    fn alive_prefix(&self, rdzv_id: &str) -> String {
+    pub(super) fn alive_prefix(&self, rdzv_id: &str) -> String {
         format!("{}alive/", self.job_prefix(rdzv_id))
     }
 
@@ -162,12 +163,12 @@ impl EtcdStore {
         format!("{}\0", self.record_key(rdzv_id))
     }
 
-    fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<NodeKey, Lease>> {
+    pub(super) fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<NodeKey, Lease>> {
         self.leases.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The member calls go to now: its index, and its client.
-    fn member(&self) -> (usize, Client) {
+    pub(super) fn member(&self) -> (usize, Client) {
         let i = self.current.load(Ordering::Relaxed) % self.clients.len();
         (i, self.clients[i].clone())
     }
@@ -255,7 +256,7 @@ impl EtcdStore {
 
     /// The job's record and its live nodes, at one revision; for `joining`, the joins waiting
     /// and its answer too, after putting its request when it has one to put.
-    async fn read(
+    pub(super) async fn read(
         &self,
         rdzv_id: &str,
         joining: Option<&joins::Joining>,
@@ -326,7 +327,12 @@ impl EtcdStore {
     }
 
     /// The job as `snapshot` holds it, loaded into a registry of its own and ticked to `clock`.
-    fn load(&self, rdzv_id: &str, snapshot: &Snapshot, clock: Clock) -> Result<Registry, Status> {
+    pub(super) fn load(
+        &self,
+        rdzv_id: &str,
+        snapshot: &Snapshot,
+        clock: Clock,
+    ) -> Result<Registry, Status> {
         let stored = snapshot
             .record
             .as_deref()
@@ -351,7 +357,7 @@ impl EtcdStore {
     }
 
     /// A new lease of the nodes' TTL.
-    async fn grant(&self) -> Result<i64, Status> {
+    pub(super) async fn grant(&self) -> Result<i64, Status> {
         let ttl = self.ttl;
         let granted = self
             .request("grant a node's lease", |client| async move {
@@ -362,7 +368,7 @@ impl EtcdStore {
     }
 
     /// Gives back `lease` now, so its keys go at once; a lease already gone is no matter.
-    async fn revoke(&self, lease: i64) {
+    pub(super) async fn revoke(&self, lease: i64) {
         let _ = self
             .request("revoke a lease", |client| async move {
                 client.lease_client().revoke(lease).await
@@ -372,7 +378,7 @@ impl EtcdStore {
 
     /// Keeps `node`'s lease alive, when this store holds it. An expired lease is forgotten:
     /// the node is lost, and joins again with a new one.
-    async fn keep_alive(&self, rdzv_id: &str, node: &str) -> Result<(), Status> {
+    pub(super) async fn keep_alive(&self, rdzv_id: &str, node: &str) -> Result<(), Status> {
         let key = (rdzv_id.to_owned(), node.to_owned());
         let Some(Lease { id: lease, renewed }) = self.leases().get(&key).copied() else {
             return Ok(());
@@ -407,7 +413,7 @@ impl EtcdStore {
     /// Writes the job's record (`None`: deletes it) if it is still at `mod_revision`, with
     /// `ops` beside it. The store's new revision, or `None` when another agent changed the
     /// job first.
-    async fn write(
+    pub(super) async fn write(
         &self,
         rdzv_id: &str,
         mod_revision: i64,
@@ -438,7 +444,7 @@ impl EtcdStore {
 
     /// Gives back the leases of this store's nodes the job no longer has (they left or were
     /// lost), so their keys go now rather than at the TTL.
-    async fn release(&self, registry: &Registry, rdzv_id: &str) {
+    pub(super) async fn release(&self, registry: &Registry, rdzv_id: &str) {
         let kept: HashSet<String> = registry.node_ids(rdzv_id).into_iter().collect();
         let gone: Vec<i64> = {
             let mut leases = self.leases();
@@ -532,7 +538,7 @@ impl Store for EtcdStore {
         node: Option<&str>,
         deadline: Instant,
         mut check: F,
-    ) -> Result<T, Status>
+    ) -> Result<T, CallError>
     where
         T: Send,
         F: FnMut(&mut Registry, Instant) -> Result<(T, bool), Refusal> + Send,
@@ -544,7 +550,7 @@ impl Store for EtcdStore {
             let snapshot = self.read(rdzv_id, None).await?;
             let clock = Clock::now();
             let mut registry = self.load(rdzv_id, &snapshot, clock)?;
-            let (answer, wait) = check(&mut registry, clock.instant()).map_err(refused)?;
+            let (answer, wait) = check(&mut registry, clock.instant())?;
             let record = registry.store(rdzv_id, clock).map(|r| r.encode_to_vec());
             let mut revision = snapshot.revision;
             if record != snapshot.record {
@@ -572,7 +578,7 @@ impl Store for EtcdStore {
         (self.settings.timeout / 3).min(Duration::from_secs(30))
     }
 
-    async fn join(&self, args: JoinArgs) -> Result<proto::JoinResponse, Status> {
+    async fn join(&self, args: JoinArgs) -> Result<Joined, CallError> {
         self.join_folded(args).await
     }
 
@@ -585,7 +591,7 @@ impl Store for EtcdStore {
 
 impl EtcdStore {
     /// A record this version cannot load: DATA_LOSS, naming the key; not retried.
-    fn unusable(&self, rdzv_id: &str, e: &(dyn std::error::Error + 'static)) -> Status {
+    pub(super) fn unusable(&self, rdzv_id: &str, e: &(dyn std::error::Error + 'static)) -> Status {
         Status::data_loss(format!(
             "the record of job {rdzv_id:?} at {} in etcd at {} does not load: {}",
             self.record_key(rdzv_id),

@@ -1,12 +1,7 @@
-//! [`RendezvousServer`]: the rendezvous service, in process, on a port of its own.
-
-pub(crate) mod etcd_store;
-pub(crate) mod registry;
-mod service;
-pub(crate) mod store;
+//! [`RendezvousServer`]: the rendezvous service, in process, on a port of its own: the
+//! memory store's rendezvous served over gRPC.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -14,12 +9,11 @@ use tokio::task::JoinHandle;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
+use super::service::Service;
 use crate::Error;
 use crate::proto::rendezvous_server::RendezvousServer as RendezvousService;
-pub(crate) use registry::MAX_STDERR_TAIL;
-use registry::{Registry, Settings};
-pub(crate) use service::Service;
-use store::{Memory, lock};
+use crate::rendezvous::registry::Settings;
+use crate::rendezvous::{Local, Memory};
 
 /// The largest request the server decodes. A join of 256 ports with a 253-byte host, or a
 /// report with its 8 KiB of stderr, is a few KiB; anything larger is refused
@@ -105,6 +99,14 @@ pub struct RendezvousServer {
 impl RendezvousServer {
     /// Binds `addr` (port 0 picks a free port, see [`local_addr`](Self::local_addr)) and
     /// serves. Needs a tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Bind`] when `addr` cannot be bound.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before it returns, nothing serves and the port is let go.
     pub async fn start(addr: SocketAddr, options: ServerOptions) -> Result<Self, Error> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -112,31 +114,28 @@ impl RendezvousServer {
         let local_addr = listener
             .local_addr()
             .map_err(|source| Error::Bind { addr, source })?;
-        let registry = Arc::new(Mutex::new(Registry::new(Settings {
+        let (shutdown, _) = watch::channel(false);
+        let settings = Settings {
             last_call: options.last_call,
             timeout: options.timeout,
             max_jobs: options.max_jobs,
-        })));
-        let (shutdown, _) = watch::channel(false);
+        };
+        let memory = Memory::new(settings, options.poll_cap(), shutdown.subscribe());
 
         let ticker = tokio::spawn({
-            let registry = Arc::clone(&registry);
+            let memory = memory.clone();
             let mut interval = tokio::time::interval(options.tick());
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             async move {
                 loop {
                     interval.tick().await;
-                    lock(&registry).tick(Instant::now());
+                    memory.tick(Instant::now());
                 }
             }
         });
 
         let service = RendezvousService::new(Service {
-            store: Memory {
-                registry,
-                poll_cap: options.poll_cap(),
-                shutdown: shutdown.subscribe(),
-            },
+            local: Local::new(memory),
         })
         .max_decoding_message_size(MAX_REQUEST_BYTES);
         let incoming = TcpIncoming::from(listener)
@@ -169,6 +168,15 @@ impl RendezvousServer {
 
     /// Stops serving: long polls in flight answer `UNAVAILABLE` at once, then the connections
     /// close. Waits for that at most 5 s.
+    ///
+    /// # Errors
+    ///
+    /// None: it stops whatever happens, waiting at most 5 s.
+    ///
+    /// # Cancel safety
+    ///
+    /// The stop is sent at once: dropped while it waits, the server still stops (its connections
+    /// close by themselves); only the wait is cut short.
     pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(true);
         if let Some(serve) = self.serve.take() {

@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::calls::Settings;
-use super::formed::{FormedRound, Pending};
+use super::calls::{Pending, Settings};
+use super::formed::FormedRound;
 use super::job::{Job, Phase};
 use super::node::{Node, NodeState};
+use crate::assignment::Member;
 use crate::error::duration;
 use crate::outcome::JobDone;
-use crate::round::Member;
 
 impl Job {
     fn waiting(&self) -> impl Iterator<Item = (&String, &Node)> {
@@ -28,7 +28,7 @@ impl Job {
             Phase::Running(r) => format!(
                 "round {} is running with {} of max {max} nodes; waiting for round {round}",
                 r.number,
-                r.members.len()
+                r.round.members().len()
             ),
             _ if waiting < min => format!(
                 "round {round} waits for nodes: {waiting} of min {min} (max {max}) have joined"
@@ -53,7 +53,9 @@ impl Job {
 
     /// When the clock alone would change the job: the last call of a round that has its
     /// `min` nodes running out, or a job without nodes being forgotten. `None`: only a call
-    /// (or a node going silent) changes it. The etcd backend wakes its waiters then.
+    /// (or a node going silent) changes it. The etcd backend wakes its waiters then (the
+    /// memory store ticks instead, so only the etcd backend compiles it).
+    #[cfg(feature = "etcd")]
     pub(super) fn next_deadline(&self, settings: &Settings) -> Option<Instant> {
         if self.nodes.is_empty() {
             return self.empty_since.map(|since| since + settings.timeout);

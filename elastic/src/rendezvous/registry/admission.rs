@@ -10,8 +10,9 @@ use cluster_spec::ClusterSpec;
 use super::calls::{JoinArgs, Refusal};
 use super::job::{Job, Phase};
 use super::node::NodeState;
+use crate::WireError;
+use crate::assignment::task_address;
 use crate::error::duration;
-use crate::round::task_address;
 
 /// The longest rendezvous id, node id, host or name accepted.
 const MAX_ID_LEN: usize = 128;
@@ -19,6 +20,13 @@ const MAX_HOST_LEN: usize = 253;
 
 /// Checks a join's fields, before its job is looked up.
 pub(super) fn check_args(args: &JoinArgs) -> Result<(), Refusal> {
+    // First, as a gRPC request's ports are checked when it is decoded: a join made in this
+    // process (the etcd backend) is refused alike.
+    if args.ports.contains(&0) {
+        return Err(Refusal::InvalidArgument(
+            WireError::Port { port: 0 }.to_string(),
+        ));
+    }
     check_text("rendezvous id", &args.rdzv_id, MAX_ID_LEN)?;
     if let Some(id) = &args.node_id {
         check_node_id(id)?;

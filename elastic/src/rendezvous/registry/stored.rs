@@ -222,7 +222,10 @@ impl Registry {
             first_failure: job.first_failure.as_ref().map(wire::failure_to_proto),
             last_arrival_ms: clock.to_ms(job.last_arrival),
             empty_since_ms: job.empty_since.map_or(0, |t| clock.to_ms(t)),
-            rounds: rounds.values().map(|r| r.to_proto(0)).collect(),
+            rounds: rounds
+                .values()
+                .map(|r| wire::round_to_proto(&r.round, 0))
+                .collect(),
             last_call_ms: self.settings.last_call.as_millis() as u64,
             timeout_ms: self.settings.timeout.as_millis() as u64,
         })

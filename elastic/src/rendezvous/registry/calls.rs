@@ -1,15 +1,17 @@
-//! What the registry's calls take and answer: its settings, a join and its answer, what a
-//! wait finds, and why a call is refused.
+//! What the registry's calls take and answer beyond the rendezvous's own call types
+//! ([`crate::rendezvous::calls`]): its settings, what a wait finds (the round as formed), and
+//! why a call is refused.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use cluster_spec::__private::quote::quote;
 
-use super::formed::{FormedRound, Pending};
-use crate::JobConfig;
+use super::formed::FormedRound;
 use crate::error::duration;
 use crate::outcome::JobDone;
+use crate::rendezvous::CallError;
+pub(crate) use crate::rendezvous::calls::{JoinArgs, Joined, Pending};
 
 /// The timings and limits of a registry.
 #[derive(Debug, Clone)]
@@ -22,7 +24,7 @@ pub(crate) struct Settings {
     pub(crate) max_jobs: usize,
 }
 
-/// Why a call is refused; the server turns each kind into its gRPC code.
+/// Why a call is refused: each kind is a [`CallError`] of the same name.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Refusal {
     /// The request itself is invalid (`INVALID_ARGUMENT`).
@@ -42,27 +44,6 @@ pub(crate) enum Refusal {
     ResourceExhausted(String),
 }
 
-/// A join, with its host already defaulted to the peer's address.
-#[derive(Debug, Clone)]
-pub(crate) struct JoinArgs {
-    pub(crate) rdzv_id: String,
-    pub(crate) config: JobConfig,
-    /// `None` for a new node without an id of its own.
-    pub(crate) node_id: Option<String>,
-    pub(crate) host: String,
-    pub(crate) ports: Vec<u16>,
-    pub(crate) name: String,
-}
-
-/// What a join answers.
-#[derive(Debug, Clone)]
-pub(crate) struct Joined {
-    pub(crate) node_id: String,
-    pub(crate) round: u64,
-    pub(crate) note: String,
-    pub(crate) host: String,
-}
-
 /// What a wait finds.
 #[derive(Debug, Clone)]
 pub(crate) enum Waited {
@@ -72,6 +53,19 @@ pub(crate) enum Waited {
     Pending(Pending),
     /// The job is done.
     Done(JobDone),
+}
+
+impl From<Refusal> for CallError {
+    fn from(refusal: Refusal) -> Self {
+        tracing::debug!(%refusal, "request refused");
+        match refusal {
+            Refusal::InvalidArgument(m) => Self::InvalidArgument(m),
+            Refusal::FailedPrecondition(m) => Self::FailedPrecondition(m),
+            Refusal::NotFound(m) => Self::NotFound(m),
+            Refusal::AlreadyExists(m) => Self::AlreadyExists(m),
+            Refusal::ResourceExhausted(m) => Self::ResourceExhausted(m),
+        }
+    }
 }
 
 /// The refusal of a call naming a node the job does not have.

@@ -16,12 +16,13 @@ use etcd_client::{PutOptions, TxnOp};
 use prost::Message;
 use tonic::{Code, Status};
 
-use super::{EtcdStore, Lease, Snapshot};
+use super::store::{EtcdStore, Lease, Snapshot};
+use crate::grpc::status::status_of;
 use crate::proto;
 use crate::proto::stored_join_answer::Answer;
-use crate::server::registry::{Clock, JoinArgs, Registry};
-use crate::server::service::join_args;
-use crate::server::store::{join_response, refused};
+use crate::rendezvous::registry::{Clock, Registry};
+use crate::rendezvous::{CallError, JoinArgs, Joined};
+use crate::wire;
 
 /// The most operations etcd takes in one transaction (its `--max-txn-ops` default).
 const MAX_TXN_OPS: usize = 128;
@@ -68,8 +69,8 @@ impl EtcdStore {
     }
 
     /// Joins `args`'s node to its job through the record's next write (see the module).
-    pub(super) async fn join_folded(&self, args: JoinArgs) -> Result<proto::JoinResponse, Status> {
-        Registry::check_join(&args).map_err(refused)?;
+    pub(super) async fn join_folded(&self, args: JoinArgs) -> Result<Joined, CallError> {
+        Registry::check_join(&args)?;
         let start = Instant::now();
         let rdzv_id = args.rdzv_id.clone();
         // A node this store knows keeps its lease; a new one is given its own, which the
@@ -87,7 +88,7 @@ impl EtcdStore {
             None => self.grant().await?,
         };
         let request = proto::StoredJoin {
-            request: Some(join_request(&args)),
+            request: Some(wire::join_to_proto(&args)),
             lease,
         }
         .encode_to_vec();
@@ -119,7 +120,7 @@ impl EtcdStore {
                     // Gone unanswered: its lease ran out. The client joins again, and this
                     // store gives the node a new lease.
                     None => {
-                        return Err(Status::unavailable(format!(
+                        return Err(CallError::Unavailable(format!(
                             "the join to job {rdzv_id:?} went with its lease before it was answered \
                              (etcd at {})",
                             self.url
@@ -139,7 +140,7 @@ impl EtcdStore {
                     renewed: start,
                 });
                 self.leases().insert(node, held);
-                Ok(joined)
+                Ok(wire::joined_from_proto(joined))
             }
             refusal => {
                 if known.is_none() {
@@ -149,7 +150,7 @@ impl EtcdStore {
                     Some(Answer::Refused(r)) => r,
                     _ => proto::StoredRefusal::default(),
                 };
-                Err(Status::new(Code::from(refused.code), refused.message))
+                Err(Status::new(Code::from(refused.code), refused.message).into())
             }
         }
     }
@@ -167,7 +168,6 @@ impl EtcdStore {
         let clock = Clock::now();
         let now = clock.instant();
         let mut registry = self.load(rdzv_id, snapshot, clock)?;
-        let timeout = registry.settings().timeout;
         let mut ops = Vec::new();
         let mut leases = HashMap::new();
         let mut ours = None;
@@ -178,18 +178,21 @@ impl EtcdStore {
                 continue;
             };
             let request = join.request.unwrap_or_default();
-            let host = request.host.clone();
-            let joined =
-                join_args(request, host).and_then(|args| registry.join(args, now).map_err(refused));
+            let joined = wire::join_from_proto(request)
+                .map_err(|e| CallError::invalid(&e))
+                .and_then(|args| Ok(registry.join(args, now)?));
             let answer = match joined {
                 Ok(joined) => {
                     leases.insert(joined.node_id.clone(), join.lease);
-                    Answer::Joined(join_response(joined, timeout))
+                    Answer::Joined(wire::joined_to_proto(&joined))
                 }
-                Err(status) => Answer::Refused(proto::StoredRefusal {
-                    code: status.code() as i32,
-                    message: status.message().to_owned(),
-                }),
+                Err(error) => {
+                    let status = status_of(error);
+                    Answer::Refused(proto::StoredRefusal {
+                        code: status.code() as i32,
+                        message: status.message().to_owned(),
+                    })
+                }
             };
             let answer = proto::StoredJoinAnswer {
                 answer: Some(answer),
@@ -239,17 +242,5 @@ impl EtcdStore {
             let mut client = client;
             let _ = tokio::time::timeout(deadline, client.delete(key, None)).await;
         });
-    }
-}
-
-/// A join as it is stored: the request a client would send, its host set.
-fn join_request(args: &JoinArgs) -> proto::JoinRequest {
-    proto::JoinRequest {
-        rdzv_id: args.rdzv_id.clone(),
-        config: Some(crate::wire::config_to_proto(&args.config)),
-        host: args.host.clone(),
-        ports: args.ports.iter().map(|&p| u32::from(p)).collect(),
-        node_id: args.node_id.clone().unwrap_or_default(),
-        name: args.name.clone(),
     }
 }

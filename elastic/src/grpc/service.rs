@@ -1,0 +1,141 @@
+//! [`Service`]: a [`Local`] rendezvous as the generated tonic service: each request decoded
+//! and checked once ([`wire`]), run by the core, and its answer or error encoded.
+
+use std::time::Duration;
+
+use tonic::{Request, Response, Status};
+
+use super::status::status_of;
+use crate::Error;
+use crate::outcome::RoundStatus;
+use crate::proto;
+use crate::proto::rendezvous_server::Rendezvous as GrpcRendezvous;
+use crate::rendezvous::{Beat, Leave, Local, Observe, Rendezvous, Report, Store, Wait};
+use crate::wire;
+
+/// The tonic service over a [`Local`] rendezvous.
+#[derive(Debug)]
+pub(super) struct Service<S> {
+    pub(super) local: Local<S>,
+}
+
+/// A request whose message breaks the protocol or carries an invalid value.
+fn invalid(error: Error) -> Status {
+    status_of(crate::rendezvous::CallError::invalid(&error))
+}
+
+/// What a long poll asks for on the wire, in milliseconds.
+fn poll(poll_ms: u64) -> Duration {
+    Duration::from_millis(poll_ms)
+}
+
+/// The server bounds each call itself (its poll cap, tonic's timeout): the core gets no
+/// deadline of the caller's.
+const WITHIN: Duration = Duration::MAX;
+
+#[tonic::async_trait]
+impl<S: Store> GrpcRendezvous for Service<S> {
+    async fn join(
+        &self,
+        request: Request<proto::JoinRequest>,
+    ) -> Result<Response<proto::JoinResponse>, Status> {
+        let peer = request.remote_addr();
+        let args = wire::join_from_proto(request.into_inner()).map_err(invalid)?;
+        let joined = self.local.join_from(args, peer).await.map_err(status_of)?;
+        Ok(Response::new(wire::joined_to_proto(&joined)))
+    }
+
+    async fn wait_round(
+        &self,
+        request: Request<proto::WaitRoundRequest>,
+    ) -> Result<Response<proto::WaitRoundResponse>, Status> {
+        let req = request.into_inner();
+        let wait = Wait {
+            rdzv_id: req.rdzv_id,
+            node_id: req.node_id,
+            after_round: req.after_round,
+            poll: poll(req.poll_ms),
+        };
+        let found = self.local.wait(wait, WITHIN).await.map_err(status_of)?;
+        Ok(Response::new(wire::found_to_proto(&found)))
+    }
+
+    async fn watch_rounds(
+        &self,
+        request: Request<proto::WatchRoundsRequest>,
+    ) -> Result<Response<proto::WaitRoundResponse>, Status> {
+        let req = request.into_inner();
+        let observe = Observe {
+            rdzv_id: req.rdzv_id,
+            job: req.job,
+            after_round: req.after_round,
+            poll: poll(req.poll_ms),
+        };
+        let found = self
+            .local
+            .observe(observe, WITHIN)
+            .await
+            .map_err(status_of)?;
+        Ok(Response::new(wire::found_to_proto(&found)))
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<proto::HeartbeatRequest>,
+    ) -> Result<Response<proto::HeartbeatResponse>, Status> {
+        use proto::heartbeat_response::State;
+        let req = request.into_inner();
+        let beat = Beat {
+            rdzv_id: req.rdzv_id,
+            node_id: req.node_id,
+            round: req.round,
+            poll: poll(req.poll_ms),
+        };
+        let status = self
+            .local
+            .heartbeat(beat, WITHIN)
+            .await
+            .map_err(status_of)?;
+        let state = match status {
+            RoundStatus::Running => State::Running(true),
+            RoundStatus::Ended(end) => State::Ended(wire::end_to_proto(&end)),
+            RoundStatus::JobDone(done) => State::Done(wire::done_to_proto(&done)),
+        };
+        Ok(Response::new(proto::HeartbeatResponse {
+            state: Some(state),
+        }))
+    }
+
+    async fn report(
+        &self,
+        request: Request<proto::ReportRequest>,
+    ) -> Result<Response<proto::ReportResponse>, Status> {
+        let req = request.into_inner();
+        let report = Report {
+            status: wire::status_from_proto(req.status).map_err(invalid)?,
+            rdzv_id: req.rdzv_id,
+            node_id: req.node_id,
+            round: req.round,
+            local_task: req.local_task,
+            stderr_tail: req.stderr_tail,
+        };
+        let reported = self.local.report(report, WITHIN).await.map_err(status_of)?;
+        Ok(Response::new(proto::ReportResponse {
+            counted: reported.counted,
+            note: reported.note,
+        }))
+    }
+
+    async fn leave(
+        &self,
+        request: Request<proto::LeaveRequest>,
+    ) -> Result<Response<proto::LeaveResponse>, Status> {
+        let req = request.into_inner();
+        let leave = Leave {
+            rdzv_id: req.rdzv_id,
+            node_id: req.node_id,
+        };
+        self.local.leave(leave, WITHIN).await.map_err(status_of)?;
+        Ok(Response::new(proto::LeaveResponse {}))
+    }
+}

@@ -1,0 +1,117 @@
+//! What the [`Rendezvous`](super::Rendezvous) calls take and answer, in the crate's own
+//! types: a join and its answer, a wait's and an observer's request and what either finds, a
+//! heartbeat, a report and its answer, a leave.
+
+use std::time::Duration;
+
+use crate::JobConfig;
+use crate::outcome::{JobDone, TaskStatus};
+use crate::watched_round::WatchedRound;
+
+/// A join.
+#[derive(Debug, Clone)]
+pub(crate) struct JoinArgs {
+    pub(crate) rdzv_id: String,
+    pub(crate) config: JobConfig,
+    /// `None` for a new node without an id of its own.
+    pub(crate) node_id: Option<String>,
+    /// Where the node's tasks are reached; empty in a request: the rendezvous's default (the
+    /// caller's address). The registry gets it defaulted.
+    pub(crate) host: String,
+    pub(crate) ports: Vec<u16>,
+    pub(crate) name: String,
+}
+
+/// What a join answers.
+#[derive(Debug, Clone)]
+pub(crate) struct Joined {
+    pub(crate) node_id: String,
+    /// The round the node waits for.
+    pub(crate) round: u64,
+    /// Why it waits for that round.
+    pub(crate) note: String,
+    /// The host its tasks are advertised at.
+    pub(crate) host: String,
+    /// How long the node may be silent before it is gone.
+    pub(crate) heartbeat_timeout: Duration,
+}
+
+/// A node's long poll for its next round.
+#[derive(Debug, Clone)]
+pub(crate) struct Wait {
+    pub(crate) rdzv_id: String,
+    pub(crate) node_id: String,
+    /// The last round the node got (0: none).
+    pub(crate) after_round: u64,
+    /// How long the rendezvous may hold the call (it may cap it lower).
+    pub(crate) poll: Duration,
+}
+
+/// An observer's long poll for a job's running round.
+#[derive(Debug, Clone)]
+pub(crate) struct Observe {
+    pub(crate) rdzv_id: String,
+    /// The job incarnation of `after_round` (0: unknown).
+    pub(crate) job: u64,
+    /// The last round the observer saw (0: none).
+    pub(crate) after_round: u64,
+    /// How long the rendezvous may hold the call (it may cap it lower).
+    pub(crate) poll: Duration,
+}
+
+/// What a wait or an observer's poll found.
+#[derive(Debug, Clone)]
+pub(crate) enum Found {
+    /// A round: for a wait, the next round holding the node, with the node's `rank`; for an
+    /// observer, the running round (rank 0, meaning nothing).
+    Round { round: WatchedRound, rank: u32 },
+    /// No such round within the poll: what the next round waits for.
+    Pending(Pending),
+    /// The job is done.
+    Done(JobDone),
+}
+
+/// What the round a node waits for still waits for.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub(crate) round: u64,
+    pub(crate) waiting: u32,
+    pub(crate) detail: String,
+}
+
+/// A node's heartbeat in `round`.
+#[derive(Debug, Clone)]
+pub(crate) struct Beat {
+    pub(crate) rdzv_id: String,
+    pub(crate) node_id: String,
+    pub(crate) round: u64,
+    /// How long the rendezvous may hold the call while the round runs (0: answer at once).
+    pub(crate) poll: Duration,
+}
+
+/// How local task `local_task` of a node's `round` ended.
+#[derive(Debug, Clone)]
+pub(crate) struct Report {
+    pub(crate) rdzv_id: String,
+    pub(crate) node_id: String,
+    pub(crate) round: u64,
+    pub(crate) local_task: u32,
+    pub(crate) status: TaskStatus,
+    pub(crate) stderr_tail: String,
+}
+
+/// What a report answers.
+#[derive(Debug, Clone)]
+pub(crate) struct Reported {
+    /// Whether the report changed the job (one for a round that already ended does not).
+    pub(crate) counted: bool,
+    /// What it did, or why it did not count.
+    pub(crate) note: String,
+}
+
+/// A node leaving its job.
+#[derive(Debug, Clone)]
+pub(crate) struct Leave {
+    pub(crate) rdzv_id: String,
+    pub(crate) node_id: String,
+}

@@ -1,0 +1,175 @@
+//! [`Local`]: the rendezvous's calls run in this process, the same on every [`Store`]: each
+//! call run on the registry holding its job and answered; wait, observe and heartbeat as
+//! long polls. Each call runs in a span `rendezvous` with the call's name (as on the wire),
+//! its `rdzv_id` and its `node`, so the registry's events say whose call they come from.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tracing::{Instrument, Span};
+
+use super::registry::Waited;
+use super::{
+    Beat, CallError, Found, JoinArgs, Joined, Leave, Observe, Rendezvous, Report, Reported, Store,
+    Wait,
+};
+use crate::outcome::RoundStatus;
+
+/// The rendezvous over the jobs of `store`.
+#[derive(Debug)]
+pub(crate) struct Local<S> {
+    store: S,
+}
+
+impl<S: Store> Local<S> {
+    pub(crate) fn new(store: S) -> Self {
+        Self { store }
+    }
+
+    /// A long poll's deadline: `poll` from now, at most the store's cap.
+    fn deadline(&self, poll: Duration) -> Instant {
+        Instant::now() + poll.min(self.store.poll_cap())
+    }
+
+    /// Joins `join`'s node, its host (when it names none) the store's default for a call
+    /// from `peer`.
+    pub(crate) async fn join_from(
+        &self,
+        mut join: JoinArgs,
+        peer: Option<SocketAddr>,
+    ) -> Result<Joined, CallError> {
+        let span = call_span("Join", &join.rdzv_id, join.node_id.as_deref());
+        async {
+            if join.host.is_empty() {
+                join.host = self.store.default_host(peer).ok_or_else(|| {
+                    CallError::InvalidArgument(
+                        "no host given, and the caller's address is unknown".to_owned(),
+                    )
+                })?;
+            }
+            self.store.join(join).await
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// The span of `call` to job `rdzv_id`, by `node` when a node makes it.
+fn call_span(call: &'static str, rdzv_id: &str, node: Option<&str>) -> Span {
+    let span = tracing::info_span!("rendezvous", call, rdzv_id, node = tracing::field::Empty);
+    if let Some(node) = node {
+        span.record("node", node);
+    }
+    span
+}
+
+/// A registry's wait answer as the call's, and whether the caller would rather wait on (no
+/// round yet).
+fn until_a_round(waited: Waited) -> (Found, bool) {
+    match waited {
+        Waited::Pending(p) => (Found::Pending(p), true),
+        Waited::Done(done) => (Found::Done(done), false),
+        Waited::Round { round, rank } => (
+            Found::Round {
+                round: round.round.clone(),
+                rank,
+            },
+            false,
+        ),
+    }
+}
+
+impl<S: Store> Rendezvous for Local<S> {
+    type Error = CallError;
+
+    async fn join(&self, join: JoinArgs, _within: Duration) -> Result<Joined, CallError> {
+        self.join_from(join, None).await
+    }
+
+    async fn wait(&self, wait: Wait, _within: Duration) -> Result<Found, CallError> {
+        let span = call_span("WaitRound", &wait.rdzv_id, Some(&wait.node_id));
+        self.store
+            .long_poll(
+                &wait.rdzv_id,
+                Some(&wait.node_id),
+                self.deadline(wait.poll),
+                |registry, now| {
+                    registry
+                        .wait(&wait.rdzv_id, &wait.node_id, wait.after_round, now)
+                        .map(until_a_round)
+                },
+            )
+            .instrument(span)
+            .await
+    }
+
+    async fn observe(&self, observe: Observe, _within: Duration) -> Result<Found, CallError> {
+        let span = call_span("WatchRounds", &observe.rdzv_id, None);
+        self.store
+            .long_poll(
+                &observe.rdzv_id,
+                None,
+                self.deadline(observe.poll),
+                |registry, now| {
+                    registry
+                        .observe(&observe.rdzv_id, observe.job, observe.after_round, now)
+                        .map(until_a_round)
+                },
+            )
+            .instrument(span)
+            .await
+    }
+
+    async fn heartbeat(&self, beat: Beat, _within: Duration) -> Result<RoundStatus, CallError> {
+        let span = call_span("Heartbeat", &beat.rdzv_id, Some(&beat.node_id));
+        self.store
+            .long_poll(
+                &beat.rdzv_id,
+                Some(&beat.node_id),
+                self.deadline(beat.poll),
+                |registry, now| {
+                    let status =
+                        registry.heartbeat(&beat.rdzv_id, &beat.node_id, beat.round, now)?;
+                    let running = status == RoundStatus::Running;
+                    Ok((status, running))
+                },
+            )
+            .instrument(span)
+            .await
+    }
+
+    async fn report(&self, report: Report, _within: Duration) -> Result<Reported, CallError> {
+        let span = call_span("Report", &report.rdzv_id, Some(&report.node_id));
+        self.store
+            .long_poll(
+                &report.rdzv_id,
+                Some(&report.node_id),
+                Instant::now(),
+                |registry, now| {
+                    let (counted, note) = registry.report(
+                        &report.rdzv_id,
+                        &report.node_id,
+                        report.round,
+                        report.local_task,
+                        report.status.clone(),
+                        report.stderr_tail.clone(),
+                        now,
+                    )?;
+                    Ok((Reported { counted, note }, false))
+                },
+            )
+            .instrument(span)
+            .await
+    }
+
+    async fn leave(&self, leave: Leave, _within: Duration) -> Result<(), CallError> {
+        let span = call_span("Leave", &leave.rdzv_id, Some(&leave.node_id));
+        self.store
+            .long_poll(&leave.rdzv_id, None, Instant::now(), |registry, now| {
+                registry.leave(&leave.rdzv_id, &leave.node_id, now);
+                Ok(((), false))
+            })
+            .instrument(span)
+            .await
+    }
+}
