@@ -24,6 +24,8 @@ const CRATES: &[(&str, &[&str])] = &[
         &["k8s-openapi-earliest", "gce", "watch"],
     ),
     ("remote-connect", &["tls"]),
+    // Without `etcd`, elastic builds without etcd-client (its built-in rendezvous only).
+    ("elastic", &["etcd"]),
 ];
 
 /// The binaries (and the Python extension module) with features: checked like [`CRATES`], but
