@@ -24,7 +24,7 @@ fn rounds(c: &mut Criterion) {
         .unwrap();
     let server = runtime.block_on(async {
         // Every iteration is a job of its own; old ones are never in the way.
-        let options = ServerOptions::default().max_jobs(usize::MAX);
+        let options = ServerOptions::default().with_max_jobs(usize::MAX);
         RendezvousServer::start("127.0.0.1:0".parse().unwrap(), options)
             .await
             .unwrap()

@@ -24,7 +24,7 @@
 //!
 //! **GPUs.** Before it joins, the agent finds its host's GPUs once ([`TaskGpus::find`], the
 //! decision `cluster_resolver::gpus` makes for the Slurm resolver too) and gives each local
-//! task its share as `CUDA_VISIBLE_DEVICES`: [`AgentOptions::gpus_per_task`] each, or the
+//! task its share as `CUDA_VISIBLE_DEVICES`: [`AgentOptions::with_gpus_per_task`] each, or the
 //! host's GPUs split evenly. A host without GPUs leaves the variable as the agent's.
 //!
 //! **The port window.** A port is held by a listener of the agent until just before its task
@@ -58,18 +58,47 @@ const TAIL_WAIT: Duration = Duration::from_millis(300);
 /// What the agent runs and how: see [`Agent::new`].
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
-    /// The join: job id, config, host and name (its ports are the agent's to set).
-    pub join: Join,
-    /// The program each local task runs, and its arguments.
-    pub command: Vec<String>,
+    join: Join,
+    command: Vec<String>,
+    grace: Duration,
+    join_timeout: Duration,
+    gpus_per_task: Option<u32>,
+}
+
+impl AgentOptions {
+    /// Joins with `join` (job id, config, host and name; its ports are the agent's to set)
+    /// and runs `command` (a program and its arguments) as each local task. By default tasks
+    /// have 10 s between SIGTERM and SIGKILL, a round has 10 minutes to form, and the host's
+    /// GPUs are divided evenly among the local tasks.
+    pub fn new(join: Join, command: Vec<String>) -> Self {
+        Self {
+            join,
+            command,
+            grace: Duration::from_secs(10),
+            join_timeout: Duration::from_secs(600),
+            gpus_per_task: None,
+        }
+    }
+
     /// How long tasks have between SIGTERM and SIGKILL, and to exit after the job succeeded.
-    pub grace: Duration,
+    pub fn with_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
     /// How long to wait for each round to form.
-    pub join_timeout: Duration,
+    pub fn with_join_timeout(mut self, join_timeout: Duration) -> Self {
+        self.join_timeout = join_timeout;
+        self
+    }
+
     /// How many of the host's GPUs each local task gets (its `CUDA_VISIBLE_DEVICES`);
     /// `None`: the host's GPUs divided evenly among the local tasks. See
     /// [`TaskGpus::find`].
-    pub gpus_per_task: Option<u32>,
+    pub fn with_gpus_per_task(mut self, gpus_per_task: Option<u32>) -> Self {
+        self.gpus_per_task = gpus_per_task;
+        self
+    }
 }
 
 /// How the agent's job ended.
@@ -102,7 +131,7 @@ pub enum AgentError {
     /// driver (NVML, `nvidia-smi`) failed or ran past its deadline.
     #[error("cannot find this host's GPUs")]
     FindGpus(#[source] cluster_resolver::Error),
-    /// The host has fewer GPUs than [`AgentOptions::gpus_per_task`] for each local task
+    /// The host has fewer GPUs than [`AgentOptions::with_gpus_per_task`] for each local task
     /// (TensorFlow's wording first, then the numbers). The shortage is this error's own text,
     /// not a cause below it, so it is no [`source`](std::error::Error::source).
     #[error("{shortage}; this host's GPUs come from {origin}")]
@@ -195,7 +224,7 @@ impl Agent {
         let reserved = reserve(self.options.join.config().tasks_per_node())?;
         let mut node = self
             .client
-            .join(&self.options.join.clone().ports(reserved.ports()))
+            .join(&self.options.join.clone().with_ports(reserved.ports()))
             .await?;
         let waited = self
             .client
@@ -254,7 +283,7 @@ impl Agent {
             signal = next_signal(stop) => return Ok(AgentOutcome::Stopped(signal)),
         };
         let mut reserved = reserve(self.options.join.config().tasks_per_node())?;
-        let join = self.options.join.clone().ports(reserved.ports());
+        let join = self.options.join.clone().with_ports(reserved.ports());
         // A join dropped by the stop may have taken effect: the node, never heard from again,
         // is lost at its heartbeat timeout.
         let mut node = tokio::select! {
@@ -406,7 +435,7 @@ impl Agent {
         for (local, task) in round.local_tasks().iter().enumerate() {
             let local = local as u32;
             let spec = TaskSpec {
-                name: format!("{}/{}:{}", node.host(), task.job, task.index),
+                name: task.name_on(node.host()),
                 argv: self.options.command.clone(),
                 env: task_env(round, local, gpus)?,
             };

@@ -7,7 +7,7 @@
 //! order; the layout's jobs take the first tasks in the layout's order, and every other task
 //! is a `worker`, numbered from 0 in task order.
 
-use cluster_spec::ClusterSpec;
+use cluster_spec::{ClusterSpec, TaskId};
 
 use crate::JobConfig;
 pub use crate::error::round::RoundError;
@@ -56,10 +56,8 @@ pub(crate) fn task_address(host: &str, port: u16) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct TaskAssignment {
-    /// Its job: `worker`, or a job of the layout.
-    pub job: String,
-    /// Its index in the job.
-    pub index: u32,
+    /// Its job (`worker`, or a job of the layout) and index in the job.
+    pub task: TaskId,
     /// The rank of the node that runs it.
     pub node_rank: u32,
     /// Its index among the node's tasks (which of the node's ports it serves on).
@@ -68,9 +66,17 @@ pub struct TaskAssignment {
     pub address: String,
 }
 
+impl TaskAssignment {
+    /// `HOST/JOB:INDEX`, the name the agent puts before the task's output lines, on the node
+    /// whose tasks are reached at `host`.
+    pub fn name_on(&self, host: &str) -> String {
+        format!("{host}/{}", self.task.short_name())
+    }
+}
+
 /// The cluster of a round and every task in it, from [`assign`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct Assignment {
+pub(crate) struct Assignment {
     spec: ClusterSpec,
     tasks: Vec<TaskAssignment>,
     tasks_per_node: u32,
@@ -79,18 +85,18 @@ pub struct Assignment {
 
 impl Assignment {
     /// The round's cluster.
-    pub fn cluster_spec(&self) -> &ClusterSpec {
+    pub(crate) fn cluster_spec(&self) -> &ClusterSpec {
         &self.spec
     }
 
     /// Every task, in task order (node by node).
-    pub fn tasks(&self) -> &[TaskAssignment] {
+    pub(crate) fn tasks(&self) -> &[TaskAssignment] {
         &self.tasks
     }
 
     /// The tasks of the node of rank `rank`, in local order; empty for a rank not in the
     /// round.
-    pub fn node_tasks(&self, rank: u32) -> &[TaskAssignment] {
+    pub(crate) fn node_tasks(&self, rank: u32) -> &[TaskAssignment] {
         let tpn = self.tasks_per_node as usize;
         let start = (rank as usize).saturating_mul(tpn);
         self.tasks
@@ -100,37 +106,18 @@ impl Assignment {
 
     /// The task whose success ends the job: the chief when the layout places one, else
     /// worker 0 (TensorFlow's rule for who is chief).
-    pub fn first_task(&self) -> &TaskAssignment {
+    pub(crate) fn first_task(&self) -> &TaskAssignment {
         // `assign` puts the chief first, or, without one, keeps a worker (the config checks
         // that the layout leaves one), so this task always exists.
         self.tasks
             .iter()
-            .find(|t| t.job == self.first_job && t.index == 0)
+            .find(|t| t.task.job == self.first_job && t.task.task == 0)
             .unwrap_or(&self.tasks[0])
     }
 }
 
 /// The cluster of a round of `config` with `members`, in rank order.
-///
-/// ```
-/// use elastic::{JobConfig, Member, assign};
-///
-/// let config = JobConfig::new("2:4".parse()?, 2)?.with_layout("chief=1,ps=1".parse()?)?;
-/// let members = [
-///     Member::new("a", "10.0.0.1", vec![2222, 2223]),
-///     Member::new("b", "10.0.0.2", vec![2222, 2223]),
-/// ];
-/// let round = assign(&config, &members)?;
-/// assert_eq!(
-///     round.cluster_spec().to_json(),
-///     r#"{"chief":["10.0.0.1:2222"],"ps":["10.0.0.1:2223"],"worker":["10.0.0.2:2222","10.0.0.2:2223"]}"#
-/// );
-/// let mine: Vec<_> = round.node_tasks(1).iter().map(|t| (t.job.as_str(), t.index)).collect();
-/// assert_eq!(mine, [("worker", 0), ("worker", 1)]);
-/// assert_eq!(round.first_task().job, "chief");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn assign(config: &JobConfig, members: &[Member]) -> Result<Assignment, RoundError> {
+pub(crate) fn assign(config: &JobConfig, members: &[Member]) -> Result<Assignment, RoundError> {
     let nodes = config.nodes();
     let tpn = config.tasks_per_node();
     if members.len() < nodes.min() as usize || members.len() > nodes.max() as usize {
@@ -167,8 +154,7 @@ pub fn assign(config: &JobConfig, members: &[Member]) -> Result<Assignment, Roun
         for (local, &port) in member.ports.iter().enumerate() {
             let (job, index) = jobs.next().unwrap_or(("worker", 0));
             tasks.push(TaskAssignment {
-                job: job.to_owned(),
-                index,
+                task: TaskId::new(job, index),
                 node_rank: rank as u32,
                 local_index: local as u32,
                 address: member.address(port),
@@ -180,7 +166,7 @@ pub fn assign(config: &JobConfig, members: &[Member]) -> Result<Assignment, Roun
     for (job, _) in placed.iter().copied().chain([("worker", 0)]) {
         let addresses: Vec<&str> = tasks
             .iter()
-            .filter(|t| t.job == job)
+            .filter(|t| t.task.job == job)
             .map(|t| t.address.as_str())
             .collect();
         if !addresses.is_empty() {
@@ -192,7 +178,7 @@ pub fn assign(config: &JobConfig, members: &[Member]) -> Result<Assignment, Roun
         let node_id = match &source {
             cluster_spec::Error::InvalidAddress { job, task, .. } => tasks
                 .iter()
-                .find(|t| &t.job == job && t.index == *task)
+                .find(|t| &t.task.job == job && t.task.task == *task)
                 .map(|t| members[t.node_rank as usize].node_id.clone()),
             _ => None,
         }
@@ -215,6 +201,30 @@ pub fn assign(config: &JobConfig, members: &[Member]) -> Result<Assignment, Roun
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_layout_places_its_jobs_on_the_first_tasks_and_the_first_task_is_the_chief() {
+        let config = JobConfig::new("2:4".parse().unwrap(), 2)
+            .unwrap()
+            .with_layout("chief=1,ps=1".parse().unwrap())
+            .unwrap();
+        let members = [
+            Member::new("a", "10.0.0.1", vec![2222, 2223]),
+            Member::new("b", "10.0.0.2", vec![2222, 2223]),
+        ];
+        let round = assign(&config, &members).unwrap();
+        assert_eq!(
+            round.cluster_spec().to_json(),
+            r#"{"chief":["10.0.0.1:2222"],"ps":["10.0.0.1:2223"],"worker":["10.0.0.2:2222","10.0.0.2:2223"]}"#
+        );
+        let mine: Vec<_> = round
+            .node_tasks(1)
+            .iter()
+            .map(|t| (t.task.job.as_str(), t.task.task))
+            .collect();
+        assert_eq!(mine, [("worker", 0), ("worker", 1)]);
+        assert_eq!(round.first_task().task.job, "chief");
+    }
     use crate::NodeRange;
     use proptest::prelude::*;
 
@@ -314,7 +324,7 @@ mod tests {
             for (t, task) in a.tasks().iter().enumerate() {
                 prop_assert_eq!(task.node_rank as usize, t / usize::from(tpn));
                 prop_assert_eq!(task.local_index as usize, t % usize::from(tpn));
-                let address = spec.task_address(&task.job, task.index).unwrap();
+                let address = spec.task_address(&task.task.job, task.task.task).unwrap();
                 prop_assert_eq!(address, task.address.as_str());
                 let t = t as u32;
                 let expect = if chief && t == 0 {
@@ -324,9 +334,9 @@ mod tests {
                 } else {
                     ("worker", t - placed)
                 };
-                prop_assert_eq!((task.job.as_str(), task.index), expect);
+                prop_assert_eq!((task.task.job.as_str(), task.task.task), expect);
             }
-            prop_assert_eq!(a.first_task().job.as_str(), if chief { "chief" } else { "worker" });
+            prop_assert_eq!(a.first_task().task.job.as_str(), if chief { "chief" } else { "worker" });
         }
     }
 }

@@ -1,6 +1,6 @@
 //! [`RendezvousClient`]: an agent's side of the rendezvous: join, wait for a round, heartbeat,
 //! report, leave. Every call has a deadline; a rendezvous that cannot be reached is retried
-//! for [`ClientOptions::retry_for`] and then reported as [`Error::Unreachable`].
+//! for [`ClientOptions::with_retry_for`] and then reported as [`Error::Unreachable`].
 
 mod backend;
 mod heartbeats;
@@ -58,13 +58,13 @@ impl Default for ClientOptions {
 
 impl ClientOptions {
     /// How long one connection attempt may take.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
     /// How long one call may take (a long poll: this much past its poll time).
-    pub fn rpc_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_rpc_timeout(mut self, timeout: Duration) -> Self {
         self.rpc_timeout = timeout;
         self
     }
@@ -74,8 +74,8 @@ impl ClientOptions {
     /// agents started before the rendezvous wait for it this long. A retry gets only what
     /// is left of this time (at least 100 ms), so a call that fails at once fails within
     /// this and a little more; only a first try that hangs (no answer) can take a whole
-    /// [`rpc_timeout`](Self::rpc_timeout).
-    pub fn retry_for(mut self, retry_for: Duration) -> Self {
+    /// [`rpc_timeout`](Self::with_rpc_timeout).
+    pub fn with_retry_for(mut self, retry_for: Duration) -> Self {
         self.retry_for = retry_for;
         self
     }
@@ -108,13 +108,13 @@ impl Join {
 
     /// The host other tasks reach this node's tasks at. By default, the address the
     /// rendezvous sees this node's calls come from.
-    pub fn host(mut self, host: impl Into<String>) -> Self {
+    pub fn with_host(mut self, host: impl Into<String>) -> Self {
         self.host = host.into();
         self
     }
 
     /// The ports of the node's tasks, one per task.
-    pub fn ports(mut self, ports: Vec<u16>) -> Self {
+    pub fn with_ports(mut self, ports: Vec<u16>) -> Self {
         self.ports = ports;
         self
     }
@@ -130,14 +130,14 @@ impl Join {
     }
 
     /// A name for messages, such as the host name.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }
 
     /// The node's id in the job (letters, digits, `.`, `_`, `-`). By default one is drawn at
     /// random (from the name, when there is one), so that a retried join is the same node.
-    pub fn node_id(mut self, node_id: impl Into<String>) -> Self {
+    pub fn with_node_id(mut self, node_id: impl Into<String>) -> Self {
         self.node_id = Some(node_id.into());
         self
     }
@@ -159,11 +159,6 @@ impl Node {
     /// The node's id in the job.
     pub fn node_id(&self) -> &str {
         &self.node_id
-    }
-
-    /// The job's rendezvous id.
-    pub fn rdzv_id(&self) -> &str {
-        &self.join.rdzv_id
     }
 
     /// The job's config.
@@ -199,11 +194,6 @@ impl Node {
     /// Why it waits for that round, as the rendezvous said when it joined.
     pub fn note(&self) -> &str {
         &self.note
-    }
-
-    /// The last round [`wait_round`](RendezvousClient::wait_round) returned (0: none).
-    pub fn last_round(&self) -> u64 {
-        self.last_round
     }
 }
 
@@ -243,7 +233,7 @@ impl RendezvousClient {
     /// run in this process, each call a transaction on the job's record in etcd (see
     /// [`EtcdOptions`](crate::EtcdOptions)), each node's liveness a lease this client keeps
     /// alive while the node polls and heartbeats. Connects on the first call; calls are retried while etcd cannot
-    /// be reached (or has no leader) for [`ClientOptions::retry_for`], then fail with
+    /// be reached (or has no leader) for [`ClientOptions::with_retry_for`], then fail with
     /// [`Error::Unreachable`] naming the endpoints. Errors only for TLS material the client
     /// refuses.
     ///
@@ -255,8 +245,8 @@ impl RendezvousClient {
     /// # async fn agent() -> Result<(), Box<dyn std::error::Error>> {
     /// let etcd: EtcdOptions = "etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379".parse()?;
     /// let tls = EtcdTls::new(std::fs::read("ca.pem")?)
-    ///     .identity(std::fs::read("client.pem")?, std::fs::read("client-key.pem")?);
-    /// let etcd = etcd.tls(tls).timeout(Duration::from_secs(15));
+    ///     .with_identity(std::fs::read("client.pem")?, std::fs::read("client-key.pem")?);
+    /// let etcd = etcd.with_tls(tls).with_timeout(Duration::from_secs(15));
     /// let client = RendezvousClient::etcd(etcd, ClientOptions::default()).await?;
     /// // From here on, as with the built-in rendezvous.
     /// let config = JobConfig::new("2:3".parse()?, 2)?;
@@ -296,13 +286,13 @@ impl RendezvousClient {
     ///
     /// [`Error::Refused`] with the rendezvous's status when it refuses the join (another config,
     /// a finished job, an address another node holds, a field out of range); [`Error::Unreachable`]
-    /// when it could not be reached for [`ClientOptions::retry_for`].
+    /// when it could not be reached for [`ClientOptions::with_retry_for`].
     ///
     /// # Cancel safety
     ///
     /// A join dropped after it was sent may have taken effect: the node then waits in the job
     /// until the rendezvous finds it silent (its heartbeat timeout). Its id is drawn here unless
-    /// [`Join::node_id`] names one; with an id, joining again is the same node.
+    /// [`Join::with_node_id`] names one; with an id, joining again is the same node.
     pub async fn join(&self, join: &Join) -> Result<Node, Error> {
         let mut join = join.clone();
         let node_id = join
@@ -352,7 +342,7 @@ impl RendezvousClient {
     /// join that took effect is the same node's (its id), so calling it again is harmless.
     pub async fn rejoin(&self, node: &mut Node) -> Result<(), Error> {
         let last_round = node.last_round;
-        let join = node.join.clone().node_id(node.node_id.clone());
+        let join = node.join.clone().with_node_id(node.node_id.clone());
         *node = self.join(&join).await?;
         node.last_round = last_round;
         Ok(())
@@ -368,7 +358,7 @@ impl RendezvousClient {
     /// # Errors
     ///
     /// [`Error::WaitTimeout`] as said; [`Error::Unreachable`] when the rendezvous could not be
-    /// reached for [`ClientOptions::retry_for`] (or the rest of `timeout`); [`Error::Refused`]
+    /// reached for [`ClientOptions::with_retry_for`] (or the rest of `timeout`); [`Error::Refused`]
     /// when it no longer knows the node (`NOT_FOUND`: it left or was silent too long) or the
     /// node is not waiting (`FAILED_PRECONDITION`: join first); [`Error::InvalidResponse`] for a
     /// round that is not of the node's config, does not hold it at its rank, or makes another
@@ -376,8 +366,8 @@ impl RendezvousClient {
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe. It changes `node` (its [last round](Node::last_round)) only as it returns a
-    /// round; dropped before, `node` is unchanged and the next call asks for the same round.
+    /// Cancel safe. It changes `node` (the round it last got) only as it returns a round;
+    /// dropped before, `node` is unchanged and the next call asks for the same round.
     pub async fn wait_round(&self, node: &mut Node, timeout: Duration) -> Result<Waited, Error> {
         let start = Instant::now();
         let deadline = start + timeout;

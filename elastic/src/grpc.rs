@@ -12,4 +12,5 @@ mod server;
 mod service;
 pub(crate) mod status;
 
-pub use server::{MAX_REQUEST_BYTES, RendezvousServer, ServerOptions};
+pub use server::MAX_REQUEST_BYTES;
+pub use server::{RendezvousServer, ServerOptions};

@@ -5,7 +5,7 @@
 //! --nodes 2:4 --tasks-per-node 2 -- python train.py`); the agents meet at a rendezvous,
 //! which groups them into **rounds**. A round is an immutable membership: its number, its
 //! members in rank order, and the cluster they make, computed by one deterministic rule
-//! ([`assign`]) so every agent derives the same `TF_CONFIG`. Anything that changes the
+//! (the crate's assignment rule) so every agent derives the same `TF_CONFIG`. Anything that changes the
 //! membership ends the round — a task failing, an agent going silent or leaving, a new agent
 //! while the round has room — and the survivors join again for the next one. TensorFlow's
 //! strategies cannot change their cluster in place, so agents restart their tasks with each
@@ -123,7 +123,7 @@
 //! The first node to join a rendezvous id creates the job with its [`JobConfig`]; a node
 //! joining with another config is refused (`FAILED_PRECONDITION`, naming both values of each
 //! field that differs). A round closes when `max` nodes wait for it, or when at least `min`
-//! wait and no new node came for the last call ([`ServerOptions::last_call`], 3 s by
+//! wait and no new node came for the last call ([`ServerOptions::with_last_call`], 3 s by
 //! default). A node joining while a round runs waits for the next; if the running round has
 //! fewer than `max` nodes, the join ends it, so the next round takes the node in. Members are
 //! ordered by when each first joined the job, and keep that order across rounds: rank 0, and
@@ -131,7 +131,7 @@
 //!
 //! A round ends when a member reports a failed task ([`TaskStatus`]: exit status, signal, or a
 //! task that could not start; with the tail of its stderr), when a member is silent for
-//! [`ServerOptions::timeout`] (15 s by default), leaves, or joins again, or when a new node
+//! [`ServerOptions::with_timeout`] (15 s by default), leaves, or joins again, or when a new node
 //! joins below `max`. Failures and lost nodes count as restarts; past the config's
 //! `max_restarts` the job fails, and every node learns the job's first failure (task, host,
 //! status, stderr tail, round). The success of the job's first task (the chief, else
@@ -158,7 +158,7 @@
 //! agent on the state it reads from etcd:
 //!
 //! - **A job is one record**, `PREFIX/RDZV_ID/state` ([`proto::StoredJob`]; prefix
-//!   [`DEFAULT_PREFIX`] unless [`EtcdOptions::prefix`] says otherwise): its config and
+//!   [`DEFAULT_PREFIX`] unless [`EtcdOptions::with_prefix`] says otherwise): its config and
 //!   timings (set by the node that created it), nodes, rounds, restart count, ended rounds
 //!   and first failure, so any surviving agent reports the same job.
 //! - **Every call is a transaction.** The agent reads the record and the live-node keys at
@@ -175,7 +175,7 @@
 //!   the race reads its answer instead. 64 agents joining at once: 0.17–0.25 s in one process,
 //!   from 0.99 s.
 //! - **Liveness is a lease.** A node's key `PREFIX/RDZV_ID/alive/NODE_ID` is on a lease of
-//!   TTL [`EtcdOptions::timeout`] (whole seconds) that its agent renews with each wait and
+//!   TTL [`EtcdOptions::with_timeout`] (whole seconds) that its agent renews with each wait and
 //!   heartbeat; a dead agent's key expires by itself, and the next call of any agent finds
 //!   the node lost and ends its round. A node that leaves gives its lease back at once.
 //! - **Waits are watches.** A waiting call watches the record and the live keys from the
@@ -185,7 +185,7 @@
 //!   revision from a loop that runs every 100 ms; a count read of what was written in
 //!   between answers at once instead.)
 //! - **Failures of etcd are retried**: a member down, no leader during an election, an
-//!   unreachable cluster are `UNAVAILABLE` and retried for [`ClientOptions::retry_for`], then
+//!   unreachable cluster are `UNAVAILABLE` and retried for [`ClientOptions::with_retry_for`], then
 //!   [`Error::Unreachable`] names the endpoints (`etcd://HOST:PORT,...`). An agent talks to
 //!   one member at a time and moves to the next when that one does not answer (each member
 //!   gets its share of a call's deadline), so a lost member, the leader included, costs it
@@ -227,7 +227,7 @@
 //!
 //! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let options = ServerOptions::default().last_call(Duration::from_millis(100));
+//! let options = ServerOptions::default().with_last_call(Duration::from_millis(100));
 //! let server = RendezvousServer::start("127.0.0.1:0".parse()?, options).await?;
 //! let client = RendezvousClient::new(server.local_addr().to_string(), ClientOptions::default())?;
 //! let config = JobConfig::new("1:2".parse()?, 1)?;
@@ -252,12 +252,12 @@
 //! ## Limits and failure handling
 //!
 //! Every call has a deadline on both sides. The server decodes requests up to
-//! [`MAX_REQUEST_BYTES`] (64 KiB; larger ones get `OUT_OF_RANGE`), checks every field once
+//! [`proto::MAX_REQUEST_BYTES`] (64 KiB; larger ones get `OUT_OF_RANGE`), checks every field once
 //! (`INVALID_ARGUMENT` naming the value), and serves at most 1,024 jobs
-//! ([`ServerOptions::max_jobs`]) of at most [`MAX_NODES`] nodes, [`MAX_TASKS_PER_NODE`]
+//! ([`ServerOptions::with_max_jobs`]) of at most [`MAX_NODES`] nodes, [`MAX_TASKS_PER_NODE`]
 //! tasks per node and [`MAX_TASKS`] tasks. A peer sending garbage loses its connection or
 //! gets a gRPC status; other peers are not disturbed. The client retries while the
-//! rendezvous is unreachable, for [`ClientOptions::retry_for`], then fails with
+//! rendezvous is unreachable, for [`ClientOptions::with_retry_for`], then fails with
 //! [`Error::Unreachable`] naming the address, the call and the cause; a wait that runs out
 //! fails with [`Error::WaitTimeout`], saying what the round still waited for. An answer the
 //! client cannot use fails with [`Error::InvalidResponse`], its source the cause: a
@@ -347,16 +347,18 @@ pub mod proto {
     /// The `FileDescriptorSet` of `rendezvous.proto`, encoded: what the code was generated
     /// from, for reflection.
     pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("generated/file_descriptor_set.bin");
+
+    pub use crate::grpc::MAX_REQUEST_BYTES;
 }
 
 pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus};
-pub use assignment::{Assignment, Member, RoundError, TaskAssignment, assign};
+pub use assignment::{Member, RoundError, TaskAssignment};
 pub use client::{ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited, Watched};
 pub use error::Error;
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{DEFAULT_PREFIX, ETCD_PORT, EtcdOptions, EtcdTls};
-pub use grpc::{MAX_REQUEST_BYTES, RendezvousServer, ServerOptions};
+pub use grpc::{RendezvousServer, ServerOptions};
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};

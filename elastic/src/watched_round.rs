@@ -6,10 +6,10 @@ use std::sync::Arc;
 use cluster_spec::ClusterSpec;
 
 use crate::JobConfig;
-use crate::assignment::{Assignment, Member, RoundError, assign};
+use crate::assignment::{Assignment, Member, RoundError, TaskAssignment, assign};
 
 /// A round of a job: its number, the job's restart count, the members in rank order, and the
-/// round's cluster, derived from the members by [`assign`] (from a rendezvous over gRPC,
+/// round's cluster, derived from the members by the crate's one assignment rule (from a rendezvous over gRPC,
 /// checked against the cluster it sent).
 ///
 /// What an observer gets from [`watch_round`](crate::RendezvousClient::watch_round); a
@@ -82,8 +82,13 @@ impl WatchedRound {
         self.assignment.cluster_spec()
     }
 
-    /// Every task of the round.
-    pub fn assignment(&self) -> &Assignment {
+    /// Every task of the round, in task order (node by node).
+    pub fn tasks(&self) -> &[TaskAssignment] {
+        self.assignment.tasks()
+    }
+
+    /// The round's cluster and tasks.
+    pub(crate) fn assignment(&self) -> &Assignment {
         &self.assignment
     }
 

@@ -26,7 +26,7 @@ const ROUND_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// As a [`ClusterResolver`] it answers with the job's running round: its cluster
 /// ([`cluster_spec`](ClusterResolver::cluster_spec), waiting up to
-/// [`round_timeout`](Self::round_timeout) while the job is between rounds); as master, with no
+/// [`round_timeout`](Self::with_round_timeout) while the job is between rounds); as master, with no
 /// task asked for, the job's coordinator (`chief` 0, else `worker` 0, else the round's first
 /// task), RPC layer `grpc`; no task type or id of its own (the watcher is no task); environment
 /// `""`.
@@ -36,7 +36,7 @@ const ROUND_TIMEOUT: Duration = Duration::from_secs(10);
 /// (a round that restarts the same tasks at the same addresses is no change of the cluster).
 /// Each item comes from a long poll that the rendezvous answers as the round forms, not from
 /// polling at an interval. A rendezvous that cannot be reached (after the client's
-/// [`retry_for`](crate::ClientOptions::retry_for)) or does not know the job is an `Err` item,
+/// [`retry_for`](crate::ClientOptions::with_retry_for)) or does not know the job is an `Err` item,
 /// and the watch goes on after a back-off pause ([`WatchOptions::backoff_first`] doubling up
 /// to [`WatchOptions::backoff_max`]); a restarted rendezvous, whose job begins again at round
 /// 1, is followed from its new rounds (each round names its job's incarnation, so even a
@@ -52,7 +52,7 @@ pub struct RendezvousWatcher {
 
 impl RendezvousWatcher {
     /// A watcher of job `rdzv_id` through `client`. Every call has the client's deadlines;
-    /// give it a short [`retry_for`](crate::ClientOptions::retry_for) for a watch to report
+    /// give it a short [`retry_for`](crate::ClientOptions::with_retry_for) for a watch to report
     /// an unreachable rendezvous promptly (it retries by itself, with back-off).
     pub fn new(client: RendezvousClient, rdzv_id: impl Into<String>) -> Self {
         Self {
@@ -64,17 +64,12 @@ impl RendezvousWatcher {
 
     /// How long [`round`](Self::round) (and so `cluster_spec`) waits for a round while the
     /// job is between rounds: 10 s by default.
-    pub fn round_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_round_timeout(mut self, timeout: Duration) -> Self {
         self.round_timeout = timeout;
         self
     }
 
-    /// The job's rendezvous id.
-    pub fn rdzv_id(&self) -> &str {
-        &self.rdzv_id
-    }
-
-    /// The job's running round, waiting up to [`round_timeout`](Self::round_timeout) for
+    /// The job's running round, waiting up to [`round_timeout`](Self::with_round_timeout) for
     /// one ([`Error::WaitTimeout`], saying what the round waits for, when none forms);
     /// [`Error::JobEnded`] when the job is over.
     ///

@@ -4,7 +4,7 @@
 use cluster_spec::ClusterSpec;
 
 use super::Node;
-use crate::assignment::{Assignment, Member, TaskAssignment};
+use crate::assignment::{Member, TaskAssignment};
 use crate::resolver::RendezvousClusterResolver;
 use crate::watched_round::WatchedRound;
 use crate::{Error, JobConfig};
@@ -95,11 +95,6 @@ impl Round {
         self.round.cluster_spec()
     }
 
-    /// Every task of the round.
-    pub fn assignment(&self) -> &Assignment {
-        self.round.assignment()
-    }
-
     /// The round as an observer sees it (no rank, no local tasks).
     pub fn watched(&self) -> &WatchedRound {
         &self.round
@@ -115,8 +110,8 @@ impl Round {
         let task = self.local_task(local_task)?;
         Ok(cluster_resolver::tf_config_for(
             self.cluster_spec(),
-            &task.job,
-            task.index,
+            &task.task.job,
+            task.task.task,
             Some("grpc"),
         )?)
     }
@@ -127,8 +122,8 @@ impl Round {
         let task = self.local_task(local_task)?;
         Ok(RendezvousClusterResolver::new(
             self.cluster_spec().clone(),
-            task.job.clone(),
-            task.index,
+            task.task.job.clone(),
+            task.task.task,
         ))
     }
 

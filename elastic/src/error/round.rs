@@ -1,8 +1,9 @@
 //! [`RoundError`]: why a round's members make no cluster.
 
-/// Members that cannot form a round of a [`JobConfig`](crate::JobConfig), from
-/// [`assign`](crate::assign). The rendezvous checks every node when it joins, so a round it
-/// forms always assigns; this is for members built by hand or read from elsewhere.
+/// Members that cannot form a round of a [`JobConfig`](crate::JobConfig) under the crate's
+/// assignment rule. The rendezvous checks every node when it joins, so a round it forms
+/// always assigns; this is for a round read from elsewhere (a rendezvous of another version,
+/// a stored record).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RoundError {

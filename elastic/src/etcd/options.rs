@@ -57,13 +57,17 @@ impl EtcdTls {
     }
 
     /// This client's certificate and key, for members that ask for one.
-    pub fn identity(mut self, cert_pem: impl Into<Vec<u8>>, key_pem: impl Into<Vec<u8>>) -> Self {
+    pub fn with_identity(
+        mut self,
+        cert_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> Self {
         self.identity = Some((cert_pem.into(), key_pem.into()));
         self
     }
 
     /// The name the members' certificates must carry, when it is not the endpoint's host.
-    pub fn domain_name(mut self, domain: impl Into<String>) -> Self {
+    pub fn with_domain_name(mut self, domain: impl Into<String>) -> Self {
         self.domain = Some(domain.into());
         self
     }
@@ -71,7 +75,7 @@ impl EtcdTls {
 
 impl EtcdOptions {
     /// The etcd cluster at `endpoints`, each `HOST[:PORT]` (port 2379 by default) or a client
-    /// URL `http://HOST:PORT` (the scheme follows [`tls`](Self::tls)), with the
+    /// URL `http://HOST:PORT` (the scheme follows [`tls`](Self::with_tls)), with the
     /// defaults: prefix [`DEFAULT_PREFIX`], no TLS, a 15 s node timeout (each node's lease)
     /// and a 3 s last call, as the built-in rendezvous.
     pub fn new<I, S>(endpoints: I) -> Result<Self, Error>
@@ -104,13 +108,13 @@ impl EtcdOptions {
     }
 
     /// Keeps jobs under `prefix` (each job under `PREFIX/RDZV_ID/`).
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into().trim_end_matches('/').to_owned();
         self
     }
 
     /// Talks to etcd over TLS.
-    pub fn tls(mut self, tls: EtcdTls) -> Self {
+    pub fn with_tls(mut self, tls: EtcdTls) -> Self {
         self.tls = Some(tls);
         self
     }
@@ -118,13 +122,13 @@ impl EtcdOptions {
     /// How long a node may be silent before it is lost: the TTL of its lease (etcd counts
     /// whole seconds, at least its own minimum), and for a job this agent creates, its
     /// heartbeat timeout.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// For a job this agent creates: how long a round with its minimum nodes waits for more.
-    pub fn last_call(mut self, last_call: Duration) -> Self {
+    pub fn with_last_call(mut self, last_call: Duration) -> Self {
         self.last_call = last_call;
         self
     }

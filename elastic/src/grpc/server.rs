@@ -20,12 +20,16 @@ use crate::rendezvous::{Local, Memory};
 /// (`OUT_OF_RANGE`) before it is decoded.
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 
+/// The longest a `WaitRound` (or `WatchRounds`) long poll is held. It is also held at most a
+/// third of the timeout, so that a node polling is never silent long enough to be declared
+/// gone.
+const MAX_POLL: Duration = Duration::from_secs(30);
+
 /// How a [`RendezvousServer`] times rounds and nodes, and what it holds at most.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
     last_call: Duration,
     timeout: Duration,
-    max_poll: Duration,
     max_jobs: usize,
 }
 
@@ -36,7 +40,6 @@ impl Default for ServerOptions {
         Self {
             last_call: Duration::from_secs(3),
             timeout: Duration::from_secs(15),
-            max_poll: Duration::from_secs(30),
             max_jobs: 1024,
         }
     }
@@ -45,35 +48,27 @@ impl Default for ServerOptions {
 impl ServerOptions {
     /// How long a round with at least its minimum nodes waits for another node before it
     /// closes (torchrun's `last_call_timeout`).
-    pub fn last_call(mut self, last_call: Duration) -> Self {
+    pub fn with_last_call(mut self, last_call: Duration) -> Self {
         self.last_call = last_call;
         self
     }
 
     /// How long a node may be silent (no heartbeat or other call) before it is declared gone,
     /// which ends its round (`--rdzv-timeout`).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
-        self
-    }
-
-    /// The longest a `WaitRound` (or `WatchRounds`) long poll is held. It is also held at most
-    /// a third of the timeout, so that a node polling is never silent long enough to be
-    /// declared gone.
-    pub fn max_poll(mut self, max_poll: Duration) -> Self {
-        self.max_poll = max_poll;
         self
     }
 
     /// How many jobs (rendezvous ids) the server serves at once; a join that would start one
     /// more is refused with `RESOURCE_EXHAUSTED`.
-    pub fn max_jobs(mut self, max_jobs: usize) -> Self {
+    pub fn with_max_jobs(mut self, max_jobs: usize) -> Self {
         self.max_jobs = max_jobs;
         self
     }
 
     fn poll_cap(&self) -> Duration {
-        self.max_poll.min(self.timeout / 3)
+        MAX_POLL.min(self.timeout / 3)
     }
 
     /// The clock's resolution: a tenth of the shorter of last call and timeout, from 5 ms

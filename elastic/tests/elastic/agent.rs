@@ -14,17 +14,17 @@ use crate::common::{config, refusing, run};
 fn a_stop_while_joining_stops_the_agent() {
     run(async {
         let (_held, addr) = refusing();
-        let options = ClientOptions::default().retry_for(Duration::from_secs(60));
+        let options = ClientOptions::default().with_retry_for(Duration::from_secs(60));
         let client = RendezvousClient::new(addr.to_string(), options).unwrap();
         let agent = Agent::new(
             client,
-            AgentOptions {
-                join: Join::new("job", config("1", 0), Vec::new()),
-                command: vec!["true".into()],
-                grace: Duration::from_secs(1),
-                join_timeout: Duration::from_secs(60),
-                gpus_per_task: Some(0),
-            },
+            AgentOptions::new(
+                Join::new("job", config("1", 0), Vec::new()),
+                vec!["true".into()],
+            )
+            .with_grace(Duration::from_secs(1))
+            .with_join_timeout(Duration::from_secs(60))
+            .with_gpus_per_task(Some(0)),
         );
         let stop = futures_util::stream::once(async {
             tokio::time::sleep(Duration::from_millis(300)).await;

@@ -121,8 +121,8 @@ impl Rdzv {
         let (server, etcd) = match backend {
             Backend::BuiltIn => {
                 let options = ServerOptions::default()
-                    .last_call(last_call)
-                    .timeout(timeout);
+                    .with_last_call(last_call)
+                    .with_timeout(timeout);
                 (Some(server_with(options).await), None)
             }
             Backend::Etcd => (None, Some(setup(|| EtcdCluster::start_local(3)).await)),
@@ -149,8 +149,8 @@ impl Rdzv {
     fn etcd_options(&self, etcd: &EtcdCluster) -> EtcdOptions {
         EtcdOptions::new(etcd.endpoints())
             .unwrap()
-            .last_call(self.last_call)
-            .timeout(self.timeout)
+            .with_last_call(self.last_call)
+            .with_timeout(self.timeout)
     }
 
     /// How errors name the rendezvous.
@@ -199,7 +199,7 @@ pub(crate) use on_both_backends;
 
 /// A server on 127.0.0.1 with a 300 ms last call and a 15 s heartbeat timeout.
 pub(crate) async fn server() -> RendezvousServer {
-    server_with(ServerOptions::default().last_call(Duration::from_millis(300))).await
+    server_with(ServerOptions::default().with_last_call(Duration::from_millis(300))).await
 }
 
 pub(crate) async fn server_with(options: ServerOptions) -> RendezvousServer {
@@ -256,9 +256,9 @@ pub(crate) fn client(server: &RendezvousServer) -> RendezvousClient {
 
 pub(crate) fn fast() -> ClientOptions {
     ClientOptions::default()
-        .connect_timeout(Duration::from_secs(1))
-        .rpc_timeout(Duration::from_secs(2))
-        .retry_for(Duration::from_secs(2))
+        .with_connect_timeout(Duration::from_secs(1))
+        .with_rpc_timeout(Duration::from_secs(2))
+        .with_retry_for(Duration::from_secs(2))
 }
 
 /// `nodes` (`"2:4"`), one task per node, workers only, `max_restarts`.
@@ -275,7 +275,7 @@ pub(crate) async fn join(
     config: &JobConfig,
     i: u16,
 ) -> Node {
-    let join = Join::new(rdzv_id, config.clone(), vec![20_000 + i]).name(format!("agent{i}"));
+    let join = Join::new(rdzv_id, config.clone(), vec![20_000 + i]).with_name(format!("agent{i}"));
     client.join(&join).await.unwrap()
 }
 

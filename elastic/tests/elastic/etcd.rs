@@ -36,7 +36,7 @@ fn a_leader_lost_while_a_round_forms_closes_it_once_with_the_same_members() {
         let etcd = cluster(3).await;
         let options = EtcdOptions::new(etcd.endpoints())
             .unwrap()
-            .last_call(LAST_CALL);
+            .with_last_call(LAST_CALL);
         let (ca, cb, cc) = (
             agent(&options).await,
             agent(&options).await,
@@ -97,7 +97,7 @@ fn an_unreachable_etcd_fails_each_call_within_the_retry_naming_the_endpoints() {
         let list = format!("etcd://{first},{second}");
         let options: EtcdOptions = list.parse().unwrap();
         let retry = Duration::from_secs(1);
-        let client = RendezvousClient::etcd(options, fast().retry_for(retry))
+        let client = RendezvousClient::etcd(options, fast().with_retry_for(retry))
             .await
             .unwrap();
         let start = Instant::now();
@@ -127,9 +127,9 @@ fn tls_to_etcd_forms_rounds_and_a_client_without_its_certificate_is_refused() {
         let (etcd, files) = setup(|| EtcdCluster::start_local_tls(3)).await;
         let read = |p: &std::path::Path| std::fs::read(p).unwrap();
         let ca = read(&files.ca);
-        let tls =
-            EtcdTls::new(ca.clone()).identity(read(&files.client_cert), read(&files.client_key));
-        let options = EtcdOptions::new(etcd.endpoints()).unwrap().tls(tls);
+        let tls = EtcdTls::new(ca.clone())
+            .with_identity(read(&files.client_cert), read(&files.client_key));
+        let options = EtcdOptions::new(etcd.endpoints()).unwrap().with_tls(tls);
         let (c1, c2) = (agent(&options).await, agent(&options).await);
         let c = config("2", 0);
         let (mut a, mut b) = (join(&c1, "job", &c, 0).await, join(&c2, "job", &c, 1).await);
@@ -139,10 +139,10 @@ fn tls_to_etcd_forms_rounds_and_a_client_without_its_certificate_is_refused() {
         // The CA alone: the members ask for a client certificate, and this one has none.
         let anonymous = EtcdOptions::new(etcd.endpoints())
             .unwrap()
-            .tls(EtcdTls::new(ca));
+            .with_tls(EtcdTls::new(ca));
         let client = RendezvousClient::etcd(
             anonymous.clone(),
-            fast().retry_for(Duration::from_millis(500)),
+            fast().with_retry_for(Duration::from_millis(500)),
         )
         .await
         .unwrap();
@@ -260,7 +260,8 @@ fn joins_that_arrive_together_are_each_answered_once() {
             } else {
                 i as u16
             };
-            let join = Join::new("job", c.clone(), vec![20_000 + port]).name(format!("agent{i}"));
+            let join =
+                Join::new("job", c.clone(), vec![20_000 + port]).with_name(format!("agent{i}"));
             async move { (client.clone(), client.join(&join).await) }
         });
         let (mut nodes, mut refused) = (Vec::new(), Vec::new());
@@ -363,4 +364,42 @@ async fn folds(endpoints: Vec<String>) -> Vec<usize> {
         .filter(|&(record, joins)| record && joins > 0)
         .map(|(_, joins)| joins)
         .collect()
+}
+
+/// Two deployments sharing one etcd keep apart by prefix: a job under another prefix is
+/// written there, and a job of the same id under the default prefix is another job.
+#[test]
+fn a_prefix_keeps_jobs_apart() {
+    run(async {
+        let etcd = cluster(1).await;
+        let default = EtcdOptions::new(etcd.endpoints()).unwrap();
+        let other = default.clone().with_prefix("/team-b/rdzv");
+        let c = config("1", 0);
+        let (ca, cb) = (agent(&default).await, agent(&other).await);
+        let mut a = join(&ca, "job", &c, 0).await;
+        let mut b = join(&cb, "job", &c, 0).await;
+        // Each formed its own one-node round 1 (in one job of at most one node, the second
+        // would have waited for a round 2).
+        for (client, node) in [(&ca, &mut a), (&cb, &mut b)] {
+            let round = round(client, node).await;
+            assert_eq!((round.number(), names(&round)), (1, vec!["agent0"]));
+        }
+        let kv = etcd_client::Client::connect(etcd.endpoints(), None)
+            .await
+            .unwrap();
+        let count = |prefix: &'static str| {
+            let mut kv = kv.clone();
+            async move {
+                kv.get(
+                    prefix,
+                    Some(GetOptions::new().with_prefix().with_count_only()),
+                )
+                .await
+                .unwrap()
+                .count()
+            }
+        };
+        assert_eq!(count("/team-b/rdzv/job/state").await, 1);
+        assert_eq!(count(RECORD).await, 1);
+    });
 }

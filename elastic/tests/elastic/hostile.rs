@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use bytes_codec::RawCodec;
-use elastic::{ClientOptions, Join, MAX_REQUEST_BYTES, RendezvousClient, proto};
+use elastic::proto::MAX_REQUEST_BYTES;
+use elastic::{ClientOptions, Join, RendezvousClient, proto};
 use tokio::io::AsyncWriteExt;
 use tonic::Code;
 
@@ -100,9 +101,9 @@ fn an_unreachable_rendezvous_is_a_clear_error_within_the_timeout() {
             let client = RendezvousClient::new(
                 addr.to_string(),
                 ClientOptions::default()
-                    .connect_timeout(Duration::from_millis(300))
-                    .rpc_timeout(Duration::from_millis(300))
-                    .retry_for(Duration::from_secs(1)),
+                    .with_connect_timeout(Duration::from_millis(300))
+                    .with_rpc_timeout(Duration::from_millis(300))
+                    .with_retry_for(Duration::from_secs(1)),
             )
             .unwrap();
             let start = Instant::now();
@@ -139,7 +140,7 @@ fn an_agent_started_before_the_rendezvous_waits_for_it() {
         let (held, addr) = refusing();
         let client = RendezvousClient::new(
             addr.to_string(),
-            ClientOptions::default().retry_for(Duration::from_secs(10)),
+            ClientOptions::default().with_retry_for(Duration::from_secs(10)),
         )
         .unwrap();
         let c = config("1", 0);

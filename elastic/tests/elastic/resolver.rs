@@ -13,11 +13,11 @@ async fn a_round_resolves_like_its_tf_config(backend: Backend) {
         .with_layout("chief=1".parse().unwrap())
         .unwrap();
     let mut a = client
-        .join(&Join::new("job", c.clone(), vec![22_000, 22_001]).host("10.0.0.1"))
+        .join(&Join::new("job", c.clone(), vec![22_000, 22_001]).with_host("10.0.0.1"))
         .await
         .unwrap();
     let mut b = client
-        .join(&Join::new("job", c, vec![22_000, 22_001]).host("10.0.0.2"))
+        .join(&Join::new("job", c, vec![22_000, 22_001]).with_host("10.0.0.2"))
         .await
         .unwrap();
     let (_, rb) = tokio::join!(round(&client, &mut a), round(&client, &mut b));

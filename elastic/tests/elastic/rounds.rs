@@ -35,7 +35,7 @@ async fn closes_at_max_at_once(backend: Backend) {
         rounds[2].cluster_spec().to_json(),
         r#"{"worker":["127.0.0.1:20000","127.0.0.1:20001","127.0.0.1:20002"]}"#
     );
-    assert_eq!(rounds[1].local_tasks()[0].index, 1);
+    assert_eq!(rounds[1].local_tasks()[0].task.task, 1);
     rdzv.shutdown().await;
 }
 
@@ -324,7 +324,7 @@ async fn the_chief_succeeding_ends_the_job_for_every_node(backend: Backend) {
         .local_tasks()
         .iter()
         .chain(rb.local_tasks())
-        .map(|t| format!("{}:{}", t.job, t.index))
+        .map(|t| t.task.short_name())
         .collect();
     assert_eq!(jobs, ["chief:0", "ps:0", "worker:0", "worker:1"]);
     let mut hb = client.heartbeats(&b, &rb);

@@ -125,7 +125,7 @@ async fn an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end(backen
 async fn a_watcher_resolves_the_running_round(backend: Backend) {
     let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
     let client = rdzv.client().await;
-    let watcher = RendezvousWatcher::new(client.clone(), "job").round_timeout(SHORT);
+    let watcher = RendezvousWatcher::new(client.clone(), "job").with_round_timeout(SHORT);
     let c = config("2", 0);
     let mut a = join(&client, "job", &c, 0).await;
     let err = watcher.cluster_spec().await.unwrap_err();
@@ -222,7 +222,7 @@ fn a_watch_outlives_a_rendezvous_restart() {
         // Short retries, so the restart shows as error items.
         let client = RendezvousClient::new(
             addr.to_string(),
-            fast().retry_for(Duration::from_millis(200)),
+            fast().with_retry_for(Duration::from_millis(200)),
         )
         .unwrap();
         let mut stream = Arc::new(RendezvousWatcher::new(client.clone(), "job")).watch(options());
@@ -236,7 +236,7 @@ fn a_watch_outlives_a_rendezvous_restart() {
         assert!(err.contains("unreachable"), "{err}");
 
         // The new rendezvous knows no job until a node joins, whose round 1 is news.
-        let server = rebind(addr, ServerOptions::default().last_call(SHORT)).await?;
+        let server = rebind(addr, ServerOptions::default().with_last_call(SHORT)).await?;
         let client = crate::common::client(&server);
         let mut b = join(&client, "job", &c, 5).await;
         let rb = round(&client, &mut b).await;

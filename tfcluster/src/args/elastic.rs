@@ -73,8 +73,8 @@ impl ElasticArgs {
             .rendezvous()?
             .map(|rendezvous| match rendezvous {
                 Rendezvous::Etcd(etcd) => Rendezvous::Etcd(
-                    etcd.timeout(self.rdzv_timeout)
-                        .last_call(self.rdzv_last_call),
+                    etcd.with_timeout(self.rdzv_timeout)
+                        .with_last_call(self.rdzv_last_call),
                 ),
                 built_in => built_in,
             }))

@@ -122,7 +122,7 @@ impl RdzvSourceArgs {
         let rendezvous = args.rendezvous()?.ok_or_else(|| {
             anyhow!("--from rendezvous needs --rdzv HOST[:PORT] or --rdzv etcd://HOST[:PORT],...")
         })?;
-        let options = ClientOptions::default().retry_for(RETRY_FOR);
+        let options = ClientOptions::default().with_retry_for(RETRY_FOR);
         let client = rendezvous.client(options).await?;
         Ok(RendezvousWatcher::new(client, args.rdzv_id.clone()))
     }

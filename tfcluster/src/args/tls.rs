@@ -82,7 +82,7 @@ impl RdzvTlsArgs {
         let tls = EtcdTls::new(read("--rdzv-tls-ca", ca)?);
         Ok(Some(match (&self.rdzv_tls_cert, &self.rdzv_tls_key) {
             (Some(cert), Some(key)) => {
-                tls.identity(read("--rdzv-tls-cert", cert)?, read("--rdzv-tls-key", key)?)
+                tls.with_identity(read("--rdzv-tls-cert", cert)?, read("--rdzv-tls-key", key)?)
             }
             // clap's `requires_all` lets only both or neither through.
             _ => tls,

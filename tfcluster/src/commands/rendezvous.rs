@@ -46,8 +46,8 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     runtime()?.block_on(async move {
         let stop = Stop::install();
         let options = ServerOptions::default()
-            .timeout(rdzv_timeout)
-            .last_call(rdzv_last_call);
+            .with_timeout(rdzv_timeout)
+            .with_last_call(rdzv_last_call);
         let server = RendezvousServer::start(listen, options).await?;
         crate::output::emit(&format!(
             "serving the rendezvous on {}\n",

@@ -96,15 +96,8 @@ pub(crate) async fn dry_run(
         .enumerate()
         .map(|(local, task)| {
             let env = task_env(&round, local as u32, &gpus)?;
-            Ok((
-                format!(
-                    "{}/{}:{}",
-                    round.members()[round.rank() as usize].host,
-                    task.job,
-                    task.index
-                ),
-                env,
-            ))
+            let host = &round.members()[round.rank() as usize].host;
+            Ok((task.name_on(host), env))
         })
         .collect()
 }
@@ -120,9 +113,9 @@ fn rendezvous_of(args: &ElasticArgs) -> Result<Rendezvous, Failure> {
 async fn client(rendezvous: &Rendezvous, args: &ElasticArgs) -> Result<RendezvousClient, Failure> {
     let timeout = args.rdzv_timeout;
     let options = ClientOptions::default()
-        .connect_timeout((timeout / 3).min(Duration::from_secs(5)))
-        .rpc_timeout(timeout.min(Duration::from_secs(10)))
-        .retry_for(timeout);
+        .with_connect_timeout((timeout / 3).min(Duration::from_secs(5)))
+        .with_rpc_timeout(timeout.min(Duration::from_secs(10)))
+        .with_retry_for(timeout);
     rendezvous.client(options).await
 }
 
@@ -136,19 +129,16 @@ async fn agent(
 ) -> Result<Agent, Failure> {
     let client = client(rendezvous, args).await?;
     let mut join =
-        Join::new(args.target.rdzv_id.clone(), args.config()?, Vec::new()).name(hostname());
+        Join::new(args.target.rdzv_id.clone(), args.config()?, Vec::new()).with_name(hostname());
     if let Some(host) = &args.host {
-        join = join.host(host.clone());
+        join = join.with_host(host.clone());
     }
     Ok(Agent::new(
         client,
-        AgentOptions {
-            join,
-            command: command.to_vec(),
-            grace,
-            join_timeout: args.join_timeout,
-            gpus_per_task,
-        },
+        AgentOptions::new(join, command.to_vec())
+            .with_grace(grace)
+            .with_join_timeout(args.join_timeout)
+            .with_gpus_per_task(gpus_per_task),
     ))
 }
 
@@ -164,8 +154,8 @@ async fn serve_if_here(rendezvous: &Rendezvous, args: &ElasticArgs) -> Option<Re
         .ok()?
         .next()?;
     let options = ServerOptions::default()
-        .timeout(args.rdzv_timeout)
-        .last_call(args.rdzv_last_call);
+        .with_timeout(args.rdzv_timeout)
+        .with_last_call(args.rdzv_last_call);
     match RendezvousServer::start(addr, options).await {
         Ok(server) => {
             tracing::info!(target: TARGET, %addr, "serving the rendezvous");

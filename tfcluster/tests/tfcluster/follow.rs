@@ -257,8 +257,8 @@ struct ElasticJob {
 impl ElasticJob {
     async fn start() -> Self {
         let options = ServerOptions::default()
-            .last_call(Duration::from_millis(300))
-            .timeout(Duration::from_secs(300));
+            .with_last_call(Duration::from_millis(300))
+            .with_timeout(Duration::from_secs(300));
         let rdzv = RendezvousServer::start("127.0.0.1:0".parse().unwrap(), options)
             .await
             .unwrap();
@@ -275,7 +275,7 @@ impl ElasticJob {
     /// A node whose one task is `server`.
     async fn join(&self, server: &RunningServer) -> Node {
         let join = Join::new("job", self.config.clone(), vec![server.local_addr().port()])
-            .host("127.0.0.1");
+            .with_host("127.0.0.1");
         self.client.join(&join).await.unwrap()
     }
 

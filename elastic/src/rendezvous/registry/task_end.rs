@@ -46,7 +46,7 @@ impl Job {
         let rank = current.rank(node_id).unwrap_or_default();
         let task = &current.round.assignment().node_tasks(rank)[local_task as usize];
         let who = node.describe(node_id);
-        let task_name = format!("{}:{}", task.job, task.index);
+        let task_name = task.task.short_name();
         if status.success() {
             if task == current.round.assignment().first_task() {
                 let detail = format!("task {task_name} ({who}) succeeded");
@@ -57,7 +57,7 @@ impl Job {
                 true,
                 format!(
                     "task {task_name} succeeded; the job ends when task {}:0 does",
-                    current.round.assignment().first_task().job
+                    current.round.assignment().first_task().task.job
                 ),
             ));
         }
@@ -67,8 +67,8 @@ impl Job {
             host: node.host.clone(),
             name: node.name.clone(),
             local_task,
-            job: task.job.clone(),
-            index: task.index,
+            job: task.task.job.clone(),
+            index: task.task.task,
             status,
             stderr_tail: tail(stderr_tail, MAX_STDERR_TAIL),
         };

@@ -196,7 +196,7 @@ impl Rendezvous {
             }
         };
         Ok(Self::Etcd(match tls.read()? {
-            Some(settings) => etcd.tls(settings),
+            Some(settings) => etcd.with_tls(settings),
             None => etcd,
         }))
     }
