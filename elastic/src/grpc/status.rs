@@ -4,15 +4,21 @@
 use tonic::{Code, Status};
 
 use crate::rendezvous::CallError;
+use crate::rendezvous::registry::Refusal;
 
 /// The status a caller gets for `error`.
 pub(crate) fn status_of(error: CallError) -> Status {
     match error {
-        CallError::InvalidArgument(m) => Status::invalid_argument(m),
-        CallError::FailedPrecondition(m) => Status::failed_precondition(m),
-        CallError::NotFound(m) => Status::not_found(m),
-        CallError::AlreadyExists(m) => Status::already_exists(m),
-        CallError::ResourceExhausted(m) => Status::resource_exhausted(m),
+        CallError::Refused(refusal) => {
+            tracing::debug!(%refusal, "request refused");
+            match refusal {
+                Refusal::InvalidArgument(m) => Status::invalid_argument(m),
+                Refusal::FailedPrecondition(m) => Status::failed_precondition(m),
+                Refusal::NotFound(m) => Status::not_found(m),
+                Refusal::AlreadyExists(m) => Status::already_exists(m),
+                Refusal::ResourceExhausted(m) => Status::resource_exhausted(m),
+            }
+        }
         CallError::Unavailable(m) => Status::unavailable(m),
         CallError::DeadlineExceeded(m) => Status::deadline_exceeded(m),
         CallError::BrokenState(m) => Status::data_loss(m),
@@ -31,11 +37,11 @@ impl From<Status> for CallError {
 pub(crate) fn call_error_of(status: &Status) -> CallError {
     let message = status.message().to_owned();
     match status.code() {
-        Code::InvalidArgument => CallError::InvalidArgument(message),
-        Code::FailedPrecondition => CallError::FailedPrecondition(message),
-        Code::NotFound => CallError::NotFound(message),
-        Code::AlreadyExists => CallError::AlreadyExists(message),
-        Code::ResourceExhausted => CallError::ResourceExhausted(message),
+        Code::InvalidArgument => Refusal::InvalidArgument(message).into(),
+        Code::FailedPrecondition => Refusal::FailedPrecondition(message).into(),
+        Code::NotFound => Refusal::NotFound(message).into(),
+        Code::AlreadyExists => Refusal::AlreadyExists(message).into(),
+        Code::ResourceExhausted => Refusal::ResourceExhausted(message).into(),
         Code::Unavailable => CallError::Unavailable(message),
         Code::DeadlineExceeded => CallError::DeadlineExceeded(message),
         Code::DataLoss => CallError::BrokenState(message),

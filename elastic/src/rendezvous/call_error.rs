@@ -1,25 +1,16 @@
 //! [`CallError`]: why a rendezvous call failed, in the crate's own terms: the registry's
-//! refusals, and what a store adds (unavailable for now, no answer in time, a stored state
+//! refusals (its [`Refusal`], whole), and what a store adds (unavailable for now, no answer in time, a stored state
 //! that does not load). The gRPC layer turns each into its status, one to one.
+
+use super::registry::Refusal;
 
 /// Why a call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum CallError {
-    /// The request itself is invalid.
-    #[error("{0}")]
-    InvalidArgument(String),
-    /// The job cannot take the request in its state.
-    #[error("{0}")]
-    FailedPrecondition(String),
-    /// The job or node is unknown.
-    #[error("{0}")]
-    NotFound(String),
-    /// Another node holds the address.
-    #[error("{0}")]
-    AlreadyExists(String),
-    /// A limit of the rendezvous is reached.
-    #[error("{0}")]
-    ResourceExhausted(String),
+    /// The rules refused the request (an invalid request, a job that cannot take it, an
+    /// unknown job or node, an address held, a limit reached).
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     /// The rendezvous cannot answer now (shutting down, its store unreachable or without a
     /// leader): the caller retries.
     #[error("{0}")]
@@ -46,6 +37,8 @@ impl CallError {
     /// A request whose message breaks the protocol or carries an invalid value: `error`'s
     /// whole chain is the message.
     pub(crate) fn invalid(error: &crate::Error) -> Self {
-        Self::InvalidArgument(cluster_spec::__private::error_chain::Chain(error).to_string())
+        Self::Refused(Refusal::InvalidArgument(
+            cluster_spec::__private::error_chain::Chain(error).to_string(),
+        ))
     }
 }

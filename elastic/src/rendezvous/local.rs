@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{Instrument, Span};
 
-use super::registry::Waited;
+use super::registry::{Refusal, Waited};
 use super::{
     Beat, CallError, Found, JoinArgs, Joined, Leave, Observe, Rendezvous, Report, Reported, Store,
     Wait,
@@ -42,9 +42,9 @@ impl<S: Store> Local<S> {
         async {
             if join.host.is_empty() {
                 join.host = self.store.default_host(peer).ok_or_else(|| {
-                    CallError::InvalidArgument(
+                    CallError::from(Refusal::InvalidArgument(
                         "no host given, and the caller's address is unknown".to_owned(),
-                    )
+                    ))
                 })?;
             }
             self.store.join(join).await

@@ -10,7 +10,6 @@ use cluster_spec::__private::quote::quote;
 use super::formed::FormedRound;
 use crate::error::duration;
 use crate::outcome::JobDone;
-use crate::rendezvous::CallError;
 pub(crate) use crate::rendezvous::calls::{JoinArgs, Joined, Pending};
 
 /// The timings and limits of a registry.
@@ -24,8 +23,8 @@ pub(crate) struct Settings {
     pub(crate) max_jobs: usize,
 }
 
-/// Why a call is refused: each kind is a [`CallError`] of the same name.
-#[derive(Debug, thiserror::Error)]
+/// Why the rules refuse a call; a [`CallError::Refused`](crate::rendezvous::CallError::Refused), whose gRPC code is the kind's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum Refusal {
     /// The request itself is invalid (`INVALID_ARGUMENT`).
     #[error("{0}")]
@@ -53,19 +52,6 @@ pub(crate) enum Waited {
     Pending(Pending),
     /// The job is done.
     Done(JobDone),
-}
-
-impl From<Refusal> for CallError {
-    fn from(refusal: Refusal) -> Self {
-        tracing::debug!(%refusal, "request refused");
-        match refusal {
-            Refusal::InvalidArgument(m) => Self::InvalidArgument(m),
-            Refusal::FailedPrecondition(m) => Self::FailedPrecondition(m),
-            Refusal::NotFound(m) => Self::NotFound(m),
-            Refusal::AlreadyExists(m) => Self::AlreadyExists(m),
-            Refusal::ResourceExhausted(m) => Self::ResourceExhausted(m),
-        }
-    }
 }
 
 /// The refusal of a call naming a node the job does not have.
