@@ -3,10 +3,15 @@
 //! clusters) takes them here.
 
 use std::io;
-use std::net::{IpAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr};
 
-/// Distinct free ports of one address, each held by a listening socket until this is dropped.
+use socket2::{Domain, Socket, Type};
+
+/// Distinct free ports of one address, each held by a bound socket until this is dropped.
 ///
+/// The sockets never listen: a peer that connects meanwhile is refused by the kernel, so
+/// holding ports opens no service (nothing to accept, nothing a client can make us hold).
+/// Without `SO_REUSEADDR` on them, no other socket can bind the ports while they are held.
 /// Bound together, so the kernel cannot hand the same port out twice (picking ports one at a
 /// time, closing each, can). Drop it just before the tasks start: TensorFlow binds its own
 /// server socket and cannot take one over, so another program could take a port in that
@@ -17,14 +22,17 @@ use std::net::{IpAddr, TcpListener};
 ///
 /// let reserved = cluster_spec::ReservedPorts::bind(Ipv4Addr::LOCALHOST.into(), 3)?;
 /// let mut ports = reserved.ports();
+/// ports.sort_unstable();
 /// ports.dedup();
 /// assert_eq!(ports.len(), 3);
+/// // Held: no other socket can bind the port, and nothing listens on it.
 /// assert!(std::net::TcpListener::bind(("127.0.0.1", ports[0])).is_err());
+/// assert!(std::net::TcpStream::connect(("127.0.0.1", ports[0])).is_err());
 /// drop(reserved);
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct ReservedPorts(Vec<TcpListener>);
+pub struct ReservedPorts(Vec<Socket>);
 
 impl ReservedPorts {
     /// `count` free ports of `ip` (the unspecified address for every interface, as
@@ -35,8 +43,13 @@ impl ReservedPorts {
     /// The operating system's error when a port cannot be bound (no free port, no such
     /// address, the open-file limit).
     pub fn bind(ip: IpAddr, count: usize) -> io::Result<Self> {
+        let addr = SocketAddr::new(ip, 0);
         (0..count)
-            .map(|_| TcpListener::bind((ip, 0)))
+            .map(|_| {
+                let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+                socket.bind(&addr.into())?;
+                Ok(socket)
+            })
             .collect::<io::Result<Vec<_>>>()
             .map(Self)
     }
@@ -45,7 +58,12 @@ impl ReservedPorts {
     pub fn ports(&self) -> Vec<u16> {
         self.0
             .iter()
-            .map(|l| l.local_addr().map(|a| a.port()).unwrap_or_default())
+            .map(|s| {
+                s.local_addr()
+                    .ok()
+                    .and_then(|a| a.as_socket())
+                    .map_or(0, |a| a.port())
+            })
             .collect()
     }
 }
