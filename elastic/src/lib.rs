@@ -131,7 +131,7 @@
 //!
 //! A round ends when a member reports a failed task ([`TaskStatus`]: exit status, signal, or a
 //! task that could not start; with the tail of its stderr), when a member is silent for
-//! [`ServerOptions::with_timeout`] (15 s by default), leaves, or joins again, or when a new node
+//! [`ServerOptions::with_timeout`] ([`DEFAULT_TIMEOUT`], 3 s), leaves, or joins again, or when a new node
 //! joins below `max`. Failures and lost nodes count as restarts; past the config's
 //! `max_restarts` the job fails, and every node learns the job's first failure (task, host,
 //! status, stderr tail, round). The success of the job's first task (the chief, else
@@ -363,6 +363,7 @@ pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};
 pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
+pub use rendezvous::DEFAULT_TIMEOUT;
 pub use resolver::RendezvousClusterResolver;
 pub use task_env::{TaskEnv, task_env};
 pub use watched_round::WatchedRound;
