@@ -124,7 +124,9 @@
 //! joining with another config is refused (`FAILED_PRECONDITION`, naming both values of each
 //! field that differs). A round closes when `max` nodes wait for it, or when at least `min`
 //! wait and no new node came for the last call ([`ServerOptions::with_last_call`], 3 s by
-//! default). A node joining while a round runs waits for the next; if the running round has
+//! default), or, after a round, once every member of it still in the job waits again (whom
+//! to wait for is known then, and a last call would only add to what a failure costs). A
+//! node joining while a round runs waits for the next; if the running round has
 //! fewer than `max` nodes, the join ends it, so the next round takes the node in. Members are
 //! ordered by when each first joined the job, and keep that order across rounds: rank 0, and
 //! with it the chief or worker 0, stays on one host for as long as it stays.
