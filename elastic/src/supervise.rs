@@ -224,7 +224,8 @@ impl Supervisor {
     pub fn kill_hung(&self, index: usize) {
         let task = &self.tasks[index];
         if task.status.is_none() {
-            tracing::warn!(task = %task.name, after = ?self.watch.watchdog().after(), "no progress: the task is hung; asking for its stack and killing it");
+            let quiet = self.watch.watchdog().after().unwrap_or_default();
+            tracing::warn!(task = %task.name, ?quiet, "no progress: the task is hung; asking for its stack and killing it");
             watchdog::kill_hung(task.group, task.pumps[1].clone());
         }
     }
