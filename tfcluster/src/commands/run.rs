@@ -134,8 +134,14 @@ async fn launch(args: Args) -> Result<(), Failure> {
             return emit(&render(&tasks, &args.command, args.format));
         }
         let watchdog = args.watchdog.watchdog;
-        return elastic::run(&args.elastic, gpus_per_task, &args.command, args.stops, watchdog)
-            .await;
+        return elastic::run(
+            &args.elastic,
+            gpus_per_task,
+            &args.command,
+            args.stops,
+            watchdog,
+        )
+        .await;
     }
     if let Some(jobs) = &args.local {
         if args.dry_run {

@@ -15,6 +15,8 @@
 //! (the stack). The processes themselves are
 //! [`elastic::supervise`]'s, as the `--rdzv` agent's are; the decision is made here.
 
+use std::time::Duration;
+
 use anyhow::anyhow;
 use cluster_resolver::gpus;
 use cluster_resolver::{Env, tf_config_for};
