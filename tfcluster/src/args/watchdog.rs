@@ -8,7 +8,7 @@ use std::time::Duration;
 pub(crate) struct WatchdogArgs {
     /// With --local or --rdzv: a task that shows no progress for DUR is hung (off by
     /// default). Progress is any output of the task (a line, or a progress bar redrawn), or
-    /// a touch of the file named by its TFCLUSTER_PROGRESS_FILE (Python:
+    /// a touch of the file named by its TFCLUSTER_PROGRESS_FILE (set with --watchdog; Python:
     /// `tfcluster.progress()`, a no-op outside tfcluster), for programs quiet for long; a
     /// SIGSTOPped task makes none. A hung task is asked for its Python stack (SIGABRT,
     /// which the PYTHONFAULTHANDLER=1 every task gets turns into every thread's stack on its
