@@ -22,6 +22,15 @@
 //! and the next round resumes from it. A stop can take the whole grace, longer than a host
 //! may be silent, which is why the agent heartbeats meanwhile.
 //!
+//! **Hung tasks.** With a watchdog ([`AgentOptions::with_watchdog`]), a local task that
+//! shows no progress for its period — no output, no touch of its `TFCLUSTER_PROGRESS_FILE`
+//! (Python: `tfcluster.progress()`), or SIGSTOPped — is hung: the agent asks for its Python
+//! stack (SIGABRT to its group, which `PYTHONFAULTHANDLER=1` turns into every thread's stack
+//! on its stderr, and SIGCONT), kills its group (SIGKILL once its stderr closed, at most
+//! [`DUMP_WAIT`](crate::supervise::DUMP_WAIT) later) and reports it as
+//! [`TaskStatus::Hung`](crate::TaskStatus::Hung) with its stderr tail, the stack: a failure,
+//! which ends the round and counts against the restarts as any other.
+//!
 //! **Stopping.** [`Agent::run`] takes its stop as a stream of signals (tokio's and
 //! kube-runtime's shape: the caller owns the trigger, the agent awaits it), rather than a
 //! channel only it reads: the first signal stops the agent at whatever point it is — joining,
@@ -57,7 +66,7 @@ use tracing::Instrument;
 
 pub use gpus::TaskGpus;
 
-use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec, task_status};
+use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec};
 use crate::task_env::task_env;
 use crate::{Error, Heartbeats, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, Waited};
 
@@ -73,14 +82,15 @@ pub struct AgentOptions {
     failure_grace: Duration,
     join_timeout: Duration,
     gpus_per_task: Option<u32>,
+    watchdog: Option<Duration>,
 }
 
 impl AgentOptions {
     /// Joins with `join` (job id, config, host and name; its ports are the agent's to set)
     /// and runs `command` (a program and its arguments) as each local task. By default tasks
     /// have 10 s between SIGTERM and SIGKILL, or none when a failure ended their round, a
-    /// round has 10 minutes to form, and the host's GPUs are divided evenly among the local
-    /// tasks.
+    /// round has 10 minutes to form, the host's GPUs are divided evenly among the local
+    /// tasks, and no watchdog looks for hung tasks.
     pub fn new(join: Join, command: Vec<String>) -> Self {
         Self {
             join,
@@ -89,7 +99,16 @@ impl AgentOptions {
             failure_grace: Duration::ZERO,
             join_timeout: Duration::from_secs(600),
             gpus_per_task: None,
+            watchdog: None,
         }
+    }
+
+    /// How long a local task may show no progress (no output, no touch of its progress file)
+    /// before it is hung: its stack asked for, killed, and reported as
+    /// [`TaskStatus::Hung`](crate::TaskStatus::Hung). `None`: no watchdog.
+    pub fn with_watchdog(mut self, watchdog: Option<Duration>) -> Self {
+        self.watchdog = watchdog;
+        self
     }
 
     /// How long tasks have between SIGTERM and SIGKILL when they are stopped cleanly (a
@@ -321,7 +340,7 @@ impl Agent {
             waits_for = node.waits_for(),
             "joined"
         );
-        let mut tasks = Supervisor::new();
+        let mut tasks = Supervisor::new().with_watchdog(self.options.watchdog);
         // The next round when it was waited for while the last one's tasks stopped.
         let mut next = None;
         loop {
@@ -477,10 +496,11 @@ impl Agent {
                 }
             }
         }
+        let watchdog = tasks.watchdog();
         loop {
             tokio::select! {
                 Some((index, exit)) = tasks.next_exit(), if tasks.running() > 0 => {
-                    let status = task_status(&exit);
+                    let status = tasks.status(index, &exit);
                     let tail = tasks.stderr_tail(index, TAIL_WAIT).await;
                     // Each round starts from an empty supervisor: its indices are this
                     // round's started processes.
@@ -507,6 +527,8 @@ impl Agent {
                         RoundStatus::JobDone(done) => Ok(RoundEnded::Done(done)),
                     };
                 }
+                // Its exit, soon after, is reported as hung.
+                index = watchdog.hung() => tasks.kill_hung(index),
                 signal = next_signal(stop) => return Ok(RoundEnded::Stopped(signal)),
             }
         }

@@ -41,7 +41,9 @@
 //!   stops it ([`AgentOutcome::Stopped`]). `tfcluster run --rdzv` is this agent.
 //! - [`supervise::Supervisor`]: TensorFlow processes, each in a process group of its own,
 //!   each output line behind `[name]`, stopped as a whole (SIGTERM to each group, the grace,
-//!   SIGKILL, waited for). The agent and `tfcluster run --local` both use it.
+//!   SIGKILL, waited for), and with a watchdog ([`supervise::Watchdog`]) those that show no
+//!   progress found hung, asked for their Python stack and killed
+//!   ([`TaskStatus::Hung`]). The agent and `tfcluster run --local` both use it.
 //! - The job's shape, parsed and checked at the edge with errors that name the value:
 //!   [`NodeRange`] (`--nodes 2:4`), [`Layout`] (`--layout chief=1,ps=2`), [`JobConfig`].
 //!
@@ -304,6 +306,11 @@
 //!   address.
 //! - **The first failure is kept** by the rendezvous and given to every node, with its task,
 //!   host, status and stderr tail.
+//! - **Hung tasks are failures.** With [`AgentOptions::with_watchdog`], a task that shows no
+//!   progress (no output, no touch of its `TFCLUSTER_PROGRESS_FILE`, or SIGSTOPped) is asked
+//!   for its Python stack (SIGABRT under `PYTHONFAULTHANDLER=1`, which every task gets) and
+//!   killed, and its report, [`TaskStatus::Hung`], carries the stack in its stderr tail;
+//!   torchrun ignores a worker that is alive but stuck.
 //! - **Two backends.** The built-in one is in memory: a restarted rendezvous forgets its
 //!   jobs (agents' calls then fail and they join again); like TensorFlow's own gRPC it is
 //!   plaintext and unauthenticated, for a trusted network. The etcd one keeps each job in

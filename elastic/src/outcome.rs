@@ -2,6 +2,7 @@
 //! node.
 
 use std::fmt;
+use std::time::Duration;
 
 /// How a task ended, as its agent reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -13,6 +14,13 @@ pub enum TaskStatus {
     Signaled(i32),
     /// It could not be started or watched (the program is missing, ...).
     Error(String),
+    /// It was hung: it showed no progress (no line of output, no touch of its progress
+    /// file) for `quiet`, the launcher's watchdog, and was killed (after its Python stack was
+    /// asked for: the stderr tail of its report holds it).
+    Hung {
+        /// How long it was quiet: the watchdog's period.
+        quiet: Duration,
+    },
 }
 
 impl TaskStatus {
@@ -28,6 +36,7 @@ impl fmt::Display for TaskStatus {
             Self::Exited(code) => write!(f, "exited with status {code}"),
             Self::Signaled(signal) => write!(f, "was killed by signal {signal}"),
             Self::Error(error) => write!(f, "could not run: {error}"),
+            Self::Hung { quiet } => write!(f, "hung: no progress for {quiet:?}"),
         }
     }
 }

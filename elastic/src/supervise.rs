@@ -2,9 +2,15 @@
 //! their output behind their names, and stopped as a whole: SIGTERM to each group, a grace
 //! period, SIGKILL to each group, and waiting for them. `tfcluster run --local` and the
 //! [`Agent`](crate::Agent) both supervise their tasks with it.
+//!
+//! With a watchdog ([`Supervisor::with_watchdog`]), a task that shows no progress (no
+//! output, no touch of its [`PROGRESS_FILE`]) for its period is hung: [`Watchdog::hung`]
+//! finds it, [`Supervisor::kill_hung`] asks for its Python stack (SIGABRT) and kills it, and
+//! [`Supervisor::status`] reports its exit as [`TaskStatus::Hung`].
 
 mod group;
 mod output;
+mod watchdog;
 
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -16,6 +22,8 @@ use tokio::time::{Instant, timeout_at};
 
 pub use group::{Group, exit_code, spawn_group};
 use output::{Pump, Stream, Tail};
+use watchdog::Watch;
+pub use watchdog::{DUMP_WAIT, PROGRESS_FILE, Watchdog};
 
 use crate::TaskStatus;
 
@@ -41,6 +49,9 @@ pub enum SpawnError {
     /// The output pipes could not be made.
     #[error("cannot make a pipe")]
     Pipe(#[source] std::io::Error),
+    /// The watchdog's progress file could not be made.
+    #[error("cannot make a task's progress file ({PROGRESS_FILE})")]
+    ProgressFile(#[source] std::io::Error),
     /// The program could not be started.
     #[error("cannot run {program}")]
     Start {
@@ -82,6 +93,7 @@ pub struct Supervisor {
     tasks: Vec<Task>,
     exited_tx: mpsc::UnboundedSender<(usize, Exit)>,
     exited: mpsc::UnboundedReceiver<(usize, Exit)>,
+    watch: Watch,
 }
 
 #[derive(Debug)]
@@ -108,7 +120,24 @@ impl Supervisor {
             tasks: Vec::new(),
             exited_tx,
             exited,
+            watch: Watch::new(None),
         }
+    }
+
+    /// Finds tasks that show no progress for `after` ([`watchdog`](Self::watchdog)); `None`
+    /// (the default): no watchdog. With one, each task gets [`PROGRESS_FILE`], the path of
+    /// an empty file in a directory the supervisor removes when dropped: touching it is
+    /// progress, as any output is.
+    pub fn with_watchdog(mut self, after: Option<Duration>) -> Self {
+        self.watch = Watch::new(after);
+        self
+    }
+
+    /// The watchdog of the tasks started from now on: await its
+    /// [`hung`](Watchdog::hung) beside [`next_exit`](Self::next_exit), and pass what it finds
+    /// to [`kill_hung`](Self::kill_hung).
+    pub fn watchdog(&self) -> Watchdog {
+        self.watch.watchdog()
     }
 
     /// Starts `task` in a process group of its own, stdin closed, each line of its output
@@ -117,8 +146,10 @@ impl Supervisor {
         let (stdout, stdout_writer) = std::io::pipe().map_err(SpawnError::Pipe)?;
         let (stderr, stderr_writer) = std::io::pipe().map_err(SpawnError::Pipe)?;
         let mut process = command(&task.argv)?;
+        let (beacon, progress_file) = self.watch.prepare().map_err(SpawnError::ProgressFile)?;
         process
             .envs(task.env)
+            .envs(progress_file)
             .stdin(Stdio::null())
             .stdout(stdout_writer)
             .stderr(stderr_writer);
@@ -131,13 +162,21 @@ impl Supervisor {
         drop(process);
         let tail = Tail::default();
         let pumps = [
-            Pump::start(stdout, &task.name, Stream::Stdout, None),
-            Pump::start(stderr, &task.name, Stream::Stderr, Some(tail.clone())),
+            Pump::start(stdout, &task.name, Stream::Stdout, None, beacon.clone()),
+            Pump::start(
+                stderr,
+                &task.name,
+                Stream::Stderr,
+                Some(tail.clone()),
+                beacon.clone(),
+            ),
         ];
         let index = self.tasks.len();
         let exited = self.exited_tx.clone();
+        self.watch.add(beacon.clone());
         tokio::spawn(async move {
             let status = child.wait().await.map_err(|e| e.to_string());
+            beacon.exited();
             let _ = exited.send((index, status));
         });
         tracing::debug!(task = %task.name, group = ?group, "started");
@@ -175,6 +214,29 @@ impl Supervisor {
         }
         self.tasks[index].status = Some(status.clone());
         Some((index, status))
+    }
+
+    /// Asks hung task `index` (what [`Watchdog::hung`] found) for its stack and kills it:
+    /// SIGABRT and SIGCONT to its group (Python's faulthandler prints every thread's stack on
+    /// SIGABRT; a stopped task must run to print), then SIGKILL to its group once its stderr
+    /// closed, or after [`DUMP_WAIT`]. Its exit comes from [`next_exit`](Self::next_exit) as
+    /// any other; [`status`](Self::status) says it hung. Call within a tokio runtime.
+    pub fn kill_hung(&self, index: usize) {
+        let task = &self.tasks[index];
+        if task.status.is_none() {
+            let quiet = self.watch.watchdog().after().unwrap_or_default();
+            tracing::warn!(task = %task.name, ?quiet, "no progress: the task is hung; asking for its stack and killing it");
+            watchdog::kill_hung(task.group, task.pumps[1].clone());
+        }
+    }
+
+    /// How task `index` ended, as the rendezvous takes it: [`task_status`] of its `exit`, or
+    /// [`TaskStatus::Hung`] when the watchdog found it hung.
+    pub fn status(&self, index: usize, exit: &Exit) -> TaskStatus {
+        match (self.watch.beacon(index), self.watch.watchdog().after()) {
+            (Some(beacon), Some(quiet)) if beacon.is_hung() => TaskStatus::Hung { quiet },
+            _ => task_status(exit),
+        }
     }
 
     /// Sends `signal` to the process group of every task still running, and SIGKILL to every
@@ -283,6 +345,8 @@ impl Supervisor {
     /// lost.
     pub async fn finish(&mut self, drain: Duration) {
         self.signal(Signal::SIGKILL);
+        // The watchdog's beacons go with the tasks, whatever the drain does.
+        self.watch.clear();
         let drained = Instant::now() + drain;
         for task in self.tasks.drain(..) {
             for pump in &task.pumps {

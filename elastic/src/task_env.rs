@@ -1,5 +1,5 @@
 //! [`TaskEnv`]: the environment a launcher gives a TensorFlow task — its `TF_CONFIG`, its
-//! share of the host's GPUs, unbuffered Python output — built once for `run --local` and the
+//! share of the host's GPUs, unbuffered Python output, Python's faulthandler armed — built once for `run --local` and the
 //! elastic agent alike; and [`task_env`], the agent's, which adds the round's variables.
 
 use cluster_resolver::gpus::CUDA_VISIBLE_DEVICES;
@@ -44,10 +44,15 @@ impl TaskEnv {
 
     /// The variables, with Python's output unbuffered (unless the launcher's environment
     /// sets `PYTHONUNBUFFERED`) so a task's lines come through the pipes as they are printed,
-    /// not when a stopped task's buffer would have been flushed.
+    /// not when a stopped task's buffer would have been flushed; and Python's faulthandler
+    /// armed (`PYTHONFAULTHANDLER=1`, unless the launcher's environment sets
+    /// `PYTHONFAULTHANDLER`), so a task that crashes, or that the watchdog finds hung and
+    /// sends SIGABRT, prints every thread's stack to its stderr before it dies.
     pub fn into_vars(mut self) -> Vec<(String, String)> {
-        if std::env::var_os("PYTHONUNBUFFERED").is_none() {
-            self.0.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
+        for name in ["PYTHONUNBUFFERED", "PYTHONFAULTHANDLER"] {
+            if std::env::var_os(name).is_none() {
+                self.0.push((name.to_owned(), "1".to_owned()));
+            }
         }
         self.0
     }
@@ -55,7 +60,7 @@ impl TaskEnv {
 
 /// The environment of the agent's local task `local_task` of `round`: its `TF_CONFIG`, the
 /// round's number and restart count, the node's rank and the task's local index, and what
-/// [`TaskEnv`] adds (its GPUs, unbuffered output).
+/// [`TaskEnv`] adds (its GPUs, unbuffered output, faulthandler).
 pub fn task_env(
     round: &Round,
     local_task: u32,

@@ -162,6 +162,9 @@ pub(crate) fn status_to_proto(status: &TaskStatus) -> proto::TaskStatus {
             TaskStatus::Exited(code) => Status::ExitCode(*code),
             TaskStatus::Signaled(signal) => Status::Signal(*signal),
             TaskStatus::Error(error) => Status::Error(error.clone()),
+            TaskStatus::Hung { quiet } => {
+                Status::HungMs(u64::try_from(quiet.as_millis()).unwrap_or(u64::MAX))
+            }
         }),
     }
 }
@@ -172,6 +175,9 @@ pub(crate) fn status_from_proto(status: Option<proto::TaskStatus>) -> Result<Tas
         Some(Status::ExitCode(code)) => Ok(TaskStatus::Exited(code)),
         Some(Status::Signal(signal)) => Ok(TaskStatus::Signaled(signal)),
         Some(Status::Error(error)) => Ok(TaskStatus::Error(error)),
+        Some(Status::HungMs(ms)) => Ok(TaskStatus::Hung {
+            quiet: Duration::from_millis(ms),
+        }),
         None => Err(WireError::Missing {
             field: "the task status",
         }

@@ -1,8 +1,10 @@
 """The module's API without TensorFlow: ClusterSpec, hostlists, resolvers, errors."""
 
 import json
+import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -178,3 +180,26 @@ def test_stubs_and_docs_ship_with_the_package():
     files = {p.name for p in resources.files("tfcluster").iterdir()}
     assert {"_native.pyi", "tf.pyi", "py.typed"} <= files
     assert "Slurm placed" in tfcluster.SlurmClusterResolver.__doc__
+
+
+def test_progress_is_a_no_op_outside_tfcluster(monkeypatch, tmp_path):
+    monkeypatch.delenv("TFCLUSTER_PROGRESS_FILE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert tfcluster.progress() is None
+    assert list(tmp_path.iterdir()) == []
+    # A launcher gone with its file: still nothing raised, nothing made.
+    monkeypatch.setenv("TFCLUSTER_PROGRESS_FILE", str(tmp_path / "gone"))
+    tfcluster.progress()
+    assert list(tmp_path.iterdir()) == []
+    assert "progress" in tfcluster.__all__
+
+
+def test_progress_touches_the_watchdogs_file(monkeypatch, tmp_path):
+    beacon = tmp_path / "task-1"
+    beacon.touch()
+    os.utime(beacon, (0, 0))
+    monkeypatch.setenv("TFCLUSTER_PROGRESS_FILE", str(beacon))
+    before = time.time()
+    tfcluster.progress()
+    assert beacon.stat().st_mtime >= before - 1
+    assert beacon.read_bytes() == b""

@@ -8,14 +8,18 @@
   ``kubernetes`` feature) and ``auto_detect()``, with TensorFlow's methods.
 - ``tfcluster.tf``: the same resolvers as ``tf.distribute.cluster_resolver.ClusterResolver``
   subclasses, for TensorFlow's strategies (TensorFlow is imported there, and only there).
+- ``progress()``: the beacon of a quiet task for ``tfcluster run --watchdog`` (it touches
+  ``$TFCLUSTER_PROGRESS_FILE``; a no-op outside tfcluster).
 - The ``tfcluster`` command-line tool, installed on the environment's PATH.
 
 Invalid input raises ``ValueError``; an environment that does not resolve to a cluster raises
 ``RuntimeError``; both carry the Rust error's whole message. Everything here is the Rust
-implementation (``tfcluster._native``); this package only names it.
+implementation (``tfcluster._native``); this package only names it, but for ``progress()``, a
+file touched in pure Python.
 """
 
 from tfcluster import hostlist
+from tfcluster._progress import progress
 from tfcluster._native import (
     HAS_KUBERNETES,
     ClusterResolver,
@@ -37,6 +41,7 @@ __all__ = [
     "__version__",
     "auto_detect",
     "hostlist",
+    "progress",
 ]
 
 if HAS_KUBERNETES:

@@ -2,9 +2,9 @@
 //! command flattens, with the checks that turn its flags into values: where the cluster comes
 //! from ([`source`]), where an elastic job's rendezvous is ([`rendezvous`], declared once for
 //! `run --rdzv` and `--from rendezvous`), TLS ([`tls`]), the task server's limits
-//! ([`limits`]), `run`'s GPU split ([`gpus`], for `--local` and `--rdzv`) and how it stops
-//! tasks ([`stops`], the same), and the elastic job's own flags ([`elastic`], read by `run`
-//! and by its agent in [`crate::run`]).
+//! ([`limits`]), `run`'s GPU split ([`gpus`], for `--local` and `--rdzv`), how it stops
+//! tasks ([`stops`], the same) and finds hung ones ([`watchdog`], the same), and the elastic
+//! job's own flags ([`elastic`], read by `run` and by its agent in [`crate::run`]).
 
 pub(crate) mod elastic;
 pub(crate) mod gpus;
@@ -13,3 +13,4 @@ pub(crate) mod rendezvous;
 pub(crate) mod source;
 pub(crate) mod stops;
 pub(crate) mod tls;
+pub(crate) mod watchdog;

@@ -217,6 +217,9 @@ mod run;
 #[path = "tfcluster/train.rs"]
 mod train;
 
+#[path = "tfcluster/watchdog.rs"]
+mod watchdog;
+
 #[path = "tfcluster/elastic_run.rs"]
 mod elastic_run;
 

@@ -189,7 +189,7 @@ pub struct Failure {
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct TaskStatus {
-    #[prost(oneof = "task_status::Status", tags = "1, 2, 3")]
+    #[prost(oneof = "task_status::Status", tags = "1, 2, 3, 4")]
     pub status: ::core::option::Option<task_status::Status>,
 }
 /// Nested message and enum types in `TaskStatus`.
@@ -203,6 +203,10 @@ pub mod task_status {
         /// The task could not be started or watched (e.g. the program is missing).
         #[prost(string, tag = "3")]
         Error(::prost::alloc::string::String),
+        /// The launcher's watchdog found the task hung, with no progress for this many
+        /// milliseconds, and killed it.
+        #[prost(uint64, tag = "4")]
+        HungMs(u64),
     }
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

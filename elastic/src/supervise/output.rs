@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
+use super::watchdog::Beacon;
+
 /// How much of a task's stderr is kept: what the rendezvous keeps of a report.
 const TAIL_BYTES: usize = 8 * 1024;
 
@@ -43,18 +45,26 @@ impl Tail {
 
 /// A pipe being copied; [`Pump::finished`] resolves once the pipe is closed (the task and
 /// everything it started have exited) and its last line is written.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Pump(watch::Receiver<bool>);
 
 impl Pump {
     /// Copies `pipe` line by line to `stream`, each line behind `[task] `, and into `tail`
-    /// when given. A thread of its own, since the reads and writes block; each line is
-    /// written whole under the stream's lock, so lines of different tasks never mix.
-    pub(crate) fn start(pipe: PipeReader, task: &str, stream: Stream, tail: Option<Tail>) -> Self {
+    /// when given; whatever it reads is progress on `beacon` (the watchdog's). A thread of its own,
+    /// since the reads and writes block; each line is written whole under the stream's lock,
+    /// so lines of different tasks never mix.
+    pub(crate) fn start(
+        pipe: PipeReader,
+        task: &str,
+        stream: Stream,
+        tail: Option<Tail>,
+        beacon: Beacon,
+    ) -> Self {
         let prefix = format!("[{task}] ");
         let (done, finished) = watch::channel(false);
         std::thread::spawn(move || {
-            copy_lines(BufReader::new(pipe), prefix.as_bytes(), stream, tail);
+            let pipe = BufReader::new(beacon.reading(pipe));
+            copy_lines(pipe, prefix.as_bytes(), stream, tail);
             let _ = done.send(true);
         });
         Self(finished)

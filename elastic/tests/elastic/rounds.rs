@@ -307,6 +307,35 @@ async fn restarts_are_bounded_and_the_first_failure_is_the_story(backend: Backen
     );
 }
 
+async fn a_hung_task_is_the_story_with_its_quiet_period(backend: Backend) {
+    // The watchdog's report: the status names the quiet period, the tail holds the stack, and
+    // both survive the wire and the store.
+    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+    let client = rdzv.client().await;
+    let mut a = join(&client, "job", &config("1", 0), 0).await;
+    let r = round(&client, &mut a).await;
+    let hung = TaskStatus::Hung {
+        quiet: Duration::from_millis(5500),
+    };
+    let stack = "Current thread 0x1 (most recent call first):\n  File \"t.py\", line 4 in stuck\n";
+    client
+        .report(&a, r.number(), 0, hung.clone(), stack)
+        .await
+        .unwrap();
+    let RoundStatus::JobDone(done) = client.heartbeat(&a, r.number()).await.unwrap() else {
+        panic!("the job goes on");
+    };
+    let first = done.first_failure.unwrap();
+    assert_eq!((&first.status, first.stderr_tail.as_str()), (&hung, stack));
+    assert!(
+        first
+            .to_string()
+            .contains(") hung: no progress for 5.5s in round 1"),
+        "{first}"
+    );
+    rdzv.shutdown().await;
+}
+
 async fn the_chief_succeeding_ends_the_job_for_every_node(backend: Backend) {
     let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
     let client = rdzv.client().await;
@@ -378,6 +407,7 @@ on_both_backends!(
     a_silent_node_is_lost_and_the_next_round_excludes_it,
     a_failure_ends_the_round_and_every_node_sees_the_restart_count,
     restarts_are_bounded_and_the_first_failure_is_the_story,
+    a_hung_task_is_the_story_with_its_quiet_period,
     the_chief_succeeding_ends_the_job_for_every_node,
     conflicting_configs_on_one_id_are_refused_naming_both
 );

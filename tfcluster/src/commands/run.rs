@@ -8,6 +8,7 @@ use crate::args::elastic::ElasticArgs;
 use crate::args::gpus::GpuArgs;
 use crate::args::source::{SourceArgs, SourceKind};
 use crate::args::stops::StopArgs;
+use crate::args::watchdog::WatchdogArgs;
 use crate::failure::Failure;
 use crate::output::emit;
 use crate::run::local_jobs::LocalJobs;
@@ -32,7 +33,10 @@ use crate::runtime::runtime;
 /// fails first, the others are killed (SIGKILL, or SIGTERM and SIGKILL after
 /// `--failure-grace`) and the error names it (exit status 1). SIGINT or SIGTERM stops every task the same way (exit status 128 + the
 /// signal; a second signal kills at once). Python's output is unbuffered unless
-/// PYTHONUNBUFFERED is set, so lines come as they are printed.
+/// PYTHONUNBUFFERED is set, so lines come as they are printed, and Python's faulthandler is
+/// armed (PYTHONFAULTHANDLER=1) unless PYTHONFAULTHANDLER is set, so a task that crashes or
+/// hangs (`--watchdog`) prints every thread's stack. With `--watchdog DUR`, a task that shows
+/// no progress for DUR is hung: the error names it as hung, with its stack.
 ///
 /// `--rdzv HOST[:PORT]`: this host's share of an elastic job. Run it on every host; the
 /// agents meet at the rendezvous (the agent on HOST serves it when nothing answers there, or
@@ -41,7 +45,8 @@ use crate::runtime::runtime;
 /// port with its TF_CONFIG and TFCLUSTER_ROUND, TFCLUSTER_RESTART_COUNT,
 /// TFCLUSTER_NODE_RANK, TFCLUSTER_LOCAL_TASK, and on a host with GPUs its share of them as
 /// CUDA_VISIBLE_DEVICES (split evenly, or `--gpus-per-task`); output lines are behind
-/// `[host/job:index]`. A failed task, or a lost host, ends the round on every host: all
+/// `[host/job:index]`. A failed task (a hung one too, with `--watchdog`: reported as hung,
+/// its stack in the stderr tail), or a lost host, ends the round on every host: all
 /// tasks are killed (SIGKILL, or SIGTERM first and SIGKILL after `--failure-grace`) and
 /// started again in the next round, up to `--max-restarts` times; then the job fails (exit status 1, naming
 /// the first failure: task, host, status, the end of its stderr; written as JSON to
@@ -95,6 +100,8 @@ pub(crate) struct Args {
     gpus: GpuArgs,
     #[command(flatten)]
     stops: StopArgs,
+    #[command(flatten)]
+    watchdog: WatchdogArgs,
     /// Print the environment CMD would get instead of running it.
     #[arg(long)]
     dry_run: bool,
@@ -126,7 +133,15 @@ async fn launch(args: Args) -> Result<(), Failure> {
             let tasks = elastic::dry_run(&args.elastic, gpus_per_task, &args.command).await?;
             return emit(&render(&tasks, &args.command, args.format));
         }
-        return elastic::run(&args.elastic, gpus_per_task, &args.command, args.stops).await;
+        let watchdog = args.watchdog.watchdog;
+        return elastic::run(
+            &args.elastic,
+            gpus_per_task,
+            &args.command,
+            args.stops,
+            watchdog,
+        )
+        .await;
     }
     if let Some(jobs) = &args.local {
         if args.dry_run {
@@ -138,7 +153,8 @@ async fn launch(args: Args) -> Result<(), Failure> {
                 .collect::<Vec<_>>();
             return emit(&render(&tasks, &args.command, args.format));
         }
-        return local::run(jobs, &args.command, args.stops, gpus_per_task).await;
+        let watchdog = args.watchdog.watchdog;
+        return local::run(jobs, &args.command, args.stops, gpus_per_task, watchdog).await;
     }
     let env = one::task_env(args.from, &args.source, args.job, args.task).await?;
     if args.dry_run {

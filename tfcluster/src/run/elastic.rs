@@ -35,11 +35,12 @@ pub(crate) async fn run(
     gpus_per_task: Option<u32>,
     command: &[String],
     stops: StopArgs,
+    watchdog: Option<Duration>,
 ) -> Result<(), Failure> {
     let rendezvous = rendezvous_of(args)?;
     // Caught from here: a signal while the agent starts, joins or waits stops it too.
     let mut stop = Stop::install();
-    let agent = agent(&rendezvous, args, gpus_per_task, command, stops).await?;
+    let agent = agent(&rendezvous, args, gpus_per_task, command, stops, watchdog).await?;
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
     agent.task_gpus().await?;
     let server = serve_if_here(&rendezvous, args).await;
@@ -83,7 +84,7 @@ pub(crate) async fn dry_run(
         grace: Duration::ZERO,
         failure_grace: Duration::ZERO,
     };
-    let agent = agent(&rendezvous, args, gpus_per_task, command, stops).await?;
+    let agent = agent(&rendezvous, args, gpus_per_task, command, stops, None).await?;
     let gpus = agent.task_gpus().await?.clone();
     let server = serve_if_here(&rendezvous, args).await;
     let waited = agent.first_round().await;
@@ -124,13 +125,14 @@ async fn client(rendezvous: &Rendezvous, args: &ElasticArgs) -> Result<Rendezvou
     rendezvous.client(options).await
 }
 
-/// The agent of this host.
+/// The agent of this host, its tasks stopped as `stops` say and watched by `watchdog`.
 async fn agent(
     rendezvous: &Rendezvous,
     args: &ElasticArgs,
     gpus_per_task: Option<u32>,
     command: &[String],
     stops: StopArgs,
+    watchdog: Option<Duration>,
 ) -> Result<Agent, Failure> {
     let client = client(rendezvous, args).await?;
     let mut join =
@@ -144,7 +146,8 @@ async fn agent(
             .with_grace(stops.grace)
             .with_failure_grace(stops.failure_grace)
             .with_join_timeout(args.join_timeout)
-            .with_gpus_per_task(gpus_per_task),
+            .with_gpus_per_task(gpus_per_task)
+            .with_watchdog(watchdog),
     ))
 }
 

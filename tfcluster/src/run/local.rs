@@ -9,15 +9,20 @@
 //! grace (none by default: they are killed at once, as nothing they hold can be saved
 //! without the failed peer) and the message names it. A stop is SIGTERM (or the
 //! SIGINT/SIGTERM we received, passed on), then SIGKILL after the grace period, to each
-//! task's whole process group. The processes themselves are
+//! task's whole process group. With a watchdog, a task that shows no progress for its
+//! period is hung ([`elastic::supervise::Watchdog`]): it is asked for its stack and killed,
+//! and fails the job as any failure, the error naming it as hung with the end of its stderr
+//! (the stack). The processes themselves are
 //! [`elastic::supervise`]'s, as the `--rdzv` agent's are; the decision is made here.
+
+use std::time::Duration;
 
 use anyhow::anyhow;
 use cluster_resolver::gpus;
 use cluster_resolver::{Env, tf_config_for};
 use cluster_spec::{ClusterSpec, TaskId};
 use elastic::supervise::{Exit, Signal, Supervisor, TaskSpec};
-use elastic::{TaskEnv, TaskGpus};
+use elastic::{TaskEnv, TaskGpus, TaskStatus};
 use tokio::time::{Instant, sleep_until};
 
 use crate::args::stops::StopArgs;
@@ -57,6 +62,7 @@ pub(crate) async fn run(
     command: &[String],
     stops: StopArgs,
     gpus_per_task: Option<u32>,
+    watchdog: Option<Duration>,
 ) -> Result<(), Failure> {
     let StopArgs {
         grace,
@@ -70,7 +76,8 @@ pub(crate) async fn run(
     let leader = jobs.leader();
     // Caught before the first task starts, so a Ctrl-C during the start stops what started.
     let mut signals = Stop::install();
-    let mut job = Supervisor::new();
+    let mut job = Supervisor::new().with_watchdog(watchdog);
+    let watchdog = job.watchdog();
     // The tasks bind their ports themselves, from now.
     drop(reserved);
     // The supervisor's indices are these tasks' positions.
@@ -126,6 +133,8 @@ pub(crate) async fn run(
                     deadline = Some(Instant::now() + grace);
                 }
             }
+            // Its exit, soon after, fails the job as hung.
+            index = watchdog.hung(), if !stopping => job.kill_hung(index),
             signal = signals.next() => {
                 if stopping {
                     // A signal during a stop: the user will not wait for the grace period.
@@ -140,6 +149,14 @@ pub(crate) async fn run(
             }
         }
     }
+    // A hung task's stack is the end of its stderr, read before the supervisor lets go.
+    let hung = match &ending {
+        Some(Ending::Failed { index, status }) => match job.status(*index, status) {
+            hung @ TaskStatus::Hung { .. } => Some((hung, job.stderr_tail(*index, grace).await)),
+            _ => None,
+        },
+        _ => None,
+    };
     // What the tasks started and left in their groups goes too; then the last lines.
     job.finish(grace).await;
     match ending {
@@ -147,6 +164,14 @@ pub(crate) async fn run(
         Some(Ending::Failed { index, status }) => {
             let task = &tasks[index];
             let (name, device) = (task.short_name(), task.device_prefix());
+            if let Some((hung, stack)) = hung {
+                return Err(anyhow!(
+                    "task {name} ({device}) {hung}; the other tasks were stopped; its stderr \
+                     ended with:\n{}",
+                    stack.trim_end()
+                )
+                .into());
+            }
             let how = match status {
                 Ok(status) => status.to_string(),
                 Err(e) => format!("could not be waited for ({e})"),

@@ -1,8 +1,9 @@
 //! `tfcluster run --rdzv` on loopback: two agents (one serving the rendezvous) forming a job
 //! of 2 hosts × 2 tasks, restarting it after a failure, failing it past `--max-restarts`,
-//! an unreachable rendezvous, and each local task's share of the host's GPUs. The tasks are
-//! `sh -c` scripts that print their identity; every agent is a [`Launch`], stopped and
-//! reaped when its test ends.
+//! an unreachable rendezvous, each local task's share of the host's GPUs, and hung tasks
+//! (`--watchdog`) reported with their stack and restarted, with real TensorFlow. The tasks
+//! are mostly `sh -c` scripts that print their identity; every agent is a [`Launch`],
+//! stopped and reaped when its test ends.
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -394,6 +395,96 @@ fn multi_worker_mirrored_training_across_two_agents() {
             "{stdout}"
         );
     }
+}
+
+#[test]
+fn a_hung_tensorflow_task_is_killed_with_its_stack_and_the_next_round_completes() {
+    // Round 1 hangs in `stuck()` once TensorFlow is imported; round 2 succeeds.
+    let script = super::tf_script("hang_once.py");
+    let mut agent = lone_agent(
+        &[
+            "--max-restarts",
+            "1",
+            "--grace",
+            "2s",
+            "--watchdog",
+            "5s",
+            "--",
+            &script[0],
+            &script[1],
+        ],
+        &[],
+        &[],
+    );
+    // Importing TensorFlow (twice) on a loaded two-core machine takes a while.
+    assert_eq!(
+        agent.wait(Duration::from_secs(300)).code(),
+        Some(0),
+        "{}",
+        agent.stderr()
+    );
+    let stdout = agent.stdout();
+    for line in ["restart count 0", "restart count 1", "/worker:0] done"] {
+        assert!(stdout.contains(line), "no {line:?} in:\n{stdout}");
+    }
+    // The agent said why it killed the task, and the task's stack, asked for with TensorFlow
+    // loaded, names the script's own function.
+    let stderr = agent.stderr();
+    assert!(
+        stderr.contains("no progress: the task is hung; asking for its stack and killing it"),
+        "{stderr}"
+    );
+    let frame = format!("File \"{}\", line", script[1]);
+    assert!(
+        stderr
+            .lines()
+            .any(|line| line.contains(&frame) && line.ends_with(" in stuck")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_hung_task_past_max_restarts_is_the_first_failure_with_its_stack() {
+    let dir = scratch("hung");
+    let error_file = dir.path().join("error.json");
+    let python = tf_oracle::python();
+    let stuck =
+        "import time\ndef stuck():\n    time.sleep(1e9)\nprint('up', flush=True)\nstuck()\n";
+    let mut agent = lone_agent(
+        &[
+            "--max-restarts",
+            "0",
+            "--watchdog",
+            "2s",
+            "--error-file",
+            error_file.to_str().unwrap(),
+            "--",
+            python.to_str().unwrap(),
+            "-c",
+            stuck,
+        ],
+        &[],
+        &[],
+    );
+    assert_eq!(agent.wait(TIMEOUT).code(), Some(1), "{}", agent.stderr());
+    let stderr = agent.stderr();
+    assert!(
+        stderr.contains("on 127.0.0.1) hung: no progress for 2s in round 1"),
+        "{stderr}"
+    );
+    let (_, tail) = stderr
+        .split_once("its stderr ended with:\n")
+        .unwrap_or_else(|| panic!("no tail in:\n{stderr}"));
+    assert!(tail.contains("line 3 in stuck"), "{tail}");
+    let record = std::fs::read_to_string(&error_file).expect("error file");
+    let record: serde_json::Value = serde_json::from_str(&record).unwrap();
+    let first = &record["first_failure"];
+    assert_eq!(first["status"], "hung: no progress for 2s");
+    let tail = first["stderr_tail"].as_str().unwrap();
+    assert!(
+        tail.contains("Fatal Python error: Aborted") && tail.contains("line 3 in stuck"),
+        "{tail}"
+    );
 }
 
 #[test]
