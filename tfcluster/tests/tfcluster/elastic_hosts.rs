@@ -16,7 +16,8 @@ use super::host_job::{JOB_TIMEOUT, Job, done};
 /// Every agent starts its tasks again within this long of a failure (the grace is 5 s).
 const RESTART_WITHIN: Duration = Duration::from_secs(30);
 
-/// The flags every job here shares: `--tasks-per-node 2`, a short last call and grace.
+/// The flags every job here shares: `--tasks-per-node 2`, a short last call and grace, and
+/// an [`unhurried`](super::unhurried) rendezvous timeout unless `more` gives one.
 fn flags<'a>(nodes: &'a str, more: &[&'a str]) -> Vec<&'a str> {
     let common = [
         "--nodes",
@@ -28,7 +29,7 @@ fn flags<'a>(nodes: &'a str, more: &[&'a str]) -> Vec<&'a str> {
         "--grace",
         "5s",
     ];
-    [&common[..], more].concat()
+    super::unhurried(&[&common[..], more].concat())
 }
 
 #[test]

@@ -130,7 +130,7 @@ fn two_agents_running(
             "--error-file",
             &error_file,
         ];
-        args.extend_from_slice(flags);
+        args.extend(super::unhurried(flags));
         args.push("--");
         args.extend_from_slice(command);
         Launch::start(&args, &[&env[..], log].concat())
