@@ -48,9 +48,13 @@ use tracing::Instrument;
 
 pub use gpus::TaskGpus;
 
+use crate::prewarm::WarmPool;
 use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec, task_status};
 use crate::task_env::task_env;
-use crate::{Error, Heartbeats, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, Waited};
+use crate::{
+    Error, Heartbeats, JobDone, Join, Node, Prewarm, PrewarmError, RendezvousClient, Round,
+    RoundStatus, Waited,
+};
 
 /// How long the agent waits for a task's last stderr lines before reporting its exit.
 const TAIL_WAIT: Duration = Duration::from_millis(300);
@@ -63,6 +67,7 @@ pub struct AgentOptions {
     grace: Duration,
     join_timeout: Duration,
     gpus_per_task: Option<u32>,
+    prewarm: Prewarm,
 }
 
 impl AgentOptions {
@@ -77,6 +82,7 @@ impl AgentOptions {
             grace: Duration::from_secs(10),
             join_timeout: Duration::from_secs(600),
             gpus_per_task: None,
+            prewarm: Prewarm::Off,
         }
     }
 
@@ -97,6 +103,14 @@ impl AgentOptions {
     /// [`TaskGpus::find`].
     pub fn with_gpus_per_task(mut self, gpus_per_task: Option<u32>) -> Self {
         self.gpus_per_task = gpus_per_task;
+        self
+    }
+
+    /// Which modules each local task's warm interpreter imports before its round, when the
+    /// command is a Python program ([`Prewarm`]; the module [`crate::prewarm`]'s doc says
+    /// which commands qualify). Off by default.
+    pub fn with_prewarm(mut self, prewarm: Prewarm) -> Self {
+        self.prewarm = prewarm;
         self
     }
 }
@@ -127,6 +141,10 @@ pub enum AgentError {
     /// A local task could not be started.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
+    /// The Python command cannot start (its script does not exist), or a module of
+    /// [`Prewarm::Modules`] cannot be found: said before joining.
+    #[error(transparent)]
+    Prewarm(#[from] PrewarmError),
     /// The host's GPUs could not be found: `CUDA_VISIBLE_DEVICES` is not UTF-8, or the
     /// driver (NVML, `nvidia-smi`) failed or ran past its deadline.
     #[error("cannot find this host's GPUs")]
@@ -282,6 +300,11 @@ impl Agent {
             gpus = self.task_gpus() => gpus?,
             signal = next_signal(stop) => return Ok(AgentOutcome::Stopped(signal)),
         };
+        // Checked before joining; the first round's interpreters import while it forms.
+        let tasks_per_node = self.options.join.config().tasks_per_node();
+        let prewarm = &self.options.prewarm;
+        let mut warm =
+            WarmPool::start(&self.options.command, prewarm, gpus, tasks_per_node).await?;
         let mut reserved = reserve(self.options.join.config().tasks_per_node())?;
         let join = self.options.join.clone().with_ports(reserved.ports());
         // A join dropped by the stop may have taken effect: the node, never heard from again,
@@ -332,7 +355,7 @@ impl Agent {
             // The tasks bind these ports themselves now.
             drop(reserved);
             let ended = self
-                .run_round(&mut tasks, &node, &round, beats, gpus, stop)
+                .run_round(&mut tasks, &mut warm, &node, &round, beats, gpus, stop)
                 .instrument(tracing::info_span!("round", round = round.number()))
                 .await;
             match ended {
@@ -424,6 +447,7 @@ impl Agent {
     async fn run_round(
         &self,
         tasks: &mut Supervisor,
+        warm: &mut WarmPool,
         node: &Node,
         round: &Round,
         mut beats: Heartbeats,
@@ -439,7 +463,7 @@ impl Agent {
                 argv: self.options.command.clone(),
                 env: task_env(round, local, gpus)?,
             };
-            match tasks.start(spec) {
+            match warm.start_task(tasks, local, spec).await {
                 Ok(_) => local_of.push(local),
                 Err(e) => {
                     // Reported as the task's failure: the round ends for every node, and the
@@ -453,6 +477,8 @@ impl Agent {
                 }
             }
         }
+        // The next round's interpreters import while this one runs.
+        warm.fill();
         loop {
             tokio::select! {
                 Some((index, exit)) = tasks.next_exit(), if tasks.running() > 0 => {
