@@ -220,6 +220,9 @@ mod train;
 #[path = "tfcluster/elastic_run.rs"]
 mod elastic_run;
 
+#[path = "tfcluster/prewarm.rs"]
+mod prewarm;
+
 #[path = "tfcluster/attacks.rs"]
 mod attacks;
 

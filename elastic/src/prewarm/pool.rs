@@ -1,11 +1,16 @@
 //! [`WarmPool`]: the agent's warm interpreters, one per local task, kept across rounds.
+//!
+//! A local task's next interpreter starts once the one handed the current round has done its
+//! imports: two imports at once would share the host's cores, and the round's own start up
+//! (the one that matters) would take up to twice as long.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cluster_spec::__private::error_chain::Chain;
+use tokio::sync::oneshot;
 
-use super::warm::Warm;
+use super::warm::{Imported, Warm};
 use super::{Prewarm, PrewarmError, PythonCommand};
 use crate::TaskGpus;
 use crate::supervise::{SpawnError, Supervisor, TaskSpec};
@@ -15,14 +20,48 @@ use crate::task_env::slot_env;
 /// qualify, modules that do not import); what is left of it is killed when it is dropped.
 #[derive(Debug)]
 pub(crate) struct WarmPool {
-    /// `None`: every task starts cold.
-    python: Option<PythonCommand>,
+    /// What starts an interpreter; `None`: every task starts cold.
+    spawner: Option<Arc<Spawner>>,
+    slots: Vec<Slot>,
+    /// Each local task's interpreter handed the current round, until its imports are done.
+    handed: Vec<Option<Imported>>,
+}
+
+/// What starts a local task's warm interpreter.
+#[derive(Debug)]
+struct Spawner {
+    python: PythonCommand,
     modules: Vec<String>,
     /// Each local task's fixed variables.
     envs: Vec<Vec<(String, String)>>,
-    slots: Vec<Option<Warm>>,
     /// Set once a module did not import: no more interpreters are started.
     failed: Arc<AtomicBool>,
+}
+
+/// A local task's next interpreter.
+#[derive(Debug)]
+enum Slot {
+    Empty,
+    /// To start once the interpreter of the current round has imported.
+    Starting(oneshot::Receiver<Warm>),
+    Warm(Warm),
+}
+
+impl Spawner {
+    /// Local task `local`'s interpreter; `None` (a warning said why) when it cannot start.
+    fn spawn(&self, local: u32) -> Option<Warm> {
+        if self.failed.load(Ordering::Relaxed) {
+            return None;
+        }
+        let env = &self.envs[local as usize];
+        match Warm::spawn(&self.python, &self.modules, env, local, self.failed.clone()) {
+            Ok(warm) => Some(warm),
+            Err(e) => {
+                tracing::warn!(local_task = local, error = %Chain(&e), "cannot start a warm interpreter; the task starts cold");
+                None
+            }
+        }
+    }
 }
 
 impl WarmPool {
@@ -39,49 +78,62 @@ impl WarmPool {
             python.check(prewarm).await?;
         }
         let modules = prewarm.modules();
+        let spawner = python.filter(|_| !modules.is_empty()).map(|python| {
+            Arc::new(Spawner {
+                python,
+                modules,
+                envs: (0..tasks).map(|local| slot_env(local, gpus)).collect(),
+                failed: Arc::default(),
+            })
+        });
         let mut pool = Self {
-            python: python.filter(|_| !modules.is_empty()),
-            modules,
-            envs: (0..tasks).map(|local| slot_env(local, gpus)).collect(),
-            slots: (0..tasks).map(|_| None).collect(),
-            failed: Arc::default(),
+            spawner,
+            slots: (0..tasks).map(|_| Slot::Empty).collect(),
+            handed: (0..tasks).map(|_| None).collect(),
         };
         pool.fill();
         Ok(pool)
     }
 
-    /// Starts an interpreter for each local task that has none.
+    /// Starts an interpreter for each local task that has none: at once, or in the
+    /// background once the one handed the current round has imported.
     pub(crate) fn fill(&mut self) {
-        let Some(python) = &self.python else {
+        let Some(spawner) = &self.spawner else {
             return;
         };
-        if self.failed.load(Ordering::Relaxed) {
-            return;
-        }
         for (local, slot) in self.slots.iter_mut().enumerate() {
-            if slot.is_some() {
+            if !matches!(slot, Slot::Empty) {
                 continue;
             }
-            let failed = self.failed.clone();
-            match Warm::spawn(
-                python,
-                &self.modules,
-                &self.envs[local],
-                local as u32,
-                failed,
-            ) {
-                Ok(warm) => *slot = Some(warm),
-                Err(e) => {
-                    tracing::warn!(error = %Chain(&e), "cannot start a warm interpreter; tasks start cold");
-                    self.python = None;
-                    return;
+            let local = local as u32;
+            *slot = match self.handed[local as usize].take() {
+                None => match spawner.spawn(local) {
+                    Some(warm) => Slot::Warm(warm),
+                    None => Slot::Empty,
+                },
+                Some(imported) => {
+                    let (mut send, started) = oneshot::channel();
+                    let spawner = spawner.clone();
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            () = imported.done() => {}
+                            // The pool is gone: nothing to start.
+                            () = send.closed() => return,
+                        }
+                        if let Some(warm) = spawner.spawn(local) {
+                            // A pool gone meanwhile drops (kills) it.
+                            let _ = send.send(warm);
+                        }
+                    });
+                    Slot::Starting(started)
                 }
-            }
+            };
         }
     }
 
     /// Starts `spec` as local task `local`: in its warm interpreter when it has one that
-    /// takes the round, else cold ([`Supervisor::start`]).
+    /// takes the round (one still importing does: it imports, then runs), else cold
+    /// ([`Supervisor::start`]).
     ///
     /// # Errors
     ///
@@ -89,18 +141,28 @@ impl WarmPool {
     ///
     /// # Cancel safety
     ///
-    /// Not cancel safe: dropped during a handoff, the interpreter may run the task unsupervised
-    /// until its group is killed.
+    /// Not cancel safe: dropped during a handoff, the interpreter may run the task
+    /// unsupervised until its group is killed.
     pub(crate) async fn start_task(
         &mut self,
         tasks: &mut Supervisor,
         local: u32,
         spec: TaskSpec,
     ) -> Result<usize, SpawnError> {
-        if let Some(warm) = self.slots.get_mut(local as usize).and_then(Option::take) {
+        let slot = self
+            .slots
+            .get_mut(local as usize)
+            .map(|slot| std::mem::replace(slot, Slot::Empty));
+        let warm = match slot {
+            Some(Slot::Warm(warm)) => Some(warm),
+            Some(Slot::Starting(mut started)) => started.try_recv().ok(),
+            Some(Slot::Empty) | None => None,
+        };
+        if let Some(warm) = warm {
             match warm.hand_over(&spec.env).await {
-                Ok(process) => {
+                Ok((process, imported)) => {
                     tracing::debug!(task = %spec.name, "started in its warm interpreter");
+                    self.handed[local as usize] = Some(imported);
                     return Ok(tasks.adopt(spec.name, process));
                 }
                 Err(why) => {
@@ -109,14 +171,5 @@ impl WarmPool {
             }
         }
         tasks.start(spec)
-    }
-}
-
-impl Drop for WarmPool {
-    /// The agent's spare interpreters end with it.
-    fn drop(&mut self) {
-        for warm in self.slots.iter().flatten() {
-            warm.kill();
-        }
     }
 }

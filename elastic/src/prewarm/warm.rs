@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::watch;
 
 use super::{BOOTSTRAP, PythonCommand};
 use crate::supervise::{Piped, Signal, SpawnError, spawn_piped};
@@ -17,12 +18,25 @@ use crate::supervise::{Piped, Signal, SpawnError, spawn_piped};
 /// How long the handoff's write may take: a line into a socket's buffer, so at once.
 const HANDOFF_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// A warm interpreter waiting for its round.
+/// A warm interpreter waiting for its round; dropped, it is killed.
 #[derive(Debug)]
 pub(crate) struct Warm {
-    process: Piped,
+    /// `None` once handed over.
+    process: Option<Piped>,
     /// Its stdin: the round's environment goes there.
     handoff: OwnedWriteHalf,
+    imported: Imported,
+}
+
+/// Whether a warm interpreter has done its imports (or failed them, or ended).
+#[derive(Debug, Clone)]
+pub(crate) struct Imported(watch::Receiver<bool>);
+
+impl Imported {
+    /// Resolves once the imports are done, failed, or the interpreter ended.
+    pub(crate) async fn done(mut self) {
+        let _ = self.0.wait_for(|&done| done).await;
+    }
 }
 
 impl Warm {
@@ -51,35 +65,45 @@ impl Warm {
         let (read, handoff) = UnixStream::from_std(ours)
             .map_err(SpawnError::Pipe)?
             .into_split();
-        tokio::spawn(watch_ready(read, process.pid(), local, failed));
-        Ok(Self { process, handoff })
+        let (done, imported) = watch::channel(false);
+        tokio::spawn(watch_ready(read, process.pid(), local, failed, done));
+        Ok(Self {
+            process: Some(process),
+            handoff,
+            imported: Imported(imported),
+        })
     }
 
-    /// Hands the interpreter its round's `env`: it is the task's process from then on. One
-    /// that exited, or that cannot be written to, is killed and the reason returned.
-    pub(crate) async fn hand_over(mut self, env: &[(String, String)]) -> Result<Piped, String> {
-        if let Some(status) = self.process.exited() {
+    /// Hands the interpreter its round's `env`: it is the task's process from then on, and
+    /// [`Imported`] says when its imports are done. One that exited, or that cannot be
+    /// written to, is killed and the reason returned.
+    pub(crate) async fn hand_over(
+        mut self,
+        env: &[(String, String)],
+    ) -> Result<(Piped, Imported), String> {
+        if let Some(status) = self.process.as_mut().and_then(Piped::exited) {
             return Err(format!("it exited ({status})"));
         }
         let line = format!("{}\n", handoff_message(env));
         match tokio::time::timeout(HANDOFF_TIMEOUT, self.handoff.write_all(line.as_bytes())).await {
-            Ok(Ok(())) => Ok(self.process),
-            Ok(Err(e)) => {
-                self.kill();
-                Err(format!("cannot write to it ({e})"))
-            }
-            Err(_) => {
-                self.kill();
-                Err(format!(
-                    "it did not take its round within {HANDOFF_TIMEOUT:?}"
-                ))
-            }
+            Ok(Ok(())) => match self.process.take() {
+                Some(process) => Ok((process, self.imported.clone())),
+                None => Err("it was handed over already".to_owned()),
+            },
+            Ok(Err(e)) => Err(format!("cannot write to it ({e})")),
+            Err(_) => Err(format!(
+                "it did not take its round within {HANDOFF_TIMEOUT:?}"
+            )),
         }
     }
+}
 
-    /// Kills the interpreter's process group.
-    pub(crate) fn kill(&self) {
-        self.process.group().signal(Signal::SIGKILL);
+impl Drop for Warm {
+    /// A spare interpreter ends with its owner (the agent's pool).
+    fn drop(&mut self) {
+        if let Some(process) = &self.process {
+            process.group().signal(Signal::SIGKILL);
+        }
     }
 }
 
@@ -94,7 +118,13 @@ pub(crate) fn handoff_message(env: &[(String, String)]) -> serde_json::Value {
 
 /// Waits for the interpreter's one report: ready (logged with its resident memory), or a
 /// module that does not import (a warning, once for the agent, and `failed` set).
-async fn watch_ready(read: OwnedReadHalf, pid: Option<u32>, local: u32, failed: Arc<AtomicBool>) {
+async fn watch_ready(
+    read: OwnedReadHalf,
+    pid: Option<u32>,
+    local: u32,
+    failed: Arc<AtomicBool>,
+    done: watch::Sender<bool>,
+) {
     let started = Instant::now();
     let mut line = String::new();
     if !matches!(BufReader::new(read).read_line(&mut line).await, Ok(1..)) {
@@ -119,6 +149,7 @@ async fn watch_ready(read: OwnedReadHalf, pid: Option<u32>, local: u32, failed: 
             "warm interpreter ready"
         );
     }
+    let _ = done.send(true);
 }
 
 /// Process `pid`'s resident memory in MB (`VmRSS` of `/proc/PID/status`).

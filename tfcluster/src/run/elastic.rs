@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow};
 use cluster_spec::__private::error_chain::Chain;
 use elastic::{
-    Agent, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
-    RendezvousServer, ServerOptions, Waited, task_env,
+    Agent, AgentError, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, Prewarm,
+    PrewarmError, RendezvousClient, RendezvousServer, ServerOptions, Waited, task_env,
 };
 use serde_json::json;
 
@@ -34,11 +34,12 @@ pub(crate) async fn run(
     gpus_per_task: Option<u32>,
     command: &[String],
     grace: Duration,
+    prewarm: Prewarm,
 ) -> Result<(), Failure> {
     let rendezvous = rendezvous_of(args)?;
     // Caught from here: a signal while the agent starts, joins or waits stops it too.
     let mut stop = Stop::install();
-    let agent = agent(&rendezvous, args, gpus_per_task, command, grace).await?;
+    let agent = agent(&rendezvous, args, gpus_per_task, command, grace, prewarm).await?;
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
     agent.task_gpus().await?;
     let server = serve_if_here(&rendezvous, args).await;
@@ -65,7 +66,12 @@ pub(crate) async fn run(
                 args,
                 &json!({ "rdzv_id": args.target.rdzv_id, "error": message }),
             )?;
-            Err(e.into())
+            // A script that does not exist: python's message and its status.
+            let code = match e {
+                AgentError::Prewarm(PrewarmError::NoScript { .. }) => 2,
+                _ => 1,
+            };
+            Err(Failure::new(e, code))
         }
     }
 }
@@ -78,7 +84,17 @@ pub(crate) async fn dry_run(
     command: &[String],
 ) -> Result<Vec<(String, Vec<(String, String)>)>, Failure> {
     let rendezvous = rendezvous_of(args)?;
-    let agent = agent(&rendezvous, args, gpus_per_task, command, Duration::ZERO).await?;
+    // Nothing runs: nothing to keep warm.
+    let off = Prewarm::Off;
+    let agent = agent(
+        &rendezvous,
+        args,
+        gpus_per_task,
+        command,
+        Duration::ZERO,
+        off,
+    )
+    .await?;
     let gpus = agent.task_gpus().await?.clone();
     let server = serve_if_here(&rendezvous, args).await;
     let waited = agent.first_round().await;
@@ -126,6 +142,7 @@ async fn agent(
     gpus_per_task: Option<u32>,
     command: &[String],
     grace: Duration,
+    prewarm: Prewarm,
 ) -> Result<Agent, Failure> {
     let client = client(rendezvous, args).await?;
     let mut join =
@@ -138,7 +155,8 @@ async fn agent(
         AgentOptions::new(join, command.to_vec())
             .with_grace(grace)
             .with_join_timeout(args.join_timeout)
-            .with_gpus_per_task(gpus_per_task),
+            .with_gpus_per_task(gpus_per_task)
+            .with_prewarm(prewarm),
     ))
 }
 
