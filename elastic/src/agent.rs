@@ -27,6 +27,13 @@
 //! task its share as `CUDA_VISIBLE_DEVICES`: [`AgentOptions::with_gpus_per_task`] each, or the
 //! host's GPUs split evenly. A host without GPUs leaves the variable as the agent's.
 //!
+//! **Warm restarts.** With [`AgentOptions::with_prewarm`] and a Python command, the agent
+//! keeps a warm interpreter per local task ([`Prewarm`]): started before it joins (the first
+//! round's imports overlap the rendezvous) and, after each round's start, once the one
+//! handed that round has imported; handed the next round's environment when it forms; a
+//! script that does not exist, or a `--prewarm` module that cannot be found, fails the agent
+//! before it joins. A command that is not Python, or an interpreter that died, starts cold.
+//!
 //! **The port window.** A port is held by a listener of the agent until just before its task
 //! starts; between the release and the task's own bind, another process of the host could
 //! take it. The window is a few milliseconds plus the task's start-up (TensorFlow binds when
@@ -444,6 +451,8 @@ impl Agent {
 
     /// Starts the round's local tasks and watches them (and, by `beats`, the round) until it
     /// ends.
+    // What a round needs, each borrowed apart (the supervisor and the pool across rounds).
+    #[allow(clippy::too_many_arguments)]
     async fn run_round(
         &self,
         tasks: &mut Supervisor,

@@ -297,6 +297,10 @@
 //!   `CUDA_VISIBLE_DEVICES` ([`TaskGpus`]); torchrun gives each worker its `LOCAL_RANK` and
 //!   leaves picking a device to the script, which TensorFlow, taking every visible GPU,
 //!   does not do.
+//! - **Restarts are warm.** With [`AgentOptions::with_prewarm`], each local task of a Python
+//!   command has an interpreter that imported TensorFlow (or other modules) before its
+//!   round and runs the script when handed the round's environment, so a restart skips
+//!   Python's start and `import tensorflow`; torchrun starts every worker cold each restart.
 //! - **Jobs are TensorFlow's.** A layout places `chief`, `ps` and `evaluator` tasks and the
 //!   rest are workers, and each task gets a `TF_CONFIG`, rather than ranks and a master
 //!   address.

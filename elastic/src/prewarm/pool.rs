@@ -44,7 +44,7 @@ enum Slot {
     Empty,
     /// To start once the interpreter of the current round has imported.
     Starting(oneshot::Receiver<Warm>),
-    Warm(Warm),
+    Warm(Box<Warm>),
 }
 
 impl Spawner {
@@ -108,7 +108,7 @@ impl WarmPool {
             let local = local as u32;
             *slot = match self.handed[local as usize].take() {
                 None => match spawner.spawn(local) {
-                    Some(warm) => Slot::Warm(warm),
+                    Some(warm) => Slot::Warm(Box::new(warm)),
                     None => Slot::Empty,
                 },
                 Some(imported) => {
@@ -154,7 +154,7 @@ impl WarmPool {
             .get_mut(local as usize)
             .map(|slot| std::mem::replace(slot, Slot::Empty));
         let warm = match slot {
-            Some(Slot::Warm(warm)) => Some(warm),
+            Some(Slot::Warm(warm)) => Some(*warm),
             Some(Slot::Starting(mut started)) => started.try_recv().ok(),
             Some(Slot::Empty) | None => None,
         };

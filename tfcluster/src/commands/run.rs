@@ -50,7 +50,10 @@ use crate::runtime::runtime;
 /// the first failure: task, host, status, the end of its stderr; written as JSON to
 /// `--error-file`). A host joining below MAX ends the round too, and the next one includes
 /// it; that is no failure and counts as no restart. The job succeeds when the chief (or
-/// worker 0) exits 0 (exit status 0). With --dry-run, the agents form the first round (so
+/// worker 0) exits 0 (exit status 0). Restarts are warm when CMD is a Python program: each
+/// local task has an interpreter that imported TensorFlow (`--prewarm`) before its round,
+/// handed the round's environment when it forms (TFCLUSTER_WARM, its start time, tells a
+/// task); a script that does not exist is python's error before joining (exit status 2). With --dry-run, the agents form the first round (so
 /// every host must run it) and print its environment.
 ///
 /// `--rdzv etcd://HOST[:PORT],...`: the same job, its rendezvous kept in an etcd cluster
