@@ -114,8 +114,7 @@ impl AgentOptions {
     }
 
     /// Which modules each local task's warm interpreter imports before its round, when the
-    /// command is a Python program ([`Prewarm`]; the module [`crate::prewarm`]'s doc says
-    /// which commands qualify). Off by default.
+    /// command is a Python program ([`Prewarm`] says which commands qualify). Off by default.
     pub fn with_prewarm(mut self, prewarm: Prewarm) -> Self {
         self.prewarm = prewarm;
         self

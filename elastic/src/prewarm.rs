@@ -1,39 +1,5 @@
-//! Warm restarts: [`Prewarm`], which modules a warm interpreter imports before its round, and
-//! which commands qualify.
-//!
-//! **What qualifies.** A command `python`, `python3` or `python3.N` (any directory), then
-//! interpreter options among `-b -B -d -E -I -O -P -q -s -S -u -v` (combined too: `-OO`,
-//! `-uB`) and `-W ARG`, `-X ARG`, then a script and its arguments, or `-m MODULE` and its
-//! arguments. Anything else (`-c`, `-i`, `-x`, a script on stdin `-`, a shell, a wrapper
-//! such as `env python`) starts cold.
-//!
-//! **How.** For each local task the agent keeps an interpreter started with the task's
-//! options, its fixed variables (its `CUDA_VISIBLE_DEVICES`, `PYTHONUNBUFFERED`) and the
-//! agent's environment less `TF_CONFIG`, which imports the modules and then waits on its
-//! stdin (a socket) for the round. When the round forms, the agent writes the task's
-//! environment there; the interpreter sets it (`os.environ`, so C's `getenv` sees it too:
-//! TensorFlow reads `TF_CONFIG` when a strategy is built, not at import), sets
-//! `TFCLUSTER_WARM` to its start time (seconds since the epoch), writes out what it printed
-//! while importing (the last 64 KiB of each stream), points stdin at `/dev/null` and runs the
-//! target as python would: `sys.argv`, `__main__`, `sys.path[0]` the script's directory (the
-//! working directory for `-m`), exit status (an uncaught exception's traceback and status 1,
-//! SIGINT's for `KeyboardInterrupt`). It is the task's process from then on, in its own
-//! process group. A module that fails to import is dropped from `sys.modules` (the script
-//! imports it afresh, as cold) and the agent starts no more warm interpreters; a warning
-//! says so. A warm interpreter still importing is handed its round all the same: it
-//! finishes the import, then runs. One that died starts its task cold. After a handoff the
-//! slot's next interpreter starts at once, so it imports while the round runs; the agent
-//! kills its spare interpreters when it ends.
-//!
-//! **GPUs.** `CUDA_VISIBLE_DEVICES` must be in a process's environment before TensorFlow
-//! first lists or uses a device, and `import tensorflow` does neither; a local task's GPUs
-//! are fixed for the agent's life, so its warm interpreter starts with them set. A prewarmed
-//! module that touches a GPU when imported would still see the right devices, but would hold
-//! them (its CUDA context) from before its round.
-//!
-//! **Memory.** Each warm interpreter holds what its imports load (TensorFlow 2.21 on a CPU
-//! host: about 0.5 GB resident); the agent logs it (`rss_mb`) when one is ready. The agent
-//! itself holds nothing of Python.
+//! Warm restarts: [`Prewarm`], which modules a warm interpreter imports before its round,
+//! which commands qualify, and what the agent does with them (its doc says).
 
 mod pool;
 mod warm;
@@ -55,6 +21,43 @@ const BOOTSTRAP: &str = include_str!("prewarm/bootstrap.py");
 const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Which modules the agent's warm interpreters import before their round.
+///
+/// **What qualifies.** A command `python`, `python3` or `python3.N` (any directory), then
+/// interpreter options among `-b -B -d -E -I -O -P -q -s -S -u -v` (combined too: `-OO`,
+/// `-uB`) and `-W ARG`, `-X ARG`, then a script and its arguments, or `-m MODULE` and its
+/// arguments. Anything else (`-c`, `-i`, `-x`, a script on stdin `-`, a shell, a wrapper
+/// such as `env python`) starts cold.
+///
+/// **How.** For each local task the agent keeps an interpreter started with the task's
+/// options, its fixed variables (its `CUDA_VISIBLE_DEVICES`, `PYTHONUNBUFFERED`) and the
+/// agent's environment less `TF_CONFIG`, which imports the modules and then waits on its
+/// stdin (a socket) for the round. When the round forms, the agent writes the task's
+/// environment there; the interpreter sets it (`os.environ`, so C's `getenv` sees it too:
+/// TensorFlow reads `TF_CONFIG` when a strategy is built, not at import), sets
+/// `TFCLUSTER_WARM` to its start time (seconds since the epoch), writes out what it printed
+/// while importing (the last 64 KiB of each stream), points stdin at `/dev/null` and runs the
+/// target as python would: `sys.argv`, `__main__`, `sys.path[0]` the script's directory (the
+/// working directory for `-m`), exit status (an uncaught exception's traceback and status 1,
+/// SIGINT's for `KeyboardInterrupt`). It is the task's process from then on, in its own
+/// process group. A module that fails to import is dropped from `sys.modules` (the script
+/// imports it afresh, as cold) and the agent starts no more warm interpreters; a warning
+/// says so. A warm interpreter still importing is handed its round all the same: it
+/// finishes the import, then runs. One that died starts its task cold. The first
+/// interpreters start before the agent joins; after a handoff, the slot's next one starts
+/// once the one handed the round has imported (two imports at once would share the cores
+/// with the round's own start), and imports while the round runs. The agent kills its spare
+/// interpreters when it ends. What differs from a cold start: `sys.orig_argv` (the
+/// bootstrap's), and modules imported before the script's own code runs.
+///
+/// **GPUs.** `CUDA_VISIBLE_DEVICES` must be in a process's environment before TensorFlow
+/// first lists or uses a device, and `import tensorflow` does neither; a local task's GPUs
+/// are fixed for the agent's life, so its warm interpreter starts with them set. A prewarmed
+/// module that touches a GPU when imported would still see the right devices, but would hold
+/// them (its CUDA context) from before its round.
+///
+/// **Memory.** Each warm interpreter holds what its imports load (TensorFlow 2.21 on a CPU
+/// host: about 0.5 GB resident); the agent logs it (`rss_mb`) when one is ready. The agent
+/// itself holds nothing of Python.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Prewarm {
