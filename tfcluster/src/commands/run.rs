@@ -2,14 +2,13 @@
 //! cluster of them on this machine (`--local`), or this host's share of an elastic job
 //! (`--rdzv`).
 
-use std::time::Duration;
-
-use ::elastic::Prewarm;
 use serde_json::json;
 
 use crate::args::elastic::ElasticArgs;
 use crate::args::gpus::GpuArgs;
+use crate::args::prewarm::PrewarmArgs;
 use crate::args::source::{SourceArgs, SourceKind};
+use crate::args::stops::StopArgs;
 use crate::failure::Failure;
 use crate::output::emit;
 use crate::run::local_jobs::LocalJobs;
@@ -31,8 +30,8 @@ use crate::runtime::runtime;
 /// `--gpus-per-task`), so the tasks do not all take every GPU. The job succeeds when the chief (or worker 0 without a chief) exits 0 and no other task
 /// failed; the others then have `--grace` to exit on their own and are stopped after it
 /// (ParameterServerStrategy's servers run until stopped; that is no failure). When a task
-/// fails first, the others are stopped (SIGTERM, SIGKILL after `--grace`) and the error names
-/// it (exit status 1). SIGINT or SIGTERM stops every task the same way (exit status 128 + the
+/// fails first, the others are killed (SIGKILL, or SIGTERM and SIGKILL after
+/// `--failure-grace`) and the error names it (exit status 1). SIGINT or SIGTERM stops every task the same way (exit status 128 + the
 /// signal; a second signal kills at once). Python's output is unbuffered unless
 /// PYTHONUNBUFFERED is set, so lines come as they are printed.
 ///
@@ -44,12 +43,12 @@ use crate::runtime::runtime;
 /// TFCLUSTER_NODE_RANK, TFCLUSTER_LOCAL_TASK, and on a host with GPUs its share of them as
 /// CUDA_VISIBLE_DEVICES (split evenly, or `--gpus-per-task`); output lines are behind
 /// `[host/job:index]`. A failed task, or a lost host, ends the round on every host: all
-/// tasks are stopped (SIGTERM, SIGKILL after `--grace`; TensorFlow's workers take SIGTERM as
-/// a preemption notice and run on, so such a restart takes the grace) and started again in
-/// the next round, up to `--max-restarts` times; then the job fails (exit status 1, naming
+/// tasks are killed (SIGKILL, or SIGTERM first and SIGKILL after `--failure-grace`) and
+/// started again in the next round, up to `--max-restarts` times; then the job fails (exit status 1, naming
 /// the first failure: task, host, status, the end of its stderr; written as JSON to
 /// `--error-file`). A host joining below MAX ends the round too, and the next one includes
-/// it; that is no failure and counts as no restart. The job succeeds when the chief (or
+/// it; that is no failure and counts as no restart, and its tasks are stopped cleanly
+/// (SIGTERM, SIGKILL after `--grace`), so PreemptionCheckpointHandler can save first. The job succeeds when the chief (or
 /// worker 0) exits 0 (exit status 0). Restarts are warm when CMD is a Python program: each
 /// local task has an interpreter that imported TensorFlow (`--prewarm`) before its round,
 /// handed the round's environment when it forms (TFCLUSTER_WARM, its start time, tells a
@@ -98,29 +97,10 @@ pub(crate) struct Args {
     elastic: ElasticArgs,
     #[command(flatten)]
     gpus: GpuArgs,
-    /// With --local or --rdzv: how long the other tasks may run on after the chief succeeded, and how
-    /// long a stopped task has between SIGTERM and SIGKILL.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    grace: Duration,
-    /// With --rdzv: the modules each local task's warm interpreter imports before its round,
-    /// when CMD is a Python program (`python|python3|python3.N [-u -B -O ... -W ARG -X ARG]
-    /// SCRIPT ARGS` or `... -m MODULE ARGS`; anything else starts cold). Default
-    /// `tensorflow`. A module that cannot be found is an error before the agent joins; one
-    /// that fails to import, a warning, and tasks start cold. Each warm interpreter holds
-    /// what it imported (TensorFlow: about 0.5 GB resident; logged as `rss_mb`) while it
-    /// waits. On GPU hosts the task's CUDA_VISIBLE_DEVICES is set when the interpreter
-    /// starts: `import tensorflow` touches no device, but a module here that does would take
-    /// its GPUs before its round. --local starts its tasks once: always cold.
-    #[arg(
-        long,
-        value_name = "MODULE[,MODULE]",
-        value_delimiter = ',',
-        requires = "rdzv"
-    )]
-    prewarm: Option<Vec<String>>,
-    /// With --rdzv: no warm interpreters; every task starts cold.
-    #[arg(long, conflicts_with = "prewarm", requires = "rdzv")]
-    no_prewarm: bool,
+    #[command(flatten)]
+    stops: StopArgs,
+    #[command(flatten)]
+    prewarm: PrewarmArgs,
     /// Print the environment CMD would get instead of running it.
     #[arg(long)]
     dry_run: bool,
@@ -139,17 +119,6 @@ enum Format {
     Json,
 }
 
-impl Args {
-    /// `--prewarm`, `--no-prewarm`, or the default.
-    fn prewarm(&self) -> Prewarm {
-        match (&self.prewarm, self.no_prewarm) {
-            (_, true) => Prewarm::Off,
-            (Some(modules), false) => Prewarm::Modules(modules.clone()),
-            (None, false) => Prewarm::Default,
-        }
-    }
-}
-
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
     runtime()?.block_on(launch(args))
 }
@@ -163,15 +132,9 @@ async fn launch(args: Args) -> Result<(), Failure> {
             let tasks = elastic::dry_run(&args.elastic, gpus_per_task, &args.command).await?;
             return emit(&render(&tasks, &args.command, args.format));
         }
-        let prewarm = args.prewarm();
-        return elastic::run(
-            &args.elastic,
-            gpus_per_task,
-            &args.command,
-            args.grace,
-            prewarm,
-        )
-        .await;
+        let prewarm = args.prewarm.prewarm();
+        let command = &args.command;
+        return elastic::run(&args.elastic, gpus_per_task, command, args.stops, prewarm).await;
     }
     if let Some(jobs) = &args.local {
         if args.dry_run {
@@ -183,7 +146,7 @@ async fn launch(args: Args) -> Result<(), Failure> {
                 .collect::<Vec<_>>();
             return emit(&render(&tasks, &args.command, args.format));
         }
-        return local::run(jobs, &args.command, args.grace, gpus_per_task).await;
+        return local::run(jobs, &args.command, args.stops, gpus_per_task).await;
     }
     let env = one::task_env(args.from, &args.source, args.job, args.task).await?;
     if args.dry_run {
@@ -226,6 +189,8 @@ fn render(tasks: &[(String, Vec<(String, String)>)], command: &[String], format:
 #[cfg(test)]
 mod tests {
     use clap::Parser;
+
+    use ::elastic::Prewarm;
 
     use super::*;
     use crate::args::rendezvous::target::Rendezvous;
@@ -284,7 +249,7 @@ mod tests {
 
     #[test]
     fn prewarm_defaults_to_tensorflow_and_its_flags_exclude_each_other() {
-        let prewarm = |flags: &[&str]| parse(flags).map(|args| args.prewarm());
+        let prewarm = |flags: &[&str]| parse(flags).map(|args| args.prewarm.prewarm());
         assert_eq!(prewarm(&["--rdzv", "n"]).unwrap(), Prewarm::Default);
         assert_eq!(
             prewarm(&["--rdzv", "n", "--no-prewarm"]).unwrap(),

@@ -15,6 +15,7 @@ use serde_json::json;
 
 use crate::args::elastic::ElasticArgs;
 use crate::args::rendezvous::target::Rendezvous;
+use crate::args::stops::StopArgs;
 use crate::failure::Failure;
 use crate::stop_signal::{Stop, stopped};
 
@@ -33,13 +34,13 @@ pub(crate) async fn run(
     args: &ElasticArgs,
     gpus_per_task: Option<u32>,
     command: &[String],
-    grace: Duration,
+    stops: StopArgs,
     prewarm: Prewarm,
 ) -> Result<(), Failure> {
     let rendezvous = rendezvous_of(args)?;
     // Caught from here: a signal while the agent starts, joins or waits stops it too.
     let mut stop = Stop::install();
-    let agent = agent(&rendezvous, args, gpus_per_task, command, grace, prewarm).await?;
+    let agent = agent(&rendezvous, args, gpus_per_task, command, stops, prewarm).await?;
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
     agent.task_gpus().await?;
     let server = serve_if_here(&rendezvous, args).await;
@@ -84,17 +85,13 @@ pub(crate) async fn dry_run(
     command: &[String],
 ) -> Result<Vec<(String, Vec<(String, String)>)>, Failure> {
     let rendezvous = rendezvous_of(args)?;
+    let stops = StopArgs {
+        grace: Duration::ZERO,
+        failure_grace: Duration::ZERO,
+    };
     // Nothing runs: nothing to keep warm.
     let off = Prewarm::Off;
-    let agent = agent(
-        &rendezvous,
-        args,
-        gpus_per_task,
-        command,
-        Duration::ZERO,
-        off,
-    )
-    .await?;
+    let agent = agent(&rendezvous, args, gpus_per_task, command, stops, off).await?;
     let gpus = agent.task_gpus().await?.clone();
     let server = serve_if_here(&rendezvous, args).await;
     let waited = agent.first_round().await;
@@ -141,7 +138,7 @@ async fn agent(
     args: &ElasticArgs,
     gpus_per_task: Option<u32>,
     command: &[String],
-    grace: Duration,
+    stops: StopArgs,
     prewarm: Prewarm,
 ) -> Result<Agent, Failure> {
     let client = client(rendezvous, args).await?;
@@ -153,7 +150,8 @@ async fn agent(
     Ok(Agent::new(
         client,
         AgentOptions::new(join, command.to_vec())
-            .with_grace(grace)
+            .with_grace(stops.grace)
+            .with_failure_grace(stops.failure_grace)
             .with_join_timeout(args.join_timeout)
             .with_gpus_per_task(gpus_per_task)
             .with_prewarm(prewarm),
