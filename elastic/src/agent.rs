@@ -45,6 +45,13 @@
 //! task its share as `CUDA_VISIBLE_DEVICES`: [`AgentOptions::with_gpus_per_task`] each, or the
 //! host's GPUs split evenly. A host without GPUs leaves the variable as the agent's.
 //!
+//! **Warm restarts.** With [`AgentOptions::with_prewarm`] and a Python command, the agent
+//! keeps a warm interpreter per local task ([`Prewarm`]): started before it joins (the first
+//! round's imports overlap the rendezvous) and, after each round's start, once the one
+//! handed that round has imported; handed the next round's environment when it forms; a
+//! script that does not exist, or a `--prewarm` module that cannot be found, fails the agent
+//! before it joins. A command that is not Python, or an interpreter that died, starts cold.
+//!
 //! **The port window.** A port is held by a listener of the agent until just before its task
 //! starts; between the release and the task's own bind, another process of the host could
 //! take it. The window is a few milliseconds plus the task's start-up (TensorFlow binds when
@@ -66,9 +73,13 @@ use tracing::Instrument;
 
 pub use gpus::TaskGpus;
 
+use crate::prewarm::WarmPool;
 use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec};
 use crate::task_env::task_env;
-use crate::{Error, Heartbeats, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, Waited};
+use crate::{
+    Error, Heartbeats, JobDone, Join, Node, Prewarm, PrewarmError, RendezvousClient, Round,
+    RoundStatus, Waited,
+};
 
 /// How long the agent waits for a task's last stderr lines before reporting its exit.
 const TAIL_WAIT: Duration = Duration::from_millis(300);
@@ -83,6 +94,7 @@ pub struct AgentOptions {
     join_timeout: Duration,
     gpus_per_task: Option<u32>,
     watchdog: Option<Duration>,
+    prewarm: Prewarm,
 }
 
 impl AgentOptions {
@@ -100,6 +112,7 @@ impl AgentOptions {
             join_timeout: Duration::from_secs(600),
             gpus_per_task: None,
             watchdog: None,
+            prewarm: Prewarm::Off,
         }
     }
 
@@ -141,6 +154,13 @@ impl AgentOptions {
         self.gpus_per_task = gpus_per_task;
         self
     }
+
+    /// Which modules each local task's warm interpreter imports before its round, when the
+    /// command is a Python program ([`Prewarm`] says which commands qualify). Off by default.
+    pub fn with_prewarm(mut self, prewarm: Prewarm) -> Self {
+        self.prewarm = prewarm;
+        self
+    }
 }
 
 /// How the agent's job ended.
@@ -169,6 +189,10 @@ pub enum AgentError {
     /// A local task could not be started.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
+    /// The Python command cannot start (its script does not exist), or a module of
+    /// [`Prewarm::Modules`] cannot be found: said before joining.
+    #[error(transparent)]
+    Prewarm(#[from] PrewarmError),
     /// The host's GPUs could not be found: `CUDA_VISIBLE_DEVICES` is not UTF-8, or the
     /// driver (NVML, `nvidia-smi`) failed or ran past its deadline.
     #[error("cannot find this host's GPUs")]
@@ -325,6 +349,11 @@ impl Agent {
             gpus = self.task_gpus() => gpus?,
             signal = next_signal(stop) => return Ok(AgentOutcome::Stopped(signal)),
         };
+        // Checked before joining; the first round's interpreters import while it forms.
+        let tasks_per_node = self.options.join.config().tasks_per_node();
+        let prewarm = &self.options.prewarm;
+        let mut warm =
+            WarmPool::start(&self.options.command, prewarm, gpus, tasks_per_node).await?;
         let mut reserved = reserve(self.options.join.config().tasks_per_node())?;
         let join = self.options.join.clone().with_ports(reserved.ports());
         // A join dropped by the stop may have taken effect: the node, never heard from again,
@@ -375,7 +404,7 @@ impl Agent {
             // The tasks bind these ports themselves now.
             drop(reserved);
             let ended = self
-                .run_round(&mut tasks, &node, &round, beats, gpus, stop)
+                .run_round(&mut tasks, &mut warm, &node, &round, beats, gpus, stop)
                 .instrument(tracing::info_span!("round", round = round.number()))
                 .await;
             match ended {
@@ -464,9 +493,12 @@ impl Agent {
 
     /// Starts the round's local tasks and watches them (and, by `beats`, the round) until it
     /// ends.
+    // What a round needs, each borrowed apart (the supervisor and the pool across rounds).
+    #[allow(clippy::too_many_arguments)]
     async fn run_round(
         &self,
         tasks: &mut Supervisor,
+        warm: &mut WarmPool,
         node: &Node,
         round: &Round,
         mut beats: Heartbeats,
@@ -482,7 +514,7 @@ impl Agent {
                 argv: self.options.command.clone(),
                 env: task_env(round, local, gpus)?,
             };
-            match tasks.start(spec) {
+            match warm.start_task(tasks, local, spec).await {
                 Ok(_) => local_of.push(local),
                 Err(e) => {
                     // Reported as the task's failure: the round ends for every node, and the
@@ -497,6 +529,8 @@ impl Agent {
             }
         }
         let watchdog = tasks.watchdog();
+        // The next round's interpreters import while this one runs.
+        warm.fill();
         loop {
             tokio::select! {
                 Some((index, exit)) = tasks.next_exit(), if tasks.running() > 0 => {

@@ -301,6 +301,10 @@
 //!   `CUDA_VISIBLE_DEVICES` ([`TaskGpus`]); torchrun gives each worker its `LOCAL_RANK` and
 //!   leaves picking a device to the script, which TensorFlow, taking every visible GPU,
 //!   does not do.
+//! - **Restarts are warm.** With [`AgentOptions::with_prewarm`], each local task of a Python
+//!   command has an interpreter that imported TensorFlow (or other modules) before its
+//!   round and runs the script when handed the round's environment, so a restart skips
+//!   Python's start and `import tensorflow`; torchrun starts every worker cold each restart.
 //! - **Jobs are TensorFlow's.** A layout places `chief`, `ps` and `evaluator` tasks and the
 //!   rest are workers, and each task gets a `TF_CONFIG`, rather than ranks and a master
 //!   address.
@@ -331,6 +335,7 @@ mod job_config;
 mod layout;
 mod node_range;
 mod outcome;
+mod prewarm;
 mod rendezvous;
 mod resolver;
 pub mod supervise;
@@ -372,6 +377,7 @@ pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};
 pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
+pub use prewarm::{DEFAULT_MODULE, Prewarm, PrewarmError};
 pub use rendezvous::DEFAULT_TIMEOUT;
 pub use resolver::RendezvousClusterResolver;
 pub use task_env::{TaskEnv, task_env};

@@ -12,17 +12,20 @@ mod group;
 mod output;
 mod watchdog;
 
+use std::io::PipeReader;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 pub use nix::sys::signal::Signal;
-use tokio::process::Command;
+
+use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout_at};
 
 pub use group::{Group, exit_code, spawn_group};
 use output::{Pump, Stream, Tail};
 use watchdog::Watch;
+pub(crate) use watchdog::Beacon;
 pub use watchdog::{DUMP_WAIT, PROGRESS_FILE, Watchdog};
 
 use crate::TaskStatus;
@@ -87,6 +90,51 @@ pub fn command(argv: &[String]) -> Result<Command, SpawnError> {
     Ok(command)
 }
 
+/// A process started in a group of its own, its stdout and stderr pipes not yet read.
+#[derive(Debug)]
+pub(crate) struct Piped {
+    child: Child,
+    group: Group,
+    stdout: PipeReader,
+    stderr: PipeReader,
+}
+
+impl Piped {
+    /// Its pid, until it is reaped.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Its group.
+    pub(crate) fn group(&self) -> Group {
+        self.group
+    }
+
+    /// How it exited, once it has.
+    pub(crate) fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
+
+/// Starts `command` ([`spawn_group`]) with its stdout and stderr into pipes of ours;
+/// `program` names it in the error. Drop `command` after, so that only the process holds
+/// the pipes' write ends.
+pub(crate) fn spawn_piped(command: &mut Command, program: &str) -> Result<Piped, SpawnError> {
+    let (stdout, stdout_writer) = std::io::pipe().map_err(SpawnError::Pipe)?;
+    let (stderr, stderr_writer) = std::io::pipe().map_err(SpawnError::Pipe)?;
+    command.stdout(stdout_writer).stderr(stderr_writer);
+    let (child, group) = spawn_group(command).map_err(|source| SpawnError::Start {
+        program: program.to_owned(),
+        source,
+    })?;
+    Ok(Piped {
+        child,
+        group,
+        stdout,
+        stderr,
+    })
+}
+
 /// Started tasks, their output pumps and their exits.
 #[derive(Debug)]
 pub struct Supervisor {
@@ -143,29 +191,42 @@ impl Supervisor {
     /// Starts `task` in a process group of its own, stdin closed, each line of its output
     /// behind `[name] `; returns its index. Call within a tokio runtime.
     pub fn start(&mut self, task: TaskSpec) -> Result<usize, SpawnError> {
-        let (stdout, stdout_writer) = std::io::pipe().map_err(SpawnError::Pipe)?;
-        let (stderr, stderr_writer) = std::io::pipe().map_err(SpawnError::Pipe)?;
         let mut process = command(&task.argv)?;
-        let (beacon, progress_file) = self.watch.prepare().map_err(SpawnError::ProgressFile)?;
+        let (beacon, progress_file) = self.prepare()?;
         process
             .envs(task.env)
             .envs(progress_file)
-            .stdin(Stdio::null())
-            .stdout(stdout_writer)
-            .stderr(stderr_writer);
-        let (mut child, group) = spawn_group(&mut process).map_err(|source| SpawnError::Start {
-            program: task.argv[0].clone(),
-            source,
-        })?;
+            .stdin(Stdio::null());
+        let started = spawn_piped(&mut process, &task.argv[0])?;
         // The command (and the pipe ends it holds) goes now, so the pumps see the end of the
         // output when the task and everything it started are gone.
         drop(process);
+        Ok(self.adopt(task.name, started, beacon))
+    }
+
+    /// What a task to be started needs from the watchdog: the beacon that records its
+    /// progress, and the variable naming its progress file (none without a watchdog), to add
+    /// to its environment.
+    pub(crate) fn prepare(&mut self) -> Result<(Beacon, Option<(String, String)>), SpawnError> {
+        self.watch.prepare().map_err(SpawnError::ProgressFile)
+    }
+
+    /// Supervises `process`, started elsewhere (a warm interpreter handed its round, with the
+    /// environment [`prepare`](Self::prepare) gave), as task `name`: as
+    /// [`start`](Self::start) does from its spawn on; returns its index.
+    pub(crate) fn adopt(&mut self, name: String, process: Piped, beacon: Beacon) -> usize {
+        let Piped {
+            mut child,
+            group,
+            stdout,
+            stderr,
+        } = process;
         let tail = Tail::default();
         let pumps = [
-            Pump::start(stdout, &task.name, Stream::Stdout, None, beacon.clone()),
+            Pump::start(stdout, &name, Stream::Stdout, None, beacon.clone()),
             Pump::start(
                 stderr,
-                &task.name,
+                &name,
                 Stream::Stderr,
                 Some(tail.clone()),
                 beacon.clone(),
@@ -179,15 +240,15 @@ impl Supervisor {
             beacon.exited();
             let _ = exited.send((index, status));
         });
-        tracing::debug!(task = %task.name, group = ?group, "started");
+        tracing::debug!(task = %name, group = ?group, "started");
         self.tasks.push(Task {
-            name: task.name,
+            name,
             group,
             status: None,
             stderr: tail,
             pumps,
         });
-        Ok(index)
+        index
     }
 
     /// The next task to exit and how, recorded; `None` once none runs. Cancel safe.

@@ -58,6 +58,12 @@ impl TaskEnv {
     }
 }
 
+/// What of local task `local_task`'s environment is the same in every round, its GPUs and
+/// unbuffered output: a warm interpreter starts with it.
+pub(crate) fn slot_env(local_task: u32, gpus: &TaskGpus) -> Vec<(String, String)> {
+    TaskEnv(Vec::new()).with_gpus(gpus, local_task).into_vars()
+}
+
 /// The environment of the agent's local task `local_task` of `round`: its `TF_CONFIG`, the
 /// round's number and restart count, the node's rank and the task's local index, and what
 /// [`TaskEnv`] adds (its GPUs, unbuffered output, faulthandler).

@@ -3,12 +3,14 @@
 //! from ([`source`]), where an elastic job's rendezvous is ([`rendezvous`], declared once for
 //! `run --rdzv` and `--from rendezvous`), TLS ([`tls`]), the task server's limits
 //! ([`limits`]), `run`'s GPU split ([`gpus`], for `--local` and `--rdzv`), how it stops
-//! tasks ([`stops`], the same) and finds hung ones ([`watchdog`], the same), and the elastic
-//! job's own flags ([`elastic`], read by `run` and by its agent in [`crate::run`]).
+//! tasks ([`stops`], the same), finds hung ones ([`watchdog`], the same) and keeps them warm
+//! ([`prewarm`], `--rdzv`), and the elastic job's own flags ([`elastic`], read by `run` and
+//! by its agent in [`crate::run`]).
 
 pub(crate) mod elastic;
 pub(crate) mod gpus;
 pub(crate) mod limits;
+pub(crate) mod prewarm;
 pub(crate) mod rendezvous;
 pub(crate) mod source;
 pub(crate) mod stops;

@@ -237,6 +237,9 @@ mod watchdog;
 #[path = "tfcluster/elastic_run.rs"]
 mod elastic_run;
 
+#[path = "tfcluster/prewarm.rs"]
+mod prewarm;
+
 #[path = "tfcluster/attacks.rs"]
 mod attacks;
 

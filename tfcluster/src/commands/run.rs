@@ -6,12 +6,14 @@ use serde_json::json;
 
 use crate::args::elastic::ElasticArgs;
 use crate::args::gpus::GpuArgs;
+use crate::args::prewarm::PrewarmArgs;
 use crate::args::source::{SourceArgs, SourceKind};
 use crate::args::stops::StopArgs;
 use crate::args::watchdog::WatchdogArgs;
 use crate::failure::Failure;
 use crate::output::emit;
 use crate::run::local_jobs::LocalJobs;
+use crate::run::elastic::Supervision;
 use crate::run::{elastic, local, one};
 use crate::runtime::runtime;
 
@@ -53,7 +55,10 @@ use crate::runtime::runtime;
 /// `--error-file`). A host joining below MAX ends the round too, and the next one includes
 /// it; that is no failure and counts as no restart, and its tasks are stopped cleanly
 /// (SIGTERM, SIGKILL after `--grace`), so PreemptionCheckpointHandler can save first. The job succeeds when the chief (or
-/// worker 0) exits 0 (exit status 0). With --dry-run, the agents form the first round (so
+/// worker 0) exits 0 (exit status 0). Restarts are warm when CMD is a Python program: each
+/// local task has an interpreter that imported TensorFlow (`--prewarm`) before its round,
+/// handed the round's environment when it forms (TFCLUSTER_WARM, its start time, tells a
+/// task); a script that does not exist is python's error before joining (exit status 2). With --dry-run, the agents form the first round (so
 /// every host must run it) and print its environment.
 ///
 /// `--rdzv etcd://HOST[:PORT],...`: the same job, its rendezvous kept in an etcd cluster
@@ -102,6 +107,8 @@ pub(crate) struct Args {
     stops: StopArgs,
     #[command(flatten)]
     watchdog: WatchdogArgs,
+    #[command(flatten)]
+    prewarm: PrewarmArgs,
     /// Print the environment CMD would get instead of running it.
     #[arg(long)]
     dry_run: bool,
@@ -133,15 +140,12 @@ async fn launch(args: Args) -> Result<(), Failure> {
             let tasks = elastic::dry_run(&args.elastic, gpus_per_task, &args.command).await?;
             return emit(&render(&tasks, &args.command, args.format));
         }
-        let watchdog = args.watchdog.watchdog;
-        return elastic::run(
-            &args.elastic,
-            gpus_per_task,
-            &args.command,
-            args.stops,
-            watchdog,
-        )
-        .await;
+        let supervision = Supervision {
+            stops: args.stops,
+            watchdog: args.watchdog.watchdog,
+            prewarm: args.prewarm.prewarm(),
+        };
+        return elastic::run(&args.elastic, gpus_per_task, &args.command, supervision).await;
     }
     if let Some(jobs) = &args.local {
         if args.dry_run {
@@ -198,6 +202,8 @@ fn render(tasks: &[(String, Vec<(String, String)>)], command: &[String], format:
 mod tests {
     use clap::Parser;
 
+    use ::elastic::Prewarm;
+
     use super::*;
     use crate::args::rendezvous::target::Rendezvous;
 
@@ -251,6 +257,21 @@ mod tests {
         let failure = rendezvous(&["--rdzv", "node0", "--rdzv-tls-ca", "/ca.pem"])
             .expect_err("no TLS to the built-in rendezvous");
         assert_eq!(failure.code, 2);
+    }
+
+    #[test]
+    fn prewarm_defaults_to_tensorflow_and_its_flags_exclude_each_other() {
+        let prewarm = |flags: &[&str]| parse(flags).map(|args| args.prewarm.prewarm());
+        assert_eq!(prewarm(&["--rdzv", "n"]).unwrap(), Prewarm::Default);
+        assert_eq!(
+            prewarm(&["--rdzv", "n", "--no-prewarm"]).unwrap(),
+            Prewarm::Off
+        );
+        let modules = vec!["numpy".to_owned(), "tensorflow".to_owned()];
+        let chosen = prewarm(&["--rdzv", "n", "--prewarm", "numpy,tensorflow"]).unwrap();
+        assert_eq!(chosen, Prewarm::Modules(modules));
+        let both = prewarm(&["--rdzv", "n", "--prewarm", "numpy", "--no-prewarm"]);
+        assert!(both.is_err_and(|e| e.to_string().contains("cannot be used with")));
     }
 
     #[test]

@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow};
 use cluster_spec::__private::error_chain::Chain;
 use elastic::{
-    Agent, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
-    RendezvousServer, ServerOptions, Waited, task_env,
+    Agent, AgentError, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, Prewarm,
+    PrewarmError, RendezvousClient, RendezvousServer, ServerOptions, Waited, task_env,
 };
 use serde_json::json;
 
@@ -34,13 +34,12 @@ pub(crate) async fn run(
     args: &ElasticArgs,
     gpus_per_task: Option<u32>,
     command: &[String],
-    stops: StopArgs,
-    watchdog: Option<Duration>,
+    supervision: Supervision,
 ) -> Result<(), Failure> {
     let rendezvous = rendezvous_of(args)?;
     // Caught from here: a signal while the agent starts, joins or waits stops it too.
     let mut stop = Stop::install();
-    let agent = agent(&rendezvous, args, gpus_per_task, command, stops, watchdog).await?;
+    let agent = agent(&rendezvous, args, gpus_per_task, command, supervision).await?;
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
     agent.task_gpus().await?;
     let server = serve_if_here(&rendezvous, args).await;
@@ -67,7 +66,12 @@ pub(crate) async fn run(
                 args,
                 &json!({ "rdzv_id": args.target.rdzv_id, "error": message }),
             )?;
-            Err(e.into())
+            // A script that does not exist: python's message and its status.
+            let code = match e {
+                AgentError::Prewarm(PrewarmError::NoScript { .. }) => 2,
+                _ => 1,
+            };
+            Err(Failure::new(e, code))
         }
     }
 }
@@ -84,7 +88,13 @@ pub(crate) async fn dry_run(
         grace: Duration::ZERO,
         failure_grace: Duration::ZERO,
     };
-    let agent = agent(&rendezvous, args, gpus_per_task, command, stops, None).await?;
+    // Nothing runs: nothing to watch or keep warm.
+    let supervision = Supervision {
+        stops,
+        watchdog: None,
+        prewarm: Prewarm::Off,
+    };
+    let agent = agent(&rendezvous, args, gpus_per_task, command, supervision).await?;
     let gpus = agent.task_gpus().await?.clone();
     let server = serve_if_here(&rendezvous, args).await;
     let waited = agent.first_round().await;
@@ -131,9 +141,13 @@ async fn agent(
     args: &ElasticArgs,
     gpus_per_task: Option<u32>,
     command: &[String],
-    stops: StopArgs,
-    watchdog: Option<Duration>,
+    supervision: Supervision,
 ) -> Result<Agent, Failure> {
+    let Supervision {
+        stops,
+        watchdog,
+        prewarm,
+    } = supervision;
     let client = client(rendezvous, args).await?;
     let mut join =
         Join::new(args.target.rdzv_id.clone(), args.config()?, Vec::new()).with_name(hostname());
@@ -147,8 +161,16 @@ async fn agent(
             .with_failure_grace(stops.failure_grace)
             .with_join_timeout(args.join_timeout)
             .with_gpus_per_task(gpus_per_task)
-            .with_watchdog(watchdog),
+            .with_watchdog(watchdog)
+            .with_prewarm(prewarm),
     ))
+}
+
+/// How the agent supervises its tasks: how it stops them, finds hung ones, keeps them warm.
+pub(crate) struct Supervision {
+    pub(crate) stops: StopArgs,
+    pub(crate) watchdog: Option<Duration>,
+    pub(crate) prewarm: Prewarm,
 }
 
 /// Serves the built-in rendezvous on its endpoint when that is an address of this host and

@@ -83,14 +83,14 @@ fn serving(start: impl Fn(&str, (&str, &str)) -> Launch) -> (Launch, String) {
 }
 
 /// A fresh directory for one test's files, removed when the test ends.
-fn scratch(test: &str) -> TempDir {
+pub(super) fn scratch(test: &str) -> TempDir {
     super::scratch(&format!("elastic-{test}"))
 }
 
 /// The only agent of a one-host job, on a fresh port of loopback (one host forms the round
 /// after a 100 ms last call): `tfcluster run --rdzv 127.0.0.1:PORT ARGS` (flags, then `--`
 /// and the command when there is one), with `env` added and the variables `remove` taken out.
-fn lone_agent(args: &[&str], env: &[(&str, &str)], remove: &[&str]) -> Launch {
+pub(super) fn lone_agent(args: &[&str], env: &[(&str, &str)], remove: &[&str]) -> Launch {
     let (agent, _) = serving(|endpoint, log| {
         let head = ["run", "--rdzv", endpoint, "--rdzv-last-call", "100ms"];
         let env = [env, &[log]].concat();
