@@ -94,6 +94,7 @@ pub struct AgentOptions {
     join_timeout: Duration,
     gpus_per_task: Option<u32>,
     watchdog: Option<Duration>,
+    watchdog_start: Duration,
     prewarm: Prewarm,
 }
 
@@ -112,6 +113,7 @@ impl AgentOptions {
             join_timeout: Duration::from_secs(600),
             gpus_per_task: None,
             watchdog: None,
+            watchdog_start: crate::supervise::WATCHDOG_START,
             prewarm: Prewarm::Off,
         }
     }
@@ -121,6 +123,13 @@ impl AgentOptions {
     /// [`TaskStatus::Hung`](crate::TaskStatus::Hung). `None`: no watchdog.
     pub fn with_watchdog(mut self, watchdog: Option<Duration>) -> Self {
         self.watchdog = watchdog;
+        self
+    }
+
+    /// How long after its start a local task is first judged by the watchdog
+    /// ([`Supervisor::with_watchdog_start`]).
+    pub fn with_watchdog_start(mut self, start: Duration) -> Self {
+        self.watchdog_start = start;
         self
     }
 
@@ -369,7 +378,9 @@ impl Agent {
             waits_for = node.waits_for(),
             "joined"
         );
-        let mut tasks = Supervisor::new().with_watchdog(self.options.watchdog);
+        let mut tasks = Supervisor::new()
+            .with_watchdog(self.options.watchdog)
+            .with_watchdog_start(self.options.watchdog_start);
         // The next round when it was waited for while the last one's tasks stopped.
         let mut next = None;
         loop {

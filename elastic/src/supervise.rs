@@ -24,9 +24,9 @@ use tokio::time::{Instant, timeout_at};
 
 pub use group::{Group, exit_code, spawn_group};
 use output::{Pump, Stream, Tail};
-use watchdog::Watch;
 pub(crate) use watchdog::Beacon;
-pub use watchdog::{DUMP_WAIT, PROGRESS_FILE, Watchdog};
+use watchdog::Watch;
+pub use watchdog::{DUMP_WAIT, PROGRESS_FILE, WATCHDOG_START, Watchdog};
 
 use crate::TaskStatus;
 
@@ -168,7 +168,7 @@ impl Supervisor {
             tasks: Vec::new(),
             exited_tx,
             exited,
-            watch: Watch::new(None),
+            watch: Watch::new(None, WATCHDOG_START),
         }
     }
 
@@ -177,7 +177,16 @@ impl Supervisor {
     /// an empty file in a directory the supervisor removes when dropped: touching it is
     /// progress, as any output is.
     pub fn with_watchdog(mut self, after: Option<Duration>) -> Self {
-        self.watch = Watch::new(after);
+        self.watch = Watch::new(after, self.watch.watchdog().start());
+        self
+    }
+
+    /// How long after its start a task is first judged by the watchdog ([`WATCHDOG_START`]
+    /// by default): a start (TensorFlow's import, a strategy waiting for its slowest peer,
+    /// the first trace) may be quiet for longer than the program ever is after. A task hung
+    /// in its start is found at the end of it.
+    pub fn with_watchdog_start(mut self, start: Duration) -> Self {
+        self.watch = Watch::new(self.watch.watchdog().after(), start);
         self
     }
 

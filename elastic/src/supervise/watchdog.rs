@@ -33,6 +33,11 @@ pub const DUMP_WAIT: Duration = Duration::from_secs(2);
 /// bounds (a stat is cheap, but a watchdog of minutes needs no 100 ms polling).
 const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(1));
 
+/// How long after its start a task is first judged, unless told otherwise: a cold start of
+/// TensorFlow MultiWorkerMirroredStrategy (import, then the strategy waiting for every peer's)
+/// took up to about 50 s on a loaded 2-core machine running six of them.
+pub const WATCHDOG_START: Duration = Duration::from_secs(60);
+
 /// One task's progress: when it last gave a beacon. Shared by its output pumps (which beat
 /// for each line), the supervisor's waiter (which marks its exit) and the [`Watchdog`].
 #[derive(Clone, Debug)]
@@ -139,10 +144,11 @@ pub(crate) struct Watch {
 }
 
 impl Watch {
-    pub(crate) fn new(after: Option<Duration>) -> Self {
+    pub(crate) fn new(after: Option<Duration>, start: Duration) -> Self {
         Self {
             handle: Watchdog {
                 after,
+                start,
                 beacons: Arc::default(),
             },
             ..Self::default()
@@ -204,6 +210,7 @@ impl Watch {
 #[derive(Clone, Debug, Default)]
 pub struct Watchdog {
     after: Option<Duration>,
+    start: Duration,
     beacons: Arc<Mutex<Vec<Beacon>>>,
 }
 
@@ -217,8 +224,15 @@ impl Watchdog {
         self.beacons.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The supervisor's index of the next task found hung: running, and with no progress for
-    /// the watchdog's period. Each task is found once. Never, without a period.
+    /// How long after its start a task is first judged: a start (an import, a strategy that
+    /// waits for its slowest peer, a first trace) may be quiet longer than a step.
+    pub fn start(&self) -> Duration {
+        self.start
+    }
+
+    /// The supervisor's index of the next task found hung: running for at least the start
+    /// period, and with no progress for the watchdog's period. Each task is found once.
+    /// Never, without a period.
     ///
     /// # Errors
     ///
@@ -242,7 +256,7 @@ impl Watchdog {
                 .collect();
             for (index, beacon) in watched {
                 beacon.look_at_file().await;
-                if beacon.quiet() >= after {
+                if beacon.quiet() >= after && beacon.0.started.elapsed() >= self.start {
                     beacon.0.hung.store(true, Ordering::Relaxed);
                     return index;
                 }
@@ -269,7 +283,7 @@ mod tests {
     use super::*;
 
     fn watch(after: Duration) -> (Watch, Beacon) {
-        let mut watch = Watch::new(Some(after));
+        let mut watch = Watch::new(Some(after), Duration::ZERO);
         let (beacon, var) = watch.prepare().unwrap();
         let (name, path) = var.unwrap();
         assert_eq!(name, PROGRESS_FILE);
@@ -338,7 +352,7 @@ mod tests {
                 .await
                 .is_err()
         );
-        let mut off = Watch::new(None);
+        let mut off = Watch::new(None, Duration::ZERO);
         let (beacon, var) = off.prepare().unwrap();
         assert!(var.is_none());
         off.add(beacon);

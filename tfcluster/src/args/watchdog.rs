@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-/// The watchdog's flag.
-#[derive(clap::Args, Debug)]
+/// The watchdog's flags.
+#[derive(clap::Args, Debug, Clone, Copy)]
 pub(crate) struct WatchdogArgs {
     /// With --local or --rdzv: a task that shows no progress for DUR is hung (off by
     /// default). Progress is any output of the task (a line, or a progress bar redrawn), or
@@ -29,6 +29,13 @@ pub(crate) struct WatchdogArgs {
         requires = "launcher"
     )]
     pub(crate) watchdog: Option<Duration>,
+    /// With --watchdog: how long after its start a task is first judged. A start may be
+    /// quiet far longer than a step (TensorFlow's import; MultiWorkerMirroredStrategy waiting
+    /// for its slowest peer, up to about 50 s in a cold start of six on a loaded 2-core
+    /// machine; the first tf.function trace), so a short --watchdog only applies after it; a
+    /// task hung in its start is found at its end.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = humantime::parse_duration, requires = "watchdog")]
+    pub(crate) watchdog_start: Duration,
 }
 
 /// A duration as humantime writes them (`5s`, `1m 30s`), more than zero: a watchdog of zero

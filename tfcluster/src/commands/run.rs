@@ -12,8 +12,8 @@ use crate::args::stops::StopArgs;
 use crate::args::watchdog::WatchdogArgs;
 use crate::failure::Failure;
 use crate::output::emit;
-use crate::run::local_jobs::LocalJobs;
 use crate::run::elastic::Supervision;
+use crate::run::local_jobs::LocalJobs;
 use crate::run::{elastic, local, one};
 use crate::runtime::runtime;
 
@@ -142,7 +142,7 @@ async fn launch(args: Args) -> Result<(), Failure> {
         }
         let supervision = Supervision {
             stops: args.stops,
-            watchdog: args.watchdog.watchdog,
+            watchdog: args.watchdog,
             prewarm: args.prewarm.prewarm(),
         };
         return elastic::run(&args.elastic, gpus_per_task, &args.command, supervision).await;
@@ -157,8 +157,14 @@ async fn launch(args: Args) -> Result<(), Failure> {
                 .collect::<Vec<_>>();
             return emit(&render(&tasks, &args.command, args.format));
         }
-        let watchdog = args.watchdog.watchdog;
-        return local::run(jobs, &args.command, args.stops, gpus_per_task, watchdog).await;
+        return local::run(
+            jobs,
+            &args.command,
+            args.stops,
+            gpus_per_task,
+            args.watchdog,
+        )
+        .await;
     }
     let env = one::task_env(args.from, &args.source, args.job, args.task).await?;
     if args.dry_run {

@@ -16,6 +16,7 @@ use serde_json::json;
 use crate::args::elastic::ElasticArgs;
 use crate::args::rendezvous::target::Rendezvous;
 use crate::args::stops::StopArgs;
+use crate::args::watchdog::WatchdogArgs;
 use crate::failure::Failure;
 use crate::stop_signal::{Stop, stopped};
 
@@ -91,7 +92,10 @@ pub(crate) async fn dry_run(
     // Nothing runs: nothing to watch or keep warm.
     let supervision = Supervision {
         stops,
-        watchdog: None,
+        watchdog: WatchdogArgs {
+            watchdog: None,
+            watchdog_start: Duration::ZERO,
+        },
         prewarm: Prewarm::Off,
     };
     let agent = agent(&rendezvous, args, gpus_per_task, command, supervision).await?;
@@ -161,7 +165,8 @@ async fn agent(
             .with_failure_grace(stops.failure_grace)
             .with_join_timeout(args.join_timeout)
             .with_gpus_per_task(gpus_per_task)
-            .with_watchdog(watchdog)
+            .with_watchdog(watchdog.watchdog)
+            .with_watchdog_start(watchdog.watchdog_start)
             .with_prewarm(prewarm),
     ))
 }
@@ -169,7 +174,7 @@ async fn agent(
 /// How the agent supervises its tasks: how it stops them, finds hung ones, keeps them warm.
 pub(crate) struct Supervision {
     pub(crate) stops: StopArgs,
-    pub(crate) watchdog: Option<Duration>,
+    pub(crate) watchdog: WatchdogArgs,
     pub(crate) prewarm: Prewarm,
 }
 

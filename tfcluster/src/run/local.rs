@@ -15,8 +15,6 @@
 //! (the stack). The processes themselves are
 //! [`elastic::supervise`]'s, as the `--rdzv` agent's are; the decision is made here.
 
-use std::time::Duration;
-
 use anyhow::anyhow;
 use cluster_resolver::gpus;
 use cluster_resolver::{Env, tf_config_for};
@@ -26,6 +24,7 @@ use elastic::{TaskEnv, TaskGpus, TaskStatus};
 use tokio::time::{Instant, sleep_until};
 
 use crate::args::stops::StopArgs;
+use crate::args::watchdog::WatchdogArgs;
 use crate::failure::Failure;
 use crate::run::local_jobs::LocalJobs;
 use crate::stop_signal::{Stop, stopped};
@@ -62,7 +61,7 @@ pub(crate) async fn run(
     command: &[String],
     stops: StopArgs,
     gpus_per_task: Option<u32>,
-    watchdog: Option<Duration>,
+    watchdog: WatchdogArgs,
 ) -> Result<(), Failure> {
     let StopArgs {
         grace,
@@ -76,7 +75,9 @@ pub(crate) async fn run(
     let leader = jobs.leader();
     // Caught before the first task starts, so a Ctrl-C during the start stops what started.
     let mut signals = Stop::install();
-    let mut job = Supervisor::new().with_watchdog(watchdog);
+    let mut job = Supervisor::new()
+        .with_watchdog(watchdog.watchdog)
+        .with_watchdog_start(watchdog.watchdog_start);
     let watchdog = job.watchdog();
     // The tasks bind their ports themselves, from now.
     drop(reserved);

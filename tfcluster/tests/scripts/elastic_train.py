@@ -10,7 +10,8 @@ from the last checkpoint, with however many workers it has.
 Environment (besides what the agent sets): CKPT_DIR; STEP_SECONDS, a pause per step so that a
 test can act mid-training (default 0.1); EXPECT_RESTART_COUNT, when set, the
 TFCLUSTER_RESTART_COUNT the finishing round must have, and with it a restored step > 0 when
-that count is not 0; EXPECT_WORKERS, when set, how many workers the finishing round must have.
+that count is not 0; EXPECT_WORKERS, when set, how many workers the finishing round must have;
+PRINT_STEPS=1, a `step STEP` line from every worker after each step (progress for `--watchdog`).
 
 Prints the lines the tests read: `pid PID` at start; `cluster DIGEST workers=N round=R
 restarts=K`; `restored STEP`; `checkpointed STEP round=R` (the chief, after each checkpoint);
@@ -33,6 +34,7 @@ BATCH = 64
 
 ckpt_dir = os.environ["CKPT_DIR"]
 step_seconds = float(os.environ.get("STEP_SECONDS", "0.1"))
+print_steps = os.environ.get("PRINT_STEPS") == "1"
 round_number = int(os.environ["TFCLUSTER_ROUND"])
 restarts = int(os.environ["TFCLUSTER_RESTART_COUNT"])
 
@@ -105,6 +107,8 @@ while int(step.numpy()) < STEPS:
     y = tf.matmul(x, w_true) + 0.5
     losses.append(float(strategy.experimental_local_results(train_step(x, y))[0]))
     step.assign_add(1)
+    if print_steps:
+        print(f"step {int(step.numpy())}", flush=True)
     if int(step.numpy()) % CHECKPOINT_EVERY == 0:
         manager.save()
         if is_chief:

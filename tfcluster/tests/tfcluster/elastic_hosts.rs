@@ -10,6 +10,7 @@
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 
 use super::host_job::{JOB_TIMEOUT, Job, done};
 
@@ -131,6 +132,90 @@ fn a_host_lost_mid_training_leaves_two_that_finish_as_four_tasks() {
     job.expect_exits(&[2], 1);
     let stderr = job.agent(2).stderr();
     assert!(stderr.contains("rendezvous at "), "{stderr}");
+    job.assert_nothing_left();
+}
+
+#[test]
+fn a_host_whose_agent_and_tasks_are_killed_is_lost_and_the_others_finish() {
+    // A host that crashes: its agent and every task it ran die at once, nobody leaves.
+    let script = super::tf_script("elastic_train.py");
+    let command: Vec<&str> = script.iter().map(String::as_str).collect();
+    let env = [("EXPECT_RESTART_COUNT", "1")];
+    let mut job = Job::new(
+        "crash",
+        3,
+        &flags("2:3", &["--rdzv-timeout", "5s"]),
+        &command,
+        &env,
+    );
+    job.start_all(3);
+    job.wait_for_a_checkpoint();
+    let host = format!("{}/", job.hosts().address(2));
+    let tasks: Vec<Pid> = job
+        .lines("pid")
+        .into_iter()
+        .filter(|(task, _)| task.starts_with(&host))
+        .map(|(_, pid)| Pid::from_raw(pid.trim().parse().expect("a pid")))
+        .collect();
+    assert_eq!(tasks.len(), 2, "host 2 runs two tasks");
+    job.agent(2).signal(Signal::SIGKILL);
+    for task in tasks {
+        kill(task, Signal::SIGKILL).expect("the task runs");
+    }
+    job.expect_exits(&[0, 1], 0);
+    let done = done(&job);
+    assert_eq!(done.len(), 4, "{}", job.stdout());
+    for (task, workers, round, restarts, restored) in &done {
+        assert_eq!((*workers, *restarts), (4, 1), "{task}");
+        assert!(
+            *round >= 2 && *restored >= 10,
+            "{task}: round {round}, restored {restored}"
+        );
+        assert!(
+            !task.starts_with(&host),
+            "the lost host took no part: {task}"
+        );
+    }
+    job.expect_exits(&[2], -1);
+    job.assert_nothing_left();
+}
+
+#[test]
+fn a_task_stopped_mid_training_is_caught_as_hung_and_every_host_restarts() {
+    // SIGSTOP: the task is alive and silent, its peers wait in the all-reduce for ever. The
+    // watchdog (progress: every worker prints each step) ends the round.
+    let script = super::tf_script("elastic_train.py");
+    let command: Vec<&str> = script.iter().map(String::as_str).collect();
+    let env = [
+        ("EXPECT_RESTART_COUNT", "1"),
+        ("EXPECT_WORKERS", "6"),
+        ("PRINT_STEPS", "1"),
+    ];
+    // The watchdog's start period (60 s by default) covers a quiet start of TensorFlow on
+    // this loaded machine; the stop is judged after it.
+    let mut job = Job::new(
+        "stop",
+        3,
+        &flags("3", &["--watchdog", "5s"]),
+        &command,
+        &env,
+    );
+    job.start_all(3);
+    job.wait_for_a_checkpoint();
+    let victim = job.pid_of("worker:3");
+    kill(victim, Signal::SIGSTOP).expect("the task runs");
+    job.expect_exits(&[0, 1, 2], 0);
+    let done = done(&job);
+    assert_eq!(done.len(), 6, "{}", job.stdout());
+    for (task, workers, round, restarts, restored) in &done {
+        assert_eq!((*workers, *round, *restarts), (6, 2, 1), "{task}");
+        assert!(*restored >= 10, "{task} restored step {restored}");
+    }
+    assert!(
+        job.stderr().contains("the task is hung"),
+        "a watchdog ended the round:\n{}",
+        job.stderr()
+    );
     job.assert_nothing_left();
 }
 

@@ -407,6 +407,8 @@ fn a_hung_tensorflow_task_is_killed_with_its_stack_and_the_next_round_completes(
             "1",
             "--grace",
             "2s",
+            // The start period (60 s by default) covers a slow, quiet import of TensorFlow on
+            // a loaded machine; the hang comes after it.
             "--watchdog",
             "5s",
             "--",
@@ -456,6 +458,8 @@ fn a_hung_task_past_max_restarts_is_the_first_failure_with_its_stack() {
             "0",
             "--watchdog",
             "2s",
+            "--watchdog-start",
+            "0s",
             "--error-file",
             error_file.to_str().unwrap(),
             "--",

@@ -50,7 +50,8 @@ elif action == "touch":
     touch(5)
 "#;
 
-/// `tfcluster run --local JOBS --grace 2s --watchdog 2s -- python -c TASK PLAN`.
+/// `tfcluster run --local JOBS --grace 2s --watchdog 2s --watchdog-start 0s -- python -c
+/// TASK PLAN`.
 fn watched_job(jobs: &str, plan: &str) -> Launch {
     let python = tf_oracle::python();
     let python = python.to_str().expect("a UTF-8 path");
@@ -63,6 +64,8 @@ fn watched_job(jobs: &str, plan: &str) -> Launch {
             "2s",
             "--watchdog",
             WATCHDOG,
+            "--watchdog-start",
+            "0s",
             "--",
             python,
             "-c",
@@ -135,4 +138,33 @@ fn a_stopped_task_is_hung_and_continued_to_print_its_stack() {
     kill(Pid::from_raw(pids[0] as i32), Signal::SIGSTOP).expect("the task runs");
     assert_hung(&mut job, "worker:0", "work");
     assert_all_gone(&pids);
+}
+
+#[test]
+fn a_task_quiet_in_its_start_period_is_not_judged() {
+    // Quiet for 3 s from its start, far past the 1 s watchdog, but within its start period.
+    let python = tf_oracle::python();
+    let quiet = "import time\ntime.sleep(3)\nprint('started', flush=True)\n";
+    let mut job = Launch::start(
+        &[
+            "run",
+            "--local",
+            "worker=1",
+            "--watchdog",
+            "1s",
+            "--watchdog-start",
+            "8s",
+            "--",
+            python.to_str().expect("a UTF-8 path"),
+            "-c",
+            quiet,
+        ],
+        &[],
+    );
+    assert_eq!(job.wait(TIMEOUT).code(), Some(0), "{}", job.stderr());
+    assert!(
+        job.stdout().contains("[worker:0] started"),
+        "{}",
+        job.stdout()
+    );
 }
