@@ -118,10 +118,17 @@ fn faults(
     // Settled: a warm interpreter, where there is one, is ready by now.
     interrupt::sleep(Duration::from_secs(2))?;
     figures.memory = Memory::of(&job, round);
+    // Each fault's time and round, kept beside the marks and logs for a look at one run.
+    let mut made = String::new();
     for _ in 0..plan.repeats {
         for recoveries in &mut figures.recoveries {
             let round = job.wait_steady(HOSTS, STEADY_STEPS, START_TIMEOUT)?;
             let injected = recoveries.fault.inject(&mut job, round)?;
+            made.push_str(&format!(
+                "{} {} {:?}\n",
+                injected.ns, round, recoveries.fault
+            ));
+            let _ = std::fs::write(dir.join("faults.txt"), &made);
             let found = recovery(
                 &job,
                 injected.ns,

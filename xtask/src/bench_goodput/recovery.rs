@@ -10,10 +10,10 @@ use crate::agent_log;
 pub(super) struct Recovery {
     /// Every surviving agent has logged the round's end.
     pub(super) detected: Option<f64>,
-    /// The old round's tasks are gone (the last `task exited` before the new tasks start).
-    pub(super) stopped: Option<f64>,
-    /// Every surviving agent has logged the new round formed.
+    /// The rendezvous has formed the new round (every surviving agent rejoined).
     pub(super) formed: Option<f64>,
+    /// Every surviving agent's old tasks are gone.
+    pub(super) stopped: Option<f64>,
     /// Every task of the new round has started (its first mark, before `import tensorflow`).
     pub(super) started: f64,
     /// Every task has its strategy built.
@@ -29,8 +29,8 @@ pub(super) struct Recovery {
 /// The milestones a report shows, in order, with what each says.
 pub(super) const MILESTONES: [&str; 7] = [
     "detected",
-    "old tasks gone",
     "round formed",
+    "old tasks gone",
     "processes started",
     "TensorFlow ready",
     "restored",
@@ -70,7 +70,6 @@ impl Recovery {
             .collect::<Option<_>>()?;
         let ms = |ns: u128| ns.saturating_sub(fault_ns) as f64 / 1e6;
         let last = |what: What| of_round(what).map(|m| m.ns).max();
-        let first_start = of_round(What::Start).map(|m| m.ns).min()?;
         let every_agent = |find: &dyn Fn(&str) -> Option<u128>| {
             logs.iter()
                 .map(|log| find(log))
@@ -78,22 +77,37 @@ impl Recovery {
                 .into_iter()
                 .max()
         };
+        // The agent's line (`round ended round=N`), not the rendezvous's (`round ended
+        // rdzv_id=...`) that host 0's agent also logs.
         let detected = every_agent(&|log| {
             agent_log::stamped(log)
-                .find(|(ns, line)| *ns > fault_ns && line.contains("round ended"))
+                .find(|(ns, line)| *ns > fault_ns && line.contains("round ended round="))
                 .map(|(ns, _)| ns)
         });
-        // The agent that lost a task logs its exit too; a survivor may have none to stop.
+        // The rendezvous logs the round as it forms it (host 0's agent serves it); an agent
+        // logs it once its old tasks are gone (it rejoined before stopping them): the first
+        // line is when it formed.
+        let round_field = format!(" round={round} ");
+        let formed_at = |log: &str| -> Vec<u128> {
+            agent_log::stamped(log)
+                .filter(|(_, line)| line.contains("round formed") && line.contains(&round_field))
+                .map(|(ns, _)| ns)
+                .collect()
+        };
+        let formed = logs.iter().flat_map(|log| formed_at(log)).min();
+        // Each agent's last task exit before it holds the new round.
         let stopped = logs
             .iter()
-            .flat_map(|log| agent_log::stamped(log))
-            .filter(|(ns, line)| {
-                *ns > fault_ns && *ns < first_start && line.contains("task exited")
+            .filter_map(|log| {
+                let holds = formed_at(log).into_iter().max()?;
+                agent_log::stamped(log)
+                    .filter(|(ns, line)| {
+                        *ns > fault_ns && *ns <= holds && line.contains("task exited")
+                    })
+                    .map(|(ns, _)| ns)
+                    .max()
             })
-            .map(|(ns, _)| ns)
             .max();
-        let formed_line = format!("round formed round={round} ");
-        let formed = every_agent(&|log| agent_log::first_ns(log, &formed_line));
         let before = marks
             .iter()
             .filter(|m| m.what == What::Step && m.round == fault_round && m.ns <= fault_ns)
@@ -103,8 +117,8 @@ impl Recovery {
         let restored_step = of_round(What::Restored).map(|m| m.value).max().unwrap_or(0);
         Some(Self {
             detected: detected.map(ms),
-            stopped: stopped.map(ms),
             formed: formed.map(ms),
+            stopped: stopped.map(ms),
             started: ms(last(What::Start)?),
             ready: last(What::Ready).map(ms),
             restored: last(What::Restored).map(ms),
@@ -117,8 +131,8 @@ impl Recovery {
     pub(super) fn milestones(&self) -> [Option<f64>; 7] {
         [
             self.detected,
-            self.stopped,
             self.formed,
+            self.stopped,
             Some(self.started),
             self.ready,
             self.restored,
@@ -158,17 +172,22 @@ mod tests {
             marks.push(mark(task, 2, What::Step, t + 16.0 + delay, 21));
             marks.push(mark(task, 2, What::Step, t + 17.0 + delay, 22));
         }
-        let a = "2026-11-24T05:26:28.000Z  INFO elastic::agent: round ended round=1 reason=failed\n\
+        // Host 0's agent serves the rendezvous, whose own lines are not the agent's.
+        let a = "2026-11-24T05:26:27.900Z  INFO elastic::rendezvous: round ended rdzv_id=j round=1\n\
+                 2026-11-24T05:26:28.000Z  INFO elastic::agent: round ended round=1 reason=failed\n\
+                 2026-11-24T05:26:28.200Z  INFO elastic::rendezvous: round formed rdzv_id=j round=2 nodes=2\n\
                  2026-11-24T05:26:28.500Z  INFO elastic::supervise: task exited task=a/worker:0\n\
                  2026-11-24T05:26:29.000Z  INFO elastic::agent: round formed round=2 rank=0\n";
-        let b = "2026-11-24T05:26:27.100Z  INFO elastic::supervise: task exited task=b/worker:1\n\
-                 2026-11-24T05:26:27.500Z  INFO elastic::agent: round ended round=1 reason=failed\n\
+        // Host b's agent rejoined at once; its old task took the grace to exit, after a's
+        // new task started.
+        let b = "2026-11-24T05:26:27.500Z  INFO elastic::agent: round ended round=1 reason=failed\n\
+                 2026-11-24T05:26:29.100Z  INFO elastic::supervise: task exited task=b/worker:1\n\
                  2026-11-24T05:26:29.200Z  INFO elastic::agent: round formed round=2 rank=1\n";
         let found = Recovery::of(fault, 1, &marks, &[a, b]).unwrap();
         let near = |got: Option<f64>, want: f64| got.is_some_and(|g| (g - want).abs() < 1.0);
         assert!(near(found.detected, 1000.0), "{found:?}");
-        assert!(near(found.stopped, 1500.0), "{found:?}");
-        assert!(near(found.formed, 2200.0), "{found:?}");
+        assert!(near(found.formed, 1200.0), "{found:?}");
+        assert!(near(found.stopped, 2100.0), "{found:?}");
         assert!(near(Some(found.started), 2500.0), "{found:?}");
         assert!(near(found.ready, 5500.0), "{found:?}");
         assert!(near(found.restored, 6000.0), "{found:?}");
