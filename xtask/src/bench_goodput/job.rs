@@ -48,8 +48,13 @@ impl Job {
         let _ = fs::remove_dir_all(&dir);
         let ckpt = dir.join("ckpt");
         fs::create_dir_all(&ckpt).map_err(|e| format!("cannot make {}: {e}", ckpt.display()))?;
-        let hosts = std::panic::catch_unwind(|| net_hosts::Hosts::create(HOSTS, FIRST))
-            .map_err(|_| "cannot make the network-namespace hosts (needs root and iproute2; see the panic above)".to_owned())?;
+        // net-hosts panics on a failed step, having removed what it made.
+        let hosts =
+            std::panic::catch_unwind(|| net_hosts::Hosts::create(HOSTS, FIRST)).map_err(|_| {
+                "cannot make the network-namespace hosts (root and iproute2 needed; \
+                 the panic above says why)"
+                    .to_owned()
+            })?;
         let rdzv = hosts.address(0).to_string();
         let mut args: Vec<String> = ["-v", "run", "--rdzv", &rdzv, "--rdzv-id", side.slug()]
             .iter()
@@ -62,7 +67,6 @@ impl Job {
         args.push(crate::workspace::root().join(SCRIPT).display().to_string());
         let env = vec![
             ("CKPT_DIR".to_owned(), ckpt.display().to_string()),
-            ("STEP_SECONDS".to_owned(), "0.1".to_owned()),
             // Plain log lines, to read; TensorFlow's own chatter kept to errors.
             ("NO_COLOR".to_owned(), "1".to_owned()),
             ("TF_CPP_MIN_LOG_LEVEL".to_owned(), "2".to_owned()),

@@ -217,7 +217,7 @@ fn goodput(figures: &Figures) -> String {
         String::new()
     };
     format!(
-        "{label}: {:.1}% over {:.0} min with {} faults: {} steps kept of {} ended, a step \
+        "{label}: {:.1}% over {:.0} min, {} faults made: {} steps kept of {} ended, a step \
          {:.0} ms on average.{target}",
         g.ratio * 100.0,
         run.minutes,
