@@ -4,14 +4,23 @@
 //! round, start each local task with its `TF_CONFIG` (releasing its port just before), and
 //! heartbeat. A task that exits is reported (status, stderr tail); a failure ends the round
 //! for every node. When the round ends the agent joins again at once (with fresh ports, so
-//! the next round's last call does not close without it) and stops its tasks (SIGTERM,
-//! grace, SIGKILL to each group) while it waits for the next round and heartbeats in it:
-//! a stop can take the whole grace (TensorFlow's workers take SIGTERM as a preemption notice
-//! and go on), longer than a host may be silent. The next round's tasks start once the old
-//! ones are gone. When the job succeeded the
-//! tasks get the grace to exit on their own; when it failed they are stopped. A stop asked
-//! by the caller (a signal) is passed on to the tasks, which are then stopped as usual, and
-//! the agent leaves; a second signal kills them at once, as `run --local` does.
+//! the next round's last call does not close without it) and stops its tasks while it
+//! waits for the next round and heartbeats in it. The next round's tasks start once the old
+//! ones are gone. When the job succeeded the tasks get the grace to exit on their own; when
+//! it failed they are stopped. A stop asked by the caller (a signal) is passed on to the
+//! tasks, which are then stopped as usual, and the agent leaves; a second signal kills them
+//! at once, as `run --local` does.
+//!
+//! **Which grace.** A stop is SIGTERM, a grace, then SIGKILL to each task's group. A round
+//! that a failure ended (a task failed, a node was lost) or a job that failed stops its
+//! tasks with the *failure grace*, none by default: the survivors' collective state is lost
+//! with the peer (MultiWorkerMirroredStrategy can finish no all-reduce and no checkpoint
+//! without it), and TensorFlow's workers take SIGTERM as a preemption notice and run on, so
+//! a grace would only be waited out before every restart. A clean stop (a signal to the
+//! agent, a node joining or leaving) gets the *grace* (10 s by default): every worker is
+//! alive, so TensorFlow's `PreemptionCheckpointHandler` can save at the same step on each
+//! and the next round resumes from it. A stop can take the whole grace, longer than a host
+//! may be silent, which is why the agent heartbeats meanwhile.
 //!
 //! **Stopping.** [`Agent::run`] takes its stop as a stream of signals (tokio's and
 //! kube-runtime's shape: the caller owns the trigger, the agent awaits it), rather than a
@@ -61,6 +70,7 @@ pub struct AgentOptions {
     join: Join,
     command: Vec<String>,
     grace: Duration,
+    failure_grace: Duration,
     join_timeout: Duration,
     gpus_per_task: Option<u32>,
 }
@@ -68,21 +78,34 @@ pub struct AgentOptions {
 impl AgentOptions {
     /// Joins with `join` (job id, config, host and name; its ports are the agent's to set)
     /// and runs `command` (a program and its arguments) as each local task. By default tasks
-    /// have 10 s between SIGTERM and SIGKILL, a round has 10 minutes to form, and the host's
-    /// GPUs are divided evenly among the local tasks.
+    /// have 10 s between SIGTERM and SIGKILL, or none when a failure ended their round, a
+    /// round has 10 minutes to form, and the host's GPUs are divided evenly among the local
+    /// tasks.
     pub fn new(join: Join, command: Vec<String>) -> Self {
         Self {
             join,
             command,
             grace: Duration::from_secs(10),
+            failure_grace: Duration::ZERO,
             join_timeout: Duration::from_secs(600),
             gpus_per_task: None,
         }
     }
 
-    /// How long tasks have between SIGTERM and SIGKILL, and to exit after the job succeeded.
+    /// How long tasks have between SIGTERM and SIGKILL when they are stopped cleanly (a
+    /// signal to the agent, a node joining or leaving), and to exit after the job succeeded.
     pub fn with_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
+        self
+    }
+
+    /// How long tasks have between SIGTERM and SIGKILL when a failure ended their round (a
+    /// task failed, a node was lost) or the job failed; zero, the default, kills them at
+    /// once. A failure leaves nothing to save: MultiWorkerMirroredStrategy's workers can
+    /// finish no all-reduce and no checkpoint without the lost peer, and they take SIGTERM
+    /// as a preemption notice and run on, so any grace is only waited out.
+    pub fn with_failure_grace(mut self, failure_grace: Duration) -> Self {
+        self.failure_grace = failure_grace;
         self
     }
 
@@ -166,7 +189,8 @@ enum Next {
 
 /// How the tasks of one round ended, as the agent saw it.
 enum RoundEnded {
-    Ended,
+    /// The round ended; the tasks are stopped with this grace (none after a failure).
+    Ended(Duration),
     Done(JobDone),
     Stopped(Signal),
 }
@@ -336,13 +360,13 @@ impl Agent {
                 .instrument(tracing::info_span!("round", round = round.number()))
                 .await;
             match ended {
-                Ok(RoundEnded::Ended) => {
+                Ok(RoundEnded::Ended(grace)) => {
                     // Join before stopping, so the next round's last call waits for us.
                     reserved = reserve(self.options.join.config().tasks_per_node())?;
                     node.set_ports(reserved.ports());
                     let rejoined = self.client.rejoin(&mut node).await;
                     let stopped = async {
-                        tasks.stop(self.options.grace).await;
+                        tasks.stop(grace).await;
                         tasks.finish(self.options.grace).await;
                     };
                     if let Err(e) = rejoined {
@@ -360,7 +384,7 @@ impl Agent {
                     if done.succeeded {
                         tasks.wind_down(self.options.grace).await;
                     } else {
-                        tasks.stop(self.options.grace).await;
+                        tasks.stop(self.options.failure_grace).await;
                     }
                     tasks.finish(self.options.grace).await;
                     let _ = self.client.leave(&node).await;
@@ -470,10 +494,15 @@ impl Agent {
                 }
                 ended = beats.ended() => {
                     return match ended? {
-                        RoundStatus::Running => Ok(RoundEnded::Ended),
+                        RoundStatus::Running => Ok(RoundEnded::Ended(self.options.grace)),
                         RoundStatus::Ended(end) => {
-                            tracing::info!(round = end.round, reason = %end.reason, detail = %end.detail, "round ended");
-                            Ok(RoundEnded::Ended)
+                            let grace = if end.reason.is_failure() {
+                                self.options.failure_grace
+                            } else {
+                                self.options.grace
+                            };
+                            tracing::info!(round = end.round, reason = %end.reason, detail = %end.detail, ?grace, "round ended");
+                            Ok(RoundEnded::Ended(grace))
                         }
                         RoundStatus::JobDone(done) => Ok(RoundEnded::Done(done)),
                     };

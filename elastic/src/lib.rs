@@ -124,14 +124,16 @@
 //! joining with another config is refused (`FAILED_PRECONDITION`, naming both values of each
 //! field that differs). A round closes when `max` nodes wait for it, or when at least `min`
 //! wait and no new node came for the last call ([`ServerOptions::with_last_call`], 3 s by
-//! default). A node joining while a round runs waits for the next; if the running round has
+//! default), or, after a round, once every member of it still in the job waits again (whom
+//! to wait for is known then, and a last call would only add to what a failure costs). A
+//! node joining while a round runs waits for the next; if the running round has
 //! fewer than `max` nodes, the join ends it, so the next round takes the node in. Members are
 //! ordered by when each first joined the job, and keep that order across rounds: rank 0, and
 //! with it the chief or worker 0, stays on one host for as long as it stays.
 //!
 //! A round ends when a member reports a failed task ([`TaskStatus`]: exit status, signal, or a
 //! task that could not start; with the tail of its stderr), when a member is silent for
-//! [`ServerOptions::with_timeout`] (15 s by default), leaves, or joins again, or when a new node
+//! [`ServerOptions::with_timeout`] ([`DEFAULT_TIMEOUT`], 3 s), leaves, or joins again, or when a new node
 //! joins below `max`. Failures and lost nodes count as restarts; past the config's
 //! `max_restarts` the job fails, and every node learns the job's first failure (task, host,
 //! status, stderr tail, round). The success of the job's first task (the chief, else
@@ -363,6 +365,7 @@ pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};
 pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
+pub use rendezvous::DEFAULT_TIMEOUT;
 pub use resolver::RendezvousClusterResolver;
 pub use task_env::{TaskEnv, task_env};
 pub use watched_round::WatchedRound;

@@ -27,6 +27,14 @@ pub(crate) use store::Store;
 
 use crate::outcome::RoundStatus;
 
+/// How long a node may be silent before it is lost, unless the rendezvous is told otherwise
+/// ([`ServerOptions::with_timeout`](crate::ServerOptions::with_timeout),
+/// [`EtcdOptions::with_timeout`](crate::EtcdOptions::with_timeout)): an agent heartbeats
+/// three times in it, so a host whose agent is gone (killed, its link down) costs its job
+/// about this long before the others go on. Measured beside TensorFlow training on a busy
+/// 2-core machine with no false loss (docs/benchmarks.md).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// The rendezvous's calls, whoever answers them: [`Local`] over a store in this process, or
 /// the gRPC client over a rendezvous elsewhere. `within` is how long the caller waits for
 /// the answer (a gRPC client sends it as the call's deadline; a local call is bounded by

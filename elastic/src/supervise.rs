@@ -247,7 +247,7 @@ impl Supervisor {
     }
 
     /// SIGTERM to every running task's group, up to `grace` for them to exit, SIGKILL to
-    /// every group, and waiting until every task has exited.
+    /// every group, and waiting until every task has exited. A zero grace is SIGKILL alone.
     ///
     /// # Errors
     ///
@@ -258,10 +258,12 @@ impl Supervisor {
     /// Not cancel safe: dropped midway, the tasks got SIGTERM and may still run; call it again, or
     /// drop the supervisor, which kills them.
     pub async fn stop(&mut self, grace: Duration) {
-        self.signal(Signal::SIGTERM);
-        let deadline = Instant::now() + grace;
-        while let Ok(Some(_)) = timeout_at(deadline, self.next_exit()).await {}
-        if self.running() > 0 {
+        if !grace.is_zero() {
+            self.signal(Signal::SIGTERM);
+            let deadline = Instant::now() + grace;
+            while let Ok(Some(_)) = timeout_at(deadline, self.next_exit()).await {}
+        }
+        if self.running() > 0 && !grace.is_zero() {
             tracing::warn!(tasks = %self.running_names(), "killing what is still running");
         }
         self.signal(Signal::SIGKILL);

@@ -76,7 +76,7 @@ impl EtcdTls {
 impl EtcdOptions {
     /// The etcd cluster at `endpoints`, each `HOST[:PORT]` (port 2379 by default) or a client
     /// URL `http://HOST:PORT` (the scheme follows [`tls`](Self::with_tls)), with the
-    /// defaults: prefix [`DEFAULT_PREFIX`], no TLS, a 15 s node timeout (each node's lease)
+    /// defaults: prefix [`DEFAULT_PREFIX`], no TLS, a 3 s node timeout (each node's lease)
     /// and a 3 s last call, as the built-in rendezvous.
     pub fn new<I, S>(endpoints: I) -> Result<Self, Error>
     where
@@ -97,7 +97,7 @@ impl EtcdOptions {
             endpoints,
             prefix: DEFAULT_PREFIX.to_owned(),
             tls: None,
-            timeout: Duration::from_secs(15),
+            timeout: crate::DEFAULT_TIMEOUT,
             last_call: Duration::from_secs(3),
         })
     }

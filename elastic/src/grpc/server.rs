@@ -34,12 +34,12 @@ pub struct ServerOptions {
 }
 
 impl Default for ServerOptions {
-    /// A 3 s last call, a 15 s heartbeat timeout, long polls of up to 30 s (and a third of the
+    /// A 3 s last call, a 3 s heartbeat timeout, long polls of up to 30 s (and a third of the
     /// timeout), 1,024 jobs.
     fn default() -> Self {
         Self {
             last_call: Duration::from_secs(3),
-            timeout: Duration::from_secs(15),
+            timeout: crate::DEFAULT_TIMEOUT,
             max_jobs: 1024,
         }
     }

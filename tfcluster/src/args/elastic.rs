@@ -32,8 +32,12 @@ pub(crate) struct ElasticArgs {
     max_restarts: u32,
     /// With --rdzv: how long a host may be silent before it is lost (on etcd: the TTL of its
     /// lease, in whole seconds), and how long an unreachable rendezvous is retried before the
-    /// agent fails.
-    #[arg(long, value_name = "DUR", default_value = "15s", value_parser = humantime::parse_duration, requires = "rdzv")]
+    /// agent fails — at the start too: start every host's agent within it of the one that
+    /// serves the built-in rendezvous, or give a longer one. Agents heartbeat three times in
+    /// it, so a host whose agent is gone (killed, its link down) is lost in about this long;
+    /// 3s showed no false loss beside TensorFlow training on a busy 2-core machine
+    /// (docs/benchmarks.md).
+    #[arg(long, value_name = "DUR", default_value = "3s", value_parser = humantime::parse_duration, requires = "rdzv")]
     pub(crate) rdzv_timeout: Duration,
     /// With --rdzv: how long a round with at least MIN hosts waits for more. Set by the
     /// agent that serves the built-in rendezvous, or on etcd by the agent that creates the

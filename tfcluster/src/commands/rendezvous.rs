@@ -29,7 +29,7 @@ enum Action {
         #[arg(long, default_value = "0.0.0.0:29400")]
         listen: SocketAddr,
         /// How long a host may be silent before it is lost.
-        #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+        #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
         rdzv_timeout: Duration,
         /// How long a round with at least MIN hosts waits for more.
         #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]

@@ -2,13 +2,12 @@
 //! cluster of them on this machine (`--local`), or this host's share of an elastic job
 //! (`--rdzv`).
 
-use std::time::Duration;
-
 use serde_json::json;
 
 use crate::args::elastic::ElasticArgs;
 use crate::args::gpus::GpuArgs;
 use crate::args::source::{SourceArgs, SourceKind};
+use crate::args::stops::StopArgs;
 use crate::failure::Failure;
 use crate::output::emit;
 use crate::run::local_jobs::LocalJobs;
@@ -30,8 +29,8 @@ use crate::runtime::runtime;
 /// `--gpus-per-task`), so the tasks do not all take every GPU. The job succeeds when the chief (or worker 0 without a chief) exits 0 and no other task
 /// failed; the others then have `--grace` to exit on their own and are stopped after it
 /// (ParameterServerStrategy's servers run until stopped; that is no failure). When a task
-/// fails first, the others are stopped (SIGTERM, SIGKILL after `--grace`) and the error names
-/// it (exit status 1). SIGINT or SIGTERM stops every task the same way (exit status 128 + the
+/// fails first, the others are killed (SIGKILL, or SIGTERM and SIGKILL after
+/// `--failure-grace`) and the error names it (exit status 1). SIGINT or SIGTERM stops every task the same way (exit status 128 + the
 /// signal; a second signal kills at once). Python's output is unbuffered unless
 /// PYTHONUNBUFFERED is set, so lines come as they are printed.
 ///
@@ -43,12 +42,12 @@ use crate::runtime::runtime;
 /// TFCLUSTER_NODE_RANK, TFCLUSTER_LOCAL_TASK, and on a host with GPUs its share of them as
 /// CUDA_VISIBLE_DEVICES (split evenly, or `--gpus-per-task`); output lines are behind
 /// `[host/job:index]`. A failed task, or a lost host, ends the round on every host: all
-/// tasks are stopped (SIGTERM, SIGKILL after `--grace`; TensorFlow's workers take SIGTERM as
-/// a preemption notice and run on, so such a restart takes the grace) and started again in
-/// the next round, up to `--max-restarts` times; then the job fails (exit status 1, naming
+/// tasks are killed (SIGKILL, or SIGTERM first and SIGKILL after `--failure-grace`) and
+/// started again in the next round, up to `--max-restarts` times; then the job fails (exit status 1, naming
 /// the first failure: task, host, status, the end of its stderr; written as JSON to
 /// `--error-file`). A host joining below MAX ends the round too, and the next one includes
-/// it; that is no failure and counts as no restart. The job succeeds when the chief (or
+/// it; that is no failure and counts as no restart, and its tasks are stopped cleanly
+/// (SIGTERM, SIGKILL after `--grace`), so PreemptionCheckpointHandler can save first. The job succeeds when the chief (or
 /// worker 0) exits 0 (exit status 0). With --dry-run, the agents form the first round (so
 /// every host must run it) and print its environment.
 ///
@@ -94,10 +93,8 @@ pub(crate) struct Args {
     elastic: ElasticArgs,
     #[command(flatten)]
     gpus: GpuArgs,
-    /// With --local or --rdzv: how long the other tasks may run on after the chief succeeded, and how
-    /// long a stopped task has between SIGTERM and SIGKILL.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    grace: Duration,
+    #[command(flatten)]
+    stops: StopArgs,
     /// Print the environment CMD would get instead of running it.
     #[arg(long)]
     dry_run: bool,
@@ -129,7 +126,7 @@ async fn launch(args: Args) -> Result<(), Failure> {
             let tasks = elastic::dry_run(&args.elastic, gpus_per_task, &args.command).await?;
             return emit(&render(&tasks, &args.command, args.format));
         }
-        return elastic::run(&args.elastic, gpus_per_task, &args.command, args.grace).await;
+        return elastic::run(&args.elastic, gpus_per_task, &args.command, args.stops).await;
     }
     if let Some(jobs) = &args.local {
         if args.dry_run {
@@ -141,7 +138,7 @@ async fn launch(args: Args) -> Result<(), Failure> {
                 .collect::<Vec<_>>();
             return emit(&render(&tasks, &args.command, args.format));
         }
-        return local::run(jobs, &args.command, args.grace, gpus_per_task).await;
+        return local::run(jobs, &args.command, args.stops, gpus_per_task).await;
     }
     let env = one::task_env(args.from, &args.source, args.job, args.task).await?;
     if args.dry_run {

@@ -15,6 +15,7 @@ use serde_json::json;
 
 use crate::args::elastic::ElasticArgs;
 use crate::args::rendezvous::target::Rendezvous;
+use crate::args::stops::StopArgs;
 use crate::failure::Failure;
 use crate::stop_signal::{Stop, stopped};
 
@@ -33,12 +34,12 @@ pub(crate) async fn run(
     args: &ElasticArgs,
     gpus_per_task: Option<u32>,
     command: &[String],
-    grace: Duration,
+    stops: StopArgs,
 ) -> Result<(), Failure> {
     let rendezvous = rendezvous_of(args)?;
     // Caught from here: a signal while the agent starts, joins or waits stops it too.
     let mut stop = Stop::install();
-    let agent = agent(&rendezvous, args, gpus_per_task, command, grace).await?;
+    let agent = agent(&rendezvous, args, gpus_per_task, command, stops).await?;
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
     agent.task_gpus().await?;
     let server = serve_if_here(&rendezvous, args).await;
@@ -78,7 +79,11 @@ pub(crate) async fn dry_run(
     command: &[String],
 ) -> Result<Vec<(String, Vec<(String, String)>)>, Failure> {
     let rendezvous = rendezvous_of(args)?;
-    let agent = agent(&rendezvous, args, gpus_per_task, command, Duration::ZERO).await?;
+    let stops = StopArgs {
+        grace: Duration::ZERO,
+        failure_grace: Duration::ZERO,
+    };
+    let agent = agent(&rendezvous, args, gpus_per_task, command, stops).await?;
     let gpus = agent.task_gpus().await?.clone();
     let server = serve_if_here(&rendezvous, args).await;
     let waited = agent.first_round().await;
@@ -125,7 +130,7 @@ async fn agent(
     args: &ElasticArgs,
     gpus_per_task: Option<u32>,
     command: &[String],
-    grace: Duration,
+    stops: StopArgs,
 ) -> Result<Agent, Failure> {
     let client = client(rendezvous, args).await?;
     let mut join =
@@ -136,7 +141,8 @@ async fn agent(
     Ok(Agent::new(
         client,
         AgentOptions::new(join, command.to_vec())
-            .with_grace(grace)
+            .with_grace(stops.grace)
+            .with_failure_grace(stops.failure_grace)
             .with_join_timeout(args.join_timeout)
             .with_gpus_per_task(gpus_per_task),
     ))

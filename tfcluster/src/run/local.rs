@@ -5,12 +5,12 @@
 //! task failed. After the leader's success the others get the grace period to exit on their
 //! own (MultiWorkerMirroredStrategy's workers do) and are then stopped, which is no failure
 //! (ParameterServerStrategy's workers and parameter servers serve until stopped). The first
-//! task to fail, before any stop, fails the job: the others are stopped and the message names
-//! it. A stop is SIGTERM (or the SIGINT/SIGTERM we received, passed on), then SIGKILL after
-//! the grace period, to each task's whole process group. The processes themselves are
+//! task to fail, before any stop, fails the job: the others are stopped with the failure
+//! grace (none by default: they are killed at once, as nothing they hold can be saved
+//! without the failed peer) and the message names it. A stop is SIGTERM (or the
+//! SIGINT/SIGTERM we received, passed on), then SIGKILL after the grace period, to each
+//! task's whole process group. The processes themselves are
 //! [`elastic::supervise`]'s, as the `--rdzv` agent's are; the decision is made here.
-
-use std::time::Duration;
 
 use anyhow::anyhow;
 use cluster_resolver::gpus;
@@ -20,6 +20,7 @@ use elastic::supervise::{Exit, Signal, Supervisor, TaskSpec};
 use elastic::{TaskEnv, TaskGpus};
 use tokio::time::{Instant, sleep_until};
 
+use crate::args::stops::StopArgs;
 use crate::failure::Failure;
 use crate::run::local_jobs::LocalJobs;
 use crate::stop_signal::{Stop, stopped};
@@ -54,9 +55,13 @@ pub(crate) async fn task_envs(
 pub(crate) async fn run(
     jobs: &LocalJobs,
     command: &[String],
-    grace: Duration,
+    stops: StopArgs,
     gpus_per_task: Option<u32>,
 ) -> Result<(), Failure> {
+    let StopArgs {
+        grace,
+        failure_grace,
+    } = stops;
     let (spec, reserved) = jobs.cluster().map_err(anyhow::Error::msg)?;
     let (tasks, envs): (Vec<TaskId>, Vec<_>) = task_envs(jobs, &spec, gpus_per_task)
         .await?
@@ -95,11 +100,14 @@ pub(crate) async fn run(
                     continue;
                 }
                 if failed {
-                    tracing::info!(task = %tasks[index].short_name(), ?grace, "a task failed: stopping the others");
+                    tracing::info!(task = %tasks[index].short_name(), ?failure_grace, "a task failed: stopping the others");
                     ending = Some(Ending::Failed { index, status });
-                    job.signal(Signal::SIGTERM);
+                    // With no failure grace, the others are killed at once.
+                    if !failure_grace.is_zero() {
+                        job.signal(Signal::SIGTERM);
+                    }
                     stopping = true;
-                    deadline = Some(Instant::now() + grace);
+                    deadline = Some(Instant::now() + failure_grace);
                 } else if ending.is_none() && tasks[index] == leader {
                     tracing::info!(task = %leader.short_name(), ?grace, "the leader succeeded: the others have the grace period to exit");
                     ending = Some(Ending::Succeeded);

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 
-use super::host_job::{Job, done};
+use super::host_job::{JOB_TIMEOUT, Job, done};
 
 /// Every agent starts its tasks again within this long of a failure (the grace is 5 s).
 const RESTART_WITHIN: Duration = Duration::from_secs(30);
@@ -145,6 +145,45 @@ fn a_fourth_host_joining_mid_training_makes_the_next_round_eight_tasks() {
     for (task, workers, round, restarts, restored) in &done {
         assert_eq!((*workers, *round, *restarts), (8, 2, 0), "{task}");
         assert!(*restored >= 10, "{task} restored step {restored}");
+    }
+    job.assert_nothing_left();
+}
+
+#[test]
+fn a_host_joining_lets_preemption_checkpoint_handler_save_and_the_next_round_resume_there() {
+    // The script checkpoints only through TensorFlow's PreemptionCheckpointHandler: a round
+    // that restores a step other than 0 resumes from what the handler saved when the join
+    // stopped the tasks cleanly (SIGTERM, then --grace).
+    let script = super::tf_script("preemption_train.py");
+    let command: Vec<&str> = script.iter().map(String::as_str).collect();
+    let mut job = Job::new("preempt", 3, &flags("2:3", &[]), &command, &[]);
+    job.start_all(2);
+    job.wait_for("training in round 1", JOB_TIMEOUT, |job| {
+        job.lines("step").len() >= 4 * 3
+    });
+    job.start(2);
+    job.expect_exits(&[0, 1, 2], 0);
+    let saved: Vec<(String, String)> = job.lines("preempted");
+    assert_eq!(
+        saved.len(),
+        4,
+        "every task of round 1 saved:\n{}",
+        job.stdout()
+    );
+    let step = saved[0].1.clone();
+    assert!(
+        saved
+            .iter()
+            .all(|(_, rest)| *rest == step && rest.ends_with(" round=1")),
+        "one step on every worker: {saved:?}"
+    );
+    let step: u64 = step.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(step > 0, "saved at step {step}");
+    let done = done(&job);
+    assert_eq!(done.len(), 6, "{}", job.stdout());
+    for (task, workers, round, restarts, restored) in &done {
+        assert_eq!((*workers, *round, *restarts), (6, 2, 0), "{task}");
+        assert_eq!(*restored, step, "{task} resumed from the handler's step");
     }
     job.assert_nothing_left();
 }

@@ -232,14 +232,31 @@ fn a_task_failing_once_restarts_both_agents_and_the_job_completes() {
 }
 
 #[test]
+fn a_failure_kills_the_deaf_survivors_at_once_whatever_the_grace() {
+    // The survivors ignore SIGTERM, as TensorFlow's workers do; with no --failure-grace they
+    // are killed at once, so the restart waits none of the long --grace.
+    let dir = scratch("deaf-fast");
+    let flags = ["--tasks-per-node", "2", "--grace", "60s"];
+    let env = [("PLAN", "deaf-once")];
+    let start = std::time::Instant::now();
+    let mut agents = two_agents_running(dir.path(), &env, &flags, &["sh", "-c", TASK]);
+    expect_exits(&mut agents, TIMEOUT, [0, 0]);
+    let second: Vec<_> = seen(&agents).into_iter().filter(|s| s.2 == 2).collect();
+    assert_eq!(second.len(), 4, "round 2 ran every task: {second:?}");
+    // Loose: an order of magnitude below the grace catches a grace waited out.
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(30), "the job took {took:?}");
+}
+
+#[test]
 fn tasks_stopping_for_longer_than_the_rdzv_timeout_do_not_lose_their_hosts() {
-    // The deaf tasks take the whole 3 s grace to stop, longer than the 1 s a host may be
-    // silent: the agents keep talking to the rendezvous meanwhile.
+    // The deaf tasks take the whole 3 s failure grace to stop, longer than the 1 s a host
+    // may be silent: the agents keep talking to the rendezvous meanwhile.
     let dir = scratch("deaf");
     let flags = [
         "--tasks-per-node",
         "2",
-        "--grace",
+        "--failure-grace",
         "3s",
         "--rdzv-timeout",
         "1s",

@@ -22,7 +22,7 @@ use super::launch::Launch;
 /// each set of hosts is a network of its own anyway).
 const FIRST: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 128);
 /// A job's longest wait: TensorFlow imports and trains on a loaded two-core machine.
-const JOB_TIMEOUT: Duration = Duration::from_secs(300);
+pub(super) const JOB_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Held by the job running; the others wait their turn.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

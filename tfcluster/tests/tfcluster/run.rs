@@ -68,14 +68,20 @@ while True:
 
 /// `tfcluster run --local JOBS --grace GRACE -- python -c TASK PLAN`.
 fn local_job(jobs: &str, grace: &str, plan: &str) -> Launch {
+    local_job_with(jobs, &["--grace", grace], plan)
+}
+
+/// `tfcluster run --local JOBS FLAGS -- python -c TASK PLAN`.
+fn local_job_with(jobs: &str, flags: &[&str], plan: &str) -> Launch {
     let python = tf_oracle::python();
     let python = python.to_str().expect("a UTF-8 path");
-    Launch::start(
-        &[
-            "run", "--local", jobs, "--grace", grace, "--", python, "-c", TASK, plan,
-        ],
-        &[],
-    )
+    let args = [
+        &["run", "--local", jobs][..],
+        flags,
+        &["--", python, "-c", TASK, plan],
+    ]
+    .concat();
+    Launch::start(&args, &[])
 }
 
 /// Every pid the tasks printed (theirs and their helpers').
@@ -342,9 +348,10 @@ const GRACE: f64 = 4.0;
 
 #[test]
 fn a_failing_task_stops_the_job_and_is_named() {
-    let mut job = local_job(
+    let grace = format!("{GRACE}s");
+    let mut job = local_job_with(
         "chief=1,worker=2",
-        &format!("{GRACE}s"),
+        &["--grace", "60s", "--failure-grace", &grace],
         "worker:1=exit1,chief:0=obey,worker:0=deaf",
     );
     let pids = pids(&job, 3);
@@ -369,6 +376,34 @@ fn a_failing_task_stops_the_job_and_is_named() {
     assert!(
         (GRACE - 1.0..GRACE * 1.5).contains(&survived),
         "lived {survived} s after SIGTERM"
+    );
+    assert_all_gone(&pids);
+}
+
+#[test]
+fn without_a_failure_grace_a_failure_kills_the_others_at_once() {
+    // The long --grace is for clean stops: a failure waits none of it, and sends no SIGTERM
+    // that a TensorFlow worker would take as a preemption notice.
+    let mut job = local_job(
+        "chief=1,worker=2",
+        "60s",
+        "worker:1=exit1,chief:0=obey,worker:0=deaf",
+    );
+    let pids = pids(&job, 3);
+    assert_eq!(job.wait(TIMEOUT).code(), Some(1));
+    assert!(job.stderr().contains("task worker:1"), "{}", job.stderr());
+    let failed = first(&job, "worker:1", "exit");
+    for task in ["chief:0", "worker:0"] {
+        assert!(
+            times(&job, task, "SIGTERM").is_empty(),
+            "{task} got SIGTERM"
+        );
+    }
+    let alive = times(&job, "worker:0", "alive");
+    let lived = alive.last().expect("deaf printed alive") - failed;
+    assert!(
+        lived < GRACE / 2.0,
+        "the deaf task lived {lived} s after the failure"
     );
     assert_all_gone(&pids);
 }

@@ -1,6 +1,7 @@
-//! How the next round forms: it closes when `max` nodes wait, or at least `min` and the last
-//! call has passed; the first to wait get in, in the order they first joined. Until then,
-//! what it still waits for.
+//! How the next round forms: it closes when `max` nodes wait, or at least `min` and either
+//! the last call has passed or every member of the last round still in the job is back;
+//! the first to wait get in, in the order they first joined. Until then, what it still
+//! waits for.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +19,16 @@ impl Job {
         self.nodes
             .iter()
             .filter(|(_, n)| matches!(n.state, NodeState::Waiting(_)))
+    }
+
+    /// Whether a round has run and every node still in the job waits for the next one: none
+    /// is idle after the last round's end (a lost node was dropped; one that left, too).
+    fn all_back(&self) -> bool {
+        self.rounds_formed > 0
+            && self
+                .nodes
+                .values()
+                .all(|n| matches!(n.state, NodeState::Waiting(_)))
     }
 
     pub(super) fn pending(&self, now: Instant, last_call: Duration) -> Pending {
@@ -66,7 +77,14 @@ impl Job {
     }
 
     /// Closes the next round when `max` nodes wait, or at least `min` and the last call has
-    /// passed. Returns whether it closed (or the job failed trying).
+    /// passed or every node of the last round still in the job waits again. Returns whether
+    /// it closed (or the job failed trying).
+    ///
+    /// The last call gathers hosts that start at about the same time into the first round.
+    /// After a round, whom to wait for is known: its members that are still in the job (a
+    /// lost one was dropped), and whoever else already waits. Waiting out a last call then
+    /// only adds to the time a failure costs (a restart after a lost host would wait it in
+    /// full); a host that comes later joins a running round, which ends it cleanly.
     pub(super) fn try_close(&mut self, now: Instant, settings: &Settings) -> bool {
         if !matches!(self.phase, Phase::Forming) {
             return false;
@@ -84,7 +102,8 @@ impl Job {
             })
             .collect();
         let last_call_over = now.saturating_duration_since(self.last_arrival) >= settings.last_call;
-        if !(waiting.len() >= max || (waiting.len() >= min && last_call_over)) {
+        if !(waiting.len() >= max || (waiting.len() >= min && (last_call_over || self.all_back())))
+        {
             return false;
         }
         // The first to wait get in; a round lists them in the order they first joined.
@@ -143,10 +162,10 @@ impl Job {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use super::super::Waited;
-    use super::super::tests::{LAST_CALL, config, join_as, registry, round_of};
+    use super::super::tests::{LAST_CALL, TIMEOUT, config, join_as, registry, round_of};
 
     #[test]
     fn closes_at_max_at_once() {
@@ -161,6 +180,30 @@ mod tests {
         assert_eq!(
             round_of(&mut r, "c", 0, t0),
             Some((1, 0, vec!["a".into(), "b".into(), "c".into()], 2))
+        );
+    }
+
+    #[test]
+    fn after_a_round_closes_once_its_remaining_members_are_back() {
+        let (mut r, t0, c) = (registry(), Instant::now(), config(2, 4, "", 5));
+        for (i, id) in ["a", "b", "c"].iter().enumerate() {
+            join_as(&mut r, &c, id, 1000 + i as u16, t0).unwrap();
+        }
+        let t1 = t0 + LAST_CALL;
+        r.tick(t1);
+        assert_eq!(round_of(&mut r, "a", 0, t1).unwrap().0, 1);
+        // c is lost; a and b join again at once: round 2 needs no last call.
+        let t2 = t1 + TIMEOUT / 2;
+        r.heartbeat("job", "a", 1, t2).unwrap();
+        r.heartbeat("job", "b", 1, t2).unwrap();
+        let t3 = t1 + TIMEOUT + Duration::from_millis(1);
+        r.tick(t3);
+        join_as(&mut r, &c, "a", 1000, t3).unwrap();
+        assert!(round_of(&mut r, "a", 1, t3).is_none(), "b is not back yet");
+        join_as(&mut r, &c, "b", 1001, t3).unwrap();
+        assert_eq!(
+            round_of(&mut r, "b", 1, t3),
+            Some((2, 1, vec!["a".into(), "b".into()], 1))
         );
     }
 
