@@ -41,7 +41,7 @@ impl Job {
     /// tasks running `python` on the training script; no agent started.
     pub(super) fn new(
         side: Side,
-        flags: Flags,
+        flags: &Flags,
         python: &Path,
         dir: PathBuf,
     ) -> Result<Self, String> {
@@ -59,7 +59,7 @@ impl Job {
         let mut args: Vec<String> = ["-v", "run", "--rdzv", &rdzv, "--rdzv-id", side.slug()]
             .iter()
             .chain(COMMON)
-            .chain(side.flags(flags))
+            .chain(&side.flags(flags))
             .map(|s| (*s).to_owned())
             .collect();
         args.push("--".into());

@@ -65,7 +65,7 @@ pub(super) struct Figures {
 /// the rest goes on, but an interruption ends it.
 pub(super) fn side(
     side: Side,
-    flags: Flags,
+    flags: &Flags,
     python: &Path,
     plan: Plan,
     dir: &Path,
@@ -105,7 +105,7 @@ pub(super) fn side(
 /// Each fault `plan.repeats` times on one job, its recoveries into `figures`.
 fn faults(
     side: Side,
-    flags: Flags,
+    flags: &Flags,
     python: &Path,
     plan: Plan,
     dir: &Path,
@@ -187,7 +187,13 @@ fn recovery(
 
 /// A job that trains for `plan.goodput` from its first steady round on, a task that is not
 /// the chief SIGKILLed every [`FAULT_EVERY`] but in the last one, and its goodput.
-fn goodput(side: Side, flags: Flags, python: &Path, plan: Plan, dir: &Path) -> Result<Run, String> {
+fn goodput(
+    side: Side,
+    flags: &Flags,
+    python: &Path,
+    plan: Plan,
+    dir: &Path,
+) -> Result<Run, String> {
     let mut job = Job::new(side, flags, python, dir.to_path_buf())?;
     job.start_all()?;
     job.wait_steady(HOSTS, STEADY_STEPS, START_TIMEOUT)?;

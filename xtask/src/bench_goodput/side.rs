@@ -1,27 +1,54 @@
 //! The two launchers a run compares, as `tfcluster run --rdzv` flags: the new behaviours
 //! (issue 35's defaults and `--watchdog 5s`) and today's launcher (the same command with
-//! them off). The one place the flags of each side are written.
+//! them off: `--failure-grace 10s --no-prewarm --rdzv-timeout 15s`). The one place the
+//! flags of each side are written; a flag the release binary lacks yet is replaced by the
+//! nearest it has.
 
 use std::process::Command;
 
 use crate::child::release;
 
+/// A flag of issue 35's, and what a side runs with whether or not the binary has it (the
+/// flags land on other branches; a side runs with the nearest it has meanwhile).
+struct Choice {
+    flag: &'static str,
+    with: &'static [&'static str],
+    without: &'static [&'static str],
+}
+
 /// The new side: the defaults (a failure stops the survivors at once, warm interpreters,
 /// lost hosts noticed in seconds) and a watchdog.
-const NEW: &[&str] = &["--watchdog", "5s"];
+const NEW: &[Choice] = &[
+    Choice {
+        flag: "--failure-grace",
+        with: &[],
+        without: &["--grace", "0s"],
+    },
+    Choice {
+        flag: "--watchdog",
+        with: &["--watchdog", "5s"],
+        without: &[],
+    },
+];
 /// Today's launcher: the grace a failure waited, cold starts, the old heartbeat timeout, no
 /// watchdog.
-const BASELINE: &[&str] = &[
-    "--failure-grace",
-    "10s",
-    "--no-prewarm",
-    "--rdzv-timeout",
-    "15s",
+const BASELINE: &[Choice] = &[
+    Choice {
+        flag: "--failure-grace",
+        with: &["--failure-grace", "10s"],
+        without: &["--grace", "10s"],
+    },
+    Choice {
+        flag: "--no-prewarm",
+        with: &["--no-prewarm"],
+        without: &[],
+    },
+    Choice {
+        flag: "--rdzv-timeout",
+        with: &["--rdzv-timeout", "15s"],
+        without: &["--rdzv-timeout", "15s"],
+    },
 ];
-/// While the binary lacks a flag of [`NEW`] or [`BASELINE`] (they land on other branches):
-/// the nearest each side has today, the stop's grace.
-const NEW_TODAY: &[&str] = &["--grace", "0s"];
-const BASELINE_TODAY: &[&str] = &["--grace", "10s", "--rdzv-timeout", "15s"];
 
 /// What every job of both sides runs with: 2 to 3 hosts (a lost host leaves 2 that go on; a
 /// restarted agent rejoins), a task a host, restarts enough for the longest run.
@@ -60,24 +87,30 @@ impl Side {
         }
     }
 
-    /// Its flags, as [`Flags`] chose them.
-    pub(super) fn flags(self, flags: Flags) -> &'static [&'static str] {
-        match (self, flags) {
-            (Side::New, Flags::Issue) => NEW,
-            (Side::Baseline, Flags::Issue) => BASELINE,
-            (Side::New, Flags::Today) => NEW_TODAY,
-            (Side::Baseline, Flags::Today) => BASELINE_TODAY,
-        }
+    /// Its flags, given which the binary has.
+    pub(super) fn flags(self, flags: &Flags) -> Vec<&'static str> {
+        let choices = match self {
+            Side::New => NEW,
+            Side::Baseline => BASELINE,
+        };
+        choices
+            .iter()
+            .flat_map(|c| {
+                if flags.missing.contains(&c.flag) {
+                    c.without
+                } else {
+                    c.with
+                }
+            })
+            .copied()
+            .collect()
     }
 }
 
-/// Which flag sets the release binary takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Flags {
-    /// Issue 35's: every flag of [`NEW`] and [`BASELINE`] is in `run --help`.
-    Issue,
-    /// Not yet: [`NEW_TODAY`] and [`BASELINE_TODAY`].
-    Today,
+/// Which of issue 35's flags the release binary lacks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Flags {
+    missing: Vec<&'static str>,
 }
 
 impl Flags {
@@ -92,12 +125,20 @@ impl Flags {
     }
 
     fn of_help(help: &str) -> Self {
-        let every = NEW
-            .iter()
-            .chain(BASELINE)
-            .filter(|arg| arg.starts_with("--"))
-            .all(|flag| help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n")));
-        if every { Flags::Issue } else { Flags::Today }
+        let mut missing: Vec<&'static str> = Vec::new();
+        for choice in NEW.iter().chain(BASELINE) {
+            let flag = choice.flag;
+            let has = help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n"));
+            if !has && !missing.contains(&flag) {
+                missing.push(flag);
+            }
+        }
+        Self { missing }
+    }
+
+    /// Issue 35's flags the binary lacks, each side running with what stands in for them.
+    pub(super) fn missing(&self) -> &[&'static str] {
+        &self.missing
     }
 }
 
@@ -106,14 +147,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue_flags_only_when_the_binary_has_each() {
+    fn each_flag_of_the_issue_where_the_binary_has_it() {
         let today = "      --grace <GRACE>\n      --rdzv-timeout <DUR>\n";
-        assert_eq!(Flags::of_help(today), Flags::Today);
-        let all = format!(
-            "{today}      --failure-grace <DUR>\n      --watchdog <DUR>\n      --no-prewarm\n"
+        let flags = Flags::of_help(today);
+        assert_eq!(
+            flags.missing(),
+            ["--failure-grace", "--watchdog", "--no-prewarm"]
         );
-        assert_eq!(Flags::of_help(&all), Flags::Issue);
-        assert!(Side::New.flags(Flags::Issue).contains(&"--watchdog"));
-        assert!(!Side::Baseline.flags(Flags::Issue).contains(&"--watchdog"));
+        assert_eq!(Side::New.flags(&flags), ["--grace", "0s"]);
+        assert_eq!(
+            Side::Baseline.flags(&flags),
+            ["--grace", "10s", "--rdzv-timeout", "15s"]
+        );
+        let some = format!("{today}      --failure-grace <DUR>\n");
+        assert_eq!(Side::New.flags(&Flags::of_help(&some)), Vec::<&str>::new());
+        let all = format!("{some}      --watchdog <DUR>\n      --no-prewarm\n");
+        let flags = Flags::of_help(&all);
+        assert!(flags.missing().is_empty());
+        assert_eq!(Side::New.flags(&flags), ["--watchdog", "5s"]);
+        assert_eq!(
+            Side::Baseline.flags(&flags),
+            [
+                "--failure-grace",
+                "10s",
+                "--no-prewarm",
+                "--rdzv-timeout",
+                "15s"
+            ]
+        );
     }
 }
