@@ -16,12 +16,10 @@
 mod agents;
 mod etcd_rdzv;
 mod figures;
-mod logs;
 mod mark;
 mod measure;
 mod report;
 mod side;
-mod signal;
 mod torch;
 
 use std::path::Path;

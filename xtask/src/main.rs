@@ -5,8 +5,10 @@
 //! public items; `test` runs every check CI runs; `fuzz` runs the fuzz targets. Each
 //! task lives in its own module; this file only dispatches.
 
+mod agent_log;
 mod apt;
 mod bench_elastic;
+mod bench_goodput;
 mod bench_vs_tf;
 mod child;
 mod codegen;
@@ -21,6 +23,7 @@ mod proc_stat;
 mod protoc_standin;
 mod public_api;
 mod python;
+mod signal;
 mod slurm;
 mod soak;
 mod stats;
@@ -29,6 +32,7 @@ mod tally;
 mod test;
 mod tf_venv;
 mod venv;
+mod wall_clock;
 mod workspace;
 
 use std::process::ExitCode;
@@ -48,6 +52,18 @@ tasks:
                      ratios and writes its section of docs/benchmarks.md (release build; ~8
                      minutes). --only measures one of ours alone and writes nothing. Not part
                      of `test`
+  bench-goodput [--quick] [--minutes N]
+                     what a failure costs TensorFlow 2.21 MultiWorkerMirroredStrategy training
+                     under `run --rdzv` on three network-namespace hosts (root, iproute2; the
+                     venv at target/tf-venv), today's launcher beside the new behaviours: for a
+                     task SIGKILLed, a task SIGSTOPped, a host's link set down and a host's
+                     agent and tasks killed, the time from the fault to the first step after
+                     the restart and where it goes (detection, stop, round formed, process
+                     start, TensorFlow ready, restore), steps redone; goodput over N minutes
+                     (default 10) with a task killed every 60 s; the agents' and warm
+                     interpreters' memory. Prints medians and writes its section of
+                     docs/benchmarks.md (release build; ~40 minutes). --quick: each fault
+                     once, 2 minutes of goodput, writes nothing. Not part of `test`
   bench-vs-tf        the same work in TensorFlow 2.21 and tfcluster, one after the other (a
                      10,000-task spec, a 100,000-host hostlist, connecting 16 tasks both ways,
                      a task server process, our connect at 16 to 1,024 tasks); prints medians
@@ -111,6 +127,7 @@ fn main() -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
         ["bench-elastic", rest @ ..] => bench_elastic::run(rest),
+        ["bench-goodput", rest @ ..] => bench_goodput::run(rest),
         ["bench-vs-tf"] => bench_vs_tf::run(),
         ["codegen"] => codegen::run(false),
         ["codegen", "--check"] => codegen::run(true),

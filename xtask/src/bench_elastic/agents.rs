@@ -285,7 +285,7 @@ impl Agents {
     /// kills what is left (agents, then mark tasks).
     pub(super) fn stop(&mut self, timeout: Duration) {
         for agent in &self.agents {
-            super::signal::signal(agent.0.id(), Signal::SIGTERM);
+            crate::signal::signal(agent.0.id(), Signal::SIGTERM);
         }
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline

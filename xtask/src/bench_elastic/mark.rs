@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::child::target_dir;
 use crate::workspace;
@@ -43,13 +43,6 @@ pub(super) struct Mark {
     /// `TFCLUSTER_ROUND` (ours) or `TORCHELASTIC_RESTART_COUNT` (torchrun's, which counts
     /// per agent: only the agent whose worker failed counts it up).
     pub(super) round: String,
-}
-
-/// Now, in nanoseconds since the Unix epoch.
-pub(super) fn now_ns() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
 }
 
 /// Every mark written in `dir` so far.
@@ -106,7 +99,7 @@ pub(super) fn kill_all(dir: &Path) {
     let pids: HashSet<u32> = read(dir).iter().map(|m| m.pid).collect();
     for pid in pids {
         if is_mark_task(pid) {
-            super::signal::signal(pid, nix::sys::signal::Signal::SIGKILL);
+            crate::signal::signal(pid, nix::sys::signal::Signal::SIGKILL);
         }
     }
 }

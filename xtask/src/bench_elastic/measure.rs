@@ -9,9 +9,10 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::agents::{Agents, Launcher, Memory};
-use super::logs;
 use super::mark::{self, Mark};
+use crate::agent_log;
 use crate::child::cpu_ms;
+use crate::wall_clock::now_ns;
 
 /// How long agents may take to join, and tasks to start: generous, as 64 agents or torch's
 /// imports on two busy cores are slow.
@@ -55,7 +56,7 @@ pub(super) fn rendezvous(
     };
     let cpu_before: f64 = agents.pids().into_iter().map(cpu_ms).sum();
     let server_cpu_before = servers_cpu();
-    let start = mark::now_ns();
+    let start = now_ns();
     agents.start_one()?;
     let marks = agents.wait_for_tasks(0, START_TIMEOUT)?;
     let agent_cpu_ms = agents.pids().into_iter().map(cpu_ms).sum::<f64>() - cpu_before;
@@ -87,7 +88,7 @@ pub(super) fn rendezvous(
 /// in milliseconds after `start_ns`.
 fn phases(agents: &Agents, start_ns: u128) -> Option<(f64, f64)> {
     let count = agents.pids().len();
-    let joined = logs::first_ns(&agents.log_text(count - 1), " joined ")?;
+    let joined = agent_log::first_ns(&agents.log_text(count - 1), " joined ")?;
     let formed = every_agent(agents, "round formed round=1 ")?;
     Some((ms_after(start_ns, joined), ms_after(start_ns, formed)))
 }
@@ -96,7 +97,7 @@ fn phases(agents: &Agents, start_ns: u128) -> Option<(f64, f64)> {
 /// one's first such line), in nanoseconds since the Unix epoch.
 fn every_agent(agents: &Agents, needle: &str) -> Option<u128> {
     (0..agents.pids().len())
-        .map(|i| logs::first_ns(&agents.log_text(i), needle))
+        .map(|i| agent_log::first_ns(&agents.log_text(i), needle))
         .collect::<Option<Vec<_>>>()?
         .into_iter()
         .max()
@@ -171,8 +172,8 @@ pub(super) fn restarts(
             ));
             break;
         }
-        since = mark::now_ns();
-        super::signal::signal(victim.pid, Signal::SIGKILL);
+        since = now_ns();
+        crate::signal::signal(victim.pid, Signal::SIGKILL);
         round = match agents.wait_for_tasks(since, START_TIMEOUT) {
             Ok(round) => round,
             Err(e) => {

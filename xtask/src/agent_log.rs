@@ -1,12 +1,20 @@
-//! Our agents' log lines (tracing's format: `2026-11-24T05:31:25.309576Z  INFO target:
-//! message`), read to tell where a rendezvous's time goes.
+//! Our agents' log lines (`tfcluster -v`, tracing's format: `2026-11-24T05:31:25.309576Z
+//! INFO target: message`), read by the benchmarks to tell where a rendezvous's or a
+//! restart's time goes.
 
 /// The time of the first line of `log` containing `needle`, in nanoseconds since the Unix
 /// epoch.
-pub(super) fn first_ns(log: &str, needle: &str) -> Option<u128> {
+pub(crate) fn first_ns(log: &str, needle: &str) -> Option<u128> {
+    stamped(log)
+        .find(|(_, line)| line.contains(needle))
+        .map(|(ns, _)| ns)
+}
+
+/// Every line of `log` that starts with a timestamp, with its time in nanoseconds since the
+/// Unix epoch.
+pub(crate) fn stamped(log: &str) -> impl Iterator<Item = (u128, &str)> {
     log.lines()
-        .find(|line| line.contains(needle))
-        .and_then(|line| parse_ns(line.split_whitespace().next()?))
+        .filter_map(|line| Some((parse_ns(line.split_whitespace().next()?)?, line)))
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.fraction]Z` in nanoseconds since the Unix epoch.
@@ -64,5 +72,9 @@ mod tests {
             Some(1_795_497_977_100_000_000)
         );
         assert_eq!(first_ns(log, "joined"), None);
+        // Lines without a timestamp (a task's, behind its prefix) are no log lines.
+        let mixed = format!("[h/worker:0] round formed\n{log}");
+        let stamps: Vec<u128> = stamped(&mixed).map(|(ns, _)| ns).collect();
+        assert_eq!(stamps, [1_795_497_977_100_000_000]);
     }
 }

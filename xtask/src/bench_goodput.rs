@@ -1,0 +1,162 @@
+//! `cargo xtask bench-goodput`: what a failure costs TensorFlow training under `tfcluster
+//! run --rdzv` (issue 35), today's launcher beside the new behaviours, one after the other
+//! in one run; prints the figures and, after a full run, writes them to their section of
+//! `docs/benchmarks.md`. By hand, not part of `test`: it takes about half an hour.
+//!
+//! Each side runs real TensorFlow 2.21 MultiWorkerMirroredStrategy (`goodput_train.py`, one
+//! task a host) on three network-namespace hosts (`job.rs`), makes each fault of `fault.rs`
+//! and reads from the tasks' marks and the agents' logs where the time from the fault to
+//! the first step after it goes (`recovery.rs`); then trains on a job of its own with a task
+//! killed every minute and measures goodput (`goodput.rs`). Which flags each side runs with
+//! is `side.rs`'s, the one place they are written. Every process and namespace it made is
+//! gone at its end, on an error or a Ctrl-C too (`interrupt.rs`).
+//!
+//! `--quick` makes each fault once and runs goodput for 2 minutes, to check the harness; it
+//! writes nothing. `--minutes N` sets the goodput run's length (default 10).
+
+mod fault;
+mod goodput;
+mod interrupt;
+mod job;
+mod marks;
+mod measure;
+mod memory;
+mod recovery;
+mod report;
+mod side;
+
+use std::time::Duration;
+
+use crate::child::target_dir;
+use crate::{docs_section, machine, tf_venv, workspace};
+use measure::Plan;
+use side::{Flags, Side};
+
+/// A run's shape, from its arguments.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Options {
+    quick: bool,
+    plan: Plan,
+}
+
+impl Options {
+    fn parse(args: &[&str]) -> Result<Self, String> {
+        let mut quick = false;
+        let mut minutes = None;
+        let mut rest = args.iter();
+        while let Some(&arg) = rest.next() {
+            match arg {
+                "--quick" => quick = true,
+                "--minutes" => {
+                    let value = rest
+                        .next()
+                        .ok_or("bench-goodput --minutes: a number of minutes is missing")?;
+                    minutes = Some(
+                        value
+                            .parse::<u64>()
+                            .ok()
+                            .filter(|&m| m >= 1)
+                            .ok_or_else(|| format!("bench-goodput --minutes {value:?}: expected a whole number of minutes, 1 or more"))?,
+                    );
+                }
+                _ => {
+                    return Err(format!(
+                        "bench-goodput {args:?}: expected [--quick] [--minutes N]"
+                    ));
+                }
+            }
+        }
+        let minutes = minutes.unwrap_or(if quick { 2 } else { 10 });
+        Ok(Self {
+            quick,
+            plan: Plan {
+                repeats: if quick { 1 } else { 3 },
+                goodput: Duration::from_secs(60 * minutes),
+            },
+        })
+    }
+}
+
+/// `cargo xtask bench-goodput [--quick] [--minutes N]`: builds, measures both sides, prints
+/// the report and, unless `--quick`, writes it to `docs/benchmarks.md`.
+pub(crate) fn run(args: &[&str]) -> Result<(), String> {
+    let options = Options::parse(args)?;
+    interrupt::arm()?;
+    let load_before = machine::load();
+    workspace::build_release(&["-p", "tfcluster", "--bin", "tfcluster"])?;
+    let python = tf_venv::python()?;
+    let flags = Flags::probe()?;
+    if !flags.missing().is_empty() {
+        eprintln!(
+            "xtask: issue 35's flags not in this build: {}; each side runs with the nearest it has",
+            flags.missing().join(", ")
+        );
+    }
+    let dir = target_dir().join("bench-goodput");
+    let mut notes = Vec::new();
+    let mut sides = Vec::new();
+    for side in Side::BOTH {
+        sides.push(measure::side(
+            side,
+            &flags,
+            &python,
+            options.plan,
+            &dir.join(side.slug()),
+            &mut notes,
+        )?);
+    }
+    let load_after = machine::load();
+    let report = report::render(
+        &sides,
+        &report::Context {
+            machine: &machine::describe(),
+            load_before: &load_before,
+            load_after: &load_after,
+            flags: &flags,
+            plan: options.plan,
+            notes: &notes,
+        },
+    );
+    print!("{report}");
+    if options.quick {
+        eprintln!("xtask: --quick: docs/benchmarks.md is left as it was");
+    } else {
+        let path = workspace::root().join("docs/benchmarks.md");
+        docs_section::write(&path, "bench-goodput", &report)?;
+        eprintln!("xtask: wrote its section of {}", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_its_arguments() {
+        let full = Options::parse(&[]).unwrap();
+        assert_eq!(
+            (full.quick, full.plan.repeats, full.plan.goodput.as_secs()),
+            (false, 3, 600)
+        );
+        let quick = Options::parse(&["--quick"]).unwrap();
+        assert_eq!(
+            (
+                quick.quick,
+                quick.plan.repeats,
+                quick.plan.goodput.as_secs()
+            ),
+            (true, 1, 120)
+        );
+        let three = Options::parse(&["--minutes", "3", "--quick"]).unwrap();
+        assert_eq!(three.plan.goodput.as_secs(), 180);
+        for bad in [
+            &["--minutes"][..],
+            &["--minutes", "0"],
+            &["--minutes", "x"],
+            &["--slow"],
+        ] {
+            assert!(Options::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! One side's training job on three network-namespace hosts: an agent per host (`tfcluster
+//! -v run --rdzv`, release build, host 0's agent serving the built-in rendezvous on its
+//! address), each agent's stdout (the tasks' marks) and stderr (its log) in files of their
+//! own, one pair per start. Dropped: the agents killed, then every process left in a host
+//! and the hosts themselves removed.
+
+use std::fs::{self, File};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use super::interrupt;
+use super::marks::{self, Mark, What};
+use super::side::{COMMON, Flags, Side};
+use crate::child::{Running, release};
+
+/// How many hosts a job has.
+pub(super) const HOSTS: usize = 3;
+/// The hosts' addresses: 192.0.2.200 onwards (apart from the tests' and Slurm's; each set of
+/// hosts is a network of its own anyway).
+const FIRST: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 200);
+/// The script every task runs.
+const SCRIPT: &str = "xtask/src/bench_goodput/goodput_train.py";
+
+/// A side's job; see the module docs.
+pub(super) struct Job {
+    // Dropped first: each agent killed (SIGKILL) and reaped;
+    agents: Vec<Option<Running>>,
+    // then every process left in a host (the tasks) killed and the namespaces removed.
+    hosts: net_hosts::Hosts,
+    dir: PathBuf,
+    /// How many times each host's agent was started (its output files are numbered so).
+    starts: Vec<usize>,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl Job {
+    /// `side`'s job (as `flags` says its flags are), its files under `dir` (made anew), its
+    /// tasks running `python` on the training script; no agent started.
+    pub(super) fn new(
+        side: Side,
+        flags: &Flags,
+        python: &Path,
+        dir: PathBuf,
+    ) -> Result<Self, String> {
+        let _ = fs::remove_dir_all(&dir);
+        let ckpt = dir.join("ckpt");
+        fs::create_dir_all(&ckpt).map_err(|e| format!("cannot make {}: {e}", ckpt.display()))?;
+        // net-hosts panics on a failed step, having removed what it made.
+        let hosts =
+            std::panic::catch_unwind(|| net_hosts::Hosts::create(HOSTS, FIRST)).map_err(|_| {
+                "cannot make the network-namespace hosts (root and iproute2 needed; \
+                 the panic above says why)"
+                    .to_owned()
+            })?;
+        let rdzv = hosts.address(0).to_string();
+        let mut args: Vec<String> = ["-v", "run", "--rdzv", &rdzv, "--rdzv-id", side.slug()]
+            .iter()
+            .chain(COMMON)
+            .chain(&side.flags(flags))
+            .map(|s| (*s).to_owned())
+            .collect();
+        args.push("--".into());
+        args.push(python.display().to_string());
+        args.push(crate::workspace::root().join(SCRIPT).display().to_string());
+        let env = vec![
+            ("CKPT_DIR".to_owned(), ckpt.display().to_string()),
+            // Plain log lines, to read; TensorFlow's own chatter kept to errors.
+            ("NO_COLOR".to_owned(), "1".to_owned()),
+            ("TF_CPP_MIN_LOG_LEVEL".to_owned(), "2".to_owned()),
+        ];
+        Ok(Self {
+            agents: (0..HOSTS).map(|_| None).collect(),
+            hosts,
+            dir,
+            starts: vec![0; HOSTS],
+            args,
+            env,
+        })
+    }
+
+    pub(super) fn hosts(&self) -> &net_hosts::Hosts {
+        &self.hosts
+    }
+
+    /// The command line every agent runs, for the report (the script by its name).
+    pub(super) fn command_line(&self) -> String {
+        let flags = self.args.split(|a| a == "--").next().unwrap_or_default();
+        format!("tfcluster {} -- python goodput_train.py", flags.join(" "))
+    }
+
+    /// Starts every host's agent, host 0's first so that it serves the rendezvous before the
+    /// others ask (they retry anyway).
+    pub(super) fn start_all(&mut self) -> Result<(), String> {
+        self.start(0)?;
+        interrupt::sleep(Duration::from_millis(300))?;
+        (1..HOSTS).try_for_each(|h| self.start(h))
+    }
+
+    /// Starts (or starts again) host `h`'s agent, its output to files of its own.
+    pub(super) fn start(&mut self, h: usize) -> Result<(), String> {
+        self.starts[h] += 1;
+        let (out, err) = self.output_files(h, self.starts[h]);
+        let create = |path: &Path| {
+            File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
+        };
+        let mut command = self.hosts.command(h, release("tfcluster"));
+        command
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(create(&out)?)
+            .stderr(create(&err)?);
+        let child = command
+            .spawn()
+            .map_err(|e| format!("cannot start host {h}'s agent ({command:?}): {e}"))?;
+        self.agents[h] = Some(Running(child));
+        Ok(())
+    }
+
+    fn output_files(&self, h: usize, start: usize) -> (PathBuf, PathBuf) {
+        (
+            self.dir.join(format!("host{h}-{start}.out")),
+            self.dir.join(format!("host{h}-{start}.log")),
+        )
+    }
+
+    /// Every output file of host `h`'s agents so far, stdout's or the log's, concatenated.
+    fn read(&self, h: usize, log: bool) -> String {
+        (1..=self.starts[h])
+            .map(|start| {
+                let (out, err) = self.output_files(h, start);
+                fs::read_to_string(if log { err } else { out }).unwrap_or_default()
+            })
+            .collect()
+    }
+
+    /// Host `h`'s agents' logs so far.
+    pub(super) fn log(&self, h: usize) -> String {
+        self.read(h, true)
+    }
+
+    /// Every mark the tasks printed so far, host by host.
+    pub(super) fn marks(&self) -> Vec<Mark> {
+        (0..HOSTS)
+            .flat_map(|h| marks::parse_all(&self.read(h, false)))
+            .collect()
+    }
+
+    /// The pid of host `h`'s running agent.
+    pub(super) fn agent_pid(&self, h: usize) -> Option<u32> {
+        self.agents[h].as_ref().map(|a| a.0.id())
+    }
+
+    /// Kills host `h`'s agent and every task in the host at once (the host loses its power),
+    /// and reaps the agent.
+    pub(super) fn kill_host(&mut self, h: usize) {
+        self.hosts.kill_all(h);
+        self.agents[h] = None;
+    }
+
+    /// Waits until the newest round with steps has `hosts` tasks and its chief has made
+    /// `steps` steps since its restore (training is steady); returns that round. An error
+    /// after `timeout`, naming the last lines of each agent's log.
+    pub(super) fn wait_steady(
+        &self,
+        hosts: usize,
+        steps: u64,
+        timeout: Duration,
+    ) -> Result<u32, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            interrupt::check()?;
+            if let Some(round) = steady(&self.marks(), hosts, steps) {
+                return Ok(round);
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "training with {hosts} tasks did not reach {steps} steps in a round within {timeout:?} (files in {}){}",
+                    self.dir.display(),
+                    self.tails()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The last lines of each agent's log, for an error.
+    fn tails(&self) -> String {
+        (0..HOSTS)
+            .map(|h| {
+                let log = self.log(h);
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = lines[lines.len().saturating_sub(6)..].join("\n");
+                format!("\n--- host {h}'s agent ---\n{tail}")
+            })
+            .collect()
+    }
+}
+
+/// The newest round whose steps have begun, when it has `hosts` tasks and its chief has made
+/// `steps` steps since its restore.
+fn steady(marks: &[Mark], hosts: usize, steps: u64) -> Option<u32> {
+    let round = marks
+        .iter()
+        .filter(|m| m.what == What::Step)
+        .map(|m| m.round)
+        .max()?;
+    let tasks = marks
+        .iter()
+        .filter(|m| m.round == round && m.what == What::Start)
+        .count();
+    let of_chief = |what: What| {
+        marks
+            .iter()
+            .filter(|m| m.round == round && m.what == what && m.is_chief())
+            .map(|m| m.value)
+            .max()
+    };
+    let made = of_chief(What::Step)?.checked_sub(of_chief(What::Restored)?)?;
+    (tasks == hosts && made >= steps).then_some(round)
+}
