@@ -181,9 +181,11 @@ fn a_host_whose_agent_and_tasks_are_killed_is_lost_and_the_others_finish() {
 }
 
 #[test]
-fn a_task_stopped_mid_training_is_caught_as_hung_and_every_host_restarts() {
-    // SIGSTOP: the task is alive and silent, its peers wait in the all-reduce for ever. The
-    // watchdog (progress: every worker prints each step) ends the round.
+fn a_task_stopped_mid_training_ends_the_round_and_every_host_restarts() {
+    // SIGSTOP: the task is alive and silent, its peers wait in the all-reduce. Whichever
+    // notices first ends the round: the watchdog (every worker prints each step; judged
+    // after its start period) or TensorFlow's coordination service (the stopped task sends
+    // no heartbeats: its peers fail about 10 s later). The round after runs every task.
     let script = super::tf_script("elastic_train.py");
     let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let env = [
@@ -191,8 +193,6 @@ fn a_task_stopped_mid_training_is_caught_as_hung_and_every_host_restarts() {
         ("EXPECT_WORKERS", "6"),
         ("PRINT_STEPS", "1"),
     ];
-    // The watchdog's start period (60 s by default) covers a quiet start of TensorFlow on
-    // this loaded machine; the stop is judged after it.
     let mut job = Job::new(
         "stop",
         3,
@@ -211,11 +211,6 @@ fn a_task_stopped_mid_training_is_caught_as_hung_and_every_host_restarts() {
         assert_eq!((*workers, *round, *restarts), (6, 2, 1), "{task}");
         assert!(*restored >= 10, "{task} restored step {restored}");
     }
-    assert!(
-        job.stderr().contains("the task is hung"),
-        "a watchdog ended the round:\n{}",
-        job.stderr()
-    );
     job.assert_nothing_left();
 }
 
