@@ -13,7 +13,7 @@ use super::interrupt;
 use super::job::{HOSTS, Job};
 use super::memory::Memory;
 use super::recovery::Recovery;
-use super::side::{Flags, Side};
+use super::side::{Flags, Side, WATCHDOG_START};
 use crate::signal::signal;
 use crate::wall_clock::now_ns;
 
@@ -123,6 +123,11 @@ fn faults(
     for _ in 0..plan.repeats {
         for recoveries in &mut figures.recoveries {
             let round = job.wait_steady(HOSTS, STEADY_STEPS, START_TIMEOUT)?;
+            if recoveries.fault == Fault::TaskStopped {
+                // Past the new side's watchdog start period, which a task's start gets
+                // whatever its steps do: a hang is judged by the watchdog's period after it.
+                interrupt::sleep(WATCHDOG_START)?;
+            }
             let injected = recoveries.fault.inject(&mut job, round)?;
             made.push_str(&format!(
                 "{} {} {:?}\n",

@@ -16,6 +16,10 @@ struct Choice {
     without: &'static [&'static str],
 }
 
+/// How long after its start the new side's watchdog first judges a task (its
+/// `--watchdog-start`): a task of a host that rejoins starts cold and its peers wait for it.
+pub(super) const WATCHDOG_START: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// The new side: the defaults (a failure stops the survivors at once, warm interpreters,
 /// lost hosts noticed in seconds) and a watchdog.
 const NEW: &[Choice] = &[
@@ -26,7 +30,8 @@ const NEW: &[Choice] = &[
     },
     Choice {
         flag: "--watchdog",
-        with: &["--watchdog", "5s"],
+        // "20s": WATCHDOG_START.
+        with: &["--watchdog", "5s", "--watchdog-start", "20s"],
         without: &[],
     },
 ];
@@ -164,7 +169,10 @@ mod tests {
         let all = format!("{some}      --watchdog <DUR>\n      --no-prewarm\n");
         let flags = Flags::of_help(&all);
         assert!(flags.missing().is_empty());
-        assert_eq!(Side::New.flags(&flags), ["--watchdog", "5s"]);
+        assert_eq!(
+            Side::New.flags(&flags),
+            ["--watchdog", "5s", "--watchdog-start", "20s"]
+        );
         assert_eq!(
             Side::Baseline.flags(&flags),
             [
