@@ -6,7 +6,8 @@ to stop (SIGTERM, which tfcluster sends with `--grace` on a clean stop).
 Environment (besides what the agent sets): CKPT_DIR, a directory every host shares; STEPS,
 the step to train to (default 300); STEP_SECONDS, a pause per step (default 0.05).
 
-Prints: `pid PID` at start; `restored STEP round=R`; `step STEP` every 10 steps;
+Prints: `pid PID` at start; `start preloaded=P round=R` (P: 1 when TensorFlow was imported
+before the script ran, by a warm interpreter); `restored STEP round=R`; `step STEP` every 10 steps;
 `preempted saved STEP round=R` when the handler saved and exits (status 42); `done TASK
 workers=N round=R restarts=K restored=STEP`.
 """
@@ -16,6 +17,8 @@ import sys
 import time
 
 print(f"pid {os.getpid()}", flush=True)
+preloaded = int("tensorflow" in sys.modules)
+print(f"start preloaded={preloaded} round={os.environ['TFCLUSTER_ROUND']}", flush=True)
 
 import tensorflow as tf  # noqa: E402 (the pid line comes first, before the slow import)
 

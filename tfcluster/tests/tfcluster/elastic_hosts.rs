@@ -255,6 +255,16 @@ fn a_host_joining_lets_preemption_checkpoint_handler_save_and_the_next_round_res
         assert_eq!((*workers, *round, *restarts), (6, 2, 0), "{task}");
         assert_eq!(*restored, step, "{task} resumed from the handler's step");
     }
+    // Every task of both rounds ran in a warm interpreter: TensorFlow was imported before
+    // the script started (prewarm is on by default for a python command).
+    let starts = job.lines("start");
+    assert_eq!(starts.len(), 10, "{starts:?}");
+    for (task, rest) in &starts {
+        assert!(
+            rest.starts_with("preloaded=1 "),
+            "{task} started cold: {rest}"
+        );
+    }
     job.assert_nothing_left();
 }
 
