@@ -16,10 +16,10 @@ pub(crate) struct WatchdogArgs {
     /// once its stderr closed, at most 2 s later) and reported as a failure, "hung: no
     /// progress for DUR", with the stack: in the error (--local), or as the round's failure,
     /// the first-failure report and --error-file (--rdzv), where it counts against
-    /// --max-restarts as any failure. Choose a few times the longest quiet stretch of the
-    /// program: the start before its first output (TensorFlow's import and strategy setup
-    /// print lines, but a long checkpoint or the first tf.function trace may be quiet for
-    /// many seconds) and its longest step; e.g. `--watchdog 60s` for real training jobs.
+    /// --max-restarts as any failure. A task is first judged --watchdog-start after it
+    /// started, so choose DUR from its quiet stretches after that: a few times its longest
+    /// step or checkpoint, e.g. `--watchdog 60s` for real training jobs that print or call
+    /// `tfcluster.progress()` each step, down to 5s for short steps.
     // A negative value is taken as the flag's value, so its error names the flag.
     #[arg(
         long,
