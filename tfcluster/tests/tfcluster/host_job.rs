@@ -213,15 +213,35 @@ impl Job {
     /// After the job: no process of the job is left in any host (the etcd members of
     /// [`etcd_in`](Self::etcd_in) run on; they are the rendezvous, not the job).
     pub(super) fn assert_nothing_left(&self) {
-        for h in 0..self.hosts.count() {
-            let left = self.hosts.processes(h);
-            let running: Vec<_> = left
-                .iter()
-                .filter(|p| net_hosts::running(p.as_raw().unsigned_abs()))
-                .filter(|p| self.etcd.is_none() || !is_etcd(**p))
-                .collect();
-            assert!(running.is_empty(), "host {h} still runs {running:?}");
+        // A process the agents killed as they left (a spare warm interpreter holds half a
+        // gigabyte) takes a moment to be torn down: give it that moment, no more.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = self.left_running();
+            if left.is_empty() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "still running: {left:?}");
+            std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// What still runs in the job's hosts but its etcd members: `host H: PID: COMMAND LINE`.
+    fn left_running(&self) -> Vec<String> {
+        let mut left = Vec::new();
+        for h in 0..self.hosts.count() {
+            for p in self.hosts.processes(h) {
+                if !net_hosts::running(p.as_raw().unsigned_abs())
+                    || (self.etcd.is_some() && is_etcd(p))
+                {
+                    continue;
+                }
+                let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                left.push(format!("host {h}: {p}: {cmdline}"));
+            }
+        }
+        left
     }
 
     /// The pid of the running task `job:index` (from its `pid` line, the latest one).
