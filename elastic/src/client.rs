@@ -37,12 +37,14 @@ const MAX_POLL: Duration = Duration::from_secs(10);
 /// The least time a retry gets, even when the retries' time is up.
 const LAST_TRY: Duration = Duration::from_millis(100);
 
-/// Deadlines of a [`RendezvousClient`].
+/// Deadlines of a [`RendezvousClient`], and its TLS ([`with_tls`](Self::with_tls)).
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
-    connect_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
     rpc_timeout: Duration,
     retry_for: Duration,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<grpc_guard::TlsConfig>,
 }
 
 impl Default for ClientOptions {
@@ -52,6 +54,8 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(5),
             rpc_timeout: Duration::from_secs(10),
             retry_for: Duration::from_secs(60),
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -77,6 +81,19 @@ impl ClientOptions {
     /// [`rpc_timeout`](Self::with_rpc_timeout).
     pub fn with_retry_for(mut self, retry_for: Duration) -> Self {
         self.retry_for = retry_for;
+        self
+    }
+
+    /// Talk to the built-in rendezvous over TLS (mTLS): present this config's certificate,
+    /// and accept only a server whose certificate chains to its CA **and names the host of
+    /// the rendezvous address** (`HOST` of `HOST:PORT`, a DNS name or an IP address), as
+    /// remote-connect's `connect` checks a task. For a server started with
+    /// [`ServerOptions::with_tls`](crate::ServerOptions::with_tls); the etcd backend has its
+    /// own ([`EtcdTls`](crate::EtcdTls)).
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn with_tls(mut self, config: grpc_guard::TlsConfig) -> Self {
+        self.tls = Some(config);
         self
     }
 }
@@ -221,7 +238,7 @@ impl RendezvousClient {
     /// connection's task is spawned at once.
     pub fn new(addr: impl Into<String>, options: ClientOptions) -> Result<Self, Error> {
         let addr = addr.into();
-        let grpc = GrpcClient::connect(&addr, options.connect_timeout)?;
+        let grpc = GrpcClient::connect(&addr, &options)?;
         Ok(Self {
             addr,
             backend: Backend::Grpc(grpc),

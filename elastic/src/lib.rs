@@ -52,13 +52,20 @@
 //! and Rust programs that supervise TensorFlow processes across hosts. It builds on
 //! `cluster-spec` (a round's cluster) and `cluster-resolver` (the `ClusterResolver` trait and
 //! `TF_CONFIG`), and pulls tokio and tonic, and with the `etcd` feature etcd-client (etcd's
-//! v3 API on the same tonic); it does not depend on `remote-connect`.
+//! v3 API on the same tonic); it does not depend on `remote-connect`. Its server faces the
+//! network through [`grpc_guard`] (re-exported), as remote-connect's TaskServer does: an allow
+//! list, a connection cap, handshake and idle timeouts, request and response memory, message
+//! timeouts and mTLS ([`ServerOptions`]).
 //!
 //! ## Features
 //!
 //! - `etcd` (off by default; the `tfcluster` CLI turns it on): the etcd backend,
 //!   [`RendezvousClient::etcd`], [`EtcdOptions`], [`EtcdTls`], [`DEFAULT_PREFIX`],
 //!   [`ETCD_PORT`]; it pulls etcd-client.
+//! - `tls` (off by default; the `tfcluster` CLI turns it on): mTLS for the built-in
+//!   rendezvous, `ServerOptions::with_tls` and `ClientOptions::with_tls` with a
+//!   `grpc_guard::TlsConfig` (rustls with ring). Without it the built-in rendezvous speaks
+//!   plaintext only.
 //!
 //! It enables `cluster-resolver`'s `watch`, for [`RendezvousWatcher`]. It needs a tokio
 //! runtime; the server, the heartbeats and the supervisor's waits run as tokio tasks. The
@@ -373,6 +380,10 @@ pub use error::Error;
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{DEFAULT_PREFIX, ETCD_PORT, EtcdOptions, EtcdTls};
 pub use grpc::{RendezvousServer, ServerOptions};
+/// The guards the rendezvous server faces the network with: its [`Limits`](grpc_guard::Limits)
+/// ([`ServerOptions::with_limits`]), allow-list [`Network`](grpc_guard::Network)s
+/// ([`ServerOptions::with_allow`]) and, with `tls`, its `TlsConfig`.
+pub use grpc_guard;
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};

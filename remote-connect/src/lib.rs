@@ -507,8 +507,6 @@ mod ids;
 mod op;
 mod server;
 mod tensor;
-#[cfg(feature = "tls")]
-mod tls;
 
 pub use accelerators::num_accelerators;
 pub use client::{
@@ -520,14 +518,14 @@ pub use cluster_spec::TaskId;
 pub use devices::LocalDevice;
 pub use error::{Error, OpFailure, Stage, Staleness, TaskError, TaskFailure};
 pub use function::{Arg, Function, FunctionError, Signature};
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+pub use grpc_guard::{TlsConfig, TlsError};
 pub use op::{Attr, Input, Op};
 pub use server::{
     ContextInfo, InvalidNetwork, Limits, Network, RunningServer, SHUTDOWN_GRACE, ServerError,
     TaskServer, TaskServerBuilder,
 };
 pub use tensor::{Element, Tensor, TensorError};
-#[cfg(feature = "tls")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-pub use tls::{TlsConfig, TlsError};
 /// The tonic this crate's API uses ([`OpFailure::status`] is a `tonic::Status`).
 pub use tonic;

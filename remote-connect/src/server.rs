@@ -1,29 +1,22 @@
 //! The server side: [`TaskServer`], one task of a cluster that TensorFlow clients (and ours)
 //! connect to, like `tf.distribute.Server` for discovery and remote contexts.
 
-mod admission;
 mod builder;
-mod connection;
 mod contexts;
 mod contiguous;
 mod eager_routes;
 mod eager_service;
 mod error;
 mod identity;
-mod inflate;
 mod lean_requests;
 mod limits;
-mod network;
-mod refusals;
-mod request_memory;
 mod state;
-mod whole_messages;
 mod worker_service;
 
 pub(crate) use builder::port_of;
 pub use builder::{RunningServer, SHUTDOWN_GRACE, TaskServer, TaskServerBuilder};
 pub use contexts::ContextInfo;
-pub use error::{InvalidNetwork, ServerError};
+pub use error::ServerError;
+pub use grpc_guard::{InvalidNetwork, Network};
 pub use limits::Limits;
 pub(crate) use limits::MAX_MESSAGE_SIZE;
-pub use network::Network;

@@ -23,9 +23,10 @@ const CRATES: &[(&str, &[&str])] = &[
         "cluster-resolver",
         &["k8s-openapi-earliest", "gce", "watch"],
     ),
+    ("grpc-guard", &["tls"]),
     ("remote-connect", &["tls"]),
     // Without `etcd`, elastic builds without etcd-client (its built-in rendezvous only).
-    ("elastic", &["etcd"]),
+    ("elastic", &["etcd", "tls"]),
 ];
 
 /// The binaries (and the Python extension module) with features: checked like [`CRATES`], but

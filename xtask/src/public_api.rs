@@ -22,6 +22,7 @@ const CRATES: &[&str] = &[
     "cluster-spec",
     "device-filter",
     "cluster-resolver",
+    "grpc-guard",
     "remote-connect",
     "elastic",
 ];

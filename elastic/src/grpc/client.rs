@@ -16,7 +16,7 @@ use crate::rendezvous::{
     Beat, Found, JoinArgs, Joined, Leave, Observe, Pending, Rendezvous, Report, Reported, Wait,
 };
 use crate::watched_round::WatchedRound;
-use crate::{Error, WireError, wire};
+use crate::{ClientOptions, Error, WireError, wire};
 
 /// The largest answer the client decodes: the round of a job at its task limit (65,536 tasks)
 /// is a few MB.
@@ -47,15 +47,27 @@ impl From<Status> for CallFailed {
 
 impl GrpcClient {
     /// A client of the rendezvous at `addr` (`HOST:PORT`), each connection attempt bounded
-    /// by `connect_timeout`. Connects on the first call, and again whenever the connection is
-    /// lost; the connection's task is spawned at once (call it within a tokio runtime).
-    pub(crate) fn connect(addr: &str, connect_timeout: Duration) -> Result<Self, Error> {
-        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
-            .map_err(|source| Error::InvalidAddress {
-                addr: addr.to_owned(),
-                source,
-            })?
-            .connect_timeout(connect_timeout)
+    /// by the options' connect timeout, over mTLS when they have a TLS config. Connects on the
+    /// first call, and again whenever the connection is lost; the connection's task is
+    /// spawned at once (call it within a tokio runtime).
+    pub(crate) fn connect(addr: &str, options: &ClientOptions) -> Result<Self, Error> {
+        let invalid = |source| Error::InvalidAddress {
+            addr: addr.to_owned(),
+            source,
+        };
+        #[cfg(feature = "tls")]
+        let endpoint = match &options.tls {
+            // The server's certificate must name HOST and chain to the CA. tonic refuses a
+            // config only for PEM that TlsConfig already checked.
+            Some(tls) => Endpoint::from_shared(format!("https://{addr}"))
+                .and_then(|endpoint| endpoint.tls_config(tls.client()))
+                .map_err(invalid)?,
+            None => Endpoint::from_shared(format!("http://{addr}")).map_err(invalid)?,
+        };
+        #[cfg(not(feature = "tls"))]
+        let endpoint = Endpoint::from_shared(format!("http://{addr}")).map_err(invalid)?;
+        let endpoint = endpoint
+            .connect_timeout(options.connect_timeout)
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(10))
             .keep_alive_timeout(Duration::from_secs(20));

@@ -1,13 +1,15 @@
 //! [`RendezvousServer`]: the rendezvous service, in process, on a port of its own: the
-//! memory store's rendezvous served over gRPC.
+//! memory store's rendezvous served over gRPC, facing the network through grpc-guard (an
+//! allow list, a connection cap, handshake and idle timeouts, request and response memory,
+//! message timeouts, mTLS).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use grpc_guard::{Guard, Limits, Network, Serving};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
+use tonic::service::Routes;
 
 use super::service::Service;
 use crate::Error;
@@ -25,22 +27,38 @@ pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 /// gone.
 const MAX_POLL: Duration = Duration::from_secs(30);
 
-/// How a [`RendezvousServer`] times rounds and nodes, and what it holds at most.
+/// How long a stopping server lets calls in flight finish before it closes their
+/// connections (long polls answer at once).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(4);
+
+/// How a [`RendezvousServer`] times rounds and nodes, what it holds at most, and how it faces
+/// the network: who may connect ([`with_allow`](Self::with_allow)), over mTLS or not
+/// ([`with_tls`](Self::with_tls)), and the connection, message and memory limits
+/// ([`with_limits`](Self::with_limits), [`default_limits`](Self::default_limits)).
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
     last_call: Duration,
     timeout: Duration,
     max_jobs: usize,
+    limits: Limits,
+    allow: Option<Vec<Network>>,
+    #[cfg(feature = "tls")]
+    tls: Option<grpc_guard::TlsConfig>,
 }
 
 impl Default for ServerOptions {
     /// A 3 s last call, a 3 s heartbeat timeout, long polls of up to 30 s (and a third of the
-    /// timeout), 1,024 jobs.
+    /// timeout), 1,024 jobs, every peer allowed, plaintext, and
+    /// [`default_limits`](Self::default_limits).
     fn default() -> Self {
         Self {
             last_call: Duration::from_secs(3),
             timeout: crate::DEFAULT_TIMEOUT,
             max_jobs: 1024,
+            limits: Self::default_limits(),
+            allow: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -67,6 +85,73 @@ impl ServerOptions {
         self
     }
 
+    /// The limits a rendezvous serves under by default: 4,096 connections (and never more
+    /// than the open-file limit less 64), 256 streams each, a 5 s handshake, connections
+    /// idle 5 minutes closed (an agent always has a heartbeat or wait in flight, so it is
+    /// never idle), pings every 10 s answered within 20 s, 60 s for a request to arrive and
+    /// for a response to be taken, 16 MiB of requests being received (each at most
+    /// [`MAX_REQUEST_BYTES`]) and 64 MiB of responses not yet taken: a response that would go
+    /// past it fails with `RESOURCE_EXHAUSTED` rather than be held (the largest round, of
+    /// 65,536 tasks, is a few MB; 48 peers that never read made a server without this limit
+    /// hold 952 MB).
+    pub fn default_limits() -> Limits {
+        Limits::default()
+            .with_max_connections(4096)
+            .with_max_streams_per_connection(256)
+            .with_handshake_timeout(Duration::from_secs(5))
+            .with_idle_timeout(Some(Duration::from_secs(300)))
+            .with_keepalive_interval(Some(Duration::from_secs(10)))
+            .with_keepalive_timeout(Duration::from_secs(20))
+            .with_message_timeout(Duration::from_secs(60))
+            .with_request_memory(16 << 20)
+            .with_response_memory(64 << 20)
+    }
+
+    /// The connection, stream, message and memory limits (default
+    /// [`default_limits`](Self::default_limits)). Requests stay at most
+    /// [`MAX_REQUEST_BYTES`] each whatever the limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Accept connections only from peers in `networks` (addresses or CIDR networks, IPv4 or
+    /// IPv6): any other peer is closed at accept, told why in a `GOAWAY` (its client's error
+    /// says it is not in the allowed networks), and counted in a warning logged at most every
+    /// 10 s. An empty list refuses everyone. Default: every peer.
+    pub fn with_allow(mut self, networks: impl IntoIterator<Item = Network>) -> Self {
+        self.allow = Some(networks.into_iter().collect());
+        self
+    }
+
+    /// Serve over TLS only, requiring every client to present a certificate that chains to
+    /// the config's CA (mTLS): a plaintext client, one without a certificate, or one whose
+    /// certificate another CA issued, is refused. Clients dial with
+    /// [`ClientOptions::with_tls`](crate::ClientOptions::with_tls).
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn with_tls(mut self, config: grpc_guard::TlsConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// The guard of a server on `addr` under these options.
+    fn guard(&self, addr: SocketAddr) -> Guard {
+        let guard = Guard::new("rendezvous", addr.to_string(), self.limits.clone())
+            // Every call answers within its poll cap; this bounds anything else.
+            .with_call_timeout(self.poll_cap() + Duration::from_secs(10))
+            .with_tcp_keepalive(Duration::from_secs(30));
+        #[cfg(feature = "tls")]
+        let guard = match &self.tls {
+            Some(tls) => guard.with_tls(tls.clone()),
+            None => guard,
+        };
+        match &self.allow {
+            Some(networks) => guard.with_allow(networks.iter().copied()),
+            None => guard,
+        }
+    }
+
     fn poll_cap(&self) -> Duration {
         MAX_POLL.min(self.timeout / 3)
     }
@@ -85,9 +170,9 @@ impl ServerOptions {
 /// a restarted server starts every job anew (agents join again when their calls fail).
 #[derive(Debug)]
 pub struct RendezvousServer {
-    local_addr: SocketAddr,
     shutdown: watch::Sender<bool>,
-    serve: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
+    /// `None` once shut down.
+    serving: Option<Serving>,
     ticker: JoinHandle<()>,
 }
 
@@ -97,7 +182,8 @@ impl RendezvousServer {
     ///
     /// # Errors
     ///
-    /// [`Error::Bind`] when `addr` cannot be bound.
+    /// [`Error::Bind`] when `addr` cannot be bound, or TLS cannot be set up with the
+    /// options' config.
     ///
     /// # Cancel safety
     ///
@@ -129,36 +215,48 @@ impl RendezvousServer {
             }
         });
 
+        let guard = options.guard(local_addr);
         let service = RendezvousService::new(Service {
             local: Local::new(memory),
         })
         .max_decoding_message_size(MAX_REQUEST_BYTES);
-        let incoming = TcpIncoming::from(listener)
-            .with_nodelay(Some(true))
-            .with_keepalive(Some(Duration::from_secs(30)));
-        let mut stop = shutdown.subscribe();
-        let router = Server::builder()
-            // Every call answers within its poll cap; this bounds anything else.
-            .timeout(options.poll_cap() + Duration::from_secs(10))
-            .http2_keepalive_interval(Some(Duration::from_secs(10)))
-            .http2_keepalive_timeout(Some(Duration::from_secs(20)))
-            .max_concurrent_streams(256)
-            .add_service(service);
-        let serve = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async move {
-            let _ = stop.wait_for(|stopping| *stopping).await;
-        }));
+        let routes = Routes::new(guard.service(service, MAX_REQUEST_BYTES));
+        let serving = guard.serve(listener, routes).map_err(|e| {
+            ticker.abort();
+            Error::Bind {
+                addr,
+                source: std::io::Error::other(e),
+            }
+        })?;
         tracing::info!(%local_addr, "rendezvous serving");
         Ok(Self {
-            local_addr,
             shutdown,
-            serve: Some(serve),
+            serving: Some(serving),
             ticker,
         })
     }
 
     /// The address it serves on, with the port it got.
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.serving().local_addr()
+    }
+
+    /// How many connections the server holds open (admitted ones, and ones still waiting for
+    /// their first bytes).
+    pub fn open_connections(&self) -> usize {
+        self.serving().open_connections()
+    }
+
+    /// Bytes of responses the server holds that their connections have not taken yet
+    /// ([`Limits::with_response_memory`] bounds it).
+    pub fn response_memory_in_use(&self) -> usize {
+        self.serving().response_memory_in_use()
+    }
+
+    fn serving(&self) -> &Serving {
+        self.serving
+            .as_ref()
+            .expect("a RendezvousServer serves until it is consumed")
     }
 
     /// Stops serving: long polls in flight answer `UNAVAILABLE` at once, then the connections
@@ -174,22 +272,17 @@ impl RendezvousServer {
     /// close by themselves); only the wait is cut short.
     pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(true);
-        if let Some(serve) = self.serve.take() {
-            let abort = serve.abort_handle();
-            if tokio::time::timeout(Duration::from_secs(5), serve)
-                .await
-                .is_err()
-            {
-                abort.abort();
-            }
+        if let Some(serving) = self.serving.take() {
+            // It stops whatever happens; an error of the server's is of no use any more.
+            let _ = serving.shutdown_within(SHUTDOWN_GRACE).await;
         }
     }
 }
 
 impl Drop for RendezvousServer {
-    /// Stops serving as [`shutdown`](Self::shutdown) does, without waiting: the serving task
-    /// ends its connections itself (aborting it would leave established connections served
-    /// by their own tasks).
+    /// Stops serving as [`shutdown`](Self::shutdown) does, without waiting (dropping the
+    /// serving handle stops it): the serving task ends its connections itself (aborting it
+    /// would leave established connections served by their own tasks).
     fn drop(&mut self) {
         let _ = self.shutdown.send(true);
         self.ticker.abort();

@@ -7,23 +7,16 @@ use std::time::{Duration, Instant};
 use cluster_proto::ServerDef;
 use cluster_proto::worker_service_server::WorkerServiceServer;
 use cluster_spec::ClusterSpec;
-use tokio::sync::oneshot;
+use grpc_guard::{Guard, Network, Serving};
 use tokio::task::JoinHandle;
 use tonic::service::Routes;
-use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
 
 use super::ServerError;
-use super::admission::{Admission, Rules};
-use super::connection::{CountStreams, OpenConnections};
 use super::contexts::{ContextInfo, Contexts};
 use super::eager_routes::EagerRoutes;
 use super::identity::Identity;
 use super::limits::{Limits, MAX_MESSAGE_SIZE};
-use super::network::Network;
-use super::request_memory::RequestMemory;
 use super::state::TaskState;
-use super::whole_messages::Guarded;
 use super::worker_service::Worker;
 use crate::devices::{self, LocalDevice};
 use crate::ids::random_nonzero_u64;
@@ -207,7 +200,9 @@ impl TaskServerBuilder {
             Some(devices) => devices,
             None => devices::discover(DISCOVERY_TIMEOUT).await?,
         };
-        let (state, routes) = self.services(devices)?;
+        let task: Arc<str> = format!("/job:{}/replica:0/task:{}", self.job, self.task).into();
+        let guard = self.guard(task.clone());
+        let (state, routes) = self.services(devices, &guard)?;
         let addr = match self.bind {
             Some(addr) => addr,
             None => {
@@ -219,52 +214,22 @@ impl TaskServerBuilder {
             }
         };
         let listener = bind(addr)?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| ServerError::Bind { addr, source })?;
-
-        // Sockets accepted from our own listener get no TCP_NODELAY from tonic; without it
-        // every small response waits ~40 ms for the peer's delayed ACK.
-        let task: Arc<str> = format!("/job:{}/replica:0/task:{}", self.job, self.task).into();
-        let limits = &self.limits;
-        let connections = OpenConnections::default();
-        let incoming = Admission::new(
-            TcpIncoming::from(listener).with_nodelay(Some(true)),
-            Rules {
-                allowed: self.allow,
-                max_connections: limits.max_connections.min(descriptors_for_connections()),
-                handshake_timeout: limits.handshake_timeout,
-                idle_timeout: limits.idle_timeout,
+        let serving = guard.serve(listener, routes).map_err(|e| match e {
+            #[cfg(feature = "tls")]
+            grpc_guard::ServeError::Tls(source) => ServerError::Tls(source),
+            grpc_guard::ServeError::Listener(source) => ServerError::Bind { addr, source },
+            // ServeError is non-exhaustive: a new cause is a bind failure of this address.
+            other => ServerError::Bind {
+                addr,
+                source: std::io::Error::other(other),
             },
-            connections.clone(),
-            task.clone(),
-        );
-        #[allow(unused_mut)]
-        let mut server = Server::builder()
-            .max_concurrent_streams(limits.max_streams_per_connection)
-            .http2_max_local_error_reset_streams(Some(limits.max_reset_streams))
-            .http2_keepalive_interval(limits.keepalive_interval)
-            .http2_keepalive_timeout(Some(limits.keepalive_timeout))
-            .layer(tower_layer::layer_fn(CountStreams));
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &self.tls {
-            server = server.tls_config(tls.server()).map_err(ServerError::Tls)?;
-        }
-        let (stop, stopped) = oneshot::channel::<()>();
-        let serve = tokio::spawn(server.add_routes(routes).serve_with_incoming_shutdown(
-            incoming,
-            async {
-                let _ = stopped.await;
-            },
-        ));
+        })?;
+        let local_addr = serving.local_addr();
         let gc = tokio::spawn(collect_idle(Arc::downgrade(&state), self.gc_interval));
         tracing::debug!(%task, %local_addr, "TaskServer serving");
         Ok(RunningServer {
-            local_addr,
             state,
-            connections,
-            stop: Some(stop),
-            serve: Some(serve),
+            serving: Some(serving),
             gc,
         })
     }
@@ -286,21 +251,35 @@ impl TaskServerBuilder {
             .devices
             .take()
             .unwrap_or_else(|| vec![LocalDevice::cpu()]);
-        Ok(self.services(devices)?.1)
+        let guard = self.guard("in-process".into());
+        Ok(self.services(devices, &guard)?.1)
     }
 
-    /// Checks `devices` and builds the state and services of this task.
+    /// The guard this task's server faces the network with, logging as `task`.
+    fn guard(&mut self, task: Arc<str>) -> Guard {
+        let guard = Guard::new("TaskServer", task, self.limits.serving().clone());
+        #[cfg(feature = "tls")]
+        let guard = match self.tls.take() {
+            Some(tls) => guard.with_tls(tls),
+            None => guard,
+        };
+        match self.allow.take() {
+            Some(networks) => guard.with_allow(networks.iter().copied()),
+            None => guard,
+        }
+    }
+
+    /// Checks `devices` and builds the state and services of this task, guarded by `guard`.
     fn services(
         &mut self,
         devices: Vec<LocalDevice>,
+        guard: &Guard,
     ) -> Result<(Arc<TaskState>, Routes), ServerError> {
         devices::check_unique(&devices)?;
         for device in &devices {
             device.name(&self.job, 0, self.task)?;
         }
         let incarnations = devices.iter().map(|_| random_nonzero_u64()).collect();
-        let memory = RequestMemory::new(self.limits.request_memory);
-        let timeout = self.limits.message_timeout;
         let state = Arc::new(TaskState {
             own: Identity {
                 job: self.job.clone(),
@@ -315,18 +294,24 @@ impl TaskServerBuilder {
             .routes
             .take()
             .unwrap_or_default()
-            .add_service(Guarded::new(
-                WorkerServiceServer::new(Worker(state.clone()))
-                    .max_decoding_message_size(MAX_MESSAGE_SIZE)
-                    .max_encoding_message_size(MAX_MESSAGE_SIZE),
-                memory.clone(),
-                timeout,
-            ))
-            .add_service(Guarded::new(
-                EagerRoutes::new(state.clone(), memory.clone()),
-                memory,
-                timeout,
-            ));
+            .add_service(
+                guard
+                    .service(
+                        WorkerServiceServer::new(Worker(state.clone()))
+                            .max_decoding_message_size(MAX_MESSAGE_SIZE)
+                            .max_encoding_message_size(MAX_MESSAGE_SIZE),
+                        MAX_MESSAGE_SIZE,
+                    )
+                    .inflating(),
+            )
+            .add_service(
+                guard
+                    .service(
+                        EagerRoutes::new(state.clone(), guard.request_memory().clone()),
+                        MAX_MESSAGE_SIZE,
+                    )
+                    .inflating(),
+            );
         Ok((state, routes))
     }
 }
@@ -344,19 +329,6 @@ fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServerError> {
     let listener = std::net::TcpListener::bind(addr).map_err(bind_error)?;
     listener.set_nonblocking(true).map_err(bind_error)?;
     tokio::net::TcpListener::from_std(listener).map_err(bind_error)
-}
-
-/// How many connections the process's open-file limit leaves room for: the soft limit less
-/// what the rest of the process may need. Past it accepting would fail for want of a
-/// descriptor, and a refused connection could no longer be closed and answered.
-fn descriptors_for_connections() -> usize {
-    const RESERVED: u64 = 64;
-    match rlimit::Resource::NOFILE.get() {
-        Ok((soft, _)) => {
-            usize::try_from(soft.saturating_sub(RESERVED).max(1)).unwrap_or(usize::MAX)
-        }
-        Err(_) => usize::MAX,
-    }
 }
 
 /// Drops contexts idle past their keep-alive until the server is gone.
@@ -377,19 +349,14 @@ async fn collect_idle(state: std::sync::Weak<TaskState>, every: Duration) {
 /// connections.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// How long shutdown waits for aborted connections to be dropped.
-const ABORT_WAIT: Duration = Duration::from_secs(1);
-
 /// A started [`TaskServer`]. Dropping it stops serving without waiting; call
 /// [`shutdown`](Self::shutdown) to wait until in-flight requests finished (within a grace
 /// period) and the port is free.
 #[derive(Debug)]
 pub struct RunningServer {
-    local_addr: SocketAddr,
     state: Arc<TaskState>,
-    connections: OpenConnections,
-    stop: Option<oneshot::Sender<()>>,
-    serve: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
+    /// `None` once shut down.
+    serving: Option<Serving>,
     gc: JoinHandle<()>,
 }
 
@@ -405,7 +372,13 @@ impl std::fmt::Debug for TaskState {
 impl RunningServer {
     /// The address the server listens on (with the port the OS chose for port 0).
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.serving().local_addr()
+    }
+
+    fn serving(&self) -> &Serving {
+        self.serving
+            .as_ref()
+            .expect("a RunningServer serves until it is consumed")
     }
 
     /// The full names of the devices this server reports in GetStatus (under the job and task
@@ -426,7 +399,7 @@ impl RunningServer {
     /// How many connections the server holds open: admitted ones, and ones still waiting for
     /// their first bytes ([`Limits::with_max_connections`] counts these).
     pub fn open_connections(&self) -> usize {
-        self.connections.count()
+        self.serving().open_connections()
     }
 
     /// Every live remote context, by id.
@@ -474,41 +447,20 @@ impl RunningServer {
     ///
     /// As [`shutdown`](Self::shutdown).
     pub async fn shutdown_within(mut self, grace: Duration) -> Result<(), ServerError> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
         self.gc.abort();
-        let Some(mut serve) = self.serve.take() else {
+        let Some(serving) = self.serving.take() else {
             return Ok(());
         };
-        let joined = match tokio::time::timeout(grace, &mut serve).await {
-            Ok(joined) => joined,
-            Err(_) => {
-                tracing::debug!(?grace, "grace period over, closing the connections left");
-                self.connections.abort_all();
-                match tokio::time::timeout(ABORT_WAIT, &mut serve).await {
-                    Ok(joined) => joined,
-                    Err(_) => {
-                        // Not seen: every connection's I/O now fails. Stop waiting anyway.
-                        serve.abort();
-                        return Ok(());
-                    }
-                }
-            }
-        };
-        match joined {
-            Ok(result) => result.map_err(ServerError::Serve),
-            // The serving task panicked or was cancelled: nothing is served any more.
-            Err(_) => Ok(()),
-        }
+        serving
+            .shutdown_within(grace)
+            .await
+            .map_err(ServerError::Serve)
     }
 }
 
 impl Drop for RunningServer {
+    /// Stops serving without waiting (dropping the [`Serving`] stops it).
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
         self.gc.abort();
     }
 }

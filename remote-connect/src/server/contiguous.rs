@@ -21,7 +21,7 @@ use tonic::Status;
 use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder};
 use tonic_prost::ProstCodec;
 
-use super::request_memory::{Charge, RequestMemory};
+use grpc_guard::{Charge, RequestMemory};
 
 /// What decoding a message allocates beyond its own bytes, from its bytes; `at_most` is the
 /// most the caller can give (an estimate may stop counting past it).

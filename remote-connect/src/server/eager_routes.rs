@@ -17,8 +17,8 @@ use tonic::{Request, Response, Status};
 use super::contiguous::{Charged, Contiguous, DecodedSize};
 use super::eager_service::{Eager, create, not_served, update};
 use super::limits::MAX_MESSAGE_SIZE;
-use super::request_memory::RequestMemory;
 use super::state::TaskState;
+use grpc_guard::RequestMemory;
 
 /// The eager service's methods, each served as the module docs say.
 #[derive(Clone)]

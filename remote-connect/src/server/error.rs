@@ -65,14 +65,3 @@ pub enum ServerError {
     #[error("the gRPC server failed")]
     Serve(#[source] tonic::transport::Error),
 }
-
-/// An entry of an allow list that is no IP address or network.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid network {}: {reason}", cluster_spec::__private::quote::quote(.input, 0))]
-#[non_exhaustive]
-pub struct InvalidNetwork {
-    /// The entry as given.
-    pub input: String,
-    /// What is wrong with it.
-    pub reason: String,
-}

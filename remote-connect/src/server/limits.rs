@@ -23,30 +23,18 @@ pub(crate) const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
 ///     .with_context_idle_limit(Some(Duration::from_secs(3600)));
 /// ```
 ///
+/// The connection, stream, message and memory limits are the shared
+/// [`grpc_guard::Limits`] (the rendezvous serves under the same guards): [`serving`](Self::serving)
+/// gives them, [`with_serving`](Self::with_serving) sets them all at once.
+///
 /// TensorFlow's gRPC server sets none of these: its streams, connections, contexts and
 /// decoded requests are unbounded, it never closes an idle connection, and it waits 120 s for
 /// a connection's handshake.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
-    /// See [`with_max_streams_per_connection`](Self::with_max_streams_per_connection).
-    pub(crate) max_streams_per_connection: u32,
-    /// See [`with_max_reset_streams`](Self::with_max_reset_streams).
-    pub(crate) max_reset_streams: usize,
-    /// See [`with_message_timeout`](Self::with_message_timeout).
-    pub(crate) message_timeout: Duration,
-    /// See [`with_max_connections`](Self::with_max_connections).
-    pub(crate) max_connections: usize,
-    /// See [`with_handshake_timeout`](Self::with_handshake_timeout).
-    pub(crate) handshake_timeout: Duration,
-    /// See [`with_idle_timeout`](Self::with_idle_timeout).
-    pub(crate) idle_timeout: Option<Duration>,
-    /// See [`with_keepalive_interval`](Self::with_keepalive_interval).
-    pub(crate) keepalive_interval: Option<Duration>,
-    /// See [`with_keepalive_timeout`](Self::with_keepalive_timeout).
-    pub(crate) keepalive_timeout: Duration,
-    /// See [`with_request_memory`](Self::with_request_memory).
-    pub(crate) request_memory: usize,
+    /// What every guarded server limits: connections, streams, messages, memory.
+    serving: grpc_guard::Limits,
     /// See [`with_max_contexts`](Self::with_max_contexts).
     pub(crate) max_contexts: usize,
     /// See [`with_context_memory`](Self::with_context_memory).
@@ -58,15 +46,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_streams_per_connection: 256,
-            max_reset_streams: 1024,
-            message_timeout: Duration::from_secs(60),
-            max_connections: 10_000,
-            handshake_timeout: Duration::from_secs(5),
-            idle_timeout: Some(Duration::from_secs(600)),
-            keepalive_interval: Some(Duration::from_secs(60)),
-            keepalive_timeout: Duration::from_secs(20),
-            request_memory: 128 << 20,
+            serving: grpc_guard::Limits::default(),
             max_contexts: 10_000,
             context_memory: 128 << 20,
             context_idle_limit: None,
@@ -74,74 +54,69 @@ impl Default for Limits {
     }
 }
 
+/// Setters that set the shared limit of the same name ([`grpc_guard::Limits`]).
+macro_rules! serving_setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.serving = self.serving.$name(value);
+            self
+        }
+    )*};
+}
+
 impl Limits {
-    /// Concurrent streams (requests) on one connection, announced in HTTP/2's
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS`; a stream past it is refused (`REFUSED_STREAM`).
-    /// Default 256.
-    pub fn with_max_streams_per_connection(mut self, max_streams_per_connection: u32) -> Self {
-        self.max_streams_per_connection = max_streams_per_connection;
+    serving_setters! {
+        /// Concurrent streams (requests) on one connection, announced in HTTP/2's
+        /// `SETTINGS_MAX_CONCURRENT_STREAMS`; a stream past it is refused (`REFUSED_STREAM`).
+        /// Default 256.
+        with_max_streams_per_connection: u32;
+        /// Streams one connection may make the server reset (refused, malformed) before it is
+        /// closed with `GOAWAY` (`ENHANCE_YOUR_CALM`). Default 1,024.
+        with_max_reset_streams: usize;
+        /// How long a request may take to arrive whole, from its headers to its last byte
+        /// (past it the request fails with `DEADLINE_EXCEEDED`), and a response to be taken
+        /// by its connection (past it its stream is reset). Default 60 s.
+        with_message_timeout: Duration;
+        /// Open connections. At the limit a new connection takes the place of the oldest one
+        /// that has not started HTTP/2 yet (see [`with_handshake_timeout`](Self::with_handshake_timeout)),
+        /// or is closed as soon as it is accepted, told why in a `GOAWAY`. Never more than the
+        /// process's open-file limit less 64, so accepting never fails for want of a descriptor.
+        /// Default 10,000.
+        with_max_connections: usize;
+        /// How long a new connection has to send the start of HTTP/2 (its preface and first
+        /// frame header) or of TLS; it is closed past it. Default 5 s.
+        with_handshake_timeout: Duration;
+        /// How long a connection may stay open with no request in flight; `None` never closes
+        /// one. A client's gRPC channel reconnects on its next call. Default 10 minutes.
+        with_idle_timeout: Option<Duration>;
+        /// How often the server pings a connection (HTTP/2 `PING`) to find peers that are gone;
+        /// one that does not answer within [`with_keepalive_timeout`](Self::with_keepalive_timeout) is
+        /// closed. `None` sends no pings. Default 60 s.
+        with_keepalive_interval: Option<Duration>;
+        /// How long a keep-alive ping may go unanswered. Default 20 s.
+        with_keepalive_timeout: Duration;
+        /// Bytes the server may hold for requests being received and decoded, all connections
+        /// together: what has arrived of each request, inflated when it was compressed, and what
+        /// decoding it makes (a `CreateContext`'s device list costs per device, not per byte).
+        /// A request that would go past it fails with `RESOURCE_EXHAUSTED`. Default 128 MiB.
+        with_request_memory: usize;
+        /// Bytes of responses the server holds that their connections have not taken yet, all
+        /// connections together; a response that would go past it fails with
+        /// `RESOURCE_EXHAUSTED`. Default 128 MiB.
+        with_response_memory: usize;
+    }
+
+    /// Every shared limit at once (connections, streams, messages, memory), replacing those
+    /// set before.
+    pub fn with_serving(mut self, serving: grpc_guard::Limits) -> Self {
+        self.serving = serving;
         self
     }
 
-    /// Streams one connection may make the server reset (refused, malformed) before it is
-    /// closed with `GOAWAY` (`ENHANCE_YOUR_CALM`). Default 1,024.
-    pub fn with_max_reset_streams(mut self, max_reset_streams: usize) -> Self {
-        self.max_reset_streams = max_reset_streams;
-        self
-    }
-
-    /// How long a request may take to arrive whole, from its headers to its last byte; past
-    /// it the request fails with `DEADLINE_EXCEEDED`. Default 60 s.
-    pub fn with_message_timeout(mut self, message_timeout: Duration) -> Self {
-        self.message_timeout = message_timeout;
-        self
-    }
-
-    /// Open connections. At the limit a new connection takes the place of the oldest one
-    /// that has not started HTTP/2 yet (see [`with_handshake_timeout`](Self::with_handshake_timeout)),
-    /// or is closed as soon as it is accepted, told why in a `GOAWAY`. Never more than the
-    /// process's open-file limit less 64, so accepting never fails for want of a descriptor.
-    /// Default 10,000.
-    pub fn with_max_connections(mut self, max_connections: usize) -> Self {
-        self.max_connections = max_connections;
-        self
-    }
-
-    /// How long a new connection has to send the start of HTTP/2 (its preface and first
-    /// frame header) or of TLS; it is closed past it. Default 5 s.
-    pub fn with_handshake_timeout(mut self, handshake_timeout: Duration) -> Self {
-        self.handshake_timeout = handshake_timeout;
-        self
-    }
-
-    /// How long a connection may stay open with no request in flight; `None` never closes
-    /// one. A client's gRPC channel reconnects on its next call. Default 10 minutes.
-    pub fn with_idle_timeout(mut self, idle_timeout: Option<Duration>) -> Self {
-        self.idle_timeout = idle_timeout;
-        self
-    }
-
-    /// How often the server pings a connection (HTTP/2 `PING`) to find peers that are gone;
-    /// one that does not answer within [`with_keepalive_timeout`](Self::with_keepalive_timeout) is
-    /// closed. `None` sends no pings. Default 60 s.
-    pub fn with_keepalive_interval(mut self, keepalive_interval: Option<Duration>) -> Self {
-        self.keepalive_interval = keepalive_interval;
-        self
-    }
-
-    /// How long a keep-alive ping may go unanswered. Default 20 s.
-    pub fn with_keepalive_timeout(mut self, keepalive_timeout: Duration) -> Self {
-        self.keepalive_timeout = keepalive_timeout;
-        self
-    }
-
-    /// Bytes the server may hold for requests being received and decoded, all connections
-    /// together: what has arrived of each request, inflated when it was compressed, and what
-    /// decoding it makes (a `CreateContext`'s device list costs per device, not per byte).
-    /// A request that would go past it fails with `RESOURCE_EXHAUSTED`. Default 128 MiB.
-    pub fn with_request_memory(mut self, request_memory: usize) -> Self {
-        self.request_memory = request_memory;
-        self
+    /// The shared limits: connections, streams, messages, memory.
+    pub fn serving(&self) -> &grpc_guard::Limits {
+        &self.serving
     }
 
     /// Live remote contexts. A new context past it takes the place of the least recently

@@ -26,9 +26,10 @@ const KEY: &str = "private key";
 const CA: &str = "CA certificates";
 
 /// This peer's certificate chain and key, and the CA that every other peer's certificate must
-/// chain to: the same config serves on a [`TaskServer`](crate::TaskServer)
-/// ([`TaskServerBuilder::with_tls`](crate::TaskServerBuilder::with_tls)) and dials from a
-/// [`Context`](crate::Context) ([`ConnectOptions::with_tls`](crate::ConnectOptions::with_tls)).
+/// chain to: the same config serves ([`Guard::with_tls`](crate::Guard::with_tls): remote-connect's
+/// `TaskServerBuilder::with_tls`, elastic's `ServerOptions::with_tls`) and dials
+/// ([`client`](Self::client): remote-connect's `ConnectOptions::with_tls`, elastic's
+/// `ClientOptions::with_tls`).
 ///
 /// Both directions are verified: a server asks every client for a certificate and refuses a
 /// client without one that chains to the CA; a client checks the server's certificate against
@@ -130,9 +131,9 @@ impl TlsConfig {
             .timeout(HANDSHAKE_TIMEOUT)
     }
 
-    /// The client side: this identity presented, the server checked against the CA and the
-    /// host of the address dialled.
-    pub(crate) fn client(&self) -> ClientTlsConfig {
+    /// The client side, for a tonic `Endpoint` dialled as `https://HOST:PORT`: this identity
+    /// presented, the server checked against the CA and the host of the address dialled.
+    pub fn client(&self) -> ClientTlsConfig {
         ClientTlsConfig::new()
             .identity(self.identity())
             .ca_certificate(Certificate::from_pem(&self.inner.ca))

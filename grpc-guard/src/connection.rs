@@ -2,7 +2,8 @@
 //! back first, its slot among [`Limits::max_connections`](crate::Limits::max_connections)
 //! given back when it closes, and closed once it has had no request in flight for
 //! [`Limits::idle_timeout`](crate::Limits::idle_timeout), or when a shutdown's grace period is
-//! over ([`OpenConnections::abort_all`]).
+//! over ([`OpenConnections::abort_all`]). Each response is delivered under the server's
+//! response rules on the way out ([`Delivery`]).
 //!
 //! hyper never closes an HTTP/2 connection that answers its pings, however long it stays
 //! without a stream; a client that holds thousands of them holds a server's memory. The
@@ -27,6 +28,8 @@ use tokio::time::{Instant, Sleep};
 use tonic::body::Body;
 use tonic::codegen::{Service, http};
 use tonic::transport::server::Connected;
+
+use crate::delivery::{Delivery, Responses};
 
 /// The most bytes read from a connection while admitting it.
 pub(crate) const PREFIX: usize = 33;
@@ -119,8 +122,9 @@ impl Streams {
     }
 }
 
-/// One request in flight; ends on drop (when its response has been sent, or it was dropped).
-struct InFlight(Arc<Streams>);
+/// One request in flight; ends on drop (when its response has been sent, or it was dropped
+/// or cut).
+pub(crate) struct InFlight(Arc<Streams>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -276,9 +280,12 @@ impl Connected for Connection {
 }
 
 /// Counts each request in flight on its connection, from its call until its response body
-/// is done or dropped.
+/// is done, dropped or cut, and delivers each response ([`Delivery`]).
 #[derive(Clone, Debug)]
-pub(crate) struct CountStreams<S>(pub(crate) S);
+pub(crate) struct CountStreams<S> {
+    pub(crate) inner: S,
+    pub(crate) responses: Responses,
+}
 
 /// The connection's request count, wherever tonic put its connect info.
 fn streams_of<B>(request: &http::Request<B>) -> Option<&Arc<Streams>> {
@@ -303,49 +310,16 @@ where
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.0.poll_ready(cx)
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         let in_flight = streams_of(&request).map(Streams::open);
-        let response = self.0.call(request);
+        let response = self.inner.call(request);
+        let responses = self.responses.clone();
         Box::pin(async move {
             let response = response.await?;
-            Ok(match in_flight {
-                Some(in_flight) => response.map(|body| {
-                    Body::new(Holding {
-                        body,
-                        _in_flight: in_flight,
-                    })
-                }),
-                None => response,
-            })
+            Ok(response.map(|body| Body::new(Delivery::new(body, in_flight, &responses))))
         })
-    }
-}
-
-/// A response body that keeps its request counted until it is done or dropped.
-struct Holding {
-    body: Body,
-    _in_flight: InFlight,
-}
-
-impl http_body::Body for Holding {
-    type Data = bytes::Bytes;
-    type Error = tonic::Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
     }
 }

@@ -1,6 +1,7 @@
 //! Request bodies handed to tonic one whole gRPC message at a time, each byte charged to the
-//! server's request memory, compressed messages inflated, and the whole request due within
-//! the server's message timeout.
+//! server's request memory, compressed messages inflated (where the service takes them), a
+//! message longer than the service decodes refused at its header, and the whole request due
+//! within the server's message timeout.
 //!
 //! tonic's decoder reserves the length a message's 5-byte header declares as soon as it reads
 //! the header, before the bytes arrive. With TensorFlow's message limit (2 GiB), which the
@@ -25,28 +26,52 @@ use tonic::body::Body;
 use tonic::codegen::{Service, http};
 use tonic::server::NamedService;
 
-use super::inflate::{Encoding, MAX_INFLATED_SIZE};
-use super::request_memory::{Charge, RequestMemory};
+use crate::inflate::{Encoding, MAX_INFLATED_SIZE};
+use crate::request_memory::{Charge, RequestMemory};
 
 /// A gRPC message's header: a compression flag and a 32-bit big-endian length.
 const HEADER: usize = 5;
 
-/// A service whose requests' bodies reach it as [`WholeMessages`].
-#[derive(Clone)]
-pub(crate) struct Guarded<S> {
+/// A tonic service whose requests reach it one whole message at a time, charged to the
+/// server's request memory and due within its message timeout
+/// ([`Guard::service`](crate::Guard::service)); add it to the server's `Routes` in place of
+/// the service.
+#[derive(Clone, Debug)]
+pub struct Guarded<S> {
     inner: S,
     memory: RequestMemory,
     timeout: Duration,
+    max_message: usize,
+    inflating: bool,
 }
 
 impl<S> Guarded<S> {
-    /// `inner`, its requests charged to `memory` and due whole within `timeout`.
-    pub(crate) fn new(inner: S, memory: RequestMemory, timeout: Duration) -> Self {
+    /// `inner`, its requests charged to `memory`, due whole within `timeout`, and refused
+    /// (`OUT_OF_RANGE`) at the header of a message longer than `max_message`.
+    pub(crate) fn new(
+        inner: S,
+        memory: RequestMemory,
+        timeout: Duration,
+        max_message: usize,
+    ) -> Self {
         Self {
             inner,
             memory,
             timeout,
+            max_message,
+            inflating: false,
         }
+    }
+
+    /// Inflates the requests compressed with gzip or deflate here, each inflated byte
+    /// charged to the request memory, and hands them to the service as plain ones (tonic
+    /// would inflate a message up to the decode limit before charging anything). Without
+    /// it, compressed requests are left to tonic, which refuses them unless the service
+    /// accepts compression.
+    #[must_use]
+    pub fn inflating(mut self) -> Self {
+        self.inflating = true;
+        self
     }
 }
 
@@ -64,12 +89,18 @@ impl<S: Service<http::Request<Body>>> Service<http::Request<Body>> for Guarded<S
     }
 
     fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
-        let encoding = Encoding::take_from(request.headers_mut());
+        let encoding = if self.inflating {
+            Encoding::take_from(request.headers_mut())
+        } else {
+            None
+        };
         let charge = self.memory.charge();
-        let timeout = self.timeout;
-        self.inner.call(
-            request.map(|body| Body::new(WholeMessages::new(body, charge, encoding, timeout))),
-        )
+        let (timeout, max_message) = (self.timeout, self.max_message);
+        self.inner.call(request.map(|body| {
+            Body::new(
+                WholeMessages::new(body, charge, encoding, timeout).with_max_message(max_message),
+            )
+        }))
     }
 }
 
@@ -85,6 +116,8 @@ enum Piece {
 /// A request body that yields its data only in whole gRPC messages, inflated if they came
 /// compressed.
 pub(crate) struct WholeMessages {
+    /// The longest message passed on: tonic's decode limit of the service.
+    max_message: usize,
     inner: Body,
     /// Chunks of the message still arriving.
     held: Vec<Bytes>,
@@ -116,6 +149,7 @@ impl WholeMessages {
         timeout: Duration,
     ) -> Self {
         Self {
+            max_message: usize::MAX,
             inner,
             held: Vec::new(),
             ready: VecDeque::new(),
@@ -128,6 +162,13 @@ impl WholeMessages {
             deadline: Box::pin(tokio::time::sleep(timeout)),
             timeout,
         }
+    }
+
+    /// Refuses, at its header, a message longer than `max_message` (the service's decode
+    /// limit): holding its bytes would only make the server wait for what tonic refuses.
+    pub(crate) fn with_max_message(mut self, max_message: usize) -> Self {
+        self.max_message = max_message;
+        self
     }
 
     /// Takes in `chunk`, moving every message it completes to `ready`.
@@ -145,6 +186,14 @@ impl WholeMessages {
                     break;
                 }
                 let len = u32::from_be_bytes(self.header[1..].try_into().expect("4 bytes"));
+                if usize::try_from(len).is_ok_and(|len| len > self.max_message) {
+                    // tonic's wording for a message past its decode limit.
+                    return Err(tonic::Status::out_of_range(format!(
+                        "Error, decoded message length too large: found {len} bytes, the limit \
+                         is: {} bytes",
+                        self.max_message
+                    )));
+                }
                 self.body_left = u64::from(len);
             } else {
                 let n = self.body_left.min((chunk.len() - at) as u64);

@@ -1,5 +1,5 @@
 //! Compressed requests inflated by the server itself, each inflated byte charged to the
-//! request's share of [`RequestMemory`](super::request_memory::RequestMemory) as it is made.
+//! request's share of [`RequestMemory`](crate::RequestMemory) as it is made.
 //!
 //! tonic inflates a message into one buffer up to the decode limit, which is TensorFlow's
 //! 2 GiB: deflate's ratio is about 1,000 to 1, so about 2 MB sent could make a server hold
@@ -7,7 +7,8 @@
 //! Here a message inflates to [`MAX_INFLATED_SIZE`] at most, and only while the server's
 //! request memory has room; tonic is handed the inflated message as if it had been sent
 //! plain. Every request a TaskServer takes is small (a `CreateContext` for 10,000 tasks of 8
-//! devices is about 8 MB), so only a hostile one reaches either bound.
+//! devices is about 8 MB; the rendezvous takes no compressed requests at all), so only a
+//! hostile one reaches either bound.
 
 use std::io::Write;
 
@@ -15,12 +16,12 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tonic::Status;
 use tonic::codegen::http::HeaderMap;
 
-use super::request_memory::Charge;
+use crate::request_memory::Charge;
 
 /// The most one compressed message may inflate to: 64 MiB.
 pub(crate) const MAX_INFLATED_SIZE: usize = 64 << 20;
 
-/// The compressions gRPC peers use that a TaskServer inflates (`grpc-encoding`).
+/// The compressions gRPC peers use that a guarded service inflates (`grpc-encoding`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Encoding {
     Gzip,
@@ -132,7 +133,7 @@ impl Write for Sink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::request_memory::RequestMemory;
+    use crate::request_memory::RequestMemory;
 
     fn gzip(data: &[u8]) -> Vec<u8> {
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());

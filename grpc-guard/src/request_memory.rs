@@ -1,5 +1,8 @@
-//! The bytes a server holds for requests being received and decoded, all connections
-//! together ([`Limits::request_memory`](crate::Limits::request_memory)).
+//! A server's memory budgets: the bytes it holds for requests being received and decoded,
+//! all connections together ([`Limits::request_memory`](crate::Limits::request_memory)), and
+//! the bytes of responses its connections have not taken yet
+//! ([`Limits::response_memory`](crate::Limits::response_memory), charged by
+//! [`delivery`](crate::delivery)).
 //!
 //! Each request charges what it makes the server hold: its bytes as they arrive, its inflated
 //! bytes when it was compressed, and what decoding it allocates beyond its bytes (one record
@@ -12,29 +15,48 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::Status;
 
-/// The budget: one permit per byte.
+/// A budget of bytes, one permit per byte: the request memory of a server, or its response
+/// memory. Cheap to clone (clones share the budget).
 #[derive(Clone, Debug)]
-pub(crate) struct RequestMemory {
+pub struct RequestMemory {
     permits: Arc<Semaphore>,
     total: usize,
+    /// What the bytes are, for the error of a charge that does not fit.
+    responses: bool,
 }
 
 impl RequestMemory {
-    pub(crate) fn new(total: usize) -> Self {
+    /// A request memory of `total` bytes.
+    pub fn new(total: usize) -> Self {
+        Self::budget(total, false)
+    }
+
+    /// A response memory of `total` bytes.
+    pub(crate) fn for_responses(total: usize) -> Self {
+        Self::budget(total, true)
+    }
+
+    fn budget(total: usize, responses: bool) -> Self {
         let total = total.min(Semaphore::MAX_PERMITS);
         Self {
             permits: Arc::new(Semaphore::new(total)),
             total,
+            responses,
         }
     }
 
+    /// The bytes held now, all charges together.
+    pub fn in_use(&self) -> usize {
+        self.total - self.permits.available_permits()
+    }
+
     /// The whole budget, in bytes.
-    pub(crate) fn total(&self) -> usize {
+    pub fn total(&self) -> usize {
         self.total
     }
 
     /// An empty charge against this budget.
-    pub(crate) fn charge(&self) -> Charge {
+    pub fn charge(&self) -> Charge {
         Charge {
             memory: self.clone(),
             held: None,
@@ -42,16 +64,20 @@ impl RequestMemory {
     }
 }
 
-/// What one request holds of the budget; given back on drop.
+/// What one request (or response) holds of the budget; given back on drop.
 #[derive(Debug)]
-pub(crate) struct Charge {
+pub struct Charge {
     memory: RequestMemory,
     held: Option<OwnedSemaphorePermit>,
 }
 
 impl Charge {
     /// Holds `bytes` more, or fails with `RESOURCE_EXHAUSTED` saying what is held.
-    pub(crate) fn add(&mut self, bytes: usize) -> Result<(), Status> {
+    ///
+    /// # Errors
+    ///
+    /// `RESOURCE_EXHAUSTED` when the budget has less than `bytes` left.
+    pub fn add(&mut self, bytes: usize) -> Result<(), Status> {
         if bytes == 0 {
             return Ok(());
         }
@@ -72,7 +98,7 @@ impl Charge {
 
     /// Everything this charge holds, moved to a new charge (for work done elsewhere); this
     /// one goes on empty.
-    pub(crate) fn split_off_all(&mut self) -> Charge {
+    pub fn split_off_all(&mut self) -> Charge {
         Charge {
             memory: self.memory.clone(),
             held: self.held.take(),
@@ -80,7 +106,7 @@ impl Charge {
     }
 
     /// Takes over what `other` holds.
-    pub(crate) fn absorb(&mut self, mut other: Charge) {
+    pub fn absorb(&mut self, mut other: Charge) {
         match (other.held.take(), &mut self.held) {
             (Some(permit), Some(held)) => held.merge(permit),
             (Some(permit), held @ None) => *held = Some(permit),
@@ -89,15 +115,37 @@ impl Charge {
     }
 
     /// Bytes this request holds.
-    pub(crate) fn held(&self) -> usize {
+    pub fn held(&self) -> usize {
         self.held
             .as_ref()
             .map_or(0, OwnedSemaphorePermit::num_permits)
     }
 
+    /// The last `bytes` of what this charge holds (all of it if it holds less), moved to a
+    /// new charge.
+    pub(crate) fn split_off(&mut self, bytes: usize) -> Charge {
+        let held = self.held();
+        let split = if bytes >= held {
+            self.held.take()
+        } else {
+            self.held.as_mut().and_then(|permit| permit.split(bytes))
+        };
+        Charge {
+            memory: self.memory.clone(),
+            held: split,
+        }
+    }
+
     fn exhausted(&self, bytes: usize) -> Status {
         let total = self.memory.total;
-        let in_use = total - self.memory.permits.available_permits();
+        let in_use = self.memory.in_use();
+        if self.memory.responses {
+            return Status::resource_exhausted(format!(
+                "the server cannot send this response: it needs {bytes} bytes, and responses \
+                 its connections have not taken yet hold {in_use} of the server's {total} \
+                 bytes (its response_memory limit)"
+            ));
+        }
         Status::resource_exhausted(format!(
             "the server cannot take this request: it needs {} more bytes (it holds {} already), \
              and requests being received and decoded hold {in_use} of the server's {total} bytes \

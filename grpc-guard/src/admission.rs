@@ -1,7 +1,7 @@
 //! The accept loop's gate: which accepted connections the server serves.
 //!
 //! In order, a connection is closed at once when its peer is outside the allowed networks
-//! ([`TaskServerBuilder::allow`](crate::TaskServerBuilder::allow)) or the server already holds
+//! ([`Guard::with_allow`](crate::Guard::with_allow)) or the server already holds
 //! [`Limits::max_connections`](crate::Limits::max_connections) that have all started HTTP/2
 //! (otherwise the oldest that has not makes room); closed after
 //! [`Limits::handshake_timeout`](crate::Limits::handshake_timeout) unless it has sent the start
@@ -29,9 +29,9 @@ use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Sleep;
 use tonic::codegen::tokio_stream::Stream;
 
-use super::connection::{Connection, OpenConnections, PREFIX, Slot};
-use super::network::Network;
-use super::refusals::{Cause, Refusals};
+use crate::connection::{Connection, OpenConnections, PREFIX, Slot};
+use crate::network::Network;
+use crate::refusals::{Cause, Refusals};
 
 /// The first and the longest pause of accepting after it failed for want of resources.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
@@ -44,6 +44,8 @@ const MAX_LINGERING: usize = 64;
 
 /// What the gate needs besides the accepted connections.
 pub(crate) struct Rules {
+    /// What the server is, for the peer told why it is refused (`TaskServer`, `rendezvous`).
+    pub(crate) kind: &'static str,
     pub(crate) allowed: Option<Arc<[Network]>>,
     pub(crate) max_connections: usize,
     pub(crate) handshake_timeout: Duration,
@@ -88,14 +90,15 @@ impl<S> Admission<S> {
         let why = match cause {
             Cause::NotAllowed => peer.map(|p| {
                 format!(
-                    "tfcluster TaskServer: {} is not in this server's allowed networks (--allow)",
+                    "tfcluster {}: {} is not in this server's allowed networks (--allow)",
+                    self.rules.kind,
                     p.ip()
                 )
             }),
             Cause::TooManyConnections => Some(format!(
-                "tfcluster TaskServer: the server holds its limit of {} connections \
+                "tfcluster {}: the server holds its limit of {} connections \
                  (max_connections)",
-                self.rules.max_connections
+                self.rules.kind, self.rules.max_connections
             )),
             _ => None,
         };
@@ -297,6 +300,7 @@ mod tests {
     async fn accepting_pauses_when_out_of_descriptors_instead_of_spinning() {
         let tries = Arc::new(AtomicUsize::new(0));
         let rules = Rules {
+            kind: "TaskServer",
             allowed: None,
             max_connections: 10,
             handshake_timeout: Duration::from_secs(5),

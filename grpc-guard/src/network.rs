@@ -1,12 +1,9 @@
-//! [`Network`]: an IP address or CIDR network, what [`TaskServerBuilder::with_allow`] lets connect.
-//!
-//! [`TaskServerBuilder::with_allow`]: crate::TaskServerBuilder::with_allow
+//! [`Network`]: an IP address or CIDR network, what [`Guard::with_allow`](crate::Guard::with_allow)
+//! lets connect, and [`InvalidNetwork`], an entry that is none.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
-
-use super::error::InvalidNetwork;
 
 /// An IPv4 or IPv6 network: `192.0.2.0/24`, `2001:db8::/32`, or one address (`127.0.0.1`,
 /// `::1`, the same as `/32` or `/128`). Host bits must be zero (`192.0.2.1/24` is refused as
@@ -68,6 +65,17 @@ impl Network {
             }
         }
     }
+}
+
+/// An entry of an allow list that is no IP address or network.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid network {}: {reason}", cluster_spec::__private::quote::quote(.input, 0))]
+#[non_exhaustive]
+pub struct InvalidNetwork {
+    /// The entry as given.
+    pub input: String,
+    /// What is wrong with it.
+    pub reason: String,
 }
 
 fn bits_of(addr: IpAddr) -> u8 {

@@ -57,17 +57,17 @@ struct Tally {
 
 /// The refusals of one server.
 pub(crate) struct Refusals {
-    /// The task served, for the log.
-    task: std::sync::Arc<str>,
+    /// The server (a TaskServer's task, the rendezvous's address), for the log.
+    server: std::sync::Arc<str>,
     tallies: [Tally; Cause::ALL.len()],
     /// When the counted refusals are due to be logged.
     flush: Option<Pin<Box<Sleep>>>,
 }
 
 impl Refusals {
-    pub(crate) fn new(task: std::sync::Arc<str>) -> Self {
+    pub(crate) fn new(server: std::sync::Arc<str>) -> Self {
         Self {
-            task,
+            server,
             tallies: [Tally::default(); Cause::ALL.len()],
             flush: None,
         }
@@ -129,7 +129,7 @@ impl Refusals {
             .map_or(String::new(), |at| format!(" in the last {:.0?}", now - at));
         tally.last_line = Some(now);
         tracing::warn!(
-            task = %self.task,
+            server = %self.server,
             refused,
             %latest_peer,
             reason = cause.reason(),
