@@ -2,7 +2,9 @@
 //! three-member etcd cluster (the shared suite runs on both), and clients as agents — rounds
 //! closing at max and after the last call, late and new joiners, lost nodes, failures and the
 //! shared restart count, success, refusals, hostile peers, an unreachable rendezvous, etcd's
-//! leader lost mid-round and TLS — a round's `ClusterResolver`, observers watching the
+//! leader lost mid-round and TLS, the built-in
+//! rendezvous over mTLS, behind an allow list and a connection cap, cutting responses never
+//! read — a round's `ClusterResolver`, observers watching the
 //! rounds; the `Supervisor` of task processes; the agent's stop. Every test runs under a
 //! deadline.
 
@@ -12,6 +14,8 @@ mod agent;
 mod common;
 #[path = "elastic/etcd.rs"]
 mod etcd;
+#[path = "elastic/guarded.rs"]
+mod guarded;
 #[path = "elastic/hostile.rs"]
 mod hostile;
 #[path = "elastic/resolver.rs"]

@@ -27,7 +27,7 @@ use tokio::sync::futures::OwnedNotified;
 use tokio::time::{Instant, Sleep};
 use tonic::body::Body;
 use tonic::codegen::{Service, http};
-use tonic::transport::server::Connected;
+use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use crate::delivery::{Delivery, Responses};
 
@@ -141,6 +141,8 @@ impl Drop for InFlight {
 #[derive(Clone, Debug)]
 pub(crate) struct ConnectionInfo {
     streams: Arc<Streams>,
+    /// The addresses, which [`CountStreams`] puts where tonic's `Request::remote_addr` looks.
+    tcp: TcpConnectInfo,
 }
 
 /// An accepted, admitted connection.
@@ -152,6 +154,7 @@ pub(crate) struct Connection {
     prefix_read: usize,
     slot: Slot,
     streams: Arc<Streams>,
+    tcp: TcpConnectInfo,
     idle: Option<(Duration, Pin<Box<Sleep>>)>,
     /// Completes when the server aborts its connections.
     aborted: Pin<Box<OwnedNotified>>,
@@ -165,7 +168,12 @@ impl Connection {
         slot: Slot,
         idle_timeout: Option<Duration>,
     ) -> Self {
+        let tcp = TcpConnectInfo {
+            local_addr: stream.local_addr().ok(),
+            remote_addr: stream.peer_addr().ok(),
+        };
         Self {
+            tcp,
             stream,
             prefix,
             prefix_len,
@@ -275,6 +283,7 @@ impl Connected for Connection {
     fn connect_info(&self) -> ConnectionInfo {
         ConnectionInfo {
             streams: self.streams.clone(),
+            tcp: self.tcp.clone(),
         }
     }
 }
@@ -287,8 +296,8 @@ pub(crate) struct CountStreams<S> {
     pub(crate) responses: Responses,
 }
 
-/// The connection's request count, wherever tonic put its connect info.
-fn streams_of<B>(request: &http::Request<B>) -> Option<&Arc<Streams>> {
+/// The connection's info, wherever tonic put it.
+fn info_of<B>(request: &http::Request<B>) -> Option<&ConnectionInfo> {
     let extensions = request.extensions();
     let info = extensions.get::<ConnectionInfo>();
     #[cfg(feature = "tls")]
@@ -297,7 +306,7 @@ fn streams_of<B>(request: &http::Request<B>) -> Option<&Arc<Streams>> {
             .get::<tonic::transport::server::TlsConnectInfo<ConnectionInfo>>()
             .map(|tls| tls.get_ref())
     });
-    info.map(|info| &info.streams)
+    info
 }
 
 impl<S> Service<http::Request<Body>> for CountStreams<S>
@@ -313,8 +322,14 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        let in_flight = streams_of(&request).map(Streams::open);
+    fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
+        let info = info_of(&request).cloned();
+        let in_flight = info.as_ref().map(|info| info.streams.open());
+        if let Some(info) = info {
+            // Where tonic's `Request::remote_addr` finds the peer (the rendezvous takes an
+            // agent's host from it).
+            request.extensions_mut().insert(info.tcp);
+        }
         let response = self.inner.call(request);
         let responses = self.responses.clone();
         Box::pin(async move {

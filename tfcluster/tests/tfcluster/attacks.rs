@@ -41,8 +41,6 @@ use super::tfcluster;
 mod grpc_calls;
 #[path = "process_meter.rs"]
 mod process_meter;
-#[path = "raw_http2.rs"]
-mod raw_http2;
 
 use grpc_calls::{channel, gzip_call, runtime};
 use process_meter::{

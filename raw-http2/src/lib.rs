@@ -1,7 +1,10 @@
-//! A client HTTP/2 connection written frame by frame, for what no client library sends: many
-//! streams opened and left open. Frames are queued to a writer thread; a reader thread reads
-//! everything the server sends (so its writes never block), acknowledges its SETTINGS and
-//! PINGs, tracks the connection's flow-control window, and counts RST_STREAM and GOAWAY.
+//! Test support: a client HTTP/2 connection written frame by frame, for what no client library
+//! sends: many streams opened and left open, responses never read. Frames are queued to a
+//! writer thread; a reader thread reads everything the server sends (so its writes never
+//! block), acknowledges its SETTINGS and PINGs, tracks the connection's flow-control window,
+//! and counts RST_STREAM and GOAWAY. It never opens the server's flow-control window on its
+//! own (no `WINDOW_UPDATE` unless [`RawConnection::open_window`] is called), so a response
+//! past 64 KiB stalls. Used by the CLI's `attacks::` tests and elastic's rendezvous tests.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -12,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// HTTP/2's client connection preface.
-pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 const DATA: u8 = 0x0;
 const HEADERS: u8 = 0x1;
@@ -22,6 +25,7 @@ const PING: u8 = 0x6;
 const GOAWAY: u8 = 0x7;
 const WINDOW_UPDATE: u8 = 0x8;
 const ACK: u8 = 0x1;
+const END_STREAM: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
 /// SETTINGS parameters.
 const MAX_CONCURRENT_STREAMS: u16 = 0x3;
@@ -32,7 +36,7 @@ const DEFAULT_WINDOW: i64 = 65_535;
 const MAX_QUEUED: usize = 1 << 20;
 
 /// Appends one frame to `out`.
-pub(crate) fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8], out: &mut Vec<u8>) {
+pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8], out: &mut Vec<u8>) {
     let len = u32::try_from(payload.len()).expect("a frame's payload fits 24 bits");
     out.extend_from_slice(&len.to_be_bytes()[1..]);
     out.extend_from_slice(&[kind, flags]);
@@ -55,7 +59,7 @@ fn header_block(fields: &[(&str, &str)]) -> Vec<u8> {
 }
 
 /// The header block of a gRPC call to `path` on `authority`.
-pub(crate) fn grpc_request_headers(authority: &str, path: &str) -> Vec<u8> {
+pub fn grpc_request_headers(authority: &str, path: &str) -> Vec<u8> {
     header_block(&[
         (":method", "POST"),
         (":scheme", "http"),
@@ -68,22 +72,38 @@ pub(crate) fn grpc_request_headers(authority: &str, path: &str) -> Vec<u8> {
 
 /// Appends a HEADERS frame (the whole block, stream left open) and a DATA frame (stream left
 /// open) opening stream `stream`.
-pub(crate) fn open_stream(stream: u32, headers: &[u8], data: &[u8], out: &mut Vec<u8>) {
+pub fn open_stream(stream: u32, headers: &[u8], data: &[u8], out: &mut Vec<u8>) {
     frame(HEADERS, END_HEADERS, stream, headers, out);
     frame(DATA, 0, stream, data, out);
 }
 
+/// Appends a whole call on stream `stream`: a HEADERS frame, then a DATA frame of `data` that
+/// ends the stream.
+pub fn call(stream: u32, headers: &[u8], data: &[u8], out: &mut Vec<u8>) {
+    frame(HEADERS, END_HEADERS, stream, headers, out);
+    frame(DATA, END_STREAM, stream, data, out);
+}
+
+/// `message` as a gRPC message: not compressed, its 4-byte length, then its bytes.
+pub fn grpc_message(message: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(message.len()).expect("a message fits 32 bits");
+    let mut data = vec![0];
+    data.extend_from_slice(&len.to_be_bytes());
+    data.extend_from_slice(message);
+    data
+}
+
 /// What the server sent on a [`RawConnection`], as counted by its reader.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Received {
+pub struct Received {
     /// The error code and debug data of the server's GOAWAY, if it sent one.
-    pub(crate) goaway: Option<(u32, String)>,
+    pub goaway: Option<(u32, String)>,
     /// RST_STREAM frames received.
-    pub(crate) rst_streams: u64,
+    pub rst_streams: u64,
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, if it set one.
-    pub(crate) max_concurrent_streams: Option<u32>,
+    pub max_concurrent_streams: Option<u32>,
     /// The connection ended (EOF or an error) while we still read it.
-    pub(crate) closed: bool,
+    pub closed: bool,
 }
 
 /// State the reader shares with the caller.
@@ -102,7 +122,7 @@ struct Shared {
 
 /// A client HTTP/2 connection driven frame by frame (see the module docs). Dropping it closes
 /// the socket.
-pub(crate) struct RawConnection {
+pub struct RawConnection {
     socket: TcpStream,
     to_writer: Option<Sender<Vec<u8>>>,
     shared: Arc<Shared>,
@@ -111,7 +131,7 @@ pub(crate) struct RawConnection {
 
 impl RawConnection {
     /// Connects to `addr` and sends the preface and an empty SETTINGS frame.
-    pub(crate) fn open(addr: SocketAddr) -> std::io::Result<Self> {
+    pub fn open(addr: SocketAddr) -> std::io::Result<Self> {
         let socket = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
         socket.set_nodelay(true)?;
         let shared = Arc::new(Shared {
@@ -151,7 +171,7 @@ impl RawConnection {
 
     /// Queues `bytes` to be written; first waits while more than 1 MiB is queued (the
     /// server reads slower than we write), unless the connection is closed.
-    pub(crate) fn send(&self, bytes: Vec<u8>) {
+    pub fn send(&self, bytes: Vec<u8>) {
         while self.shared.queued.load(Ordering::Relaxed) > MAX_QUEUED && !self.received().closed {
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -162,7 +182,7 @@ impl RawConnection {
 
     /// Takes `n` bytes of the send window (the connection's, and a fresh stream's), or
     /// returns false and takes nothing if either has less.
-    pub(crate) fn take_window(&self, n: usize) -> bool {
+    pub fn take_window(&self, n: usize) -> bool {
         let n = n as i64;
         if self.shared.stream_window.load(Ordering::Relaxed) < n {
             return false;
@@ -175,13 +195,23 @@ impl RawConnection {
             .is_ok()
     }
 
+    /// Opens the server's flow-control window by `increment` bytes, the connection's and
+    /// stream `stream`'s (`WINDOW_UPDATE` on both).
+    pub fn open_window(&self, stream: u32, increment: u32) {
+        let mut update = Vec::new();
+        for on in [0, stream] {
+            frame(WINDOW_UPDATE, 0, on, &increment.to_be_bytes(), &mut update);
+        }
+        self.send(update);
+    }
+
     /// What the server has sent so far.
-    pub(crate) fn received(&self) -> Received {
+    pub fn received(&self) -> Received {
         self.shared.received.lock().unwrap().clone()
     }
 
     /// Bytes read from the server so far.
-    pub(crate) fn bytes_read(&self) -> u64 {
+    pub fn bytes_read(&self) -> u64 {
         self.shared.read.load(Ordering::Relaxed)
     }
 }
