@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use elastic::{JobConfig, Layout, NodeRange};
+use remote_connect::Network;
 
 use crate::args::rendezvous::target::Rendezvous;
 use crate::args::rendezvous::{JoinRole, RdzvTargetArgs};
@@ -55,6 +56,12 @@ pub(crate) struct ElasticArgs {
     /// With --rdzv: where to write the job's first failure as JSON when it fails.
     #[arg(long, value_name = "PATH", requires = "rdzv")]
     pub(crate) error_file: Option<PathBuf>,
+    /// With --rdzv HOST: when this agent serves the built-in rendezvous, accept connections
+    /// only from these addresses or networks, comma-separated (`127.0.0.1`, `192.0.2.0/24`,
+    /// `::1`, `2001:db8::/32`), as `serve --allow`; others are closed at once. Default: every
+    /// host.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "rdzv")]
+    pub(crate) rdzv_allow: Option<Vec<Network>>,
 }
 
 impl ElasticArgs {

@@ -64,8 +64,9 @@ pub(crate) struct ObserveRole;
 impl RdzvRole for ObserveRole {
     const RDZV: &'static str = "With --from rendezvous: the rendezvous of the elastic job, as \
         `tfcluster run --rdzv` gives it: `HOST[:PORT]`, the built-in one (port 29400 by \
-        default, plaintext gRPC), or `etcd://HOST[:PORT][,HOST[:PORT]...]`, an etcd cluster's \
-        members (port 2379 by default)";
+        default; plaintext gRPC, or mTLS with all three --rdzv-tls-* flags), or \
+        `etcd://HOST[:PORT][,HOST[:PORT]...]`, an etcd cluster's members (port 2379 by \
+        default)";
     const BACKEND: &'static str = "With --from rendezvous: which rendezvous --rdzv names (run's \
         --rdzv-backend); by default etcd for `etcd://…`, else the built-in one";
     const ID: &'static str = "With --from rendezvous: the job's id at the rendezvous (run's \

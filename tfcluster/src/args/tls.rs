@@ -1,9 +1,10 @@
-//! The TLS flags: `--tls-cert`, `--tls-key`, `--tls-ca` between tfcluster peers (`serve` and
-//! `connect`), and `--rdzv-tls-ca`, `--rdzv-tls-cert`, `--rdzv-tls-key` to an etcd rendezvous
-//! (`run --rdzv etcd://…` and `--from rendezvous`). Two groups, since their peers differ:
-//! mutual TLS needs all three files on both sides, while etcd needs only its CA and a client
-//! certificate where it checks clients; the built-in rendezvous speaks plaintext gRPC only, so
-//! the `--rdzv-tls-*` flags go with the etcd backend alone.
+//! The TLS flags: `--tls-cert`, `--tls-key`, `--tls-ca` between tfcluster peers (`serve`,
+//! `connect` and `rendezvous serve`), and `--rdzv-tls-ca`, `--rdzv-tls-cert`, `--rdzv-tls-key`
+//! to a rendezvous (`run --rdzv` and `--from rendezvous`). Two groups, since their peers
+//! differ: mutual TLS needs all three files on both sides, while etcd needs only its CA and a
+//! client certificate where it checks clients. With the built-in rendezvous the
+//! `--rdzv-tls-*` flags are mutual TLS, all three needed: the agent that serves it serves with
+//! them, and `rendezvous serve` takes the `--tls-*` flags.
 
 use std::path::{Path, PathBuf};
 
@@ -43,17 +44,21 @@ impl TlsArgs {
     }
 }
 
-/// TLS to the members of an etcd rendezvous: their CA, and this client's certificate for
-/// clusters that check clients.
+/// TLS to a rendezvous: to the members of an etcd one, their CA, and this client's certificate
+/// for clusters that check clients; with the built-in one, mTLS, all three (this agent's
+/// certificate serves the rendezvous too when the agent serves it).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub(crate) struct RdzvTlsArgs {
-    /// With an etcd rendezvous: talk to etcd over TLS (https), checking its members'
-    /// certificates (etcd's --cert-file) against these CA certificates, PEM. Each member's
-    /// certificate must name the host --rdzv dials it at, as a DNS name or IP address.
+    /// Talk to the rendezvous over TLS, checking its certificates against these CA
+    /// certificates, PEM: etcd's members' (etcd's --cert-file), or with the built-in
+    /// rendezvous (mTLS: needs --rdzv-tls-cert and --rdzv-tls-key too) the serving agent's,
+    /// which must chain to the same CA as every agent's. Each server's certificate must name
+    /// the host --rdzv dials it at, as a DNS name or IP address.
     #[arg(long, value_name = "PATH", requires = "rdzv")]
     pub(crate) rdzv_tls_ca: Option<PathBuf>,
     /// With --rdzv-tls-ca: this agent's certificate chain, PEM, for an etcd that checks
-    /// clients (etcd's --client-cert-auth); needs --rdzv-tls-key.
+    /// clients (etcd's --client-cert-auth), or the built-in rendezvous (which it also serves
+    /// with, when this agent serves it); needs --rdzv-tls-key.
     #[arg(long, value_name = "PATH", requires_all = ["rdzv_tls_key", "rdzv_tls_ca"])]
     pub(crate) rdzv_tls_cert: Option<PathBuf>,
     /// The private key of --rdzv-tls-cert, PEM.
@@ -71,6 +76,21 @@ impl RdzvTlsArgs {
         ]
         .into_iter()
         .find_map(|(given, flag)| given.then_some(flag))
+    }
+
+    /// The mTLS config of the built-in rendezvous at `rendezvous`: `None` without these flags
+    /// (plaintext), else all three files read and checked now; the CA alone is a usage error.
+    pub(crate) fn mutual(&self, rendezvous: &str) -> Result<Option<TlsConfig>, Failure> {
+        match (&self.rdzv_tls_cert, &self.rdzv_tls_key, &self.rdzv_tls_ca) {
+            (Some(cert), Some(key), Some(ca)) => Ok(Some(TlsConfig::from_files(cert, key, ca)?)),
+            (None, None, None) => Ok(None),
+            // clap's `requires_all` lets a certificate and key through only with the CA.
+            _ => Err(Failure::usage(anyhow::anyhow!(
+                "--rdzv-tls-ca alone: the built-in rendezvous at {rendezvous} speaks mTLS, \
+                 which needs --rdzv-tls-cert and --rdzv-tls-key too (a certificate of that CA \
+                 for this agent); the CA alone is for an etcd rendezvous"
+            ))),
+        }
     }
 
     /// The TLS settings the flags name, their files read now (an error names the flag and

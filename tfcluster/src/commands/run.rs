@@ -42,7 +42,9 @@ use crate::runtime::runtime;
 ///
 /// `--rdzv HOST[:PORT]`: this host's share of an elastic job. Run it on every host; the
 /// agents meet at the rendezvous (the agent on HOST serves it when nothing answers there, or
-/// run `tfcluster rendezvous serve`), which groups them into rounds of MIN to MAX hosts
+/// run `tfcluster rendezvous serve`; over mTLS with `--rdzv-tls-ca`, `--rdzv-tls-cert` and
+/// `--rdzv-tls-key` on every host, the serving agent's certificate naming HOST; the serving
+/// agent admits only `--rdzv-allow`'s networks when given), which groups them into rounds of MIN to MAX hosts
 /// (`--nodes`). Each round, each host runs `--tasks-per-node` tasks of CMD, each on a free
 /// port with its TF_CONFIG and TFCLUSTER_ROUND, TFCLUSTER_RESTART_COUNT,
 /// TFCLUSTER_NODE_RANK, TFCLUSTER_LOCAL_TASK, and on a host with GPUs its share of them as
@@ -233,7 +235,7 @@ mod tests {
     #[test]
     fn rdzv_flags_name_one_rendezvous() {
         let r = rendezvous(&["--rdzv", "node0"]).unwrap();
-        assert!(matches!(r, Rendezvous::BuiltIn(_)), "{r:?}");
+        assert!(matches!(r, Rendezvous::BuiltIn(_, None)), "{r:?}");
         let r = rendezvous(&["--rdzv", "etcd://a,b:1", "--rdzv-timeout", "5s"]).unwrap();
         let Rendezvous::Etcd(etcd) = &r else {
             panic!("{r:?}")
@@ -261,7 +263,7 @@ mod tests {
             "{message}"
         );
         let failure = rendezvous(&["--rdzv", "node0", "--rdzv-tls-ca", "/ca.pem"])
-            .expect_err("no TLS to the built-in rendezvous");
+            .expect_err("no TLS to the built-in rendezvous without this agent's certificate");
         assert_eq!(failure.code, 2);
     }
 

@@ -179,19 +179,26 @@ pub(crate) struct Supervision {
 }
 
 /// Serves the built-in rendezvous on its endpoint when that is an address of this host and
-/// free; the agent that wins the bind serves, the others (and every other host) are clients.
-/// On etcd, nothing.
+/// free, over mTLS with the agent's `--rdzv-tls-*` config and behind `--rdzv-allow`; the
+/// agent that wins the bind serves, the others (and every other host) are clients. On etcd,
+/// nothing.
 async fn serve_if_here(rendezvous: &Rendezvous, args: &ElasticArgs) -> Option<RendezvousServer> {
-    let Rendezvous::BuiltIn(endpoint) = rendezvous else {
+    let Rendezvous::BuiltIn(endpoint, tls) = rendezvous else {
         return None;
     };
     let addr = tokio::net::lookup_host((endpoint.host.as_str(), endpoint.port))
         .await
         .ok()?
         .next()?;
-    let options = ServerOptions::default()
+    let mut options = ServerOptions::default()
         .with_timeout(args.rdzv_timeout)
         .with_last_call(args.rdzv_last_call);
+    if let Some(tls) = tls {
+        options = options.with_tls(tls.clone());
+    }
+    if let Some(networks) = &args.rdzv_allow {
+        options = options.with_allow(networks.iter().copied());
+    }
     match RendezvousServer::start(addr, options).await {
         Ok(server) => {
             tracing::info!(target: TARGET, %addr, "serving the rendezvous");

@@ -579,6 +579,75 @@ fn agents_join_a_rendezvous_served_on_its_own() {
 }
 
 #[test]
+fn two_agents_over_mtls_form_the_job_and_finish() {
+    let dir = scratch("mtls");
+    let ca = tf_oracle::TestCa::new("rendezvous CA");
+    // Either agent may serve: its certificate names the address the other dials.
+    let files = ca.write(dir.path(), "agent", &["127.0.0.1"]);
+    let (ca_file, cert, key) = (
+        files.ca.display().to_string(),
+        files.cert.display().to_string(),
+        files.key.display().to_string(),
+    );
+    let flags = [
+        "--rdzv-tls-ca",
+        &ca_file,
+        "--rdzv-tls-cert",
+        &cert,
+        "--rdzv-tls-key",
+        &key,
+    ];
+    let mut agents = two_agents(dir.path(), "ok", &flags);
+    expect_exits(&mut agents, TIMEOUT, [0, 0]);
+    assert_eq!(seen(&agents).len(), 4, "{}", agents[0].stdout());
+}
+
+#[test]
+fn rendezvous_serve_allow_refuses_agents_outside_its_networks() {
+    let mut server = Launch::start(
+        &[
+            "rendezvous",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow",
+            "192.0.2.0/24",
+        ],
+        &[],
+    );
+    let line = server
+        .lines_with("serving the rendezvous on ", 1, TIMEOUT)
+        .remove(0);
+    let endpoint = line.rsplit(' ').next().expect("an address").to_owned();
+    let mut agent = Launch::start(
+        &[
+            "run",
+            "--rdzv",
+            &endpoint,
+            "--rdzv-timeout",
+            "2s",
+            "--",
+            "true",
+        ],
+        &[],
+    );
+    assert_eq!(agent.wait(TIMEOUT).code(), Some(1), "{}", agent.stderr());
+    let stderr = agent.stderr();
+    assert!(
+        stderr.contains(&format!("rendezvous at {endpoint} unreachable for")),
+        "{stderr}"
+    );
+    server.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(server.wait(TIMEOUT).code(), Some(0), "{}", server.stderr());
+    // Each refusal is counted, and logged at most every 10 s.
+    assert!(
+        server.stderr().contains("outside the allowed networks"),
+        "{}",
+        server.stderr()
+    );
+}
+
+#[test]
 fn a_second_sigterm_kills_deaf_tasks_at_once() {
     // The task ignores SIGTERM (and so do its sleeps); the grace is long.
     let deaf = "trap '' TERM; echo pid $$; while :; do sleep 0.1; done";

@@ -1,13 +1,14 @@
 //! What the rendezvous flags name: `--rdzv` (the built-in rendezvous's `HOST[:PORT]`, or an
-//! etcd cluster's `etcd://HOST[:PORT][,HOST[:PORT]...]`), `--rdzv-backend` and TLS to etcd
-//! (`--rdzv-tls-*`), checked at the edge into one [`Rendezvous`], for `run --rdzv` and
-//! `--from rendezvous` alike.
+//! etcd cluster's `etcd://HOST[:PORT][,HOST[:PORT]...]`), `--rdzv-backend` and TLS
+//! (`--rdzv-tls-*`: to etcd, or mTLS with the built-in rendezvous), checked at the edge into
+//! one [`Rendezvous`], for `run --rdzv` and `--from rendezvous` alike.
 
 use std::fmt;
 use std::str::FromStr;
 
 use anyhow::anyhow;
 use elastic::{ClientOptions, EtcdOptions, RendezvousClient};
+use remote_connect::TlsConfig;
 
 use crate::args::tls::RdzvTlsArgs;
 use crate::failure::Failure;
@@ -70,8 +71,9 @@ impl FromStr for Endpoint {
 /// Which rendezvous `--rdzv` names (`--rdzv-backend`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Backend {
-    /// tfcluster's own, over plaintext gRPC, served by the agent on its host (or by
-    /// `tfcluster rendezvous serve`): the job lives while that host does.
+    /// tfcluster's own, over gRPC (plaintext, or mTLS with all three --rdzv-tls-* flags),
+    /// served by the agent on its host (or by `tfcluster rendezvous serve`): the job lives
+    /// while that host does.
     BuiltIn,
     /// An etcd cluster (v3): nothing to serve, every agent is equal, and the job survives
     /// the loss of any host while a majority of etcd's members lives.
@@ -131,8 +133,9 @@ impl fmt::Display for RdzvValue {
 /// The rendezvous of an elastic job, as the flags name it.
 #[derive(Clone, Debug)]
 pub(crate) enum Rendezvous {
-    /// The built-in rendezvous at an endpoint.
-    BuiltIn(Endpoint),
+    /// The built-in rendezvous at an endpoint, over mTLS with the config when there is one
+    /// (the agent that serves it serves with the same).
+    BuiltIn(Endpoint, Option<TlsConfig>),
     /// The rendezvous kept in an etcd cluster (TLS and timings in the options).
     Etcd(EtcdOptions),
 }
@@ -140,7 +143,7 @@ pub(crate) enum Rendezvous {
 impl fmt::Display for Rendezvous {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::BuiltIn(endpoint) => endpoint.fmt(f),
+            Self::BuiltIn(endpoint, _) => endpoint.fmt(f),
             Self::Etcd(etcd) => etcd.fmt(f),
         }
     }
@@ -182,17 +185,10 @@ impl Rendezvous {
                          --rdzv-backend etcd, or one HOST[:PORT] for the built-in rendezvous"
                     )));
                 }
-                if let Some(flag) = tls.first_given() {
-                    return Err(Failure::usage(anyhow!(
-                        "{flag} is for an etcd rendezvous, and --rdzv {text} names the built-in \
-                         one, which speaks plaintext gRPC: give --rdzv etcd://… (or \
-                         --rdzv-backend etcd) or drop the --rdzv-tls-* flags"
-                    )));
-                }
                 let endpoint = text
                     .parse()
                     .map_err(|e| Failure::usage(anyhow!("--rdzv: {e}")))?;
-                return Ok(Self::BuiltIn(endpoint));
+                return Ok(Self::BuiltIn(endpoint, tls.mutual(text)?));
             }
         };
         Ok(Self::Etcd(match tls.read()? {
@@ -205,7 +201,13 @@ impl Rendezvous {
     /// the first call connects).
     pub(crate) async fn client(&self, options: ClientOptions) -> Result<RendezvousClient, Failure> {
         Ok(match self {
-            Self::BuiltIn(endpoint) => RendezvousClient::new(endpoint.to_string(), options)?,
+            Self::BuiltIn(endpoint, tls) => {
+                let options = match tls {
+                    Some(tls) => options.with_tls(tls.clone()),
+                    None => options,
+                };
+                RendezvousClient::new(endpoint.to_string(), options)?
+            }
             Self::Etcd(etcd) => RendezvousClient::etcd(etcd.clone(), options).await?,
         })
     }
@@ -252,7 +254,7 @@ mod tests {
     fn the_backend_follows_the_scheme_unless_told() {
         let r = resolve("node0", None).unwrap();
         assert!(
-            matches!(&r, Rendezvous::BuiltIn(e) if e.port == 29400),
+            matches!(&r, Rendezvous::BuiltIn(e, None) if e.port == 29400),
             "{r:?}"
         );
         let r = resolve("node0:1234", Some(Backend::BuiltIn)).unwrap();
@@ -299,7 +301,9 @@ mod tests {
         let (message, code) = failure(Rendezvous::from_flags(&value, None, &tls));
         assert_eq!(code, 2);
         assert!(
-            message.starts_with("--rdzv-tls-ca is for an etcd rendezvous, and --rdzv node0:29400"),
+            message.starts_with(
+                "--rdzv-tls-ca alone: the built-in rendezvous at node0:29400 speaks mTLS"
+            ),
             "{message}"
         );
     }
