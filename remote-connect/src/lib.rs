@@ -27,7 +27,8 @@
 //! **Who depends on it:** programs that join, inspect or drive a TensorFlow cluster from Rust,
 //! and the `tfcluster` CLI. It builds on `cluster-proto` (the messages and stubs),
 //! `cluster-spec` (the cluster), `device-filter` (names and the visibility rule) and
-//! `cluster-resolver` (any resolver can be a connect target).
+//! `cluster-resolver` (any resolver can be a connect target), and serves through `grpc-guard`
+//! (the allow list, limits and TLS its server faces the network with).
 //!
 //! ## Features
 //!
@@ -343,19 +344,22 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //! with defaults ([`Limits::default`]) that a TensorFlow client never meets (a connect opens
 //! one connection per task, a handful of streams on it, and sends a `CreateContext` of about
 //! 8 MB for a 10,000-task cluster of 8 devices) and an attacker always does. Set them with
-//! [`TaskServerBuilder::with_limits`] (or `tfcluster serve --max-connections …`):
+//! [`TaskServerBuilder::with_limits`] (or `tfcluster serve --max-connections …`). All but the
+//! contexts' are the guards of the `grpc-guard` crate, which elastic's rendezvous server
+//! serves behind too:
 //!
 //! | limit ([`Limits`] field) | default | past it | TensorFlow 2.21 |
 //! |---|---|---|---|
 //! | streams per connection (`max_streams_per_connection`), announced in `SETTINGS_MAX_CONCURRENT_STREAMS` | 256 | the stream is refused (`REFUSED_STREAM`) | no limit |
 //! | streams a connection makes the server reset (`max_reset_streams`) | 1,024 | `GOAWAY` (`ENHANCE_YOUR_CALM`), connection closed | gRPC's own |
-//! | time for a request to arrive whole (`message_timeout`) | 60 s | `DEADLINE_EXCEEDED` | none |
+//! | time for a request to arrive whole, and for a response to be taken by its connection (`message_timeout`) | 60 s | `DEADLINE_EXCEEDED`; a response not taken is cut (its stream reset, what it held freed) | none |
 //! | open connections (`max_connections`), and never more than the open-file limit less 64 | 10,000 | the oldest connection that has not started HTTP/2 makes room; else closed at accept, told why in a `GOAWAY` | no limit |
 //! | time for a new connection to send HTTP/2's preface and first frame header, or TLS's first bytes (`handshake_timeout`) | 5 s | closed (a waiting connection costs a socket and a small task, not HTTP/2 buffers) | 120 s |
 //! | time a connection may stay open with no request in flight (`idle_timeout`) | 10 min | closed; gRPC clients reconnect on their next call | none |
 //! | keep-alive pings (`keepalive_interval`, `keepalive_timeout`) | every 60 s, 20 s to answer | a silent peer's connection closed | every 2 h |
 //! | memory for requests being received, inflated and decoded, all connections together (`request_memory`) | 128 MiB | `RESOURCE_EXHAUSTED` at once | no limit |
 //! | one compressed message, inflated | 64 MiB | `RESOURCE_EXHAUSTED` | 2 GiB |
+//! | memory for responses their connections have not taken yet, all connections together (`response_memory`) | 128 MiB | `RESOURCE_EXHAUSTED` instead of the response | no limit |
 //! | live contexts (`max_contexts`) and what they hold (`context_memory`) | 10,000 and 128 MiB | the least recently used context without keep-alive makes room; when every context has a keep-alive, `RESOURCE_EXHAUSTED` | no limit |
 //! | how long a context without keep-alive may stay unused (`context_idle_limit`) | forever, as TensorFlow | collected | forever |
 //!
