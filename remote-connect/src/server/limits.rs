@@ -23,9 +23,8 @@ pub(crate) const MAX_MESSAGE_SIZE: usize = i32::MAX as usize;
 ///     .with_context_idle_limit(Some(Duration::from_secs(3600)));
 /// ```
 ///
-/// The connection, stream, message and memory limits are the shared
-/// [`grpc_guard::Limits`] (the rendezvous serves under the same guards): [`serving`](Self::serving)
-/// gives them, [`with_serving`](Self::with_serving) sets them all at once.
+/// The connection, stream, message and memory limits are those of the `grpc-guard` crate,
+/// which elastic's rendezvous serves under too; the contexts' are the TaskServer's own.
 ///
 /// TensorFlow's gRPC server sets none of these: its streams, connections, contexts and
 /// decoded requests are unbounded, it never closes an idle connection, and it waits 120 s for
@@ -67,55 +66,41 @@ macro_rules! serving_setters {
 
 impl Limits {
     serving_setters! {
-        /// Concurrent streams (requests) on one connection, announced in HTTP/2's
-        /// `SETTINGS_MAX_CONCURRENT_STREAMS`; a stream past it is refused (`REFUSED_STREAM`).
-        /// Default 256.
+        /// Concurrent streams on one connection, as
+        /// [`grpc_guard::Limits::with_max_streams_per_connection`]. Default 256.
         with_max_streams_per_connection: u32;
-        /// Streams one connection may make the server reset (refused, malformed) before it is
-        /// closed with `GOAWAY` (`ENHANCE_YOUR_CALM`). Default 1,024.
+        /// Streams a connection may make the server reset before `GOAWAY`, as
+        /// [`grpc_guard::Limits::with_max_reset_streams`]. Default 1,024.
         with_max_reset_streams: usize;
-        /// How long a request may take to arrive whole, from its headers to its last byte
-        /// (past it the request fails with `DEADLINE_EXCEEDED`), and a response to be taken
-        /// by its connection (past it its stream is reset). Default 60 s.
+        /// How long a request may take to arrive whole and a response to be taken, as
+        /// [`grpc_guard::Limits::with_message_timeout`]. Default 60 s.
         with_message_timeout: Duration;
-        /// Open connections. At the limit a new connection takes the place of the oldest one
-        /// that has not started HTTP/2 yet (see [`with_handshake_timeout`](Self::with_handshake_timeout)),
-        /// or is closed as soon as it is accepted, told why in a `GOAWAY`. Never more than the
-        /// process's open-file limit less 64, so accepting never fails for want of a descriptor.
-        /// Default 10,000.
+        /// Open connections (never more than the open-file limit less 64), as
+        /// [`grpc_guard::Limits::with_max_connections`]. Default 10,000.
         with_max_connections: usize;
-        /// How long a new connection has to send the start of HTTP/2 (its preface and first
-        /// frame header) or of TLS; it is closed past it. Default 5 s.
+        /// How long a new connection has to start HTTP/2 or TLS, as
+        /// [`grpc_guard::Limits::with_handshake_timeout`]. Default 5 s.
         with_handshake_timeout: Duration;
-        /// How long a connection may stay open with no request in flight; `None` never closes
-        /// one. A client's gRPC channel reconnects on its next call. Default 10 minutes.
+        /// How long a connection may stay open with no request in flight (`None`: forever), as
+        /// [`grpc_guard::Limits::with_idle_timeout`]. Default 10 minutes.
         with_idle_timeout: Option<Duration>;
-        /// How often the server pings a connection (HTTP/2 `PING`) to find peers that are gone;
-        /// one that does not answer within [`with_keepalive_timeout`](Self::with_keepalive_timeout) is
-        /// closed. `None` sends no pings. Default 60 s.
+        /// How often connections are pinged (`None`: never), as
+        /// [`grpc_guard::Limits::with_keepalive_interval`]. Default 60 s.
         with_keepalive_interval: Option<Duration>;
-        /// How long a keep-alive ping may go unanswered. Default 20 s.
+        /// How long a ping may go unanswered, as
+        /// [`grpc_guard::Limits::with_keepalive_timeout`]. Default 20 s.
         with_keepalive_timeout: Duration;
-        /// Bytes the server may hold for requests being received and decoded, all connections
-        /// together: what has arrived of each request, inflated when it was compressed, and what
-        /// decoding it makes (a `CreateContext`'s device list costs per device, not per byte).
-        /// A request that would go past it fails with `RESOURCE_EXHAUSTED`. Default 128 MiB.
+        /// Bytes held for requests being received and decoded, all connections together (a
+        /// `CreateContext`'s device list costs per device, not per byte), as
+        /// [`grpc_guard::Limits::with_request_memory`]. Default 128 MiB.
         with_request_memory: usize;
-        /// Bytes of responses the server holds that their connections have not taken yet, all
-        /// connections together; a response that would go past it fails with
-        /// `RESOURCE_EXHAUSTED`. Default 128 MiB.
+        /// Bytes of responses not yet taken by their connections, all together, as
+        /// [`grpc_guard::Limits::with_response_memory`]. Default 128 MiB.
         with_response_memory: usize;
     }
 
-    /// Every shared limit at once (connections, streams, messages, memory), replacing those
-    /// set before.
-    pub fn with_serving(mut self, serving: grpc_guard::Limits) -> Self {
-        self.serving = serving;
-        self
-    }
-
     /// The shared limits: connections, streams, messages, memory.
-    pub fn serving(&self) -> &grpc_guard::Limits {
+    pub(crate) fn serving(&self) -> &grpc_guard::Limits {
         &self.serving
     }
 
