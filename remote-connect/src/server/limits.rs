@@ -55,10 +55,10 @@ impl Default for Limits {
 
 /// Setters that set the shared limit of the same name ([`grpc_guard::Limits`]).
 macro_rules! serving_setters {
-    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident($value:ident: $ty:ty);)*) => {$(
         $(#[$doc])*
-        pub fn $name(mut self, value: $ty) -> Self {
-            self.serving = self.serving.$name(value);
+        pub fn $name(mut self, $value: $ty) -> Self {
+            self.serving = self.serving.$name($value);
             self
         }
     )*};
@@ -68,35 +68,35 @@ impl Limits {
     serving_setters! {
         /// Concurrent streams on one connection, as
         /// [`grpc_guard::Limits::with_max_streams_per_connection`]. Default 256.
-        with_max_streams_per_connection: u32;
+        with_max_streams_per_connection(max_streams_per_connection: u32);
         /// Streams a connection may make the server reset before `GOAWAY`, as
         /// [`grpc_guard::Limits::with_max_reset_streams`]. Default 1,024.
-        with_max_reset_streams: usize;
+        with_max_reset_streams(max_reset_streams: usize);
         /// How long a request may take to arrive whole and a response to be taken, as
         /// [`grpc_guard::Limits::with_message_timeout`]. Default 60 s.
-        with_message_timeout: Duration;
+        with_message_timeout(message_timeout: Duration);
         /// Open connections (never more than the open-file limit less 64), as
         /// [`grpc_guard::Limits::with_max_connections`]. Default 10,000.
-        with_max_connections: usize;
+        with_max_connections(max_connections: usize);
         /// How long a new connection has to start HTTP/2 or TLS, as
         /// [`grpc_guard::Limits::with_handshake_timeout`]. Default 5 s.
-        with_handshake_timeout: Duration;
+        with_handshake_timeout(handshake_timeout: Duration);
         /// How long a connection may stay open with no request in flight (`None`: forever), as
         /// [`grpc_guard::Limits::with_idle_timeout`]. Default 10 minutes.
-        with_idle_timeout: Option<Duration>;
+        with_idle_timeout(idle_timeout: Option<Duration>);
         /// How often connections are pinged (`None`: never), as
         /// [`grpc_guard::Limits::with_keepalive_interval`]. Default 60 s.
-        with_keepalive_interval: Option<Duration>;
+        with_keepalive_interval(keepalive_interval: Option<Duration>);
         /// How long a ping may go unanswered, as
         /// [`grpc_guard::Limits::with_keepalive_timeout`]. Default 20 s.
-        with_keepalive_timeout: Duration;
+        with_keepalive_timeout(keepalive_timeout: Duration);
         /// Bytes held for requests being received and decoded, all connections together (a
         /// `CreateContext`'s device list costs per device, not per byte), as
         /// [`grpc_guard::Limits::with_request_memory`]. Default 128 MiB.
-        with_request_memory: usize;
+        with_request_memory(request_memory: usize);
         /// Bytes of responses not yet taken by their connections, all together, as
         /// [`grpc_guard::Limits::with_response_memory`]. Default 128 MiB.
-        with_response_memory: usize;
+        with_response_memory(response_memory: usize);
     }
 
     /// The shared limits: connections, streams, messages, memory.
