@@ -336,6 +336,7 @@ mod layout;
 mod node_range;
 mod outcome;
 mod prewarm;
+mod received;
 mod rendezvous;
 mod resolver;
 pub mod supervise;
