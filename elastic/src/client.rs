@@ -309,6 +309,7 @@ impl RendezvousClient {
             ports: join.ports.clone(),
             node_id: Some(node_id),
             name: join.name.clone(),
+            peer: None,
         };
         let joined = self
             .call(

@@ -18,9 +18,9 @@ use crate::rendezvous::{
 use crate::watched_round::WatchedRound;
 use crate::{Error, WireError, wire};
 
-/// The largest answer the client decodes: the round of a job at its task limit (65,536 tasks)
-/// is a few MB.
-const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+/// The largest answer the client decodes: a round the registry forms is below it
+/// ([`round_size`](crate::rendezvous::registry::round_size)).
+const MAX_RESPONSE_BYTES: usize = crate::rendezvous::registry::round_size::MAX_ANSWER_BYTES;
 
 /// A rendezvous over gRPC; cheap to clone (clones share the connection).
 #[derive(Debug, Clone)]
