@@ -14,6 +14,8 @@ mod common;
 mod etcd;
 #[path = "elastic/hostile.rs"]
 mod hostile;
+#[path = "elastic/lying.rs"]
+mod lying;
 #[path = "elastic/resolver.rs"]
 mod resolver;
 #[path = "elastic/rounds.rs"]
