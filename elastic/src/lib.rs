@@ -280,7 +280,7 @@
 //! detail, a join's note) has terminal escapes and other control characters (but newline
 //! and tab) removed and is cut to its last 8 KiB before anyone prints it or writes it to
 //! `--error-file`. A long poll (`WaitRound`, a heartbeat, `WatchRounds`) answered in under a
-//! tenth of its poll is followed by a pause, 50 ms doubling to 1 s while the answers stay the
+//! tenth of its poll and under 50 ms is followed by a pause, 50 ms doubling to 1 s while the answers stay the
 //! same: a rendezvous answering at once gets about a dozen calls in 5 s, not thousands. A
 //! signal stops the agent wherever it is, between rounds too, and it leaves the job with a
 //! 500 ms deadline.

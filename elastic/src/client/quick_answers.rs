@@ -10,8 +10,14 @@ use cluster_resolver::Backoff;
 const FIRST: Duration = Duration::from_millis(50);
 const LONGEST: Duration = Duration::from_secs(1);
 
+/// The most a quick answer takes: a rendezvous that holds polls for longer than this (its
+/// own cap, a third of its heartbeat timeout, may be far below what the client asks) gets
+/// at most 20 calls a second anyway, and a round is never held back behind a pause.
+const QUICK: Duration = Duration::from_millis(50);
+
 /// Pacing of one caller's long polls (a node's waits, a round's heartbeats, an observer's
-/// watch). An answer within a tenth of the poll it asked for is quick: the next call waits
+/// watch). An answer within a tenth of the poll it asked for, and within 50 ms, is quick:
+/// the next call waits
 /// 50 ms, then 100 ms, … up to 1 s while the answers stay quick and unchanged; a real change
 /// starts again from 50 ms. Against a rendezvous that answers every poll at once with the
 /// same thing, calls over 5 s number about a dozen (50 + 100 + … + 1000 ms, then one a second).
@@ -42,7 +48,7 @@ impl QuickAnswers {
         if changed {
             self.backoff.reset();
         }
-        if took >= asked / 10 {
+        if took >= (asked / 10).min(QUICK) {
             return Duration::ZERO;
         }
         self.backoff.pause(remaining)
@@ -65,8 +71,11 @@ mod tests {
             .map(|_| q.pause(poll, quick, false, long).as_millis())
             .collect();
         assert_eq!(pauses, [50, 100, 200, 400, 800, 1000, 1000]);
-        // A held poll goes on at once; a change starts again from the first pause.
+        // A held poll goes on at once, one held by a server's cap (far below the poll) too;
+        // a change starts again from the first pause.
         assert_eq!(q.pause(poll, poll, false, long), Duration::ZERO);
+        let capped = Duration::from_millis(100);
+        assert_eq!(q.pause(poll, capped, false, long), Duration::ZERO);
         assert_eq!(q.pause(poll, quick, true, long).as_millis(), 50);
         assert_eq!(
             q.pause(poll, quick, false, Duration::from_millis(7))
