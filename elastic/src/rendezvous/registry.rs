@@ -9,8 +9,10 @@
 //! (a round once formed); a job's parts beside it: [`admission`] (which joins are taken),
 //! [`membership`] (nodes joining, leaving and going silent), [`job`] (a job's phases: a round
 //! running, ending, the job done), [`forming`] (when the next round closes, and with whom)
-//! and [`task_end`] (what a task's reported end does). Each file imports only files below
-//! it: `formed` ← `node`, `calls` ← `job` ← the parts.
+//! and [`task_end`] (what a task's reported end does); and two rules the parts apply,
+//! [`round_size`] (how big a round may grow and still start its tasks) and
+//! [`host_identity`] (which hosts are one). Each file imports only files below it:
+//! `formed` ← `node`, `calls` ← `job` ← the parts.
 
 mod admission;
 mod calls;

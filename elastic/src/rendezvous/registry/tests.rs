@@ -1,6 +1,6 @@
 //! A registry driven by hand, the clock stepped instead of slept: the helpers every file's
-//! tests share, and the tests of the registry as a whole (its job limit, forgetting jobs,
-//! unknown ids).
+//! tests share, and the tests of the registry as a whole (its job limit and a caller's share
+//! of it, forgetting jobs, unknown ids).
 
 use std::time::Duration;
 
