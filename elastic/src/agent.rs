@@ -456,12 +456,25 @@ impl Agent {
                     }
                 }
                 Ok(RoundEnded::Done(done)) => {
-                    if done.succeeded {
-                        tasks.wind_down(self.options.grace).await;
-                    } else {
-                        tasks.stop(self.options.failure_grace).await;
+                    // The job is over, but a signal still counts: it cuts the tasks' grace
+                    // short as it would in a round.
+                    let signalled = {
+                        let ending = async {
+                            if done.succeeded {
+                                tasks.wind_down(self.options.grace).await;
+                            } else {
+                                tasks.stop(self.options.failure_grace).await;
+                            }
+                        };
+                        tokio::select! {
+                            () = ending => None,
+                            signal = next_signal(stop) => Some(signal),
+                        }
+                    };
+                    match signalled {
+                        Some(signal) => self.stop_tasks(&mut tasks, signal, stop).await,
+                        None => tasks.finish(self.options.grace).await,
                     }
-                    tasks.finish(self.options.grace).await;
                     let _ = self.client.leave(&node).await;
                     return Ok(done_outcome(done));
                 }
