@@ -84,6 +84,9 @@ use crate::{
 /// How long the agent waits for a task's last stderr lines before reporting its exit.
 const TAIL_WAIT: Duration = Duration::from_millis(300);
 
+/// How long an agent on its way out waits for the rendezvous to take its leave.
+const LEAVE_WITHIN: Duration = Duration::from_millis(500);
+
 /// What the agent runs and how: see [`Agent::new`].
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
@@ -239,6 +242,16 @@ enum Next {
     JobDone(JobDone),
 }
 
+/// What the time between two rounds gave.
+enum Between {
+    /// The next round (or the job's end); the last round's tasks are gone.
+    Next(Next),
+    /// Joining again or waiting failed; the tasks may still be stopping.
+    Failed(Error),
+    /// A signal came; the tasks may still be stopping.
+    Stopped(Signal),
+}
+
 /// How the tasks of one round ended, as the agent saw it.
 enum RoundEnded {
     /// The round ended; the tasks are stopped with this grace (none after a failure).
@@ -389,7 +402,7 @@ impl Agent {
                 None => tokio::select! {
                     waited = self.next_round(&mut node) => waited,
                     signal = next_signal(stop) => {
-                        let _ = self.client.leave(&node).await;
+                        self.leave(&node).await;
                         return Ok(AgentOutcome::Stopped(signal));
                     }
                 },
@@ -397,11 +410,11 @@ impl Agent {
             let (round, beats) = match waited {
                 Ok(Next::Round(round, beats)) => (round, beats),
                 Ok(Next::JobDone(done)) => {
-                    let _ = self.client.leave(&node).await;
+                    self.leave(&node).await;
                     return Ok(done_outcome(done));
                 }
                 Err(e) => {
-                    let _ = self.client.leave(&node).await;
+                    self.leave(&node).await;
                     return Err(e.into());
                 }
             };
@@ -423,35 +436,51 @@ impl Agent {
                     // Join before stopping, so the next round's last call waits for us.
                     reserved = reserve(self.options.join.config().tasks_per_node())?;
                     node.set_ports(reserved.ports());
-                    let rejoined = self.client.rejoin(&mut node).await;
-                    let stopped = async {
-                        tasks.stop(grace).await;
-                        tasks.finish(self.options.grace).await;
-                    };
-                    if let Err(e) = rejoined {
-                        stopped.await;
-                        return Err(e.into());
+                    match self
+                        .between_rounds(&mut tasks, &mut node, grace, stop)
+                        .await
+                    {
+                        Between::Next(waited) => next = Some(Ok(waited)),
+                        Between::Failed(e) => {
+                            tasks.stop(grace).await;
+                            tasks.finish(self.options.grace).await;
+                            self.leave(&node).await;
+                            return Err(e.into());
+                        }
+                        Between::Stopped(signal) => {
+                            let left = self.leave(&node);
+                            let ((), ()) =
+                                tokio::join!(self.stop_tasks(&mut tasks, signal, stop), left);
+                            return Ok(AgentOutcome::Stopped(signal));
+                        }
                     }
-                    // Waiting for the next round, then heartbeating in it, is what keeps this
-                    // node alive at the rendezvous, and a stop may take the whole grace
-                    // (TensorFlow's workers take SIGTERM as a preemption notice and go on):
-                    // both go on while the tasks stop.
-                    let (waited, ()) = tokio::join!(self.next_round(&mut node), stopped);
-                    next = Some(waited);
                 }
                 Ok(RoundEnded::Done(done)) => {
-                    if done.succeeded {
-                        tasks.wind_down(self.options.grace).await;
-                    } else {
-                        tasks.stop(self.options.failure_grace).await;
+                    // The job is over, but a signal still counts: it cuts the tasks' grace
+                    // short as it would in a round.
+                    let signalled = {
+                        let ending = async {
+                            if done.succeeded {
+                                tasks.wind_down(self.options.grace).await;
+                            } else {
+                                tasks.stop(self.options.failure_grace).await;
+                            }
+                        };
+                        tokio::select! {
+                            () = ending => None,
+                            signal = next_signal(stop) => Some(signal),
+                        }
+                    };
+                    match signalled {
+                        Some(signal) => self.stop_tasks(&mut tasks, signal, stop).await,
+                        None => tasks.finish(self.options.grace).await,
                     }
-                    tasks.finish(self.options.grace).await;
                     let _ = self.client.leave(&node).await;
                     return Ok(done_outcome(done));
                 }
                 Ok(RoundEnded::Stopped(signal)) => {
-                    let left = self.client.leave(&node);
-                    let ((), _) = tokio::join!(self.stop_tasks(&mut tasks, signal, stop), left);
+                    let left = self.leave(&node);
+                    let ((), ()) = tokio::join!(self.stop_tasks(&mut tasks, signal, stop), left);
                     return Ok(AgentOutcome::Stopped(signal));
                 }
                 Err(e) => {
@@ -461,6 +490,49 @@ impl Agent {
                     return Err(e);
                 }
             }
+        }
+    }
+
+    /// After a round ended: joins again and waits for the next round (then heartbeats in
+    /// it), which is what keeps this node alive at the rendezvous, while the last round's
+    /// tasks stop with `grace` (a stop may take the whole grace: TensorFlow's workers take
+    /// SIGTERM as a preemption notice and go on). The next round is returned once they are
+    /// gone. A signal on `stop` breaks off at once, the tasks' stop unfinished (the caller
+    /// stops them again).
+    async fn between_rounds(
+        &self,
+        tasks: &mut Supervisor,
+        node: &mut Node,
+        grace: Duration,
+        stop: &mut (impl Stream<Item = Signal> + Unpin),
+    ) -> Between {
+        let mut stopped = pin!(async {
+            tasks.stop(grace).await;
+            tasks.finish(self.options.grace).await;
+        });
+        let mut waiting = pin!(async {
+            self.client.rejoin(node).await?;
+            self.next_round(node).await
+        });
+        let (mut gone, mut waited) = (false, None);
+        while !(gone && waited.is_some()) {
+            tokio::select! {
+                () = &mut stopped, if !gone => gone = true,
+                w = &mut waiting, if waited.is_none() => match w {
+                    Ok(w) => waited = Some(w),
+                    Err(e) => return Between::Failed(e),
+                },
+                signal = next_signal(stop) => return Between::Stopped(signal),
+            }
+        }
+        Between::Next(waited.expect("the loop ends with it"))
+    }
+
+    /// Leaves the job without waiting long: the agent is on its way out, and a rendezvous
+    /// that does not answer finds the node silent at its heartbeat timeout anyway.
+    async fn leave(&self, node: &Node) {
+        if let Err(e) = self.client.leave_briefly(node, LEAVE_WITHIN).await {
+            tracing::warn!(error = %Chain(&e), "cannot leave the job");
         }
     }
 

@@ -4,6 +4,7 @@
 
 mod backend;
 mod heartbeats;
+pub(crate) mod quick_answers;
 mod round;
 mod watched;
 
@@ -24,15 +25,17 @@ pub use watched::Watched;
 use crate::error::duration;
 use crate::grpc::client::{CallFailed, GrpcClient};
 use crate::outcome::{JobDone, RoundStatus, TaskStatus};
+use crate::received::Received;
 use crate::rendezvous::registry::MAX_STDERR_TAIL;
 use crate::rendezvous::{Beat, Found, JoinArgs, Leave, Observe, Rendezvous, Report, Wait};
 use crate::watched_round::WatchedRound;
 use crate::{Error, JobConfig};
 use backend::Backend;
+use quick_answers::QuickAnswers;
 
 /// The longest single `WaitRound` or `WatchRounds` long poll the client asks for; the server
 /// may cap it lower.
-const MAX_POLL: Duration = Duration::from_secs(10);
+pub(crate) const MAX_POLL: Duration = Duration::from_secs(10);
 
 /// The least time a retry gets, even when the retries' time is up.
 const LAST_TRY: Duration = Duration::from_millis(100);
@@ -323,6 +326,7 @@ impl RendezvousClient {
             ports: join.ports.clone(),
             node_id: Some(node_id),
             name: join.name.clone(),
+            peer: None,
         };
         let joined = self
             .call(
@@ -389,6 +393,8 @@ impl RendezvousClient {
         let start = Instant::now();
         let deadline = start + timeout;
         let mut pending = format!("round {}: no answer yet", node.waits_for);
+        let mut last_pending = None;
+        let mut quick = QuickAnswers::default();
         loop {
             let now = Instant::now();
             if now >= deadline {
@@ -406,6 +412,7 @@ impl RendezvousClient {
                 poll,
             };
             let give_up = deadline.min(self.give_up());
+            let asked = Instant::now();
             let found = self
                 .call(
                     "WaitRound",
@@ -424,7 +431,14 @@ impl RendezvousClient {
                     return Ok(Waited::Round(round));
                 }
                 Found::Done(done) => return Ok(Waited::JobDone(done)),
-                Found::Pending(p) => pending = p.detail,
+                Found::Pending(p) => {
+                    let changed = last_pending != Some((p.round, p.waiting));
+                    last_pending = Some((p.round, p.waiting));
+                    pending = p.detail;
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let pause = quick.pause(poll, asked.elapsed(), changed, left);
+                    tokio::time::sleep(pause).await;
+                }
             }
         }
     }
@@ -565,21 +579,40 @@ impl RendezvousClient {
     ///
     /// A leave dropped after it was sent may have taken effect; leaving again is harmless.
     pub async fn leave(&self, node: &Node) -> Result<(), Error> {
+        let (give_up, attempt) = (self.give_up(), self.options.rpc_timeout);
+        self.leave_within(node, give_up, attempt).await
+    }
+
+    /// Leaves the job, giving up after `within` (one try, no retries): what a node that is
+    /// told to stop does, so that a signal ends it at once even when the rendezvous does not
+    /// answer (the rendezvous then finds it silent at its heartbeat timeout).
+    ///
+    /// # Errors
+    ///
+    /// As [`leave`](Self::leave), or [`Error::Unreachable`] when no answer came within `within`.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`leave`](Self::leave).
+    pub(crate) async fn leave_briefly(&self, node: &Node, within: Duration) -> Result<(), Error> {
+        self.leave_within(node, Instant::now(), within).await
+    }
+
+    async fn leave_within(
+        &self,
+        node: &Node,
+        give_up: Instant,
+        attempt: Duration,
+    ) -> Result<(), Error> {
         let leave = Leave {
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
         };
-        self.call(
-            "Leave",
-            self.give_up(),
-            self.options.rpc_timeout,
-            |backend, t| {
-                let leave = leave.clone();
-                async move { backend.leave(leave, t).await }
-            },
-        )
-        .await?;
-        Ok(())
+        self.call("Leave", give_up, attempt, |backend, t| {
+            let leave = leave.clone();
+            async move { backend.leave(leave, t).await }
+        })
+        .await
     }
 
     /// One heartbeat the server may hold for `poll` while the round runs, retried until
@@ -620,6 +653,7 @@ impl RendezvousClient {
         mut f: F,
     ) -> Result<T, Error>
     where
+        T: Received,
         F: FnMut(Backend, Duration) -> Fut,
         Fut: Future<Output = Result<T, CallFailed>>,
     {
@@ -631,7 +665,12 @@ impl RendezvousClient {
         loop {
             let answer = tokio::time::timeout(this_try, f(self.backend.clone(), this_try)).await;
             let status = match answer {
-                Ok(Ok(answer)) => return Ok(answer),
+                // Whatever answered, it is held to the client's bounds before it is used.
+                Ok(Ok(answer)) => {
+                    return answer
+                        .vetted()
+                        .map_err(|e| Error::invalid_response(&self.addr, call, e));
+                }
                 Ok(Err(CallFailed::Status(status))) => status,
                 Ok(Err(CallFailed::Answer(error))) => return Err(error),
                 Err(_) => {

@@ -9,8 +9,12 @@ use crate::{Layout, NodeRange};
 pub const MAX_TASKS_PER_NODE: u32 = 256;
 
 /// The most tasks a round may have (`max nodes × tasks per node`): a round's cluster goes to
-/// every member, and TensorFlow gives every task the whole cluster.
-pub const MAX_TASKS: u32 = 65_536;
+/// every member, and TensorFlow gives every task the whole cluster in its `TF_CONFIG`, one
+/// environment variable, which Linux caps at 131,072 bytes. At the shortest addresses
+/// (`h:1`, 6 bytes a task in the JSON) 16,384 tasks take about 98 KB and fit; real
+/// addresses (`10.0.0.12:40123`, 18 bytes) fit about 7,000, so the rendezvous also refuses a
+/// round whose `TF_CONFIG` would not fit as it forms, naming the sizes.
+pub const MAX_TASKS: u32 = 16_384;
 
 /// A job's shape: the node range of its rounds, the tasks each node runs, the layout of
 /// non-worker jobs, and how many failures it survives.
@@ -187,8 +191,8 @@ mod tests {
             "tasks per node must be from 1 to 256, found 0"
         );
         assert_eq!(
-            config("1:4096", 17, "").unwrap_err().to_string(),
-            "a round of 4096 nodes with 17 tasks each has 69632 tasks, above the limit of 65536"
+            config("1:4096", 5, "").unwrap_err().to_string(),
+            "a round of 4096 nodes with 5 tasks each has 20480 tasks, above the limit of 16384"
         );
         assert_eq!(
             config("2:4", 1, "ps=2").unwrap_err().to_string(),

@@ -275,6 +275,46 @@
 //! [`WireError`] for a message that breaks the protocol (a field missing, a port or an end
 //! reason out of range), the value's own error for a job config that fails its rules.
 //!
+//! **What the client checks.** It trusts its rendezvous no further than these bounds, on
+//! either backend (an etcd record another agent wrote is no more trusted than a gRPC
+//! answer): a heartbeat timeout from 100 ms to 1 h (a value past it would panic a deadline
+//! or flood heartbeats); node ids (128 bytes) and hosts (253 bytes) without control
+//! characters; a round's members within the job's node range and [`MAX_NODES`], one port
+//! per task each, the rank among them, the cluster the one its members make; anything else
+//! is an [`Error::InvalidResponse`] naming the field and value
+//! ([`WireError::OutOfRange`], [`WireError::TooLong`], [`WireError::Control`]). Every text
+//! meant for people (a job's detail, a failure's stderr tail, host and name, a round end's
+//! detail, a join's note) has terminal escapes and other control characters (but newline
+//! and tab) removed and is cut to its last 8 KiB before anyone prints it or writes it to
+//! `--error-file`. A long poll (`WaitRound`, a heartbeat, `WatchRounds`) answered in under a
+//! tenth of its poll and under 50 ms is followed by a pause, 50 ms doubling to 1 s while the answers stay the
+//! same: a rendezvous answering at once gets about a dozen calls in 5 s, not thousands. A
+//! signal stops the agent wherever it is, between rounds too, and it leaves the job with a
+//! 500 ms deadline.
+//!
+//! **Limits that hold end to end**, in the registry, so both backends keep them:
+//!
+//! - a round's tasks must be able to start: every task gets the whole cluster in its
+//!   `TF_CONFIG`, one environment variable, which Linux caps at 131,072 bytes
+//!   (`MAX_ARG_STRLEN`; past it `execve` fails with "Argument list too long"). A round whose
+//!   `TF_CONFIG` would pass it (less a 1 KiB margin), or whose answer would pass the client's
+//!   16 MiB message cap, is refused as it forms: the job fails, its detail naming the round,
+//!   its task count, the size, the limit and what to do (fewer tasks per host or hosts,
+//!   shorter host names). Refused rather than shrunk to the largest round that fits, so a
+//!   round is always what its config says. A join whose smallest round could never fit
+//!   (`min` nodes, this node's addresses, the others' at their shortest) is refused at once.
+//!   [`MAX_TASKS`] is 16,384, what fits at the shortest addresses; at IPv4 addresses about
+//!   7,000 tasks fit;
+//! - one node's ports are distinct, and hosts are compared by a canonical form for the
+//!   "address held" check: IP literals as addresses, names without case or a trailing dot,
+//!   `localhost` and its aliases as the loopback address; a host of digits and dots that is
+//!   no IPv4 address as written (`127.000.0.9`, `127.1`) is refused, not guessed at
+//!   (`inet_aton` would read it as octal or fill it in);
+//! - a job holds at most twice its max nodes (members, waiting and idle together), and one
+//!   caller's address may have created at most a sixteenth of the job limit (64 of 1,024) —
+//!   on the built-in server, which knows each join's peer; on etcd no peer is known, so only
+//!   the job limit and the node cap hold (`RESOURCE_EXHAUSTED`, naming the job and the cap).
+//!
 //! An error that wraps a cause says only its own layer (`cannot run ./train.py`, `cannot
 //! serve the rendezvous on …`) and reaches the cause through
 //! [`source`](std::error::Error::source), so an `anyhow` or `eyre` report shows each cause
@@ -343,6 +383,7 @@ mod layout;
 mod node_range;
 mod outcome;
 mod prewarm;
+mod received;
 mod rendezvous;
 mod resolver;
 pub mod supervise;

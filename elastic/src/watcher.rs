@@ -14,6 +14,7 @@ use futures_util::stream;
 use tokio::time::Instant;
 
 use crate::Error;
+use crate::client::quick_answers::QuickAnswers;
 use crate::client::{RendezvousClient, Watched};
 use crate::watched_round::WatchedRound;
 
@@ -84,8 +85,11 @@ impl RendezvousWatcher {
     pub async fn round(&self) -> Result<WatchedRound, Error> {
         let start = Instant::now();
         let deadline = start + self.round_timeout;
+        let mut quick = QuickAnswers::default();
+        let mut last_pending = None;
         loop {
             let poll = deadline.saturating_duration_since(Instant::now());
+            let asked = Instant::now();
             match self.client.watch_round(&self.rdzv_id, None, poll).await? {
                 Watched::Round(round) => return Ok(round),
                 Watched::JobDone(done) => return Err(self.ended(done)),
@@ -96,7 +100,15 @@ impl RendezvousWatcher {
                         pending: detail,
                     });
                 }
-                Watched::Pending { .. } => {}
+                Watched::Pending { round, waiting, .. } => {
+                    let changed = last_pending != Some((round, waiting));
+                    last_pending = Some((round, waiting));
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    // The poll asked, as the client caps it.
+                    let asked_for = poll.min(crate::client::MAX_POLL);
+                    let pause = quick.pause(asked_for, asked.elapsed(), changed, left);
+                    tokio::time::sleep(pause).await;
+                }
             }
         }
     }
@@ -179,6 +191,7 @@ impl WatchClusterResolver for RendezvousWatcher {
     fn watch(self: Arc<Self>, options: WatchOptions) -> ClusterStream {
         let follower = Follower {
             backoff: Backoff::new(options.backoff_first(), options.backoff_max()),
+            quick: QuickAnswers::default(),
             poll: options.call_timeout(),
             watcher: self,
             after: None,
@@ -197,6 +210,8 @@ impl WatchClusterResolver for RendezvousWatcher {
 struct Follower {
     watcher: Arc<RendezvousWatcher>,
     backoff: Backoff,
+    /// The pause after an answer that came back at once, unchanged.
+    quick: QuickAnswers,
     poll: Duration,
     /// The last round seen.
     after: Option<WatchedRound>,
@@ -209,6 +224,15 @@ struct Follower {
 }
 
 impl Follower {
+    /// Waits before the next call when the one `asked` at came back far sooner than its poll.
+    async fn pace(&mut self, asked: Instant) {
+        let poll = self.poll.min(crate::client::MAX_POLL);
+        let pause = self
+            .quick
+            .pause(poll, asked.elapsed(), false, Duration::MAX);
+        tokio::time::sleep(pause).await;
+    }
+
     /// Long polls until a round with another cluster forms, a call fails, or the job ends.
     async fn next(&mut self) -> Result<ClusterSpec, cluster_resolver::Error> {
         if self.over {
@@ -219,6 +243,7 @@ impl Follower {
             if let Some(pause) = self.pause.take() {
                 tokio::time::sleep(pause).await;
             }
+            let asked = Instant::now();
             let watched = watcher
                 .client
                 .watch_round(&watcher.rdzv_id, self.after.as_ref(), self.poll)
@@ -230,10 +255,15 @@ impl Follower {
                     self.after = Some(round);
                     if self.last.as_ref() != Some(&spec) {
                         self.last = Some(spec.clone());
+                        self.quick = QuickAnswers::default();
                         return Ok(spec);
                     }
+                    self.pace(asked).await;
                 }
-                Ok(Watched::Pending { .. }) => self.backoff.reset(),
+                Ok(Watched::Pending { .. }) => {
+                    self.backoff.reset();
+                    self.pace(asked).await;
+                }
                 Ok(Watched::JobDone(done)) => {
                     self.over = true;
                     return Err(watcher.resolver_error(watcher.ended(done)));

@@ -36,6 +36,7 @@ pub(crate) fn join_from_proto(req: proto::JoinRequest) -> Result<JoinArgs, Error
         rdzv_id: req.rdzv_id,
         host: req.host,
         name: req.name,
+        peer: None,
     })
 }
 

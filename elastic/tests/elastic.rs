@@ -18,6 +18,8 @@ mod etcd;
 mod guarded;
 #[path = "elastic/hostile.rs"]
 mod hostile;
+#[path = "elastic/lying.rs"]
+mod lying;
 #[path = "elastic/resolver.rs"]
 mod resolver;
 #[path = "elastic/rounds.rs"]

@@ -237,6 +237,9 @@ mod watchdog;
 #[path = "tfcluster/elastic_run.rs"]
 mod elastic_run;
 
+#[path = "tfcluster/lying_rendezvous.rs"]
+mod lying_rendezvous;
+
 #[path = "tfcluster/prewarm.rs"]
 mod prewarm;
 

@@ -6,6 +6,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::quick_answers::QuickAnswers;
 use super::{Node, RendezvousClient};
 use crate::Error;
 use crate::outcome::RoundStatus;
@@ -27,6 +28,7 @@ impl Heartbeats {
         let attempt = interval + client.options.rpc_timeout.min(interval);
         let task = tokio::spawn(async move {
             let mut last_heard = Instant::now();
+            let mut quick = QuickAnswers::default();
             loop {
                 let sent = Instant::now();
                 // A beat may be retried until the node would be declared gone; past that,
@@ -45,8 +47,10 @@ impl Heartbeats {
                     }
                 }
                 // The server held the beat while the round ran; one answered sooner (the
-                // server caps polls lower) is not repeated faster than the interval.
-                tokio::time::sleep_until(sent + interval).await;
+                // server caps polls lower) is not repeated faster than the interval, and one
+                // answered at once waits longer each time.
+                let pause = quick.pause(interval, sent.elapsed(), false, Duration::MAX);
+                tokio::time::sleep_until(sent + interval + pause).await;
             }
         });
         Self {

@@ -35,4 +35,34 @@ pub enum WireError {
         /// The round's number.
         round: u64,
     },
+    /// A duration or count from the rendezvous outside the bounds the client accepts.
+    #[error("{field} {value} is outside its bounds {range}")]
+    OutOfRange {
+        /// The field, as a message names it (`"the heartbeat timeout"`).
+        field: &'static str,
+        /// The value sent, with its unit.
+        value: String,
+        /// The bounds, e.g. `100 ms ..= 3600000 ms`.
+        range: String,
+    },
+    /// A string from the rendezvous longer than its field allows.
+    #[error("{field} is {len} bytes, more than its {max}")]
+    TooLong {
+        /// The field.
+        field: &'static str,
+        /// Its length in bytes.
+        len: usize,
+        /// The most it may have.
+        max: usize,
+    },
+    /// An id or host from the rendezvous with a control character in it.
+    #[error("{field} has the control character {c:?} at byte {at}")]
+    Control {
+        /// The field.
+        field: &'static str,
+        /// The byte it is at.
+        at: usize,
+        /// The character.
+        c: char,
+    },
 }

@@ -18,9 +18,9 @@ use crate::rendezvous::{
 use crate::watched_round::WatchedRound;
 use crate::{ClientOptions, Error, WireError, wire};
 
-/// The largest answer the client decodes: the round of a job at its task limit (65,536 tasks)
-/// is a few MB.
-const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+/// The largest answer the client decodes: a round the registry forms is below it
+/// ([`round_size`](crate::rendezvous::registry::round_size)).
+const MAX_RESPONSE_BYTES: usize = crate::rendezvous::registry::round_size::MAX_ANSWER_BYTES;
 
 /// A rendezvous over gRPC; cheap to clone (clones share the connection).
 #[derive(Debug, Clone)]
@@ -77,89 +77,90 @@ impl GrpcClient {
             addr: addr.to_owned(),
         })
     }
+}
 
-    /// The answer to a `WaitRound` or `WatchRounds` (`call`).
-    fn found(
-        &self,
-        response: proto::WaitRoundResponse,
-        call: &'static str,
-    ) -> Result<Found, Error> {
-        use proto::wait_round_response::Outcome;
-        match response.outcome {
-            Some(Outcome::Round(round)) => Ok(Found::Round {
-                rank: round.rank,
-                round: self.round(round, call)?,
-            }),
-            Some(Outcome::Done(done)) => {
-                Ok(Found::Done(wire::done_from_proto(done).map_err(|e| {
-                    Error::invalid_response(&self.addr, call, e)
-                })?))
-            }
-            Some(Outcome::Pending(p)) => Ok(Found::Pending(Pending {
-                round: p.round,
-                waiting: p.waiting,
-                detail: p.detail,
-            })),
-            None => Err(Error::invalid_response(
-                &self.addr,
-                call,
-                WireError::Missing {
-                    field: "the outcome",
-                },
-            )),
-        }
-    }
-
-    /// Decodes `round`, the answer to `call`, and checks its cluster.
-    fn round(&self, round: proto::Round, call: &'static str) -> Result<WatchedRound, Error> {
-        let addr = self.addr.as_str();
-        let invalid = |what: String, source: Option<Error>| Error::InvalidResponse {
-            addr: addr.to_owned(),
+/// The answer to a `WaitRound` or `WatchRounds` (`call`) from the rendezvous at `addr`.
+fn found(
+    addr: &str,
+    response: proto::WaitRoundResponse,
+    call: &'static str,
+) -> Result<Found, Error> {
+    use proto::wait_round_response::Outcome;
+    match response.outcome {
+        Some(Outcome::Round(round)) => Ok(Found::Round {
+            rank: round.rank,
+            round: round_from_proto(addr, round, call)?,
+        }),
+        Some(Outcome::Done(done)) => Ok(Found::Done(
+            wire::done_from_proto(done).map_err(|e| Error::invalid_response(addr, call, e))?,
+        )),
+        Some(Outcome::Pending(p)) => Ok(Found::Pending(Pending {
+            round: p.round,
+            waiting: p.waiting,
+            detail: p.detail,
+        })),
+        None => Err(Error::invalid_response(
+            addr,
             call,
-            what: Some(what),
-            source: source.map(Box::new),
-        };
-        let config = wire::config_from_proto(round.config)
-            .map_err(|e| Error::invalid_response(addr, call, e))?;
-        let members = round
-            .members
-            .into_iter()
-            .map(wire::member_from_proto)
-            .collect::<Result<Vec<_>, Error>>()
-            .map_err(|e| Error::invalid_response(addr, call, e))?;
-        let watched = WatchedRound::new(
-            round.job,
-            round.number,
-            round.restart_count,
-            config,
-            members,
-        )
-        .map_err(|e| {
-            invalid(
-                format!("round {} has members that make no cluster", round.number),
-                Some(Error::Round(e)),
-            )
-        })?;
-        // The rendezvous sends its cluster too. An agent of another version computing another
-        // cluster would start tasks that cannot find each other, so a difference stops here.
-        let theirs = ClusterSpec::from_json(&round.cluster_json).map_err(|e| {
-            invalid(
-                format!("round {}'s cluster does not parse", round.number),
-                Some(Error::Spec(e)),
-            )
-        })?;
-        if &theirs != watched.cluster_spec() {
-            return Err(invalid(
-                format!(
-                    "round {}'s cluster {theirs} differs from the one its members make, {}",
-                    round.number,
-                    watched.cluster_spec()
-                ),
-                None,
-            ));
-        }
-        Ok(watched)
+            WireError::Missing {
+                field: "the outcome",
+            },
+        )),
     }
+}
+
+/// Decodes `round`, the answer to `call`, and checks its cluster.
+fn round_from_proto(
+    addr: &str,
+    round: proto::Round,
+    call: &'static str,
+) -> Result<WatchedRound, Error> {
+    let invalid = |what: String, source: Option<Error>| Error::InvalidResponse {
+        addr: addr.to_owned(),
+        call,
+        what: Some(what),
+        source: source.map(Box::new),
+    };
+    let config = wire::config_from_proto(round.config)
+        .map_err(|e| Error::invalid_response(addr, call, e))?;
+    let members = round
+        .members
+        .into_iter()
+        .map(wire::member_from_proto)
+        .collect::<Result<Vec<_>, Error>>()
+        .map_err(|e| Error::invalid_response(addr, call, e))?;
+    let watched = WatchedRound::new(
+        round.job,
+        round.number,
+        round.restart_count,
+        config,
+        members,
+    )
+    .map_err(|e| {
+        invalid(
+            format!("round {} has members that make no cluster", round.number),
+            Some(Error::Round(e)),
+        )
+    })?;
+    // The rendezvous sends its cluster too. An agent of another version computing another
+    // cluster would start tasks that cannot find each other, so a difference stops here.
+    let theirs = ClusterSpec::from_json(&round.cluster_json).map_err(|e| {
+        invalid(
+            format!("round {}'s cluster does not parse", round.number),
+            Some(Error::Spec(e)),
+        )
+    })?;
+    if &theirs != watched.cluster_spec() {
+        return Err(invalid(
+            format!(
+                "round {}'s cluster {theirs} differs from the one its members make, {}",
+                round.number,
+                watched.cluster_spec()
+            ),
+            None,
+        ));
+    }
+    Ok(watched)
 }
 
 /// `message` with a gRPC deadline, so the server stops working for a caller that gave up.
@@ -188,8 +189,7 @@ impl Rendezvous for GrpcClient {
             poll_ms: wait.poll.as_millis() as u64,
         };
         let response = self.stub.clone().wait_round(timed(request, within)).await?;
-        self.found(response.into_inner(), "WaitRound")
-            .map_err(CallFailed::Answer)
+        found(&self.addr, response.into_inner(), "WaitRound").map_err(CallFailed::Answer)
     }
 
     async fn observe(&self, observe: Observe, within: Duration) -> Result<Found, CallFailed> {
@@ -204,8 +204,7 @@ impl Rendezvous for GrpcClient {
             .clone()
             .watch_rounds(timed(request, within))
             .await?;
-        self.found(response.into_inner(), "WatchRounds")
-            .map_err(CallFailed::Answer)
+        found(&self.addr, response.into_inner(), "WatchRounds").map_err(CallFailed::Answer)
     }
 
     async fn heartbeat(&self, beat: Beat, within: Duration) -> Result<RoundStatus, CallFailed> {
@@ -258,5 +257,225 @@ impl Rendezvous for GrpcClient {
         };
         self.stub.clone().leave(timed(request, within)).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Arbitrary answers of a rendezvous, decoded and vetted as the client takes them: an
+    //! error or a value within bounds, never a panic.
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::received::Received;
+
+    /// Any text: controls, escapes and multi-byte characters, now and then long.
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => proptest::collection::vec(any::<char>(), 0..24).prop_map(String::from_iter),
+            1 => Just("127.0.0.1".to_owned()),
+            1 => (0usize..20_000).prop_map(|n| format!("\x1b[2J{}", "é".repeat(n))),
+        ]
+    }
+
+    fn small() -> impl Strategy<Value = u32> {
+        prop_oneof![0u32..6, any::<u32>()]
+    }
+
+    fn member() -> impl Strategy<Value = proto::Member> {
+        (
+            text(),
+            text(),
+            proptest::collection::vec(any::<u32>(), 0..3),
+            text(),
+        )
+            .prop_map(|(node_id, host, ports, name)| proto::Member {
+                node_id,
+                host,
+                ports,
+                name,
+            })
+    }
+
+    fn config() -> impl Strategy<Value = Option<proto::JobConfig>> {
+        let layout = proptest::collection::vec(
+            (text(), small()).prop_map(|(job, count)| proto::LayoutJob { job, count }),
+            0..3,
+        );
+        proptest::option::of((small(), small(), small(), layout, any::<u32>()).prop_map(
+            |(min_nodes, max_nodes, tasks_per_node, layout, max_restarts)| proto::JobConfig {
+                min_nodes,
+                max_nodes,
+                tasks_per_node,
+                layout,
+                max_restarts,
+            },
+        ))
+    }
+
+    fn round() -> impl Strategy<Value = proto::Round> {
+        let json = prop_oneof![text(), Just(r#"{"worker":["127.0.0.1:1"]}"#.to_owned())];
+        (
+            any::<u64>(),
+            any::<u32>(),
+            proptest::collection::vec(member(), 0..4),
+            small(),
+            json,
+            config(),
+            any::<u64>(),
+        )
+            .prop_map(
+                |(number, restart_count, members, rank, cluster_json, config, job)| proto::Round {
+                    number,
+                    restart_count,
+                    members,
+                    rank,
+                    cluster_json,
+                    config,
+                    job,
+                },
+            )
+    }
+
+    fn status() -> impl Strategy<Value = Option<proto::TaskStatus>> {
+        use proto::task_status::Status;
+        proptest::option::of(
+            proptest::option::of(prop_oneof![
+                any::<i32>().prop_map(Status::ExitCode),
+                any::<i32>().prop_map(Status::Signal),
+                text().prop_map(Status::Error),
+                any::<u64>().prop_map(Status::HungMs),
+            ])
+            .prop_map(|status| proto::TaskStatus { status }),
+        )
+    }
+
+    fn done() -> impl Strategy<Value = proto::JobDone> {
+        let failure = (
+            any::<u64>(),
+            text(),
+            text(),
+            text(),
+            text(),
+            status(),
+            text(),
+        )
+            .prop_map(|(round, node_id, host, name, job, status, stderr_tail)| {
+                proto::Failure {
+                    round,
+                    node_id,
+                    host,
+                    name,
+                    local_task: 0,
+                    job,
+                    index: 0,
+                    status,
+                    stderr_tail,
+                }
+            });
+        (
+            any::<bool>(),
+            text(),
+            proptest::option::of(failure),
+            any::<u64>(),
+        )
+            .prop_map(|(succeeded, detail, first_failure, round)| proto::JobDone {
+                succeeded,
+                detail,
+                first_failure,
+                round,
+            })
+    }
+
+    fn answer() -> impl Strategy<Value = proto::WaitRoundResponse> {
+        use proto::wait_round_response::Outcome;
+        let pending = (any::<u64>(), any::<u32>(), text()).prop_map(|(round, waiting, detail)| {
+            Outcome::Pending(proto::Pending {
+                round,
+                waiting,
+                detail,
+            })
+        });
+        proptest::option::of(prop_oneof![
+            round().prop_map(Outcome::Round),
+            done().prop_map(Outcome::Done),
+            pending,
+        ])
+        .prop_map(|outcome| proto::WaitRoundResponse { outcome })
+    }
+
+    /// What the client keeps of a text: no control but `\n` and `\t`, bounded.
+    fn clean(text: &str) -> bool {
+        !text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
+            && text.len() <= crate::received::MAX_TEXT + 32
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_wait_answer_decodes_to_an_error_or_a_bounded_value(response in answer()) {
+            let taken = found("h:1", response, "WaitRound")
+                .and_then(|f| f.vetted().map_err(Error::from));
+            match taken {
+                Ok(Found::Pending(p)) => prop_assert!(clean(&p.detail)),
+                Ok(Found::Done(done)) => {
+                    prop_assert!(clean(&done.detail));
+                    if let Some(f) = &done.first_failure {
+                        prop_assert!(clean(&f.stderr_tail) && clean(&f.host) && clean(&f.name));
+                    }
+                }
+                Ok(Found::Round { round, rank }) => {
+                    prop_assert!((rank as usize) < round.members().len().max(1));
+                    prop_assert!(round.members().len() <= crate::MAX_NODES as usize);
+                }
+                Err(e) => prop_assert!(!e.to_string().is_empty()),
+            }
+        }
+
+        #[test]
+        fn any_join_answer_is_within_bounds_or_refused(
+            ms in prop_oneof![any::<u64>(), 0u64..5000],
+            node_id in text(),
+            host in text(),
+            note in text(),
+        ) {
+            let joined = wire::joined_from_proto(proto::JoinResponse {
+                node_id,
+                round: 1,
+                note,
+                heartbeat_timeout_ms: ms,
+                host,
+            });
+            if let Ok(joined) = joined.vetted() {
+                prop_assert!((100..=3_600_000).contains(&joined.heartbeat_timeout.as_millis()));
+                prop_assert!(clean(&joined.note));
+                prop_assert!(!joined.host.chars().any(char::is_control));
+            }
+        }
+
+        #[test]
+        fn any_heartbeat_answer_decodes_to_an_error_or_clean_text(
+            done in done(),
+            detail in text(),
+            reason in any::<i32>(),
+        ) {
+            let end = proto::RoundEnd { round: 1, reason, detail, restart_count: 0 };
+            if let Ok(RoundStatus::Ended(end)) =
+                wire::end_from_proto(end).map(RoundStatus::Ended).map(|s| s.vetted())
+                    .and_then(|s| s.map_err(Error::from))
+            {
+                prop_assert!(clean(&end.detail));
+            }
+            if let Ok(RoundStatus::JobDone(done)) = wire::done_from_proto(done)
+                .map(RoundStatus::JobDone)
+                .and_then(|s| s.vetted().map_err(Error::from))
+            {
+                prop_assert!(clean(&done.detail));
+            }
+        }
     }
 }

@@ -20,6 +20,9 @@ pub(crate) struct JoinArgs {
     pub(crate) host: String,
     pub(crate) ports: Vec<u16>,
     pub(crate) name: String,
+    /// The address the join came from, when the server knows it (the built-in one does;
+    /// a join run in this process, etcd's, has none): a caller's share of job slots.
+    pub(crate) peer: Option<std::net::IpAddr>,
 }
 
 /// What a join answers.

@@ -40,6 +40,7 @@ impl<S: Store> Local<S> {
     ) -> Result<Joined, CallError> {
         let span = call_span("Join", &join.rdzv_id, join.node_id.as_deref());
         async {
+            join.peer = peer.map(|a| a.ip().to_canonical());
             if join.host.is_empty() {
                 join.host = self.store.default_host(peer).ok_or_else(|| {
                     CallError::from(Refusal::InvalidArgument(

@@ -9,16 +9,20 @@
 //! (a round once formed); a job's parts beside it: [`admission`] (which joins are taken),
 //! [`membership`] (nodes joining, leaving and going silent), [`job`] (a job's phases: a round
 //! running, ending, the job done), [`forming`] (when the next round closes, and with whom)
-//! and [`task_end`] (what a task's reported end does). Each file imports only files below
-//! it: `formed` ← `node`, `calls` ← `job` ← the parts.
+//! and [`task_end`] (what a task's reported end does); and two rules the parts apply,
+//! [`round_size`] (how big a round may grow and still start its tasks) and
+//! [`host_identity`] (which hosts are one). Each file imports only files below it:
+//! `formed` ← `node`, `calls` ← `job` ← the parts.
 
 mod admission;
 mod calls;
 mod formed;
 mod forming;
+mod host_identity;
 mod job;
 mod membership;
 mod node;
+pub(crate) mod round_size;
 // The etcd store's records: they read and build the registry's private state, so they stay
 // beside it, compiled with the store.
 #[cfg(feature = "etcd")]
@@ -81,11 +85,28 @@ impl Registry {
                     args.rdzv_id
                 )));
             }
+            // One caller may not take every job slot: its share is a sixteenth of them.
+            if let Some(peer) = args.peer {
+                let share = self.peer_share();
+                let created = self
+                    .jobs
+                    .values()
+                    .filter(|j| j.creator == Some(peer))
+                    .count();
+                if created >= share {
+                    return Err(Refusal::ResourceExhausted(format!(
+                        "{peer} created {created} of this rendezvous's jobs, its share of \
+                         {share} (a sixteenth of {}); {:?} cannot start until one of them ends",
+                        self.settings.max_jobs, args.rdzv_id
+                    )));
+                }
+            }
             // Never 0, which observers send for "unknown".
             let incarnation = self.draw(u64::MAX).max(1);
             self.jobs.insert(
                 args.rdzv_id.clone(),
-                Job::new(args.rdzv_id.clone(), incarnation, args.config.clone(), now),
+                Job::new(args.rdzv_id.clone(), incarnation, args.config.clone(), now)
+                    .with_creator(args.peer),
             );
         }
         let node_id = match args.node_id.clone() {
@@ -246,6 +267,13 @@ impl Registry {
             job.empty_since
                 .is_none_or(|since| now.saturating_duration_since(since) <= settings.timeout)
         });
+    }
+
+    /// How many jobs one caller's address may have created and still hold: a sixteenth of
+    /// the job limit, at least one. (Only the built-in server knows a caller's address; on
+    /// etcd every agent runs the rules itself and no peer is known, so no share holds.)
+    fn peer_share(&self) -> usize {
+        (self.settings.max_jobs / 16).max(1)
     }
 
     fn job(&mut self, rdzv_id: &str) -> Result<&mut Job, Refusal> {

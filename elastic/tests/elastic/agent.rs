@@ -1,12 +1,12 @@
 //! The agent's stop: a signal counts from the moment the agent runs, not only once it holds
-//! a round.
+//! a round — joining, waiting alone, or between rounds — and ends it within a second.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use elastic::supervise::Signal;
 use elastic::{Agent, AgentOptions, AgentOutcome, ClientOptions, Join, RendezvousClient};
 
-use crate::common::{config, refusing, run};
+use crate::common::{client, config, refusing, run, server};
 
 /// A SIGTERM while the agent's join is retried against a rendezvous that is not there yet
 /// (for a minute) stops the agent at once.
@@ -38,5 +38,98 @@ fn a_stop_while_joining_stops_the_agent() {
             matches!(outcome, AgentOutcome::Stopped(Signal::SIGTERM)),
             "{outcome:?}"
         );
+    });
+}
+
+/// A stop stream fed by hand, and its sender.
+fn stop_stream() -> (
+    tokio::sync::mpsc::UnboundedSender<Signal>,
+    impl futures_util::Stream<Item = Signal>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|signal| (signal, rx))
+    });
+    (tx, stream)
+}
+
+/// An agent of job `job` (two nodes, one task each) running `sleep 1000`.
+fn sleeper(server: &elastic::RendezvousServer) -> Agent {
+    Agent::new(
+        client(server),
+        AgentOptions::new(
+            Join::new("job", config("2", 0), Vec::new()),
+            vec!["sh".into(), "-c".into(), "exec sleep 1000".into()],
+        )
+        .with_grace(Duration::from_secs(1))
+        .with_join_timeout(Duration::from_secs(60))
+        .with_gpus_per_task(Some(0)),
+    )
+}
+
+/// An agent of a 2-node job that waits alone (the second host never comes) stops within a
+/// second of a SIGTERM.
+#[test]
+fn a_stop_while_waiting_alone_stops_the_agent_within_a_second() {
+    run(async {
+        let server = server().await;
+        let agent = sleeper(&server);
+        let (tx, stop) = stop_stream();
+        let ran = async {
+            let outcome = agent.run(stop).await;
+            (outcome, Instant::now())
+        };
+        let signal = async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            tx.send(Signal::SIGTERM).unwrap();
+            Instant::now()
+        };
+        let ((outcome, ended), sent) = tokio::join!(ran, signal);
+        assert!(
+            matches!(outcome, Ok(AgentOutcome::Stopped(Signal::SIGTERM))),
+            "{outcome:?}"
+        );
+        assert!(ended - sent < Duration::from_secs(1), "{:?}", ended - sent);
+    });
+}
+
+/// After its round ended (the other node left), an agent waiting alone for the next round
+/// stops within a second of a SIGTERM: it does not wait the round out.
+#[test]
+fn a_stop_after_a_round_ended_stops_the_agent_within_a_second() {
+    run(async {
+        let server = server().await;
+        let (a, b) = (sleeper(&server), sleeper(&server));
+        let (tx_a, stop_a) = stop_stream();
+        let (tx_b, stop_b) = stop_stream();
+        let observer = client(&server);
+        let ran_a = async {
+            let outcome = a.run(stop_a).await;
+            (outcome, Instant::now())
+        };
+        let ran_b = b.run(stop_b);
+        let drive = async {
+            // Round 1 runs with both; then b leaves, a's round ends and it waits alone.
+            loop {
+                match observer
+                    .watch_round("job", None, Duration::from_secs(1))
+                    .await
+                {
+                    Ok(elastic::Watched::Round(_)) => break,
+                    _ => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+            tx_b.send(Signal::SIGTERM).unwrap();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            tx_a.send(Signal::SIGTERM).unwrap();
+            Instant::now()
+        };
+        let ((outcome, ended), by_b, sent) = tokio::join!(ran_a, ran_b, drive);
+        assert!(matches!(by_b, Ok(AgentOutcome::Stopped(_))), "{by_b:?}");
+        assert!(
+            matches!(outcome, Ok(AgentOutcome::Stopped(Signal::SIGTERM))),
+            "{outcome:?}"
+        );
+        assert!(ended - sent < Duration::from_secs(1), "{:?}", ended - sent);
     });
 }

@@ -21,7 +21,10 @@ pub(crate) struct ElasticArgs {
     /// With --rdzv: how many hosts the job runs on, `MIN:MAX` or `N`.
     #[arg(long, value_name = "MIN:MAX|N", default_value = "1", requires = "rdzv")]
     nodes: NodeRange,
-    /// With --rdzv: how many tasks each host runs.
+    /// With --rdzv: how many tasks each host runs (at most 256). A round has at most 16,384
+    /// tasks, and every task gets them all in its TF_CONFIG, which Linux caps at 128 KiB: at
+    /// IPv4 addresses about 7,000 tasks fit, and a round past that fails the job as it forms,
+    /// saying so.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "rdzv")]
     tasks_per_node: u32,
     /// With --rdzv: the jobs placed first, e.g. `chief=1,ps=2`; every other task is a worker.

@@ -46,8 +46,12 @@ pub(crate) async fn run(
     let server = serve_if_here(&rendezvous, args).await;
     let outcome = agent.run(&mut stop).await;
     if let Some(server) = server {
-        // Still caught: a signal cuts the linger short.
-        let _ = tokio::time::timeout(LINGER, stop.next()).await;
+        // Still caught: a signal cuts the linger short. An agent a signal stopped does not
+        // linger: its user asked it to go (it exits within a second), and the other agents
+        // find the rendezvous gone as they would two seconds later.
+        if !matches!(outcome, Ok(AgentOutcome::Stopped(_))) {
+            let _ = tokio::time::timeout(LINGER, stop.next()).await;
+        }
         server.shutdown().await;
     }
     match outcome {

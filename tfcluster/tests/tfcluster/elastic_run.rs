@@ -808,3 +808,48 @@ fn dry_run_shows_each_tasks_cuda_visible_devices() {
         "{stdout}"
     );
 }
+
+#[test]
+fn sigterm_stops_an_agent_waiting_alone_within_a_second() {
+    // A 2-host job whose second host never comes: the agent waits for round 1.
+    let mut agent = lone_agent(&["--nodes", "2", "--", "true"], &[], &[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    agent.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(agent.wait(TIMEOUT).code(), Some(143), "{}", agent.stderr());
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "{:?}: {}",
+        sent.elapsed(),
+        agent.stderr()
+    );
+}
+
+#[test]
+fn a_job_whose_smallest_round_cannot_start_is_refused_at_the_join() {
+    // 64 hosts × 256 tasks, this host's name 182 bytes long: no TF_CONFIG of that round fits
+    // Linux's 128 KiB per environment variable, whatever the other hosts are called.
+    let host = ["a".repeat(60), "b".repeat(60), "c".repeat(60)].join(".");
+    let mut agent = lone_agent(
+        &[
+            "--nodes",
+            "64",
+            "--tasks-per-node",
+            "256",
+            "--host",
+            &host,
+            "--",
+            "true",
+        ],
+        &[],
+        &[],
+    );
+    let status = agent.wait(TIMEOUT);
+    let stderr = agent.stderr();
+    assert_ne!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("the smallest round of this job (64 nodes × 256 tasks")
+            && stderr.contains("past Linux's limit of 131072 bytes"),
+        "{stderr}"
+    );
+}

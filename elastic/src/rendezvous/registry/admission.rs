@@ -1,6 +1,8 @@
-//! Whether a join is taken: its fields on their own (ids, host, name, one port per task, an
-//! address TensorFlow can use), then against its job (the same config, a job not finished, no
-//! address a waiting or running node holds). Each refusal names the value.
+//! Whether a join is taken: its fields on their own (ids, host, name, one distinct port per
+//! task, an address TensorFlow can use, a smallest round whose `TF_CONFIG` could fit), then
+//! against its job (the same config, a job not finished, room under its node cap, no address
+//! a waiting or running node holds, hosts compared by
+//! [`canonical_host`](super::host_identity::canonical_host)). Each refusal names the value.
 
 use std::time::{Duration, Instant};
 
@@ -8,8 +10,10 @@ use cluster_spec::__private::quote::quote;
 use cluster_spec::ClusterSpec;
 
 use super::calls::{JoinArgs, Refusal};
+use super::host_identity::{ambiguous_ipv4, canonical_host};
 use super::job::{Job, Phase};
 use super::node::NodeState;
+use super::round_size::never_fits;
 use crate::WireError;
 use crate::assignment::task_address;
 use crate::error::duration;
@@ -42,6 +46,25 @@ pub(super) fn check_args(args: &JoinArgs) -> Result<(), Refusal> {
             "the node gives {} ports for {tpn} tasks per node",
             args.ports.len()
         )));
+    }
+    // Two of its own tasks on one port would make a cluster TensorFlow cannot start.
+    for (i, port) in args.ports.iter().enumerate() {
+        if args.ports[..i].contains(port) {
+            return Err(Refusal::InvalidArgument(format!(
+                "the node gives port {port} twice, for local tasks {} and {i}",
+                args.ports[..i]
+                    .iter()
+                    .position(|p| p == port)
+                    .unwrap_or_default()
+            )));
+        }
+    }
+    if let Some(why) = ambiguous_ipv4(&args.host) {
+        return Err(Refusal::InvalidArgument(why));
+    }
+    let min = args.config.nodes().min();
+    if let Some(why) = never_fits(min, tpn as u32, &args.host, &args.ports) {
+        return Err(Refusal::InvalidArgument(why));
     }
     // The address check is cluster-spec's, so a node the rendezvous takes always fits a
     // round's cluster.
@@ -79,14 +102,29 @@ impl Job {
                 self.id
             )));
         }
+        // A job holds at most twice its max nodes (members, waiting and idle together): one
+        // caller cannot grow it without bound.
+        let cap = 2 * self.config.nodes().max() as usize;
+        if !self.nodes.contains_key(node_id) && self.nodes.len() >= cap {
+            return Err(Refusal::ResourceExhausted(format!(
+                "job {} holds {} nodes, its cap (twice its max of {}); node {} can join once \
+                 one leaves or is silent for {}",
+                quote(&self.id, 0),
+                self.nodes.len(),
+                self.config.nodes().max(),
+                quote(node_id, 0),
+                duration(timeout)
+            )));
+        }
         // Two tasks on one address would make a cluster TensorFlow cannot start. Only nodes
         // that wait or run hold their addresses: an idle node's round ended, its tasks are
         // stopping, and it joins again with fresh ports, so a port its dead task let go of
         // may go to another agent of its host.
+        let host = canonical_host(&args.host);
         for (other_id, other) in &self.nodes {
             if *other_id != node_id
                 && other.state != NodeState::Idle
-                && other.host == args.host
+                && canonical_host(&other.host) == host
                 && let Some(port) = args.ports.iter().find(|p| other.ports.contains(p))
             {
                 return Err(Refusal::AlreadyExists(format!(
@@ -180,6 +218,7 @@ mod tests {
             host: "host name".into(),
             ports: vec![1],
             name: String::new(),
+            peer: None,
         };
         assert_eq!(
             r.join(args.clone(), t0).unwrap_err().to_string(),
@@ -190,6 +229,66 @@ mod tests {
         assert_eq!(
             r.join(args, t0).unwrap_err().to_string(),
             "the node gives 2 ports for 1 tasks per node"
+        );
+    }
+
+    fn args(host: &str, ports: Vec<u16>, tasks_per_node: u32) -> JoinArgs {
+        JoinArgs {
+            rdzv_id: "job".into(),
+            config: crate::JobConfig::new(crate::NodeRange::new(2, 2).unwrap(), tasks_per_node)
+                .unwrap(),
+            node_id: None,
+            host: host.into(),
+            ports,
+            name: String::new(),
+            peer: None,
+        }
+    }
+
+    #[test]
+    fn duplicate_ports_and_numeric_hosts_that_are_no_address_are_refused() {
+        let (mut r, t0) = (registry(), Instant::now());
+        let err = r
+            .join(args("h", vec![1000, 1001, 1000], 3), t0)
+            .unwrap_err();
+        assert!(matches!(err, Refusal::InvalidArgument(_)), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "the node gives port 1000 twice, for local tasks 0 and 2"
+        );
+        let err = r.join(args("127.000.0.9", vec![1000], 1), t0).unwrap_err();
+        assert!(
+            matches!(&err, Refusal::InvalidArgument(m) if m.starts_with("host \"127.000.0.9\" is no IPv4 address")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn aliases_of_a_host_do_not_hold_its_ports_twice() {
+        let (mut r, t0) = (registry(), Instant::now());
+        r.join(args("127.0.0.1", vec![1000], 1), t0).unwrap();
+        for alias in ["localhost", "LOCALHOST.", "::1", "ip6-localhost"] {
+            let err = r.join(args(alias, vec![1000], 1), t0).unwrap_err();
+            assert!(matches!(err, Refusal::AlreadyExists(_)), "{alias}: {err:?}");
+        }
+        r.join(args("127.0.0.9", vec![1000], 1), t0).unwrap();
+    }
+
+    #[test]
+    fn a_job_holds_at_most_twice_its_max_nodes() {
+        let (mut r, t0) = (registry(), Instant::now());
+        // Max 2: the first two form a round, two more wait for a later one, a fifth is refused.
+        for port in 1000..1004 {
+            r.join(args("h", vec![port], 1), t0).unwrap();
+        }
+        let mut fifth = args("h", vec![1004], 1);
+        fifth.node_id = Some("e".into());
+        let err = r.join(fifth, t0).unwrap_err();
+        assert!(matches!(err, Refusal::ResourceExhausted(_)), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "job \"job\" holds 4 nodes, its cap (twice its max of 2); node \"e\" can join once \
+             one leaves or is silent for 15.0 s"
         );
     }
 

@@ -10,6 +10,7 @@ use super::calls::{Pending, Settings};
 use super::formed::FormedRound;
 use super::job::{Job, Phase};
 use super::node::{Node, NodeState};
+use super::round_size;
 use crate::assignment::Member;
 use crate::error::duration;
 use crate::outcome::JobDone;
@@ -131,16 +132,25 @@ impl Job {
             self.config.clone(),
             members,
         );
+        // Every node was checked when it joined, so a round that cannot form is a bug; one
+        // too large to start its tasks is the job's size. Either way the job fails with the
+        // reason rather than waiting for ever.
+        let formed = formed
+            .map_err(|e| {
+                let e = cluster_spec::__private::error_chain::Chain(&e);
+                format!("round {number} cannot form: {e}")
+            })
+            .and_then(|round| match round_size::too_large(&round.round) {
+                Some(why) => Err(why),
+                None => Ok(round),
+            });
         let round = match formed {
             Ok(round) => Arc::new(round),
-            Err(e) => {
-                // Every node was checked when it joined, so this is a bug; the job fails with
-                // the reason rather than waiting for ever.
-                let e = cluster_spec::__private::error_chain::Chain(&e);
-                tracing::error!(rdzv_id = %self.id, round = number, error = %e, "round cannot form");
+            Err(detail) => {
+                tracing::error!(rdzv_id = %self.id, round = number, error = %detail, "round cannot form");
                 self.phase = Phase::Done(JobDone {
                     succeeded: false,
-                    detail: format!("round {number} cannot form: {e}"),
+                    detail,
                     first_failure: self.first_failure.clone(),
                     round: number,
                 });

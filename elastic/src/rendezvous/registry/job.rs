@@ -44,6 +44,8 @@ pub(super) struct Job {
     /// Since when the job has had no node; it is forgotten after the timeout.
     pub(super) empty_since: Option<Instant>,
     pub(super) changed: watch::Sender<u64>,
+    /// The address of the caller whose join created the job, when the server knows it.
+    pub(super) creator: Option<std::net::IpAddr>,
 }
 
 impl Job {
@@ -62,7 +64,14 @@ impl Job {
             last_arrival: now,
             empty_since: None,
             changed: watch::Sender::new(0),
+            creator: None,
         }
+    }
+
+    /// The job, created by a join from `creator`.
+    pub(super) fn with_creator(mut self, creator: Option<std::net::IpAddr>) -> Self {
+        self.creator = creator;
+        self
     }
 
     pub(super) fn notify(&self) {

@@ -166,6 +166,8 @@ impl Registry {
             empty_since: (stored.empty_since_ms != 0)
                 .then(|| clock.instant_of_ms(stored.empty_since_ms)),
             changed: watch::Sender::new(0),
+            // etcd knows no caller's address.
+            creator: None,
         };
         let mut registry = Self::new(settings);
         registry.jobs.insert(rdzv_id.to_owned(), job);

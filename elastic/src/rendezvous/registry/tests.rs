@@ -1,6 +1,6 @@
 //! A registry driven by hand, the clock stepped instead of slept: the helpers every file's
-//! tests share, and the tests of the registry as a whole (its job limit, forgetting jobs,
-//! unknown ids).
+//! tests share, and the tests of the registry as a whole (its job limit and a caller's share
+//! of it, forgetting jobs, unknown ids).
 
 use std::time::Duration;
 
@@ -42,6 +42,7 @@ pub(super) fn join_as(
             host: "127.0.0.1".into(),
             ports: vec![port],
             name: String::new(),
+            peer: None,
         },
         now,
     )
@@ -88,6 +89,7 @@ fn jobs_without_nodes_are_forgotten_and_the_job_limit_holds() {
             host: "h".into(),
             ports: vec![1],
             name: String::new(),
+            peer: None,
         };
         r.join(args.clone(), t0).unwrap();
         if i == 3 {
@@ -160,4 +162,38 @@ fn observing_keeps_no_node_alive_and_answers_the_running_round() {
     ));
     let end = r.jobs["job"].ended.back().unwrap();
     assert_eq!((end.round, end.reason), (1, crate::EndReason::NodeLost));
+}
+
+#[test]
+fn one_caller_may_create_a_sixteenth_of_the_jobs() {
+    let mut r = Registry::new(Settings {
+        last_call: LAST_CALL,
+        timeout: TIMEOUT,
+        max_jobs: 32,
+    });
+    let (t0, c) = (Instant::now(), config(2, 2, "", 0));
+    let from = |peer: [u8; 4], job: &str| JoinArgs {
+        rdzv_id: job.into(),
+        config: c.clone(),
+        node_id: Some("a".into()),
+        host: "h".into(),
+        ports: vec![1],
+        name: String::new(),
+        peer: Some(peer.into()),
+    };
+    r.join(from([10, 0, 0, 1], "j1"), t0).unwrap();
+    r.join(from([10, 0, 0, 1], "j2"), t0).unwrap();
+    let err = r.join(from([10, 0, 0, 1], "j3"), t0).unwrap_err();
+    assert!(matches!(err, Refusal::ResourceExhausted(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "10.0.0.1 created 2 of this rendezvous's jobs, its share of 2 (a sixteenth of 32); \
+         \"j3\" cannot start until one of them ends"
+    );
+    // Another caller has its own share; joining a job another created is no creation.
+    r.join(from([10, 0, 0, 2], "j3"), t0).unwrap();
+    let mut again = from([10, 0, 0, 1], "j3");
+    again.node_id = Some("b".into());
+    again.ports = vec![2];
+    r.join(again, t0).unwrap();
 }

@@ -1,0 +1,239 @@
+//! A rendezvous that lies: a fake one (a tonic server of the rendezvous's service, in the
+//! test) that answers every long poll at once, gives a heartbeat timeout no clock can hold,
+//! or ends the job with terminal escapes and 15 MB of "stderr". The client paces itself,
+//! refuses what is out of bounds, and hands on only clean text of bounded length.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use elastic::proto::rendezvous_server::{Rendezvous, RendezvousServer};
+use elastic::{
+    Agent, AgentOptions, AgentOutcome, ClientOptions, Error, JobConfig, Join, RendezvousClient,
+    Waited, proto,
+};
+use tonic::transport::server::TcpIncoming;
+use tonic::{Request, Response, Status};
+
+use crate::common::run;
+
+/// What the fake rendezvous answers.
+#[derive(Clone, Copy)]
+enum Lie {
+    /// Every wait: Pending, at once.
+    PendingAtOnce,
+    /// Joins: this heartbeat timeout (ms).
+    HeartbeatTimeout(u64),
+    /// Every wait: the job failed, with escapes and 15 MB of stderr.
+    DirtyDone,
+}
+
+struct Fake {
+    lie: Lie,
+    waits: Arc<AtomicUsize>,
+}
+
+const ESCAPES: &str = "\x1b[2J\x1b]0;owned\x07";
+
+#[tonic::async_trait]
+impl Rendezvous for Fake {
+    async fn join(
+        &self,
+        request: Request<proto::JoinRequest>,
+    ) -> Result<Response<proto::JoinResponse>, Status> {
+        let timeout = match self.lie {
+            Lie::HeartbeatTimeout(ms) => ms,
+            _ => 3000,
+        };
+        Ok(Response::new(proto::JoinResponse {
+            node_id: request.into_inner().node_id,
+            round: 1,
+            note: format!("joined{ESCAPES}"),
+            heartbeat_timeout_ms: timeout,
+            host: "127.0.0.1".into(),
+        }))
+    }
+
+    async fn wait_round(
+        &self,
+        _: Request<proto::WaitRoundRequest>,
+    ) -> Result<Response<proto::WaitRoundResponse>, Status> {
+        use proto::wait_round_response::Outcome;
+        self.waits.fetch_add(1, Ordering::SeqCst);
+        let outcome = match self.lie {
+            Lie::DirtyDone => Outcome::Done(proto::JobDone {
+                succeeded: false,
+                detail: format!("failed{ESCAPES}"),
+                first_failure: Some(proto::Failure {
+                    round: 1,
+                    node_id: "n1".into(),
+                    host: format!("h{ESCAPES}"),
+                    job: "worker".into(),
+                    status: Some(proto::TaskStatus {
+                        status: Some(proto::task_status::Status::ExitCode(1)),
+                    }),
+                    stderr_tail: format!("{ESCAPES}{}last line", "x".repeat(15 << 20)),
+                    ..Default::default()
+                }),
+                round: 1,
+            }),
+            _ => Outcome::Pending(proto::Pending {
+                round: 1,
+                waiting: 1,
+                detail: "round 1 waits".into(),
+            }),
+        };
+        Ok(Response::new(proto::WaitRoundResponse {
+            outcome: Some(outcome),
+        }))
+    }
+
+    async fn heartbeat(
+        &self,
+        _: Request<proto::HeartbeatRequest>,
+    ) -> Result<Response<proto::HeartbeatResponse>, Status> {
+        Err(Status::unimplemented("no rounds here"))
+    }
+
+    async fn report(
+        &self,
+        _: Request<proto::ReportRequest>,
+    ) -> Result<Response<proto::ReportResponse>, Status> {
+        Err(Status::unimplemented("no rounds here"))
+    }
+
+    async fn leave(
+        &self,
+        _: Request<proto::LeaveRequest>,
+    ) -> Result<Response<proto::LeaveResponse>, Status> {
+        Ok(Response::new(proto::LeaveResponse::default()))
+    }
+
+    async fn watch_rounds(
+        &self,
+        request: Request<proto::WatchRoundsRequest>,
+    ) -> Result<Response<proto::WaitRoundResponse>, Status> {
+        self.wait_round(Request::new(proto::WaitRoundRequest {
+            rdzv_id: request.into_inner().rdzv_id,
+            ..Default::default()
+        }))
+        .await
+    }
+}
+
+/// Serves a [`Fake`] telling `lie` on loopback: its address and its count of waits.
+async fn fake(lie: Lie) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let waits = Arc::new(AtomicUsize::new(0));
+    let service = RendezvousServer::new(Fake {
+        lie,
+        waits: Arc::clone(&waits),
+    });
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(TcpIncoming::from(listener)),
+    );
+    (addr, waits)
+}
+
+fn config() -> JobConfig {
+    JobConfig::new("2".parse().unwrap(), 1).unwrap()
+}
+
+fn client(addr: &str) -> RendezvousClient {
+    let options = ClientOptions::default()
+        .with_connect_timeout(Duration::from_secs(1))
+        .with_rpc_timeout(Duration::from_secs(2))
+        .with_retry_for(Duration::from_secs(2));
+    RendezvousClient::new(addr, options).unwrap()
+}
+
+/// A rendezvous that answers every wait at once with the same Pending gets a dozen calls
+/// over 5 s (50 ms doubling to 1 s between them), not thousands: at most 20.
+#[test]
+fn a_rendezvous_answering_at_once_is_called_a_few_times_a_second() {
+    run(async {
+        let (addr, waits) = fake(Lie::PendingAtOnce).await;
+        let client = client(&addr);
+        let mut node = client
+            .join(&Join::new("job", config(), vec![20_000]))
+            .await
+            .unwrap();
+        let start = Instant::now();
+        let err = client
+            .wait_round(&mut node, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::WaitTimeout { .. }), "{err:?}");
+        assert!(start.elapsed() < Duration::from_secs(7));
+        let calls = waits.load(Ordering::SeqCst);
+        assert!((3..=20).contains(&calls), "{calls} calls in 5 s");
+    });
+}
+
+/// A heartbeat timeout of `u64::MAX` ms (which panicked tonic's deadline arithmetic) or of
+/// 0 is refused, naming the field and value.
+#[test]
+fn a_heartbeat_timeout_out_of_bounds_is_refused_not_a_panic() {
+    run(async {
+        for ms in [u64::MAX, 0] {
+            let (addr, _) = fake(Lie::HeartbeatTimeout(ms)).await;
+            let err = client(&addr)
+                .join(&Join::new("job", config(), vec![20_000]))
+                .await
+                .unwrap_err();
+            assert!(matches!(err, Error::InvalidResponse { .. }), "{err:?}");
+            let chain = cluster_spec::__private::error_chain::Chain(&err).to_string();
+            assert!(
+                chain.contains(&format!(
+                    "the heartbeat timeout {ms} ms is outside its bounds 100 ms ..= 3600000 ms"
+                )),
+                "{chain}"
+            );
+        }
+    });
+}
+
+/// A job's end with terminal escapes and 15 MB of stderr reaches the agent as clean text of
+/// bounded length: what the CLI prints and writes to `--error-file`.
+#[test]
+fn a_dirty_job_end_reaches_the_agent_clean_and_short() {
+    run(async {
+        let (addr, _) = fake(Lie::DirtyDone).await;
+        let client = client(&addr);
+        let mut node = client
+            .join(&Join::new("job", config(), vec![20_000]))
+            .await
+            .unwrap();
+        assert_eq!(node.note(), "joined");
+        let Waited::JobDone(done) = client
+            .wait_round(&mut node, Duration::from_secs(5))
+            .await
+            .unwrap()
+        else {
+            panic!("the job is done");
+        };
+        let agent = Agent::new(
+            client,
+            AgentOptions::new(Join::new("job", config(), Vec::new()), vec!["true".into()])
+                .with_gpus_per_task(Some(0)),
+        );
+        let AgentOutcome::Failed(by_agent) =
+            agent.run(futures_util::stream::pending()).await.unwrap()
+        else {
+            panic!("the job failed");
+        };
+        for done in [done, by_agent] {
+            let first = done.first_failure.as_ref().unwrap();
+            let text = format!("{done} {}", first.stderr_tail);
+            assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+            assert_eq!(done.detail, "failed");
+            assert_eq!(first.host, "h");
+            assert!(first.stderr_tail.len() <= 8 * 1024 + 32);
+            assert!(first.stderr_tail.ends_with("last line"));
+            assert!(first.stderr_tail.starts_with("["), "the cut is said");
+        }
+    });
+}
