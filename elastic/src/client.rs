@@ -25,9 +25,11 @@ use crate::error::duration;
 use crate::grpc::client::{CallFailed, GrpcClient};
 use crate::outcome::{JobDone, RoundStatus, TaskStatus};
 use crate::rendezvous::registry::MAX_STDERR_TAIL;
-use crate::rendezvous::{Beat, Found, JoinArgs, Leave, Observe, Rendezvous, Report, Wait};
+use crate::rendezvous::{
+    Beat, Credentials, Found, JoinArgs, Leave, NodeSecret, Observe, Rendezvous, Report, Wait,
+};
 use crate::watched_round::WatchedRound;
-use crate::{Error, JobConfig};
+use crate::{Error, JobConfig, Token};
 use backend::Backend;
 
 /// The longest single `WaitRound` or `WatchRounds` long poll the client asks for; the server
@@ -43,6 +45,7 @@ pub struct ClientOptions {
     connect_timeout: Duration,
     rpc_timeout: Duration,
     retry_for: Duration,
+    token: Option<Token>,
 }
 
 impl Default for ClientOptions {
@@ -52,6 +55,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(5),
             rpc_timeout: Duration::from_secs(10),
             retry_for: Duration::from_secs(60),
+            token: None,
         }
     }
 }
@@ -79,6 +83,21 @@ impl ClientOptions {
         self.retry_for = retry_for;
         self
     }
+
+    /// The job's token, carried by every call (joins, waits, heartbeats, reports, leaves and
+    /// [`watch_round`](RendezvousClient::watch_round)): the first join of a job sets its token,
+    /// and the rendezvous refuses any later call on the job without it (`UNAUTHENTICATED`).
+    /// Without one (the default) the job is open: see [the crate's Security
+    /// section](crate#security).
+    pub fn with_token(mut self, token: Token) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// The job's token, if the client has one.
+    pub fn token(&self) -> Option<&Token> {
+        self.token.as_ref()
+    }
 }
 
 /// What a node asks when it joins: the job, its config, and the ports of its tasks.
@@ -90,6 +109,8 @@ pub struct Join {
     host: String,
     name: String,
     node_id: Option<String>,
+    /// The node's secret, once it has one (a join again); a first join draws it.
+    secret: Option<NodeSecret>,
 }
 
 impl Join {
@@ -103,6 +124,7 @@ impl Join {
             host: String::new(),
             name: String::new(),
             node_id: None,
+            secret: None,
         }
     }
 
@@ -143,11 +165,13 @@ impl Join {
     }
 }
 
-/// A node that joined a job: what later calls name, and which round it waits for.
+/// A node that joined a job: what later calls name, and which round it waits for. It holds
+/// the node's secret, which its calls carry and its `Debug` does not show.
 #[derive(Debug, Clone)]
 pub struct Node {
     join: Join,
     node_id: String,
+    secret: NodeSecret,
     host: String,
     heartbeat_timeout: Duration,
     waits_for: u64,
@@ -299,7 +323,10 @@ impl RendezvousClient {
             .node_id
             .get_or_insert_with(|| random_node_id(&join.name))
             .clone();
+        // Drawn with the id, so that a retried join is the same node with the same secret.
+        let secret = join.secret.get_or_insert_with(NodeSecret::generate).clone();
         let args = JoinArgs {
+            credentials: self.credentials(Some(&secret)),
             rdzv_id: join.rdzv_id.clone(),
             config: join.config.clone(),
             host: join.host.clone(),
@@ -321,6 +348,7 @@ impl RendezvousClient {
         Ok(Node {
             join,
             node_id: joined.node_id,
+            secret: joined.secret.unwrap_or(secret),
             host: joined.host,
             heartbeat_timeout: joined.heartbeat_timeout,
             waits_for: joined.round,
@@ -342,7 +370,8 @@ impl RendezvousClient {
     /// join that took effect is the same node's (its id), so calling it again is harmless.
     pub async fn rejoin(&self, node: &mut Node) -> Result<(), Error> {
         let last_round = node.last_round;
-        let join = node.join.clone().with_node_id(node.node_id.clone());
+        let mut join = node.join.clone().with_node_id(node.node_id.clone());
+        join.secret = Some(node.secret.clone());
         *node = self.join(&join).await?;
         node.last_round = last_round;
         Ok(())
@@ -383,6 +412,7 @@ impl RendezvousClient {
             }
             let poll = (deadline - now).min(MAX_POLL);
             let wait = Wait {
+                credentials: self.credentials(Some(&node.secret)),
                 rdzv_id: node.join.rdzv_id.clone(),
                 node_id: node.node_id.clone(),
                 after_round: node.last_round,
@@ -438,6 +468,7 @@ impl RendezvousClient {
     ) -> Result<Watched, Error> {
         let poll = poll.min(MAX_POLL);
         let observe = Observe {
+            credentials: self.credentials(None),
             rdzv_id: rdzv_id.to_owned(),
             after_round: after.map_or(0, WatchedRound::number),
             poll,
@@ -517,6 +548,7 @@ impl RendezvousClient {
             start += 1;
         }
         let report = Report {
+            credentials: self.credentials(Some(&node.secret)),
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
             round,
@@ -549,6 +581,7 @@ impl RendezvousClient {
     /// A leave dropped after it was sent may have taken effect; leaving again is harmless.
     pub async fn leave(&self, node: &Node) -> Result<(), Error> {
         let leave = Leave {
+            credentials: self.credentials(Some(&node.secret)),
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
         };
@@ -576,6 +609,7 @@ impl RendezvousClient {
         attempt: Duration,
     ) -> Result<RoundStatus, Error> {
         let beat = Beat {
+            credentials: self.credentials(Some(&node.secret)),
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
             round,
@@ -586,6 +620,14 @@ impl RendezvousClient {
             async move { backend.heartbeat(beat, t).await }
         })
         .await
+    }
+
+    /// What a call carries: the client's token, and the calling node's `secret`.
+    fn credentials(&self, secret: Option<&NodeSecret>) -> Credentials {
+        Credentials {
+            token: self.options.token.clone(),
+            secret: secret.cloned(),
+        }
     }
 
     fn give_up(&self) -> Instant {

@@ -340,6 +340,7 @@ mod rendezvous;
 mod resolver;
 pub mod supervise;
 mod task_env;
+mod token;
 mod watched_round;
 mod watcher;
 mod wire;
@@ -369,6 +370,7 @@ pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus};
 pub use assignment::{Member, RoundError, TaskAssignment};
 pub use client::{ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited, Watched};
 pub use error::Error;
+pub use error::token::{TokenError, TokenOrigin, TokenProblem};
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{DEFAULT_PREFIX, ETCD_PORT, EtcdOptions, EtcdTls};
@@ -381,6 +383,7 @@ pub use prewarm::{DEFAULT_MODULE, Prewarm, PrewarmError};
 pub use rendezvous::DEFAULT_TIMEOUT;
 pub use resolver::RendezvousClusterResolver;
 pub use task_env::{TaskEnv, task_env};
+pub use token::{TOKEN_ENV, Token};
 pub use watched_round::WatchedRound;
 pub use watcher::RendezvousWatcher;
 pub use wire::WireError;

@@ -10,10 +10,11 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
 use super::service::Service;
-use crate::Error;
 use crate::proto::rendezvous_server::RendezvousServer as RendezvousService;
+use crate::rendezvous::credentials::Digest;
 use crate::rendezvous::registry::Settings;
 use crate::rendezvous::{Local, Memory};
+use crate::{Error, Token};
 
 /// The largest request the server decodes. A join of 256 ports with a 253-byte host, or a
 /// report with its 8 KiB of stderr, is a few KiB; anything larger is refused
@@ -31,6 +32,7 @@ pub struct ServerOptions {
     last_call: Duration,
     timeout: Duration,
     max_jobs: usize,
+    token: Option<Token>,
 }
 
 impl Default for ServerOptions {
@@ -41,6 +43,7 @@ impl Default for ServerOptions {
             last_call: Duration::from_secs(3),
             timeout: crate::DEFAULT_TIMEOUT,
             max_jobs: 1024,
+            token: None,
         }
     }
 }
@@ -65,6 +68,20 @@ impl ServerOptions {
     pub fn with_max_jobs(mut self, max_jobs: usize) -> Self {
         self.max_jobs = max_jobs;
         self
+    }
+
+    /// The server's own token (`tfcluster rendezvous serve --token-file`): it takes no call,
+    /// on any job, without it (`UNAUTHENTICATED`), and each job created here has it as its
+    /// token. Without one (the default), each job's first join sets the job's token, or
+    /// leaves the job open. Observers need it too.
+    pub fn with_token(mut self, token: Token) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// The server's own token, if it has one.
+    pub fn token(&self) -> Option<&Token> {
+        self.token.as_ref()
     }
 
     fn poll_cap(&self) -> Duration {
@@ -114,6 +131,7 @@ impl RendezvousServer {
             last_call: options.last_call,
             timeout: options.timeout,
             max_jobs: options.max_jobs,
+            token: options.token.as_ref().map(|t| Digest::of(t.expose())),
         };
         let memory = Memory::new(settings, options.poll_cap(), shutdown.subscribe());
 

@@ -148,6 +148,7 @@ mod tests {
     use super::super::tests::{config, ended, join_as, registry, round_of};
     use super::super::{JoinArgs, Refusal};
     use crate::outcome::TaskStatus;
+    use crate::rendezvous::{Credentials, Proof};
 
     #[test]
     fn refusals_name_the_values() {
@@ -180,15 +181,18 @@ mod tests {
             host: "host name".into(),
             ports: vec![1],
             name: String::new(),
+            credentials: Credentials::default(),
         };
         assert_eq!(
-            r.join(args.clone(), t0).unwrap_err().to_string(),
+            r.join(args.clone(), &Proof::default(), t0)
+                .unwrap_err()
+                .to_string(),
             "invalid host \"host name\": ' ' at byte 4"
         );
         args.host = "h".into();
         args.ports = vec![1, 2];
         assert_eq!(
-            r.join(args, t0).unwrap_err().to_string(),
+            r.join(args, &Proof::default(), t0).unwrap_err().to_string(),
             "the node gives 2 ports for 1 tasks per node"
         );
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::outcome::RoundEnd;
+use crate::rendezvous::credentials::{Credentials, Digest};
 use crate::{JobConfig, NodeRange};
 
 pub(super) const LAST_CALL: Duration = Duration::from_secs(3);
@@ -16,6 +17,7 @@ pub(super) fn registry() -> Registry {
         last_call: LAST_CALL,
         timeout: TIMEOUT,
         max_jobs: 4,
+        token: None,
     })
 }
 
@@ -42,9 +44,19 @@ pub(super) fn join_as(
             host: "127.0.0.1".into(),
             ports: vec![port],
             name: String::new(),
+            credentials: Credentials::default(),
         },
+        &node_proof(id),
         now,
     )
+}
+
+/// What node `id` proves in these tests: no token (an open job), its own secret.
+pub(super) fn node_proof(id: &str) -> Proof {
+    Proof {
+        token: None,
+        secret: Some(Digest::of(&format!("secret of {id}"))),
+    }
 }
 
 /// The round node `id` holds now, as (number, restart count, member ids, its rank).
@@ -88,12 +100,13 @@ fn jobs_without_nodes_are_forgotten_and_the_job_limit_holds() {
             host: "h".into(),
             ports: vec![1],
             name: String::new(),
+            credentials: Credentials::default(),
         };
-        r.join(args.clone(), t0).unwrap();
+        r.join(args.clone(), &Proof::default(), t0).unwrap();
         if i == 3 {
             args.rdzv_id = "job4".into();
             assert_eq!(
-                r.join(args, t0).unwrap_err().to_string(),
+                r.join(args, &Proof::default(), t0).unwrap_err().to_string(),
                 "this rendezvous serves 4 jobs, its limit; \"job4\" cannot start"
             );
         }
