@@ -184,6 +184,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the rendezvous refused the call's token (`UNAUTHENTICATED`: none, or not the
+    /// job's or the rendezvous's): retrying with the same token is no use.
+    pub fn is_token_refused(&self) -> bool {
+        matches!(self, Self::Refused { status, .. } if status.code() == tonic::Code::Unauthenticated)
+    }
+
     /// The client's error for an answer to `call` from `addr` that `cause` makes unusable.
     pub(crate) fn invalid_response(
         addr: &str,

@@ -107,8 +107,10 @@ impl Token {
         Ok(Self(value))
     }
 
-    /// The value, for the one place that sends it (a call's metadata) or hashes it.
-    pub(crate) fn expose(&self) -> &str {
+    /// The token itself, for whoever must pass it on (`tfcluster rendezvous token` prints a
+    /// generated one); never log it. The client sends it only in its calls' metadata, and
+    /// the rendezvous keeps only its SHA-256.
+    pub fn expose_secret(&self) -> &str {
         &self.0
     }
 }
@@ -173,7 +175,7 @@ mod tests {
         assert!(Token::new(" 0123456789abcdef").is_err());
         assert!(Token::new("0123456789 abcdef").is_ok());
         assert!(Token::new("x".repeat(1025)).is_err());
-        assert_eq!(Token::generate().expose().len(), 64);
+        assert_eq!(Token::generate().expose_secret().len(), 64);
         assert_ne!(Token::generate(), Token::generate());
     }
 
@@ -183,7 +185,7 @@ mod tests {
         let path = dir.path().join("token");
         std::fs::write(&path, "0123456789abcdef\r\n").unwrap();
         assert_eq!(
-            Token::from_file(&path).unwrap().expose(),
+            Token::from_file(&path).unwrap().expose_secret(),
             "0123456789abcdef"
         );
         std::fs::write(&path, "0123456789abcdef\n\n").unwrap();

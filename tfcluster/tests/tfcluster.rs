@@ -237,6 +237,9 @@ mod watchdog;
 #[path = "tfcluster/elastic_run.rs"]
 mod elastic_run;
 
+#[path = "tfcluster/rdzv_token.rs"]
+mod rdzv_token;
+
 #[path = "tfcluster/prewarm.rs"]
 mod prewarm;
 

@@ -22,7 +22,7 @@ const BEARER: &str = "Bearer ";
 pub(super) fn attach<T>(request: &mut Request<T>, credentials: &Credentials) {
     let metadata = request.metadata_mut();
     if let Some(token) = &credentials.token
-        && let Ok(value) = MetadataValue::try_from(format!("{BEARER}{}", token.expose()))
+        && let Ok(value) = MetadataValue::try_from(format!("{BEARER}{}", token.expose_secret()))
     {
         metadata.insert(AUTHORIZATION, value);
     }

@@ -131,7 +131,10 @@ impl RendezvousServer {
             last_call: options.last_call,
             timeout: options.timeout,
             max_jobs: options.max_jobs,
-            token: options.token.as_ref().map(|t| Digest::of(t.expose())),
+            token: options
+                .token
+                .as_ref()
+                .map(|t| Digest::of(t.expose_secret())),
         };
         let memory = Memory::new(settings, options.poll_cap(), shutdown.subscribe());
 

@@ -34,7 +34,7 @@ impl NodeSecret {
 
     /// The value, for the one place that sends it.
     pub(crate) fn expose(&self) -> &str {
-        self.0.expose()
+        self.0.expose_secret()
     }
 }
 
@@ -49,7 +49,7 @@ impl Credentials {
     /// Their hashes.
     pub(crate) fn proof(&self) -> Proof {
         Proof {
-            token: self.token.as_ref().map(|t| Digest::of(t.expose())),
+            token: self.token.as_ref().map(|t| Digest::of(t.expose_secret())),
             secret: self.secret.as_ref().map(|s| Digest::of(s.expose())),
         }
     }
