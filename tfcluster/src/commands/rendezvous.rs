@@ -62,10 +62,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
         } => (listen, rdzv_timeout, rdzv_last_call, token_file),
         Action::Token => {
             let token = Token::generate();
-            return Ok(crate::output::emit(&format!(
-                "{}\n",
-                token.expose_secret()
-            ))?);
+            return crate::output::emit(&format!("{}\n", token.expose_secret()));
         }
     };
     let token = token(token_file.as_deref(), "--token-file")?;
