@@ -131,16 +131,17 @@ impl<R: RdzvRole> RdzvTargetArgs<R> {
         token::token(self.rdzv_token_file.as_deref(), "--rdzv-token-file")
     }
 
-    /// The client options of these flags: `options` with the job's token, if any; without
-    /// one, the warning that the job is open (`rendezvous`: where it is).
+    /// The client options of these flags: `options` with the job's token, if any. Without
+    /// one, an agent joining the job at `warn_at` warns that the job is open (an observer
+    /// changes nothing, and is refused by a job that has a token).
     pub(crate) fn client_options(
         &self,
         options: ClientOptions,
-        rendezvous: &Rendezvous,
+        warn_at: Option<&Rendezvous>,
     ) -> Result<ClientOptions, Failure> {
-        Ok(match self.token()? {
-            Some(token) => options.with_token(token),
-            None => {
+        Ok(match (self.token()?, warn_at) {
+            (Some(token), _) => options.with_token(token),
+            (None, Some(rendezvous)) => {
                 token::warn_open(
                     &rendezvous.to_string(),
                     Some(&self.rdzv_id),
@@ -148,6 +149,7 @@ impl<R: RdzvRole> RdzvTargetArgs<R> {
                 );
                 options
             }
+            (None, None) => options,
         })
     }
 }
@@ -166,7 +168,7 @@ impl RdzvSourceArgs {
             anyhow!("--from rendezvous needs --rdzv HOST[:PORT] or --rdzv etcd://HOST[:PORT],...")
         })?;
         let options = ClientOptions::default().with_retry_for(RETRY_FOR);
-        let options = args.client_options(options, &rendezvous)?;
+        let options = args.client_options(options, None)?;
         let client = rendezvous.client(options).await?;
         Ok(RendezvousWatcher::new(client, args.rdzv_id.clone()))
     }

@@ -150,7 +150,7 @@ async fn client(rendezvous: &Rendezvous, args: &ElasticArgs) -> Result<Rendezvou
         .with_connect_timeout((timeout / 3).min(Duration::from_secs(5)))
         .with_rpc_timeout(timeout.min(Duration::from_secs(10)))
         .with_retry_for(timeout);
-    let options = args.target.client_options(options, rendezvous)?;
+    let options = args.target.client_options(options, Some(rendezvous))?;
     rendezvous.client(options).await
 }
 
