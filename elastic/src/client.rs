@@ -159,6 +159,11 @@ impl Join {
 
     /// The node's id in the job (letters, digits, `.`, `_`, `-`). By default one is drawn at
     /// random (from the name, when there is one), so that a retried join is the same node.
+    ///
+    /// An id is no credential: each join also draws the node a secret, which only the
+    /// [`Node`] it returns holds and sends. While a node with this id is in the job, a join
+    /// under its id from anything but [`rejoin`](RendezvousClient::rejoin) of that `Node`
+    /// is refused (`PERMISSION_DENIED`), until the node leaves or is lost.
     pub fn with_node_id(mut self, node_id: impl Into<String>) -> Self {
         self.node_id = Some(node_id.into());
         self

@@ -1,6 +1,7 @@
 //! Rendezvous tokens through the CLI: two agents given one token file form their job and
 //! finish, while a third with another token, and a fourth with none, are refused at once
-//! (exit 1, saying the rendezvous refused the token for the job); a rendezvous served with
+//! (exit 1, saying the rendezvous refused the token for the job), and an observer sees
+//! the job only with the token; a rendezvous served with
 //! a token of its own takes an agent given it in `TFCLUSTER_RDZV_TOKEN`; `rendezvous token`
 //! prints a fresh one; a token file and the variable together are a usage error.
 
@@ -87,6 +88,30 @@ fn agents_with_one_token_finish_and_others_are_refused_at_once() {
     assert!(
         stderr.contains("the job needs its token, and the call carries none"),
         "{stderr}"
+    );
+
+    // An observer needs the token too.
+    let resolve = [
+        "resolve",
+        "--from",
+        "rendezvous",
+        "--rdzv",
+        &endpoint,
+        "--json",
+    ];
+    let mut blind = Launch::start(&resolve, &[]);
+    assert_ne!(blind.wait(TIMEOUT).code(), Some(0), "{}", blind.stdout());
+    assert!(
+        blind.stderr().contains("Unauthenticated"),
+        "{}",
+        blind.stderr()
+    );
+    let mut seeing = Launch::start(&[&resolve[..], &["--rdzv-token-file", &ours]].concat(), &[]);
+    assert_eq!(seeing.wait(TIMEOUT).code(), Some(0), "{}", seeing.stderr());
+    assert!(
+        seeing.stdout().contains("\"worker\""),
+        "{}",
+        seeing.stdout()
     );
 
     std::fs::write(dir.path().join("go"), "").unwrap();
