@@ -63,6 +63,11 @@ pub(super) fn credentials(metadata: &MetadataMap, call: &str) -> Result<Credenti
     let secret = text(NODE_SECRET)?
         .map(NodeSecret::received)
         .transpose()
-        .map_err(refused)?;
+        .map_err(|e| {
+            Status::unauthenticated(format!(
+                "{call}: metadata {NODE_SECRET} is no node secret: it {}",
+                e.problem
+            ))
+        })?;
     Ok(Credentials { token, secret })
 }
