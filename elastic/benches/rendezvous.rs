@@ -5,15 +5,29 @@
 //! do when a round ends, to every agent holding the round (a restart's share). Each on the
 //! built-in rendezvous and, suffixed `_etcd`, on a local three-member etcd cluster, each
 //! agent an etcd client of its own (issue 22's targets, process-level: 200 ms to every task
-//! of 64 spawned, 500 ms for a restart).
+//! of 64 spawned, 500 ms for a restart). Each size runs twice: as `N`, an open job, and as
+//! `N_token`, a job with a token (issue 36: authentication adds at most 10 %); node secrets
+//! are in both.
 
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use elastic::{
     ClientOptions, EtcdOptions, JobConfig, Join, NodeRange, RendezvousClient, RendezvousServer,
-    ServerOptions, Waited,
+    ServerOptions, Token, Waited,
 };
+
+/// Each size's benchmark id, and the client options of its agents: an open job, and one with
+/// a token.
+fn variants(agents: u16) -> [(String, ClientOptions); 2] {
+    [
+        (agents.to_string(), ClientOptions::default()),
+        (
+            format!("{agents}_token"),
+            ClientOptions::default().with_token(Token::generate()),
+        ),
+    ]
+}
 use etcd_cluster::EtcdCluster;
 
 fn rounds(c: &mut Criterion) {
@@ -35,13 +49,16 @@ fn rounds(c: &mut Criterion) {
     group
         .sample_size(20)
         .measurement_time(Duration::from_secs(10));
-    for agents in [8u16, 64] {
+    for (agents, (id, client_options)) in [8u16, 64]
+        .into_iter()
+        .flat_map(|n| variants(n).map(|v| (n, v)))
+    {
         let _runtime = runtime.enter(); // a client's connection is a tokio task
         let clients: Vec<RendezvousClient> = (0..agents)
-            .map(|_| RendezvousClient::new(addr.clone(), ClientOptions::default()).unwrap())
+            .map(|_| RendezvousClient::new(addr.clone(), client_options.clone()).unwrap())
             .collect();
-        bench_rounds(&mut group, &runtime, agents, &clients, ("last", last_join));
-        all_clients.push((agents, clients));
+        bench_rounds(&mut group, &runtime, &id, &clients, ("last", last_join));
+        all_clients.push((id, clients));
     }
     group.finish();
     bench_all_at_once(c, "", &runtime, &all_clients);
@@ -54,41 +71,46 @@ fn rounds(c: &mut Criterion) {
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(20));
-    for agents in [8u16, 64] {
+    for (agents, (id, client_options)) in [8u16, 64]
+        .into_iter()
+        .flat_map(|n| variants(n).map(|v| (n, v)))
+    {
         let clients: Vec<RendezvousClient> = runtime.block_on(async {
             let mut clients = Vec::new();
             for _ in 0..agents {
                 let options = options.clone();
                 clients.push(
-                    RendezvousClient::etcd(options, ClientOptions::default())
+                    RendezvousClient::etcd(options, client_options.clone())
                         .await
                         .unwrap(),
                 );
             }
             clients
         });
-        bench_rounds(&mut group, &runtime, agents, &clients, ("last", last_join));
-        all_clients.push((agents, clients));
+        bench_rounds(&mut group, &runtime, &id, &clients, ("last", last_join));
+        all_clients.push((id, clients));
     }
     group.finish();
     bench_all_at_once(c, "_etcd", &runtime, &all_clients);
     drop(etcd);
 }
 
-/// One measurement per iteration: a job of `agents` nodes of its own, through `clients`.
+/// One measurement per iteration: a job of its own of as many nodes as `clients`, its
+/// benchmark id `id`.
 fn bench_rounds<F, Fut>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     runtime: &tokio::runtime::Runtime,
-    agents: u16,
+    id: &str,
     clients: &[RendezvousClient],
     (name, measure): (&str, F),
 ) where
     F: Fn(Vec<RendezvousClient>, JobConfig, String) -> Fut + Copy,
     Fut: std::future::Future<Output = Duration>,
 {
-    let config = JobConfig::new(NodeRange::new(agents.into(), agents.into()).unwrap(), 1).unwrap();
+    let agents = clients.len() as u32;
+    let config = JobConfig::new(NodeRange::new(agents, agents).unwrap(), 1).unwrap();
     let mut job = 0u64;
-    group.bench_function(BenchmarkId::from_parameter(agents), |b| {
+    group.bench_function(BenchmarkId::from_parameter(id), |b| {
         b.to_async(runtime).iter_custom(|iters| {
             let (clients, config) = (clients.to_vec(), config.clone());
             job += iters;
@@ -96,7 +118,7 @@ fn bench_rounds<F, Fut>(
             async move {
                 let mut total = Duration::ZERO;
                 for i in 0..iters {
-                    let rdzv_id = format!("{name}{agents}-{}", first_job + i);
+                    let rdzv_id = format!("{name}{id}-{}", first_job + i);
                     total += measure(clients.clone(), config.clone(), rdzv_id).await;
                 }
                 total
@@ -146,14 +168,14 @@ fn bench_all_at_once(
     c: &mut Criterion,
     suffix: &str,
     runtime: &tokio::runtime::Runtime,
-    all_clients: &[(u16, Vec<RendezvousClient>)],
+    all_clients: &[(String, Vec<RendezvousClient>)],
 ) {
     let mut group = c.benchmark_group(format!("all_join_at_once{suffix}"));
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(20));
-    for (agents, clients) in all_clients {
-        bench_rounds(&mut group, runtime, *agents, clients, ("all", all_at_once));
+    for (id, clients) in all_clients {
+        bench_rounds(&mut group, runtime, id, clients, ("all", all_at_once));
     }
     group.finish();
 }

@@ -27,9 +27,11 @@ use crate::grpc::client::{CallFailed, GrpcClient};
 use crate::outcome::{JobDone, RoundStatus, TaskStatus};
 use crate::received::Received;
 use crate::rendezvous::registry::MAX_STDERR_TAIL;
-use crate::rendezvous::{Beat, Found, JoinArgs, Leave, Observe, Rendezvous, Report, Wait};
+use crate::rendezvous::{
+    Beat, Credentials, Found, JoinArgs, Leave, NodeSecret, Observe, Rendezvous, Report, Wait,
+};
 use crate::watched_round::WatchedRound;
-use crate::{Error, JobConfig};
+use crate::{Error, JobConfig, Token};
 use backend::Backend;
 use quick_answers::QuickAnswers;
 
@@ -40,7 +42,8 @@ pub(crate) const MAX_POLL: Duration = Duration::from_secs(10);
 /// The least time a retry gets, even when the retries' time is up.
 const LAST_TRY: Duration = Duration::from_millis(100);
 
-/// Deadlines of a [`RendezvousClient`], and its TLS ([`with_tls`](Self::with_tls)).
+/// Deadlines of a [`RendezvousClient`], its TLS ([`with_tls`](Self::with_tls)) and the job's
+/// token ([`with_token`](Self::with_token)).
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
     pub(crate) connect_timeout: Duration,
@@ -48,6 +51,7 @@ pub struct ClientOptions {
     retry_for: Duration,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<grpc_guard::TlsConfig>,
+    token: Option<Token>,
 }
 
 impl Default for ClientOptions {
@@ -59,6 +63,7 @@ impl Default for ClientOptions {
             retry_for: Duration::from_secs(60),
             #[cfg(feature = "tls")]
             tls: None,
+            token: None,
         }
     }
 }
@@ -99,6 +104,21 @@ impl ClientOptions {
         self.tls = Some(config);
         self
     }
+
+    /// The job's token, carried by every call (joins, waits, heartbeats, reports, leaves and
+    /// [`watch_round`](RendezvousClient::watch_round)): the first join of a job sets its token,
+    /// and the rendezvous refuses any later call on the job without it (`UNAUTHENTICATED`).
+    /// Without one (the default) the job is open: see [the crate's Security
+    /// section](crate#security).
+    pub fn with_token(mut self, token: Token) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// The job's token, if the client has one.
+    pub fn token(&self) -> Option<&Token> {
+        self.token.as_ref()
+    }
 }
 
 /// What a node asks when it joins: the job, its config, and the ports of its tasks.
@@ -110,6 +130,8 @@ pub struct Join {
     host: String,
     name: String,
     node_id: Option<String>,
+    /// The node's secret, once it has one (a join again); a first join draws it.
+    secret: Option<NodeSecret>,
 }
 
 impl Join {
@@ -123,6 +145,7 @@ impl Join {
             host: String::new(),
             name: String::new(),
             node_id: None,
+            secret: None,
         }
     }
 
@@ -157,17 +180,24 @@ impl Join {
 
     /// The node's id in the job (letters, digits, `.`, `_`, `-`). By default one is drawn at
     /// random (from the name, when there is one), so that a retried join is the same node.
+    ///
+    /// An id is no credential: each join also draws the node a secret, which only the
+    /// [`Node`] it returns holds and sends. While a node with this id is in the job, a join
+    /// under its id from anything but [`rejoin`](RendezvousClient::rejoin) of that `Node`
+    /// is refused (`PERMISSION_DENIED`), until the node leaves or is lost.
     pub fn with_node_id(mut self, node_id: impl Into<String>) -> Self {
         self.node_id = Some(node_id.into());
         self
     }
 }
 
-/// A node that joined a job: what later calls name, and which round it waits for.
+/// A node that joined a job: what later calls name, and which round it waits for. It holds
+/// the node's secret, which its calls carry and its `Debug` does not show.
 #[derive(Debug, Clone)]
 pub struct Node {
     join: Join,
     node_id: String,
+    secret: NodeSecret,
     host: String,
     heartbeat_timeout: Duration,
     waits_for: u64,
@@ -319,7 +349,10 @@ impl RendezvousClient {
             .node_id
             .get_or_insert_with(|| random_node_id(&join.name))
             .clone();
+        // Drawn with the id, so that a retried join is the same node with the same secret.
+        let secret = join.secret.get_or_insert_with(NodeSecret::generate).clone();
         let args = JoinArgs {
+            credentials: self.credentials(Some(&secret)),
             rdzv_id: join.rdzv_id.clone(),
             config: join.config.clone(),
             host: join.host.clone(),
@@ -342,6 +375,7 @@ impl RendezvousClient {
         Ok(Node {
             join,
             node_id: joined.node_id,
+            secret: joined.secret.unwrap_or(secret),
             host: joined.host,
             heartbeat_timeout: joined.heartbeat_timeout,
             waits_for: joined.round,
@@ -363,7 +397,8 @@ impl RendezvousClient {
     /// join that took effect is the same node's (its id), so calling it again is harmless.
     pub async fn rejoin(&self, node: &mut Node) -> Result<(), Error> {
         let last_round = node.last_round;
-        let join = node.join.clone().with_node_id(node.node_id.clone());
+        let mut join = node.join.clone().with_node_id(node.node_id.clone());
+        join.secret = Some(node.secret.clone());
         *node = self.join(&join).await?;
         node.last_round = last_round;
         Ok(())
@@ -406,6 +441,7 @@ impl RendezvousClient {
             }
             let poll = (deadline - now).min(MAX_POLL);
             let wait = Wait {
+                credentials: self.credentials(Some(&node.secret)),
                 rdzv_id: node.join.rdzv_id.clone(),
                 node_id: node.node_id.clone(),
                 after_round: node.last_round,
@@ -469,6 +505,7 @@ impl RendezvousClient {
     ) -> Result<Watched, Error> {
         let poll = poll.min(MAX_POLL);
         let observe = Observe {
+            credentials: self.credentials(None),
             rdzv_id: rdzv_id.to_owned(),
             after_round: after.map_or(0, WatchedRound::number),
             poll,
@@ -548,6 +585,7 @@ impl RendezvousClient {
             start += 1;
         }
         let report = Report {
+            credentials: self.credentials(Some(&node.secret)),
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
             round,
@@ -605,6 +643,7 @@ impl RendezvousClient {
         attempt: Duration,
     ) -> Result<(), Error> {
         let leave = Leave {
+            credentials: self.credentials(Some(&node.secret)),
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
         };
@@ -626,6 +665,7 @@ impl RendezvousClient {
         attempt: Duration,
     ) -> Result<RoundStatus, Error> {
         let beat = Beat {
+            credentials: self.credentials(Some(&node.secret)),
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
             round,
@@ -636,6 +676,14 @@ impl RendezvousClient {
             async move { backend.heartbeat(beat, t).await }
         })
         .await
+    }
+
+    /// What a call carries: the client's token, and the calling node's `secret`.
+    fn credentials(&self, secret: Option<&NodeSecret>) -> Credentials {
+        Credentials {
+            token: self.options.token.clone(),
+            secret: secret.cloned(),
+        }
     }
 
     fn give_up(&self) -> Instant {

@@ -8,6 +8,7 @@ pub(crate) mod config;
 pub(crate) mod layout;
 pub(crate) mod nodes;
 pub(crate) mod round;
+pub(crate) mod token;
 pub(crate) mod wire;
 
 use std::error::Error as _;
@@ -20,12 +21,14 @@ use config::ConfigError;
 use layout::LayoutError;
 use nodes::NodesError;
 use round::RoundError;
+use token::TokenError;
 use wire::WireError;
 
 /// Everything that can go wrong in this crate.
 ///
 /// The parsers, the round computation and the decoding of wire messages fail with their own
-/// types ([`NodesError`], [`LayoutError`], [`ConfigError`], [`RoundError`], [`WireError`]),
+/// types ([`NodesError`], [`LayoutError`], [`ConfigError`], [`RoundError`], [`WireError`],
+/// [`TokenError`]),
 /// wrapped whole here and printed as they print themselves. Talking to a rendezvous fails
 /// with the variants that name the rendezvous's address, the call and, from the server, its
 /// gRPC status.
@@ -47,6 +50,9 @@ pub enum Error {
     /// A wire message breaks the protocol (a field missing, a value out of range).
     #[error(transparent)]
     Wire(#[from] WireError),
+    /// A rendezvous token cannot be read or is not valid.
+    #[error(transparent)]
+    Token(#[from] TokenError),
     /// A cluster is invalid (a round's cluster that does not parse).
     #[error(transparent)]
     Spec(#[from] cluster_spec::Error),
@@ -178,6 +184,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the rendezvous refused the call's token (`UNAUTHENTICATED`: none, or not the
+    /// job's or the rendezvous's): retrying with the same token is no use.
+    pub fn is_token_refused(&self) -> bool {
+        matches!(self, Self::Refused { status, .. } if status.code() == tonic::Code::Unauthenticated)
+    }
+
     /// The client's error for an answer to `call` from `addr` that `cause` makes unusable.
     pub(crate) fn invalid_response(
         addr: &str,

@@ -2,11 +2,13 @@
 //! only layer that speaks tonic. [`service`] serves a [`Local`](crate::rendezvous::Local)
 //! rendezvous as the generated tonic service, [`server`] is [`RendezvousServer`] (that
 //! service on a TCP port, over the memory store), [`client`] is the [`Rendezvous`] calls over
-//! a tonic stub, and [`status`] turns the core's [`CallError`] into a gRPC status and back.
+//! a tonic stub, [`carrier`] puts a call's token and node secret in its metadata and takes
+//! them out, and [`status`] turns the core's [`CallError`] into a gRPC status and back.
 //!
 //! [`Rendezvous`]: crate::rendezvous::Rendezvous
 //! [`CallError`]: crate::rendezvous::CallError
 
+mod carrier;
 pub(crate) mod client;
 mod server;
 mod service;

@@ -116,6 +116,7 @@ impl Received for Joined {
             note: clean_text(&self.note, MAX_TEXT),
             round: self.round,
             heartbeat_timeout: timeout,
+            secret: self.secret,
         })
     }
 }
@@ -261,6 +262,7 @@ mod tests {
             note: String::new(),
             host: "h".into(),
             heartbeat_timeout: Duration::from_millis(ms),
+            secret: None,
         };
         for ms in [0, 99, 3_600_001, u64::MAX] {
             let err = joined(ms).vetted().unwrap_err();

@@ -1,6 +1,6 @@
 //! The rendezvous's core, free of any wire: the [`Rendezvous`] calls (join, wait, observe,
 //! heartbeat, report, leave) in the crate's own types ([`calls`]) and error
-//! ([`CallError`]), the rules they run on ([`registry`]: rounds, admission, membership),
+//! ([`CallError`]), what each proves about its caller ([`credentials`]), the rules they run on ([`registry`]: rounds, admission, membership),
 //! where the jobs are kept ([`Store`]: [`Memory`] here, etcd's in `crate::etcd`), and
 //! [`Local`], the calls run in this process over a store.
 //!
@@ -9,6 +9,7 @@
 
 pub(crate) mod call_error;
 pub(crate) mod calls;
+pub(crate) mod credentials;
 mod local;
 mod memory;
 pub(crate) mod registry;
@@ -21,6 +22,7 @@ pub(crate) use call_error::CallError;
 pub(crate) use calls::{
     Beat, Found, JoinArgs, Joined, Leave, Observe, Pending, Report, Reported, Wait,
 };
+pub(crate) use credentials::{Credentials, NodeSecret, Proof};
 pub(crate) use local::Local;
 pub(crate) use memory::Memory;
 pub(crate) use store::Store;

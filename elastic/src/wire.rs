@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::outcome::{EndReason, Failure, JobDone, RoundEnd, TaskStatus};
 use crate::proto;
-use crate::rendezvous::{Found, JoinArgs, Joined};
+use crate::rendezvous::{Credentials, Found, JoinArgs, Joined, NodeSecret};
 use crate::watched_round::WatchedRound;
 use crate::{Error, JobConfig, Layout, Member, NodeRange};
 
@@ -37,6 +37,8 @@ pub(crate) fn join_from_proto(req: proto::JoinRequest) -> Result<JoinArgs, Error
         host: req.host,
         name: req.name,
         peer: None,
+        // Credentials are never in a message: the caller adds what the call carried.
+        credentials: Credentials::default(),
     })
 }
 
@@ -47,17 +49,30 @@ pub(crate) fn joined_to_proto(joined: &Joined) -> proto::JoinResponse {
         note: joined.note.clone(),
         heartbeat_timeout_ms: joined.heartbeat_timeout.as_millis() as u64,
         host: joined.host.clone(),
+        node_secret: joined
+            .secret
+            .as_ref()
+            .map(|s| s.expose().to_owned())
+            .unwrap_or_default(),
     }
 }
 
-pub(crate) fn joined_from_proto(joined: proto::JoinResponse) -> Joined {
-    Joined {
+/// A join's answer; a drawn secret that is no valid secret breaks the protocol.
+pub(crate) fn joined_from_proto(joined: proto::JoinResponse) -> Result<Joined, Error> {
+    let secret = match joined.node_secret {
+        s if s.is_empty() => None,
+        s => Some(NodeSecret::received(s).map_err(|_| WireError::Missing {
+            field: "a valid node secret",
+        })?),
+    };
+    Ok(Joined {
         node_id: joined.node_id,
         round: joined.round,
         note: joined.note,
         host: joined.host,
         heartbeat_timeout: Duration::from_millis(joined.heartbeat_timeout_ms),
-    }
+        secret,
+    })
 }
 
 /// A round on the wire, `rank` the asking node's.

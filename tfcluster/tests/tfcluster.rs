@@ -240,6 +240,9 @@ mod elastic_run;
 #[path = "tfcluster/lying_rendezvous.rs"]
 mod lying_rendezvous;
 
+#[path = "tfcluster/rdzv_token.rs"]
+mod rdzv_token;
+
 #[path = "tfcluster/prewarm.rs"]
 mod prewarm;
 

@@ -1,7 +1,8 @@
 //! Joins through the record's next write. When a round ends every agent joins again at
 //! once; one record written by each in turn would take as many writes as agents, each after
 //! losing the race to the others. Instead a join is put as a key of its own
-//! (`PREFIX/ID/~join/TOKEN`, a [`proto::StoredJoin`]) in the transaction that reads the job,
+//! (`PREFIX/ID/~join/TOKEN`, a [`proto::StoredJoin`], with the hashes of the token and
+//! secret the join carried, never them) in the transaction that reads the job,
 //! and the joiner then writes the record with every join waiting beside its own folded in,
 //! oldest first, through the same registry rules, answering each
 //! (`PREFIX/ID/~answer/TOKEN`, on the joiner's lease). A joiner that loses the race reads
@@ -20,9 +21,11 @@ use super::store::{EtcdStore, Lease, Snapshot};
 use crate::grpc::status::status_of;
 use crate::proto;
 use crate::proto::stored_join_answer::Answer;
+use crate::rendezvous::credentials::{self, Digest};
 use crate::rendezvous::registry::{Clock, Registry};
-use crate::rendezvous::{CallError, JoinArgs, Joined};
+use crate::rendezvous::{CallError, JoinArgs, Joined, Proof};
 use crate::wire;
+use cluster_spec::__private::error_chain::Chain;
 
 /// The most operations etcd takes in one transaction (its `--max-txn-ops` default).
 const MAX_TXN_OPS: usize = 128;
@@ -69,7 +72,11 @@ impl EtcdStore {
     }
 
     /// Joins `args`'s node to its job through the record's next write (see the module).
-    pub(super) async fn join_folded(&self, args: JoinArgs) -> Result<Joined, CallError> {
+    pub(super) async fn join_folded(
+        &self,
+        args: JoinArgs,
+        proof: Proof,
+    ) -> Result<Joined, CallError> {
         Registry::check_join(&args)?;
         let start = Instant::now();
         let rdzv_id = args.rdzv_id.clone();
@@ -90,6 +97,8 @@ impl EtcdStore {
         let request = proto::StoredJoin {
             request: Some(wire::join_to_proto(&args)),
             lease,
+            token_sha256: credentials::stored(proof.token),
+            secret_sha256: credentials::stored(proof.secret),
         }
         .encode_to_vec();
         let mut joining = Joining {
@@ -140,7 +149,13 @@ impl EtcdStore {
                     renewed: start,
                 });
                 self.leases().insert(node, held);
-                Ok(wire::joined_from_proto(joined))
+                wire::joined_from_proto(joined).map_err(|e| {
+                    CallError::BrokenState(format!(
+                        "the answer to a join of job {rdzv_id:?} in etcd at {} does not load: {}",
+                        self.url,
+                        Chain(&e)
+                    ))
+                })
             }
             refusal => {
                 if known.is_none() {
@@ -178,9 +193,13 @@ impl EtcdStore {
                 continue;
             };
             let request = join.request.unwrap_or_default();
+            let proof = Proof {
+                token: Digest::from_stored(&join.token_sha256),
+                secret: Digest::from_stored(&join.secret_sha256),
+            };
             let joined = wire::join_from_proto(request)
                 .map_err(|e| CallError::invalid(&e))
-                .and_then(|args| Ok(registry.join(args, now)?));
+                .and_then(|args| Ok(registry.join(args, &proof, now)?));
             let answer = match joined {
                 Ok(joined) => {
                     leases.insert(joined.node_id.clone(), join.lease);

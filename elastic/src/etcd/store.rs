@@ -31,7 +31,7 @@ use super::joins;
 use super::options::{EtcdOptions, key_segment};
 use crate::error::duration;
 use crate::rendezvous::registry::{Clock, Refusal, Registry, Settings};
-use crate::rendezvous::{CallError, JoinArgs, Joined, Store};
+use crate::rendezvous::{CallError, JoinArgs, Joined, Proof, Store};
 use crate::{Error, proto};
 
 /// The jobs of an etcd cluster, as one agent (one process) sees them.
@@ -138,6 +138,8 @@ impl EtcdStore {
                 timeout,
                 // One job per record: no limit of the store's own.
                 max_jobs: usize::MAX,
+                // No rendezvous of its own to guard: each job's token is its first join's.
+                token: None,
             },
             ttl: timeout.as_secs_f64().ceil().max(1.0) as i64,
             rpc_timeout,
@@ -578,8 +580,8 @@ impl Store for EtcdStore {
         (self.settings.timeout / 3).min(Duration::from_secs(30))
     }
 
-    async fn join(&self, args: JoinArgs) -> Result<Joined, CallError> {
-        self.join_folded(args).await
+    async fn join(&self, args: JoinArgs, proof: Proof) -> Result<Joined, CallError> {
+        self.join_folded(args, proof).await
     }
 
     fn default_host(&self, _peer: Option<SocketAddr>) -> Option<String> {

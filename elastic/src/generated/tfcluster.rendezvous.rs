@@ -61,6 +61,10 @@ pub struct JoinResponse {
     /// The host advertised for the node's tasks.
     #[prost(string, tag = "5")]
     pub host: ::prost::alloc::string::String,
+    /// The node's secret, when the rendezvous drew it (the Join brought none): every later call
+    /// of the node carries it as `tfcluster-node-secret`. Empty when the Join brought one.
+    #[prost(string, tag = "6")]
+    pub node_secret: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct WaitRoundRequest {
@@ -332,6 +336,10 @@ pub struct StoredJob {
     pub last_call_ms: u64,
     #[prost(uint64, tag = "15")]
     pub timeout_ms: u64,
+    /// The SHA-256 of the job's token (never the token): every call on the job must carry a
+    /// token of this hash. Empty: an open job (as every record before tokens).
+    #[prost(bytes = "vec", tag = "16")]
+    pub token_sha256: ::prost::alloc::vec::Vec<u8>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StoredNode {
@@ -349,6 +357,10 @@ pub struct StoredNode {
     /// The latest round the node was a member of (0: none).
     #[prost(uint64, tag = "9")]
     pub last_round: u64,
+    /// The SHA-256 of the node's secret (never the secret): each of its calls must carry a
+    /// secret of this hash. Empty: a node of an older record, open.
+    #[prost(bytes = "vec", tag = "10")]
+    pub secret_sha256: ::prost::alloc::vec::Vec<u8>,
     #[prost(oneof = "stored_node::State", tags = "6, 7, 8")]
     pub state: ::core::option::Option<stored_node::State>,
 }
@@ -380,6 +392,12 @@ pub struct StoredJoin {
     /// The lease the node's live key goes on.
     #[prost(int64, tag = "2")]
     pub lease: i64,
+    /// The SHA-256 of the token and of the node's secret the join carried (empty: none); the
+    /// request above holds neither, and no token or secret is ever stored.
+    #[prost(bytes = "vec", tag = "3")]
+    pub token_sha256: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "vec", tag = "4")]
+    pub secret_sha256: ::prost::alloc::vec::Vec<u8>,
 }
 /// The fold's answer to a join: the value of `PREFIX/RDZV_ID/~answer/TOKEN`, written with the
 /// record, on the joining node's lease; the joiner reads it and deletes it.

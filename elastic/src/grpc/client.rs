@@ -9,11 +9,13 @@ use cluster_spec::ClusterSpec;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Status};
 
+use super::carrier;
 use crate::outcome::RoundStatus;
 use crate::proto;
 use crate::proto::rendezvous_client::RendezvousClient as Stub;
 use crate::rendezvous::{
-    Beat, Found, JoinArgs, Joined, Leave, Observe, Pending, Rendezvous, Report, Reported, Wait,
+    Beat, Credentials, Found, JoinArgs, Joined, Leave, Observe, Pending, Rendezvous, Report,
+    Reported, Wait,
 };
 use crate::watched_round::WatchedRound;
 use crate::{ClientOptions, Error, WireError, wire};
@@ -166,9 +168,11 @@ fn round_from_proto(
 /// `message` with a gRPC deadline, so the server stops working for a caller that gave up.
 /// tonic also enforces it on this side; it is a little later than the attempt's own timeout,
 /// so that one fires first and the error says how long the client waited.
-fn timed<T>(message: T, timeout: Duration) -> Request<T> {
+/// It carries `credentials` in its metadata.
+fn timed<T>(message: T, timeout: Duration, credentials: &Credentials) -> Request<T> {
     let mut request = Request::new(message);
     request.set_timeout(timeout + Duration::from_millis(50));
+    carrier::attach(&mut request, credentials);
     request
 }
 
@@ -176,23 +180,30 @@ impl Rendezvous for GrpcClient {
     type Error = CallFailed;
 
     async fn join(&self, join: JoinArgs, within: Duration) -> Result<Joined, CallFailed> {
-        let request = timed(wire::join_to_proto(&join), within);
+        let request = timed(wire::join_to_proto(&join), within, &join.credentials);
         let response = self.stub.clone().join(request).await?.into_inner();
-        Ok(wire::joined_from_proto(response))
+        wire::joined_from_proto(response)
+            .map_err(|e| CallFailed::Answer(Error::invalid_response(&self.addr, "Join", e)))
     }
 
     async fn wait(&self, wait: Wait, within: Duration) -> Result<Found, CallFailed> {
+        let credentials = wait.credentials;
         let request = proto::WaitRoundRequest {
             rdzv_id: wait.rdzv_id,
             node_id: wait.node_id,
             after_round: wait.after_round,
             poll_ms: wait.poll.as_millis() as u64,
         };
-        let response = self.stub.clone().wait_round(timed(request, within)).await?;
+        let response = self
+            .stub
+            .clone()
+            .wait_round(timed(request, within, &credentials))
+            .await?;
         found(&self.addr, response.into_inner(), "WaitRound").map_err(CallFailed::Answer)
     }
 
     async fn observe(&self, observe: Observe, within: Duration) -> Result<Found, CallFailed> {
+        let credentials = observe.credentials;
         let request = proto::WatchRoundsRequest {
             rdzv_id: observe.rdzv_id,
             after_round: observe.after_round,
@@ -202,20 +213,25 @@ impl Rendezvous for GrpcClient {
         let response = self
             .stub
             .clone()
-            .watch_rounds(timed(request, within))
+            .watch_rounds(timed(request, within, &credentials))
             .await?;
         found(&self.addr, response.into_inner(), "WatchRounds").map_err(CallFailed::Answer)
     }
 
     async fn heartbeat(&self, beat: Beat, within: Duration) -> Result<RoundStatus, CallFailed> {
         use proto::heartbeat_response::State;
+        let credentials = beat.credentials;
         let request = proto::HeartbeatRequest {
             rdzv_id: beat.rdzv_id,
             node_id: beat.node_id,
             round: beat.round,
             poll_ms: beat.poll.as_millis() as u64,
         };
-        let response = self.stub.clone().heartbeat(timed(request, within)).await?;
+        let response = self
+            .stub
+            .clone()
+            .heartbeat(timed(request, within, &credentials))
+            .await?;
         let bad =
             |e: Error| CallFailed::Answer(Error::invalid_response(&self.addr, "Heartbeat", e));
         match response.into_inner().state {
@@ -234,6 +250,7 @@ impl Rendezvous for GrpcClient {
     }
 
     async fn report(&self, report: Report, within: Duration) -> Result<Reported, CallFailed> {
+        let credentials = report.credentials;
         let request = proto::ReportRequest {
             rdzv_id: report.rdzv_id,
             node_id: report.node_id,
@@ -242,7 +259,11 @@ impl Rendezvous for GrpcClient {
             status: Some(wire::status_to_proto(&report.status)),
             stderr_tail: report.stderr_tail,
         };
-        let response = self.stub.clone().report(timed(request, within)).await?;
+        let response = self
+            .stub
+            .clone()
+            .report(timed(request, within, &credentials))
+            .await?;
         let response = response.into_inner();
         Ok(Reported {
             counted: response.counted,
@@ -251,11 +272,15 @@ impl Rendezvous for GrpcClient {
     }
 
     async fn leave(&self, leave: Leave, within: Duration) -> Result<(), CallFailed> {
+        let credentials = leave.credentials;
         let request = proto::LeaveRequest {
             rdzv_id: leave.rdzv_id,
             node_id: leave.node_id,
         };
-        self.stub.clone().leave(timed(request, within)).await?;
+        self.stub
+            .clone()
+            .leave(timed(request, within, &credentials))
+            .await?;
         Ok(())
     }
 }
@@ -449,8 +474,9 @@ mod tests {
                 note,
                 heartbeat_timeout_ms: ms,
                 host,
+                node_secret: String::new(),
             });
-            if let Ok(joined) = joined.vetted() {
+            if let Ok(joined) = joined.map_err(|e| e.to_string()).and_then(|j| j.vetted().map_err(|e| e.to_string())) {
                 prop_assert!((100..=3_600_000).contains(&joined.heartbeat_timeout.as_millis()));
                 prop_assert!(clean(&joined.note));
                 prop_assert!(!joined.host.chars().any(char::is_control));

@@ -12,10 +12,11 @@ use tokio::task::JoinHandle;
 use tonic::service::Routes;
 
 use super::service::Service;
-use crate::Error;
 use crate::proto::rendezvous_server::RendezvousServer as RendezvousService;
+use crate::rendezvous::credentials::Digest;
 use crate::rendezvous::registry::Settings;
 use crate::rendezvous::{Local, Memory};
+use crate::{Error, Token};
 
 /// The largest request the server decodes. A join of 256 ports with a 253-byte host, or a
 /// report with its 8 KiB of stderr, is a few KiB; anything larger is refused
@@ -44,6 +45,7 @@ pub struct ServerOptions {
     allow: Option<Vec<Network>>,
     #[cfg(feature = "tls")]
     tls: Option<grpc_guard::TlsConfig>,
+    token: Option<Token>,
 }
 
 impl Default for ServerOptions {
@@ -59,6 +61,7 @@ impl Default for ServerOptions {
             allow: None,
             #[cfg(feature = "tls")]
             tls: None,
+            token: None,
         }
     }
 }
@@ -91,9 +94,9 @@ impl ServerOptions {
     /// never idle), pings every 10 s answered within 20 s, 60 s for a request to arrive and
     /// for a response to be taken, 16 MiB of requests being received (each at most
     /// [`MAX_REQUEST_BYTES`]) and 64 MiB of responses not yet taken: a response that would go
-    /// past it fails with `RESOURCE_EXHAUSTED` rather than be held (the largest round, of
-    /// 65,536 tasks, is a few MB; 48 peers that never read made a server without this limit
-    /// hold 952 MB).
+    /// past it fails with `RESOURCE_EXHAUSTED` rather than be held (a round's answer is a few
+    /// hundred KB at most, its TF_CONFIG within Linux's 128 KiB; 48 peers that never read a
+    /// round of 65,536 tasks made a server without this limit hold 952 MB).
     pub fn default_limits() -> Limits {
         Limits::default()
             .with_max_connections(4096)
@@ -152,6 +155,20 @@ impl ServerOptions {
         }
     }
 
+    /// The server's own token (`tfcluster rendezvous serve --token-file`): it takes no call,
+    /// on any job, without it (`UNAUTHENTICATED`), and each job created here has it as its
+    /// token. Without one (the default), each job's first join sets the job's token, or
+    /// leaves the job open. Observers need it too.
+    pub fn with_token(mut self, token: Token) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// The server's own token, if it has one.
+    pub fn token(&self) -> Option<&Token> {
+        self.token.as_ref()
+    }
+
     fn poll_cap(&self) -> Duration {
         MAX_POLL.min(self.timeout / 3)
     }
@@ -200,6 +217,10 @@ impl RendezvousServer {
             last_call: options.last_call,
             timeout: options.timeout,
             max_jobs: options.max_jobs,
+            token: options
+                .token
+                .as_ref()
+                .map(|t| Digest::of(t.expose_secret())),
         };
         let memory = Memory::new(settings, options.poll_cap(), shutdown.subscribe());
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
+use super::carrier;
 use super::status::status_of;
 use crate::Error;
 use crate::outcome::RoundStatus;
@@ -40,7 +41,9 @@ impl<S: Store> GrpcRendezvous for Service<S> {
         request: Request<proto::JoinRequest>,
     ) -> Result<Response<proto::JoinResponse>, Status> {
         let peer = request.remote_addr();
-        let args = wire::join_from_proto(request.into_inner()).map_err(invalid)?;
+        let credentials = carrier::credentials(request.metadata(), "Join")?;
+        let mut args = wire::join_from_proto(request.into_inner()).map_err(invalid)?;
+        args.credentials = credentials;
         let joined = self.local.join_from(args, peer).await.map_err(status_of)?;
         Ok(Response::new(wire::joined_to_proto(&joined)))
     }
@@ -49,8 +52,10 @@ impl<S: Store> GrpcRendezvous for Service<S> {
         &self,
         request: Request<proto::WaitRoundRequest>,
     ) -> Result<Response<proto::WaitRoundResponse>, Status> {
+        let credentials = carrier::credentials(request.metadata(), "WaitRound")?;
         let req = request.into_inner();
         let wait = Wait {
+            credentials,
             rdzv_id: req.rdzv_id,
             node_id: req.node_id,
             after_round: req.after_round,
@@ -64,8 +69,10 @@ impl<S: Store> GrpcRendezvous for Service<S> {
         &self,
         request: Request<proto::WatchRoundsRequest>,
     ) -> Result<Response<proto::WaitRoundResponse>, Status> {
+        let credentials = carrier::credentials(request.metadata(), "WatchRounds")?;
         let req = request.into_inner();
         let observe = Observe {
+            credentials,
             rdzv_id: req.rdzv_id,
             job: req.job,
             after_round: req.after_round,
@@ -84,8 +91,10 @@ impl<S: Store> GrpcRendezvous for Service<S> {
         request: Request<proto::HeartbeatRequest>,
     ) -> Result<Response<proto::HeartbeatResponse>, Status> {
         use proto::heartbeat_response::State;
+        let credentials = carrier::credentials(request.metadata(), "Heartbeat")?;
         let req = request.into_inner();
         let beat = Beat {
+            credentials,
             rdzv_id: req.rdzv_id,
             node_id: req.node_id,
             round: req.round,
@@ -110,8 +119,10 @@ impl<S: Store> GrpcRendezvous for Service<S> {
         &self,
         request: Request<proto::ReportRequest>,
     ) -> Result<Response<proto::ReportResponse>, Status> {
+        let credentials = carrier::credentials(request.metadata(), "Report")?;
         let req = request.into_inner();
         let report = Report {
+            credentials,
             status: wire::status_from_proto(req.status).map_err(invalid)?,
             rdzv_id: req.rdzv_id,
             node_id: req.node_id,
@@ -130,8 +141,10 @@ impl<S: Store> GrpcRendezvous for Service<S> {
         &self,
         request: Request<proto::LeaveRequest>,
     ) -> Result<Response<proto::LeaveResponse>, Status> {
+        let credentials = carrier::credentials(request.metadata(), "Leave")?;
         let req = request.into_inner();
         let leave = Leave {
+            credentials,
             rdzv_id: req.rdzv_id,
             node_id: req.node_id,
         };

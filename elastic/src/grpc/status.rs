@@ -17,6 +17,8 @@ pub(crate) fn status_of(error: CallError) -> Status {
                 Refusal::NotFound(m) => Status::not_found(m),
                 Refusal::AlreadyExists(m) => Status::already_exists(m),
                 Refusal::ResourceExhausted(m) => Status::resource_exhausted(m),
+                Refusal::Unauthenticated(m) => Status::unauthenticated(m),
+                Refusal::PermissionDenied(m) => Status::permission_denied(m),
             }
         }
         CallError::Unavailable(m) => Status::unavailable(m),
@@ -42,6 +44,8 @@ pub(crate) fn call_error_of(status: &Status) -> CallError {
         Code::NotFound => Refusal::NotFound(message).into(),
         Code::AlreadyExists => Refusal::AlreadyExists(message).into(),
         Code::ResourceExhausted => Refusal::ResourceExhausted(message).into(),
+        Code::Unauthenticated => Refusal::Unauthenticated(message).into(),
+        Code::PermissionDenied => Refusal::PermissionDenied(message).into(),
         Code::Unavailable => CallError::Unavailable(message),
         Code::DeadlineExceeded => CallError::DeadlineExceeded(message),
         Code::DataLoss => CallError::BrokenState(message),

@@ -1,9 +1,10 @@
 //! What the [`Rendezvous`](super::Rendezvous) calls take and answer, in the crate's own
 //! types: a join and its answer, a wait's and an observer's request and what either finds, a
-//! heartbeat, a report and its answer, a leave.
+//! heartbeat, a report and its answer, a leave; each with the [`Credentials`] it carries.
 
 use std::time::Duration;
 
+use super::credentials::{Credentials, NodeSecret};
 use crate::JobConfig;
 use crate::outcome::{JobDone, TaskStatus};
 use crate::watched_round::WatchedRound;
@@ -23,6 +24,8 @@ pub(crate) struct JoinArgs {
     /// The address the join came from, when the server knows it (the built-in one does;
     /// a join run in this process, etcd's, has none): a caller's share of job slots.
     pub(crate) peer: Option<std::net::IpAddr>,
+    /// The job's token and the node's secret, as the call carries them.
+    pub(crate) credentials: Credentials,
 }
 
 /// What a join answers.
@@ -37,6 +40,9 @@ pub(crate) struct Joined {
     pub(crate) host: String,
     /// How long the node may be silent before it is gone.
     pub(crate) heartbeat_timeout: Duration,
+    /// The secret the rendezvous drew for a new node that brought none: only this answer
+    /// carries it.
+    pub(crate) secret: Option<NodeSecret>,
 }
 
 /// A node's long poll for its next round.
@@ -48,6 +54,8 @@ pub(crate) struct Wait {
     pub(crate) after_round: u64,
     /// How long the rendezvous may hold the call (it may cap it lower).
     pub(crate) poll: Duration,
+    /// The job's token and the node's secret, as the call carries them.
+    pub(crate) credentials: Credentials,
 }
 
 /// An observer's long poll for a job's running round.
@@ -60,6 +68,8 @@ pub(crate) struct Observe {
     pub(crate) after_round: u64,
     /// How long the rendezvous may hold the call (it may cap it lower).
     pub(crate) poll: Duration,
+    /// The job's token and the node's secret, as the call carries them.
+    pub(crate) credentials: Credentials,
 }
 
 /// What a wait or an observer's poll found.
@@ -90,6 +100,8 @@ pub(crate) struct Beat {
     pub(crate) round: u64,
     /// How long the rendezvous may hold the call while the round runs (0: answer at once).
     pub(crate) poll: Duration,
+    /// The job's token and the node's secret, as the call carries them.
+    pub(crate) credentials: Credentials,
 }
 
 /// How local task `local_task` of a node's `round` ended.
@@ -101,6 +113,8 @@ pub(crate) struct Report {
     pub(crate) local_task: u32,
     pub(crate) status: TaskStatus,
     pub(crate) stderr_tail: String,
+    /// The job's token and the node's secret, as the call carries them.
+    pub(crate) credentials: Credentials,
 }
 
 /// What a report answers.
@@ -117,4 +131,6 @@ pub(crate) struct Reported {
 pub(crate) struct Leave {
     pub(crate) rdzv_id: String,
     pub(crate) node_id: String,
+    /// The job's token and the node's secret, as the call carries them.
+    pub(crate) credentials: Credentials,
 }

@@ -2,6 +2,11 @@
 //! call run on the registry holding its job and answered; wait, observe and heartbeat as
 //! long polls. Each call runs in a span `rendezvous` with the call's name (as on the wire),
 //! its `rdzv_id` and its `node`, so the registry's events say whose call they come from.
+//!
+//! Here, at the edge of the rules, what a call carries becomes what it proves: the token
+//! and the secret are hashed ([`Proof`]), and each call is authorized on the registry
+//! holding its job before it runs. A new node that brings no secret is given one here, so
+//! that on the etcd store the secret never leaves the joining agent's process.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -10,8 +15,8 @@ use tracing::{Instrument, Span};
 
 use super::registry::{Refusal, Waited};
 use super::{
-    Beat, CallError, Found, JoinArgs, Joined, Leave, Observe, Rendezvous, Report, Reported, Store,
-    Wait,
+    Beat, CallError, Found, JoinArgs, Joined, Leave, NodeSecret, Observe, Rendezvous, Report,
+    Reported, Store, Wait,
 };
 use crate::outcome::RoundStatus;
 
@@ -41,6 +46,16 @@ impl<S: Store> Local<S> {
         let span = call_span("Join", &join.rdzv_id, join.node_id.as_deref());
         async {
             join.peer = peer.map(|a| a.ip().to_canonical());
+            // A node bringing no secret (a new one, from a client that draws none) gets one;
+            // a known node bringing none is refused by the rules, as a wrong one is.
+            let drawn = match join.credentials.secret {
+                Some(_) => None,
+                None => Some(NodeSecret::generate()),
+            };
+            if let Some(secret) = &drawn {
+                join.credentials.secret = Some(secret.clone());
+            }
+            let proof = join.credentials.proof();
             if join.host.is_empty() {
                 join.host = self.store.default_host(peer).ok_or_else(|| {
                     CallError::from(Refusal::InvalidArgument(
@@ -48,7 +63,9 @@ impl<S: Store> Local<S> {
                     ))
                 })?;
             }
-            self.store.join(join).await
+            let mut joined = self.store.join(join, proof).await?;
+            joined.secret = drawn;
+            Ok(joined)
         }
         .instrument(span)
         .await
@@ -89,12 +106,14 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn wait(&self, wait: Wait, _within: Duration) -> Result<Found, CallError> {
         let span = call_span("WaitRound", &wait.rdzv_id, Some(&wait.node_id));
+        let proof = wait.credentials.proof();
         self.store
             .long_poll(
                 &wait.rdzv_id,
                 Some(&wait.node_id),
                 self.deadline(wait.poll),
                 |registry, now| {
+                    registry.authorize(&wait.rdzv_id, Some(&wait.node_id), "WaitRound", &proof)?;
                     registry
                         .wait(&wait.rdzv_id, &wait.node_id, wait.after_round, now)
                         .map(until_a_round)
@@ -106,12 +125,14 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn observe(&self, observe: Observe, _within: Duration) -> Result<Found, CallError> {
         let span = call_span("WatchRounds", &observe.rdzv_id, None);
+        let proof = observe.credentials.proof();
         self.store
             .long_poll(
                 &observe.rdzv_id,
                 None,
                 self.deadline(observe.poll),
                 |registry, now| {
+                    registry.authorize(&observe.rdzv_id, None, "WatchRounds", &proof)?;
                     registry
                         .observe(&observe.rdzv_id, observe.job, observe.after_round, now)
                         .map(until_a_round)
@@ -123,12 +144,14 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn heartbeat(&self, beat: Beat, _within: Duration) -> Result<RoundStatus, CallError> {
         let span = call_span("Heartbeat", &beat.rdzv_id, Some(&beat.node_id));
+        let proof = beat.credentials.proof();
         self.store
             .long_poll(
                 &beat.rdzv_id,
                 Some(&beat.node_id),
                 self.deadline(beat.poll),
                 |registry, now| {
+                    registry.authorize(&beat.rdzv_id, Some(&beat.node_id), "Heartbeat", &proof)?;
                     let status =
                         registry.heartbeat(&beat.rdzv_id, &beat.node_id, beat.round, now)?;
                     let running = status == RoundStatus::Running;
@@ -141,12 +164,14 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn report(&self, report: Report, _within: Duration) -> Result<Reported, CallError> {
         let span = call_span("Report", &report.rdzv_id, Some(&report.node_id));
+        let proof = report.credentials.proof();
         self.store
             .long_poll(
                 &report.rdzv_id,
                 Some(&report.node_id),
                 Instant::now(),
                 |registry, now| {
+                    registry.authorize(&report.rdzv_id, Some(&report.node_id), "Report", &proof)?;
                     let (counted, note) = registry.report(
                         &report.rdzv_id,
                         &report.node_id,
@@ -165,8 +190,10 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn leave(&self, leave: Leave, _within: Duration) -> Result<(), CallError> {
         let span = call_span("Leave", &leave.rdzv_id, Some(&leave.node_id));
+        let proof = leave.credentials.proof();
         self.store
             .long_poll(&leave.rdzv_id, None, Instant::now(), |registry, now| {
+                registry.authorize(&leave.rdzv_id, Some(&leave.node_id), "Leave", &proof)?;
                 registry.leave(&leave.rdzv_id, &leave.node_id, now);
                 Ok(((), false))
             })

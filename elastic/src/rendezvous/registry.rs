@@ -9,12 +9,13 @@
 //! (a round once formed); a job's parts beside it: [`admission`] (which joins are taken),
 //! [`membership`] (nodes joining, leaving and going silent), [`job`] (a job's phases: a round
 //! running, ending, the job done), [`forming`] (when the next round closes, and with whom)
-//! and [`task_end`] (what a task's reported end does); and two rules the parts apply,
-//! [`round_size`] (how big a round may grow and still start its tasks) and
-//! [`host_identity`] (which hosts are one). Each file imports only files below it:
-//! `formed` ← `node`, `calls` ← `job` ← the parts.
+//! and [`task_end`] (what a task's reported end does); and three rules the parts apply,
+//! [`round_size`] (how big a round may grow and still start its tasks), [`host_identity`]
+//! (which hosts are one) and [`auth`] (who may make a call). Each file imports only files
+//! below it: `formed` ← `node`, `calls` ← `job` ← the parts.
 
 mod admission;
+mod auth;
 mod calls;
 mod formed;
 mod forming;
@@ -39,6 +40,7 @@ use cluster_spec::__private::quote::quote;
 use tokio::sync::watch;
 
 use crate::outcome::{RoundStatus, TaskStatus};
+use crate::rendezvous::credentials::Proof;
 use calls::unknown_node;
 pub(crate) use calls::{JoinArgs, Joined, Refusal, Settings, Waited};
 use job::{Job, Phase};
@@ -75,9 +77,19 @@ impl Registry {
         admission::check_args(args)
     }
 
-    pub(crate) fn join(&mut self, args: JoinArgs, now: Instant) -> Result<Joined, Refusal> {
+    /// Joins `args`'s node, which proves itself with `proof`: a new job takes its token
+    /// (none: an open job), a new node its secret; a known job or node must see the same.
+    pub(crate) fn join(
+        &mut self,
+        args: JoinArgs,
+        proof: &Proof,
+        now: Instant,
+    ) -> Result<Joined, Refusal> {
         Self::check_join(&args)?;
-        if !self.jobs.contains_key(&args.rdzv_id) {
+        self.check_server_token(&args.rdzv_id, "Join", proof)?;
+        if let Some(job) = self.jobs.get(&args.rdzv_id) {
+            job.check_token("Join", proof)?;
+        } else {
             if self.jobs.len() >= self.settings.max_jobs {
                 return Err(Refusal::ResourceExhausted(format!(
                     "this rendezvous serves {} jobs, its limit; {:?} cannot start",
@@ -105,8 +117,14 @@ impl Registry {
             let incarnation = self.draw(u64::MAX).max(1);
             self.jobs.insert(
                 args.rdzv_id.clone(),
-                Job::new(args.rdzv_id.clone(), incarnation, args.config.clone(), now)
-                    .with_creator(args.peer),
+                Job::new(
+                    args.rdzv_id.clone(),
+                    incarnation,
+                    args.config.clone(),
+                    proof.token,
+                    now,
+                )
+                .with_creator(args.peer),
             );
         }
         let node_id = match args.node_id.clone() {
@@ -115,7 +133,8 @@ impl Registry {
         };
         let settings = self.settings.clone();
         let job = self.jobs.get_mut(&args.rdzv_id).expect("inserted above");
-        job.join(node_id, args, now, &settings)
+        job.check_secret(&node_id, "Join", proof)?;
+        job.join(node_id, args, proof.secret, now, &settings)
     }
 
     pub(crate) fn wait(

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::registry::{Refusal, Registry};
-use super::{CallError, JoinArgs, Joined};
+use super::{CallError, JoinArgs, Joined, Proof};
 
 /// Where the jobs are. A call's `check` runs on the registry holding its job, and says
 /// whether the caller would rather wait for a change (and what to answer when the time is up).
@@ -34,16 +34,21 @@ pub(crate) trait Store: Send + Sync + 'static {
     /// that keeps polling stays alive.
     fn poll_cap(&self) -> Duration;
 
-    /// Joins a node to its job. A store may take the joins that arrive together in one
-    /// change (the etcd store does).
-    fn join(&self, args: JoinArgs) -> impl Future<Output = Result<Joined, CallError>> + Send {
+    /// Joins a node to its job, the node proving itself with `proof` (the hashes of what
+    /// the join carried). A store may take the joins that arrive together in one change (the
+    /// etcd store does).
+    fn join(
+        &self,
+        args: JoinArgs,
+        proof: Proof,
+    ) -> impl Future<Output = Result<Joined, CallError>> + Send {
         async move {
             let node = args.node_id.clone();
             self.long_poll(
                 &args.rdzv_id,
                 node.as_deref(),
                 Instant::now(),
-                |registry, now| Ok((registry.join(args.clone(), now)?, false)),
+                |registry, now| Ok((registry.join(args.clone(), &proof, now)?, false)),
             )
             .await
         }

@@ -137,9 +137,16 @@ impl Rdzv {
 
     /// A client, as one more agent process would have (an etcd client of its own).
     pub(crate) async fn client(&self) -> RendezvousClient {
+        self.client_with(fast()).await
+    }
+
+    /// A client with `options` (a token), as one more agent process would have.
+    pub(crate) async fn client_with(&self, options: ClientOptions) -> RendezvousClient {
         match (&self.server, &self.etcd) {
-            (Some(server), _) => client(server),
-            (None, Some(etcd)) => RendezvousClient::etcd(self.etcd_options(etcd), fast())
+            (Some(server), _) => {
+                RendezvousClient::new(server.local_addr().to_string(), options).unwrap()
+            }
+            (None, Some(etcd)) => RendezvousClient::etcd(self.etcd_options(etcd), options)
                 .await
                 .unwrap(),
             (None, None) => unreachable!("one backend or the other"),

@@ -51,6 +51,7 @@ impl Rendezvous for Fake {
             note: format!("joined{ESCAPES}"),
             heartbeat_timeout_ms: timeout,
             host: "127.0.0.1".into(),
+            ..Default::default()
         }))
     }
 

@@ -4,9 +4,11 @@
 //! `--from rendezvous` source of `connect`, `serve` and `resolve`, which observes its running
 //! round, neither joining nor changing it ([`ObserveRole`]). The role gives each flag's help
 //! and says whether `--rdzv-id` needs `--rdzv`. What the flags name, checked, is
-//! [`target::Rendezvous`].
+//! [`target::Rendezvous`]; the job's token, from `--rdzv-token-file` or
+//! `TFCLUSTER_RDZV_TOKEN`, is [`token`]'s.
 
 pub(crate) mod target;
+pub(crate) mod token;
 
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -35,6 +37,8 @@ pub(crate) trait RdzvRole {
     const ID: &'static str;
     /// The flag `--rdzv-id` needs, if any.
     const ID_REQUIRES: Option<&'static str>;
+    /// `--rdzv-token-file`'s help.
+    const TOKEN_FILE: &'static str;
 }
 
 /// `run --rdzv`: this host's agent joins the job (`--rdzv-id` only with `--rdzv`, where it
@@ -53,6 +57,15 @@ impl RdzvRole for JoinRole {
         `h1:2379,h2:2379`, or etcdctl's `http://h1:2379,http://h2:2379`";
     const ID: &'static str = "With --rdzv: the job's id at the rendezvous, the same on every host";
     const ID_REQUIRES: Option<&'static str> = Some("rdzv");
+    const TOKEN_FILE: &'static str = "With --rdzv: a file holding the job's token (16 to 1024 \
+        printable ASCII characters; one trailing newline is dropped), the same on every host, \
+        or TFCLUSTER_RDZV_TOKEN (not both). The job's first host sets it; the rendezvous \
+        refuses every later call on the job without it. E.g. `TFCLUSTER_RDZV_TOKEN=$(tfcluster \
+        rendezvous token)` in the script that starts every host. Without it (or \
+        TFCLUSTER_RDZV_TOKEN) the job is open, with a warning: anyone who reaches the \
+        rendezvous can join it as a new host, see its cluster, or take its id first (each \
+        host's own calls stay protected by its secret). Hosts are often started by one script \
+        with nothing else shared, and torchrun's store and etcd make the same choice";
 }
 
 /// `--from rendezvous`: the command observes the job's running round (`--rdzv-id` alone is
@@ -72,6 +85,9 @@ impl RdzvRole for ObserveRole {
     const ID: &'static str = "With --from rendezvous: the job's id at the rendezvous (run's \
         --rdzv-id)";
     const ID_REQUIRES: Option<&'static str> = None;
+    const TOKEN_FILE: &'static str = "With --from rendezvous: a file holding the job's token \
+        (run's --rdzv-token-file), or TFCLUSTER_RDZV_TOKEN (not both): a job started with one \
+        shows its rounds only to callers with it";
 }
 
 /// The flags of `--from rendezvous`.
@@ -95,6 +111,8 @@ pub(crate) struct RdzvTargetArgs<R: RdzvRole> {
         requires = Resettable::from(R::ID_REQUIRES.map(Id::from)),
     )]
     pub(crate) rdzv_id: String,
+    #[arg(long, value_name = "PATH", help = R::TOKEN_FILE)]
+    pub(crate) rdzv_token_file: Option<std::path::PathBuf>,
     #[arg(skip)]
     role: PhantomData<R>,
 }
@@ -107,6 +125,33 @@ impl<R: RdzvRole> RdzvTargetArgs<R> {
             .as_ref()
             .map(|value| Rendezvous::from_flags(value, self.rdzv_backend, &self.rdzv_tls))
             .transpose()
+    }
+
+    /// The job's token: `--rdzv-token-file`'s, else `TFCLUSTER_RDZV_TOKEN`'s, else none.
+    pub(crate) fn token(&self) -> Result<Option<elastic::Token>, Failure> {
+        token::token(self.rdzv_token_file.as_deref(), "--rdzv-token-file")
+    }
+
+    /// The client options of these flags: `options` with the job's token, if any. Without
+    /// one, an agent joining the job at `warn_at` warns that the job is open (an observer
+    /// changes nothing, and is refused by a job that has a token).
+    pub(crate) fn client_options(
+        &self,
+        options: ClientOptions,
+        warn_at: Option<&Rendezvous>,
+    ) -> Result<ClientOptions, Failure> {
+        Ok(match (self.token()?, warn_at) {
+            (Some(token), _) => options.with_token(token),
+            (None, Some(rendezvous)) => {
+                token::warn_open(
+                    &rendezvous.to_string(),
+                    Some(&self.rdzv_id),
+                    "--rdzv-token-file",
+                );
+                options
+            }
+            (None, None) => options,
+        })
     }
 }
 
@@ -124,6 +169,7 @@ impl RdzvSourceArgs {
             anyhow!("--from rendezvous needs --rdzv HOST[:PORT] or --rdzv etcd://HOST[:PORT],...")
         })?;
         let options = ClientOptions::default().with_retry_for(RETRY_FOR);
+        let options = args.client_options(options, None)?;
         let client = rendezvous.client(options).await?;
         Ok(RendezvousWatcher::new(client, args.rdzv_id.clone()))
     }

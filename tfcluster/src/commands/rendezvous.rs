@@ -1,12 +1,14 @@
 //! `tfcluster rendezvous serve`: an elastic job's rendezvous on its own, for when no agent
-//! should serve it.
+//! should serve it; `tfcluster rendezvous token`: a fresh token for a job or a server.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use elastic::{RendezvousServer, ServerOptions};
+use elastic::{RendezvousServer, ServerOptions, Token};
 use remote_connect::Network;
 
+use crate::args::rendezvous::token::{token, warn_open};
 use crate::args::tls::TlsArgs;
 use crate::failure::Failure;
 use crate::runtime::runtime;
@@ -15,12 +17,14 @@ use crate::stop_signal::Stop;
 /// Serve the rendezvous of elastic jobs (`run --rdzv`) until SIGINT or SIGTERM.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  tfcluster rendezvous serve --listen 0.0.0.0:29400\n  \
-then on each host: tfcluster run --rdzv HOST:29400 --nodes 2:4 -- python train.py\n  \
-tfcluster rendezvous serve --allow 10.0.0.0/8 --tls-cert rdzv.pem --tls-key rdzv-key.pem \
---tls-ca ca.pem\n  \
-then on each host: tfcluster run --rdzv HOST:29400 --rdzv-tls-ca ca.pem --rdzv-tls-cert me.pem \
---rdzv-tls-key me-key.pem --nodes 2 -- python train.py"
+    after_help = "Examples:\n  export TFCLUSTER_RDZV_TOKEN=$(tfcluster rendezvous token)\n  \
+tfcluster rendezvous serve --listen 0.0.0.0:29400\n  \
+then on each host, with the same TFCLUSTER_RDZV_TOKEN:\n  \
+tfcluster run --rdzv HOST:29400 --nodes 2:4 -- python train.py\n\n  \
+tfcluster rendezvous serve --token-file rdzv.token --allow 10.0.0.0/8 --tls-cert rdzv.pem \
+--tls-key rdzv-key.pem --tls-ca ca.pem\n  \
+then on each host: tfcluster run --rdzv HOST:29400 --rdzv-token-file rdzv.token \
+--rdzv-tls-ca ca.pem --rdzv-tls-cert me.pem --rdzv-tls-key me-key.pem --nodes 2 -- python train.py"
 )]
 pub(crate) struct Args {
     #[command(subcommand)]
@@ -30,49 +34,67 @@ pub(crate) struct Args {
 #[derive(clap::Subcommand)]
 enum Action {
     /// Serve it on ADDR; prints `serving the rendezvous on ADDR` once it listens.
-    Serve {
-        /// Where to listen, `IP:PORT` (port 0: any free one).
-        #[arg(long, default_value = "0.0.0.0:29400")]
-        listen: SocketAddr,
-        /// How long a host may be silent before it is lost.
-        #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
-        rdzv_timeout: Duration,
-        /// How long a round with at least MIN hosts waits for more.
-        #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
-        rdzv_last_call: Duration,
-        /// Accept connections only from these agents' addresses or networks, comma-separated
-        /// (`127.0.0.1`, `192.0.2.0/24`, `::1`, `2001:db8::/32`); others are closed at once,
-        /// told why. Default: every host.
-        #[arg(long, value_name = "LIST", value_delimiter = ',')]
-        allow: Option<Vec<Network>>,
-        // mTLS: agents then need `run --rdzv-tls-ca/--rdzv-tls-cert/--rdzv-tls-key` with a
-        // certificate of this CA, and this server's certificate must name the host they dial.
-        #[command(flatten)]
-        tls: TlsArgs,
-    },
+    Serve(ServeArgs),
+    /// Print a fresh random token (256 bits, hex) for `--rdzv-token-file` or
+    /// `TFCLUSTER_RDZV_TOKEN`, e.g. `export TFCLUSTER_RDZV_TOKEN=$(tfcluster rendezvous token)`.
+    Token,
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Where to listen, `IP:PORT` (port 0: any free one).
+    #[arg(long, default_value = "0.0.0.0:29400")]
+    listen: SocketAddr,
+    /// How long a host may be silent before it is lost.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    rdzv_timeout: Duration,
+    /// How long a round with at least MIN hosts waits for more.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    rdzv_last_call: Duration,
+    /// A file holding the rendezvous's own token (16 to 1024 printable ASCII characters;
+    /// one trailing newline is dropped), or TFCLUSTER_RDZV_TOKEN (not both): every call,
+    /// on any job, must carry it, and every job served gets it as its token. Without it,
+    /// each job's first host sets the job's token (run's --rdzv-token-file), or leaves the
+    /// job open; serving says so in a warning.
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<PathBuf>,
+    /// Accept connections only from these agents' addresses or networks, comma-separated
+    /// (`127.0.0.1`, `192.0.2.0/24`, `::1`, `2001:db8::/32`); others are closed at once,
+    /// told why. Default: every host.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    allow: Option<Vec<Network>>,
+    // mTLS: agents then need `run --rdzv-tls-ca/--rdzv-tls-cert/--rdzv-tls-key` with a
+    // certificate of this CA, and this server's certificate must name the host they dial.
+    #[command(flatten)]
+    tls: TlsArgs,
 }
 
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
-    let Action::Serve {
-        listen,
-        rdzv_timeout,
-        rdzv_last_call,
-        allow,
-        tls,
-    } = args.action;
-    let tls = tls.config()?;
+    match args.action {
+        Action::Serve(serve) => run_serve(serve),
+        Action::Token => crate::output::emit(&format!("{}\n", Token::generate().expose_secret())),
+    }
+}
+
+fn run_serve(args: ServeArgs) -> Result<(), Failure> {
+    let tls = args.tls.config()?;
+    let token = token(args.token_file.as_deref(), "--token-file")?;
     runtime()?.block_on(async move {
         let stop = Stop::install();
         let mut options = ServerOptions::default()
-            .with_timeout(rdzv_timeout)
-            .with_last_call(rdzv_last_call);
-        if let Some(networks) = allow {
+            .with_timeout(args.rdzv_timeout)
+            .with_last_call(args.rdzv_last_call);
+        match token {
+            Some(token) => options = options.with_token(token),
+            None => warn_open(&args.listen.to_string(), None, "--token-file"),
+        }
+        if let Some(networks) = args.allow {
             options = options.with_allow(networks);
         }
         if let Some(tls) = tls {
             options = options.with_tls(tls);
         }
-        let server = RendezvousServer::start(listen, options).await?;
+        let server = RendezvousServer::start(args.listen, options).await?;
         crate::output::emit(&format!(
             "serving the rendezvous on {}\n",
             server.local_addr()

@@ -76,9 +76,23 @@ pub(crate) async fn run(
                 AgentError::Prewarm(PrewarmError::NoScript { .. }) => 2,
                 _ => 1,
             };
+            if refused_token(&e) {
+                // Not retried: another try carries the same token.
+                let context = format!(
+                    "the rendezvous refused this host's token for job {:?}: every host of the \
+                     job needs the same --rdzv-token-file or TFCLUSTER_RDZV_TOKEN",
+                    args.target.rdzv_id
+                );
+                return Err(Failure::new(anyhow::Error::new(e).context(context), code));
+            }
             Err(Failure::new(e, code))
         }
     }
+}
+
+/// Whether `e` is the rendezvous refusing the token (`UNAUTHENTICATED`).
+fn refused_token(e: &AgentError) -> bool {
+    matches!(e, AgentError::Rendezvous(error) if error.is_token_refused())
 }
 
 /// `--dry-run`: joins, waits for the first round (so every host must run it), and returns
@@ -140,6 +154,7 @@ async fn client(rendezvous: &Rendezvous, args: &ElasticArgs) -> Result<Rendezvou
         .with_connect_timeout((timeout / 3).min(Duration::from_secs(5)))
         .with_rpc_timeout(timeout.min(Duration::from_secs(10)))
         .with_retry_for(timeout);
+    let options = args.target.client_options(options, Some(rendezvous))?;
     rendezvous.client(options).await
 }
 

@@ -62,7 +62,7 @@ const BIND_WON: &str = "serving the rendezvous";
 /// under which the agent says whether it won the bind; one that lost it (the port was taken
 /// between its draw and the bind) is stopped, and the next tries a new port. An agent that
 /// exits before it binds (a dry run, an error at start) is returned as it is.
-fn serving(start: impl Fn(&str, (&str, &str)) -> Launch) -> (Launch, String) {
+pub(super) fn serving(start: impl Fn(&str, (&str, &str)) -> Launch) -> (Launch, String) {
     const TRIES: usize = 5;
     let log = match std::env::var("RUST_LOG") {
         Ok(log) => format!("{log},tfcluster::run_rdzv=debug"),

@@ -28,6 +28,7 @@ impl Rendezvous for DirtyEnd {
             note: String::new(),
             heartbeat_timeout_ms: 3000,
             host: "127.0.0.1".into(),
+            ..Default::default()
         }))
     }
 

@@ -186,6 +186,7 @@ mod tests {
     use super::super::tests::{config, ended, join_as, registry, round_of};
     use super::super::{JoinArgs, Refusal};
     use crate::outcome::TaskStatus;
+    use crate::rendezvous::{Credentials, Proof};
 
     #[test]
     fn refusals_name_the_values() {
@@ -219,15 +220,18 @@ mod tests {
             ports: vec![1],
             name: String::new(),
             peer: None,
+            credentials: Credentials::default(),
         };
         assert_eq!(
-            r.join(args.clone(), t0).unwrap_err().to_string(),
+            r.join(args.clone(), &Proof::default(), t0)
+                .unwrap_err()
+                .to_string(),
             "invalid host \"host name\": ' ' at byte 4"
         );
         args.host = "h".into();
         args.ports = vec![1, 2];
         assert_eq!(
-            r.join(args, t0).unwrap_err().to_string(),
+            r.join(args, &Proof::default(), t0).unwrap_err().to_string(),
             "the node gives 2 ports for 1 tasks per node"
         );
     }
@@ -242,6 +246,7 @@ mod tests {
             ports,
             name: String::new(),
             peer: None,
+            credentials: Credentials::default(),
         }
     }
 
@@ -249,14 +254,16 @@ mod tests {
     fn duplicate_ports_and_numeric_hosts_that_are_no_address_are_refused() {
         let (mut r, t0) = (registry(), Instant::now());
         let err = r
-            .join(args("h", vec![1000, 1001, 1000], 3), t0)
+            .join(args("h", vec![1000, 1001, 1000], 3), &Proof::default(), t0)
             .unwrap_err();
         assert!(matches!(err, Refusal::InvalidArgument(_)), "{err:?}");
         assert_eq!(
             err.to_string(),
             "the node gives port 1000 twice, for local tasks 0 and 2"
         );
-        let err = r.join(args("127.000.0.9", vec![1000], 1), t0).unwrap_err();
+        let err = r
+            .join(args("127.000.0.9", vec![1000], 1), &Proof::default(), t0)
+            .unwrap_err();
         assert!(
             matches!(&err, Refusal::InvalidArgument(m) if m.starts_with("host \"127.000.0.9\" is no IPv4 address")),
             "{err:?}"
@@ -266,12 +273,16 @@ mod tests {
     #[test]
     fn aliases_of_a_host_do_not_hold_its_ports_twice() {
         let (mut r, t0) = (registry(), Instant::now());
-        r.join(args("127.0.0.1", vec![1000], 1), t0).unwrap();
+        r.join(args("127.0.0.1", vec![1000], 1), &Proof::default(), t0)
+            .unwrap();
         for alias in ["localhost", "LOCALHOST.", "::1", "ip6-localhost"] {
-            let err = r.join(args(alias, vec![1000], 1), t0).unwrap_err();
+            let err = r
+                .join(args(alias, vec![1000], 1), &Proof::default(), t0)
+                .unwrap_err();
             assert!(matches!(err, Refusal::AlreadyExists(_)), "{alias}: {err:?}");
         }
-        r.join(args("127.0.0.9", vec![1000], 1), t0).unwrap();
+        r.join(args("127.0.0.9", vec![1000], 1), &Proof::default(), t0)
+            .unwrap();
     }
 
     #[test]
@@ -279,11 +290,12 @@ mod tests {
         let (mut r, t0) = (registry(), Instant::now());
         // Max 2: the first two form a round, two more wait for a later one, a fifth is refused.
         for port in 1000..1004 {
-            r.join(args("h", vec![port], 1), t0).unwrap();
+            r.join(args("h", vec![port], 1), &Proof::default(), t0)
+                .unwrap();
         }
         let mut fifth = args("h", vec![1004], 1);
         fifth.node_id = Some("e".into());
-        let err = r.join(fifth, t0).unwrap_err();
+        let err = r.join(fifth, &Proof::default(), t0).unwrap_err();
         assert!(matches!(err, Refusal::ResourceExhausted(_)), "{err:?}");
         assert_eq!(
             err.to_string(),

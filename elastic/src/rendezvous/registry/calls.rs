@@ -11,6 +11,7 @@ use super::formed::FormedRound;
 use crate::error::duration;
 use crate::outcome::JobDone;
 pub(crate) use crate::rendezvous::calls::{JoinArgs, Joined, Pending};
+use crate::rendezvous::credentials::Digest;
 
 /// The timings and limits of a registry.
 #[derive(Debug, Clone)]
@@ -21,6 +22,9 @@ pub(crate) struct Settings {
     pub(crate) timeout: Duration,
     /// How many jobs one rendezvous serves at once.
     pub(crate) max_jobs: usize,
+    /// The hash of the rendezvous's own token: every call must carry it (none: each job
+    /// decides).
+    pub(crate) token: Option<Digest>,
 }
 
 /// Why the rules refuse a call; a [`CallError::Refused`](crate::rendezvous::CallError::Refused), whose gRPC code is the kind's.
@@ -41,6 +45,12 @@ pub(crate) enum Refusal {
     /// A limit of the rendezvous is reached (`RESOURCE_EXHAUSTED`).
     #[error("{0}")]
     ResourceExhausted(String),
+    /// The call lacks the token of the rendezvous or the job (`UNAUTHENTICATED`).
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The call names a node whose secret it lacks (`PERMISSION_DENIED`).
+    #[error("{0}")]
+    PermissionDenied(String),
 }
 
 /// What a wait finds.

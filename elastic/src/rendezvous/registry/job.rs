@@ -13,6 +13,7 @@ use super::formed::FormedRound;
 use super::node::{Node, NodeState};
 use crate::JobConfig;
 use crate::outcome::{EndReason, Failure, JobDone, RoundEnd};
+use crate::rendezvous::credentials::Digest;
 
 /// Ended rounds remembered per job, so a late heartbeat still learns why its round ended.
 const ENDS_KEPT: usize = 32;
@@ -32,6 +33,9 @@ pub(super) struct Job {
     /// those of another job under the same id.
     pub(super) incarnation: u64,
     pub(super) config: JobConfig,
+    /// The hash of the job's token, set by its first join: every call on the job must carry
+    /// it (none: an open job).
+    pub(super) token: Option<Digest>,
     pub(super) nodes: HashMap<String, Node>,
     pub(super) next_seq: u64,
     pub(super) phase: Phase,
@@ -49,11 +53,18 @@ pub(super) struct Job {
 }
 
 impl Job {
-    pub(super) fn new(id: String, incarnation: u64, config: JobConfig, now: Instant) -> Self {
+    pub(super) fn new(
+        id: String,
+        incarnation: u64,
+        config: JobConfig,
+        token: Option<Digest>,
+        now: Instant,
+    ) -> Self {
         Self {
             id,
             incarnation,
             config,
+            token,
             nodes: HashMap::new(),
             next_seq: 0,
             phase: Phase::Forming,

@@ -8,12 +8,14 @@ use super::job::{Job, Phase};
 use super::node::{Node, NodeState};
 use crate::error::duration;
 use crate::outcome::EndReason;
+use crate::rendezvous::credentials::Digest;
 
 impl Job {
     pub(super) fn join(
         &mut self,
         node_id: String,
         args: JoinArgs,
+        secret: Option<Digest>,
         now: Instant,
         settings: &Settings,
     ) -> Result<Joined, Refusal> {
@@ -28,7 +30,10 @@ impl Job {
             last_seen: now,
             state: NodeState::Idle,
             last_round: None,
+            secret,
         });
+        // A node of an older record, without one, takes the secret it joins with.
+        node.secret = node.secret.or(secret);
         if node.seq == seq {
             self.next_seq += 1;
         }
@@ -88,6 +93,8 @@ impl Job {
             note,
             host: node.host.clone(),
             heartbeat_timeout: settings.timeout,
+            // The rules never draw one: the caller's edge does (`Local`).
+            secret: None,
         })
     }
 

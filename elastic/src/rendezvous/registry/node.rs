@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::formed::FormedRound;
+use crate::rendezvous::credentials::Digest;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum NodeState {
@@ -27,6 +28,9 @@ pub(super) struct Node {
     pub(super) state: NodeState,
     /// The latest round the node was a member of.
     pub(super) last_round: Option<Arc<FormedRound>>,
+    /// The hash of the node's secret, set by its first join: each of its calls must carry
+    /// it (none: a node of an older record, open).
+    pub(super) secret: Option<Digest>,
 }
 
 impl Node {

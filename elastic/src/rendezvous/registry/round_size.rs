@@ -92,6 +92,7 @@ mod tests {
 
     use super::super::tests::registry;
     use super::super::{JoinArgs, Refusal, Waited};
+    use crate::rendezvous::credentials::{Credentials, Proof};
     use crate::{JobConfig, NodeRange};
 
     /// Joins `nodes` nodes of `tasks` tasks each at hosts `10.0.<i/250>.<i%250+1>`, ports from
@@ -110,7 +111,9 @@ mod tests {
                     ports: (0..tasks).map(|t| 10_000 + t as u16).collect(),
                     name: String::new(),
                     peer: None,
+                    credentials: Credentials::default(),
                 },
+                &Proof::default(),
                 t0,
             )
             .unwrap();
@@ -162,7 +165,9 @@ mod tests {
                     ports: (0..256).map(|t| 10_000 + t as u16).collect(),
                     name: String::new(),
                     peer: None,
+                    credentials: Credentials::default(),
                 },
+                &Proof::default(),
                 t0,
             )
             .unwrap_err();

@@ -1,6 +1,7 @@
 //! A job as the etcd backend keeps it ([`proto::StoredJob`]): loaded into a registry of that
 //! one job before a call and stored from it after, so both backends run the same rules on the
-//! same state. Liveness is not stored: a node is alive while its lease key is, so a node
+//! same state, the same checks of tokens and secrets among them (the record keeps their
+//! hashes, never a token or a secret). Liveness is not stored: a node is alive while its lease key is, so a node
 //! without one loads as silent past the timeout, and the next tick loses it.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -15,6 +16,7 @@ use super::formed::FormedRound;
 use super::job::{Job, Phase};
 use super::node::{Node, NodeState};
 use crate::proto::{self, stored_node::State};
+use crate::rendezvous::credentials::{self, Digest};
 use crate::{Error, WireError, wire};
 
 /// One moment read from both clocks: stored times are wall-clock milliseconds (every agent
@@ -136,6 +138,7 @@ impl Registry {
                     last_seen,
                     state,
                     last_round,
+                    secret: Digest::from_stored(&node.secret_sha256),
                 },
             );
         }
@@ -148,6 +151,7 @@ impl Registry {
             id: rdzv_id.to_owned(),
             incarnation: stored.incarnation,
             config: wire::config_from_proto(stored.config)?,
+            token: Digest::from_stored(&stored.token_sha256),
             nodes,
             next_seq: stored.next_seq,
             phase,
@@ -203,6 +207,7 @@ impl Registry {
                         NodeState::Idle => State::Idle(true),
                     }),
                     last_round: n.last_round.as_ref().map_or(0, |r| r.number),
+                    secret_sha256: credentials::stored(n.secret),
                 }
             })
             .collect();
@@ -230,6 +235,7 @@ impl Registry {
                 .collect(),
             last_call_ms: self.settings.last_call.as_millis() as u64,
             timeout_ms: self.settings.timeout.as_millis() as u64,
+            token_sha256: credentials::stored(job.token),
         })
     }
 
@@ -299,6 +305,70 @@ mod tests {
         assert_eq!(loaded.store("job", clock).unwrap(), first);
         assert_eq!((first.restart_count, first.rounds_formed), (1, 1));
         assert!(first.first_failure.is_some());
+    }
+
+    #[test]
+    fn the_record_keeps_the_hashes_of_token_and_secrets_and_checks_them_when_loaded() {
+        use crate::rendezvous::credentials::{Credentials, Proof};
+        let mut r = registry();
+        let clock = Clock::now();
+        let c = config(1, 2, "", 0);
+        let proof = Proof {
+            token: Some(Digest::of("the job's token")),
+            secret: Some(Digest::of("a's secret")),
+        };
+        let args = crate::rendezvous::JoinArgs {
+            rdzv_id: "job".into(),
+            config: c,
+            node_id: Some("a".into()),
+            host: "127.0.0.1".into(),
+            ports: vec![2001],
+            name: String::new(),
+            peer: None,
+            credentials: Credentials::default(),
+        };
+        r.join(args, &proof, clock.instant()).unwrap();
+        let stored = r.store("job", clock).unwrap();
+        assert_eq!(
+            stored.token_sha256,
+            Digest::of("the job's token").to_stored()
+        );
+        assert_eq!(
+            stored.nodes[0].secret_sha256,
+            Digest::of("a's secret").to_stored()
+        );
+        let bytes = prost::Message::encode_to_vec(&stored);
+        assert!(
+            !bytes.windows(9).any(|w| w == b"a's secre"),
+            "a secret in the record"
+        );
+        let loaded = reload(&r, &["a"], clock);
+        loaded
+            .authorize("job", Some("a"), "Heartbeat", &proof)
+            .unwrap();
+        let forged = Proof {
+            secret: None,
+            ..proof
+        };
+        assert!(
+            loaded
+                .authorize("job", Some("a"), "Heartbeat", &forged)
+                .is_err()
+        );
+        // A record from before tokens (no hashes) is an open job of open nodes.
+        let mut old = stored;
+        old.token_sha256.clear();
+        old.nodes[0].secret_sha256.clear();
+        let old = Registry::load(
+            r.settings.clone(),
+            "job",
+            Some(old),
+            &HashSet::from(["a".to_owned()]),
+            clock,
+        )
+        .unwrap();
+        old.authorize("job", Some("a"), "Heartbeat", &Proof::default())
+            .unwrap();
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::outcome::RoundEnd;
+use crate::rendezvous::credentials::{Credentials, Digest};
 use crate::{JobConfig, NodeRange};
 
 pub(super) const LAST_CALL: Duration = Duration::from_secs(3);
@@ -16,6 +17,7 @@ pub(super) fn registry() -> Registry {
         last_call: LAST_CALL,
         timeout: TIMEOUT,
         max_jobs: 4,
+        token: None,
     })
 }
 
@@ -43,9 +45,19 @@ pub(super) fn join_as(
             ports: vec![port],
             name: String::new(),
             peer: None,
+            credentials: Credentials::default(),
         },
+        &node_proof(id),
         now,
     )
+}
+
+/// What node `id` proves in these tests: no token (an open job), its own secret.
+pub(super) fn node_proof(id: &str) -> Proof {
+    Proof {
+        token: None,
+        secret: Some(Digest::of(&format!("secret of {id}"))),
+    }
 }
 
 /// The round node `id` holds now, as (number, restart count, member ids, its rank).
@@ -90,12 +102,13 @@ fn jobs_without_nodes_are_forgotten_and_the_job_limit_holds() {
             ports: vec![1],
             name: String::new(),
             peer: None,
+            credentials: Credentials::default(),
         };
-        r.join(args.clone(), t0).unwrap();
+        r.join(args.clone(), &Proof::default(), t0).unwrap();
         if i == 3 {
             args.rdzv_id = "job4".into();
             assert_eq!(
-                r.join(args, t0).unwrap_err().to_string(),
+                r.join(args, &Proof::default(), t0).unwrap_err().to_string(),
                 "this rendezvous serves 4 jobs, its limit; \"job4\" cannot start"
             );
         }
@@ -170,6 +183,7 @@ fn one_caller_may_create_a_sixteenth_of_the_jobs() {
         last_call: LAST_CALL,
         timeout: TIMEOUT,
         max_jobs: 32,
+        token: None,
     });
     let (t0, c) = (Instant::now(), config(2, 2, "", 0));
     let from = |peer: [u8; 4], job: &str| JoinArgs {
@@ -180,10 +194,15 @@ fn one_caller_may_create_a_sixteenth_of_the_jobs() {
         ports: vec![1],
         name: String::new(),
         peer: Some(peer.into()),
+        credentials: Credentials::default(),
     };
-    r.join(from([10, 0, 0, 1], "j1"), t0).unwrap();
-    r.join(from([10, 0, 0, 1], "j2"), t0).unwrap();
-    let err = r.join(from([10, 0, 0, 1], "j3"), t0).unwrap_err();
+    r.join(from([10, 0, 0, 1], "j1"), &Proof::default(), t0)
+        .unwrap();
+    r.join(from([10, 0, 0, 1], "j2"), &Proof::default(), t0)
+        .unwrap();
+    let err = r
+        .join(from([10, 0, 0, 1], "j3"), &Proof::default(), t0)
+        .unwrap_err();
     assert!(matches!(err, Refusal::ResourceExhausted(_)), "{err:?}");
     assert_eq!(
         err.to_string(),
@@ -191,9 +210,10 @@ fn one_caller_may_create_a_sixteenth_of_the_jobs() {
          \"j3\" cannot start until one of them ends"
     );
     // Another caller has its own share; joining a job another created is no creation.
-    r.join(from([10, 0, 0, 2], "j3"), t0).unwrap();
+    r.join(from([10, 0, 0, 2], "j3"), &Proof::default(), t0)
+        .unwrap();
     let mut again = from([10, 0, 0, 1], "j3");
     again.node_id = Some("b".into());
     again.ports = vec![2];
-    r.join(again, t0).unwrap();
+    r.join(again, &Proof::default(), t0).unwrap();
 }
