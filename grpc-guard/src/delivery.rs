@@ -39,6 +39,7 @@ use tonic::codegen::http::{HeaderMap, HeaderValue};
 
 use crate::connection::InFlight;
 use crate::request_memory::{Charge, RequestMemory};
+use crate::throttled_log::{INTERVAL, Throttled};
 
 /// The most bytes handed to hyper at a time: HTTP/2's default frame size.
 pub(crate) const SLICE: usize = 16 * 1024;
@@ -50,6 +51,15 @@ pub(crate) struct Responses {
     pub(crate) timeout: Duration,
     /// The server, for the log.
     pub(crate) server: Arc<str>,
+    /// The log lines of responses refused and cut, one an interval each.
+    pub(crate) log: Arc<ResponseLog>,
+}
+
+/// How often responses were refused for want of memory, and cut past the message timeout.
+#[derive(Debug, Default)]
+pub(crate) struct ResponseLog {
+    refused: Throttled,
+    cut: Throttled,
 }
 
 /// A response body delivered under the [`Responses`] rules (see the module docs).
@@ -195,13 +205,17 @@ fn cut(state: &mut State, responses: &Responses) {
     if let Some(waker) = state.waker.take() {
         waker.wake();
     }
-    tracing::warn!(
-        server = %responses.server,
-        untaken,
-        timeout = ?responses.timeout,
-        "cut a response its peer did not take within the message timeout; its stream is \
-         reset and what it held freed"
-    );
+    if let Some(cut) = responses.log.cut.note() {
+        tracing::warn!(
+            server = %responses.server,
+            untaken,
+            timeout = ?responses.timeout,
+            cut,
+            "cut {cut} response(s) their peers did not take within the message timeout (this \
+             one held {untaken} bytes); their streams are reset and what they held freed; \
+             more are counted and logged at most every {INTERVAL:?}"
+        );
+    }
 }
 
 /// The trailers of a response refused with `status`.
@@ -279,7 +293,16 @@ impl HttpBody for Delivery {
             state.inner = None;
             state.in_flight = None;
             drop(state);
-            tracing::warn!(server = %shared.responses.server, bytes = data.len(), "{}", status.message());
+            if let Some(refused) = shared.responses.log.refused.note() {
+                tracing::warn!(
+                    server = %shared.responses.server,
+                    bytes = data.len(),
+                    refused,
+                    "refused {refused} response(s) for want of response memory, the latest: \
+                     {}; more are counted and logged at most every {INTERVAL:?}",
+                    status.message()
+                );
+            }
             return Poll::Ready(Some(if this.sent_any {
                 Err(status)
             } else {
@@ -343,6 +366,7 @@ mod tests {
             memory: RequestMemory::for_responses(total),
             timeout: Duration::from_secs(60),
             server: "test".into(),
+            log: Arc::default(),
         }
     }
 

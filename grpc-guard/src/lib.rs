@@ -86,6 +86,7 @@ mod network;
 mod refusals;
 mod request_memory;
 mod serve;
+mod throttled_log;
 #[cfg(feature = "tls")]
 mod tls;
 mod whole_messages;

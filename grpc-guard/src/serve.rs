@@ -170,6 +170,7 @@ impl Guard {
             memory: RequestMemory::for_responses(limits.response_memory()),
             timeout: limits.message_timeout(),
             server: self.name.clone(),
+            log: Arc::default(),
         };
         let count = {
             let responses = responses.clone();

@@ -107,7 +107,7 @@ impl ServerOptions {
             .with_keepalive_timeout(Duration::from_secs(20))
             .with_message_timeout(Duration::from_secs(60))
             .with_request_memory(16 << 20)
-            .with_response_memory(64 << 20)
+            .with_response_memory(32 << 20)
     }
 
     /// The connection, stream, message and memory limits (default

@@ -84,9 +84,9 @@ fn run_serve(args: ServeArgs) -> Result<(), Failure> {
         let mut options = ServerOptions::default()
             .with_timeout(args.rdzv_timeout)
             .with_last_call(args.rdzv_last_call);
-        match token {
-            Some(token) => options = options.with_token(token),
-            None => warn_open(&args.listen.to_string(), None, "--token-file"),
+        let open = token.is_none();
+        if let Some(token) = token {
+            options = options.with_token(token);
         }
         if let Some(networks) = args.allow {
             options = options.with_allow(networks);
@@ -95,6 +95,10 @@ fn run_serve(args: ServeArgs) -> Result<(), Failure> {
             options = options.with_tls(tls);
         }
         let server = RendezvousServer::start(args.listen, options).await?;
+        if open {
+            // The address it got (port 0 picks one), which the warning names.
+            warn_open(&server.local_addr().to_string(), None, "--token-file");
+        }
         crate::output::emit(&format!(
             "serving the rendezvous on {}\n",
             server.local_addr()

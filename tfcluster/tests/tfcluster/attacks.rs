@@ -17,6 +17,7 @@
 //! Every figure is printed as it is taken (`cargo test -p tfcluster --test tfcluster --
 //! attacks:: --nocapture` shows them), and a failure names every target missed, not only the
 //! first. The attacks take turns: on a 2-core machine two at once would measure each other.
+//! The rendezvous's attacks ([`rendezvous`]) share these checks.
 
 use std::fmt::Display;
 use std::fs::File;
@@ -41,6 +42,8 @@ use super::tfcluster;
 mod grpc_calls;
 #[path = "process_meter.rs"]
 mod process_meter;
+#[path = "rdzv_attacks.rs"]
+mod rendezvous;
 
 use grpc_calls::{channel, gzip_call, runtime};
 use process_meter::{
@@ -48,7 +51,7 @@ use process_meter::{
 };
 use raw_http2::{PREFACE, RawConnection, grpc_request_headers, open_stream};
 
-/// The most resident memory the server may hold during an attack.
+/// The most resident memory a `serve` process may hold during an attack.
 const PEAK_TARGET: u64 = 256 * MB;
 /// What it must be back to after the attack's connections close ...
 const AFTER_TARGET: u64 = 64 * MB;
@@ -134,17 +137,7 @@ impl Target {
     fn serve(attack: &str, nofile: Option<&str>, more: &[&str]) -> Self {
         let dir = super::scratch(&format!("attack-{attack}"));
         let log = dir.path().join("serve.log");
-        let binary = env!("CARGO_BIN_EXE_tfcluster");
-        let mut command = match nofile {
-            Some(nofile) => {
-                let mut prlimit = Command::new("prlimit");
-                prlimit
-                    .arg(format!("--nofile={nofile}"))
-                    .args(["--", binary]);
-                prlimit
-            }
-            None => Command::new(binary),
-        };
+        let mut command = tfcluster_under(nofile);
         command
             .env_remove("RUST_LOG")
             .stderr(File::create(&log).expect("a log file in the temp dir"));
@@ -159,14 +152,71 @@ impl Target {
             _dir: dir,
         }
     }
+}
 
-    /// The server's stderr so far, line by line.
+/// The `tfcluster` binary, run through util-linux's `prlimit` (which execs it: the pid stays
+/// the binary's) under `nofile`, `prlimit --nofile`'s value (`SOFT:` or `SOFT:HARD`), if given.
+fn tfcluster_under(nofile: Option<&str>) -> Command {
+    let binary = env!("CARGO_BIN_EXE_tfcluster");
+    match nofile {
+        Some(nofile) => {
+            let mut prlimit = Command::new("prlimit");
+            prlimit
+                .arg(format!("--nofile={nofile}"))
+                .args(["--", binary]);
+            prlimit
+        }
+        None => Command::new(binary),
+    }
+}
+
+/// The lines of a log file so far.
+fn lines_of(log: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A server process under attack, as the checks shared by every attack see it.
+trait Attacked {
+    /// Its pid.
+    fn pid(&self) -> u32;
+    /// Where it listens.
+    fn addr(&self) -> SocketAddr;
+    /// Its stderr so far, line by line.
+    fn log_lines(&self) -> Vec<String>;
+    /// The most resident memory it may hold during an attack.
+    fn peak_target(&self) -> u64;
+    /// What its resident memory must be back to within 10 s of the attack's end.
+    fn after_target(&self) -> u64 {
+        AFTER_TARGET
+    }
+    /// A legitimate client's use of it while the attack's connections are open, which must
+    /// succeed.
+    fn legit_during(&self, report: &mut Report);
+}
+
+impl Attacked for Target {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     fn log_lines(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        lines_of(&self.log)
+    }
+
+    fn peak_target(&self) -> u64 {
+        PEAK_TARGET
+    }
+
+    fn legit_during(&self, report: &mut Report) {
+        connect_during(report, self);
     }
 }
 
@@ -186,11 +236,11 @@ struct Watch {
 }
 
 /// Before the attack: the server's memory, and a watch on it from now on.
-fn watch(report: &Report, target: &Target) -> Watch {
-    report.figure("RSS before the attack", mb(rss(target.pid).unwrap_or(0)));
+fn watch(report: &Report, target: &impl Attacked) -> Watch {
+    report.figure("RSS before the attack", mb(rss(target.pid()).unwrap_or(0)));
     Watch {
-        rss: PeakRss::watch(target.pid),
-        cpu_before: cpu_time(target.pid).unwrap_or_default(),
+        rss: PeakRss::watch(target.pid()),
+        cpu_before: cpu_time(target.pid()).unwrap_or_default(),
     }
 }
 
@@ -213,14 +263,15 @@ fn connect_during(report: &mut Report, target: &Target) {
 }
 
 /// The attack is over: its peak memory at most 256 MB.
-fn check_peak(report: &mut Report, target: &Target, watch: Watch) {
+fn check_peak(report: &mut Report, target: &impl Attacked, watch: Watch) {
     let (peak, killed) = watch.rss.stop();
-    if let Some(cpu) = cpu_time(target.pid) {
+    let limit = target.peak_target();
+    if let Some(cpu) = cpu_time(target.pid()) {
         let spent = cpu.saturating_sub(watch.cpu_before);
         report.figure("server CPU during the attack", format!("{spent:.2?}"));
     }
     report.figure("peak RSS during the attack", mb(peak));
-    report.require(peak <= PEAK_TARGET && !killed, || {
+    report.require(peak <= limit && !killed, || {
         let killed = if killed {
             " (the test killed the server there)"
         } else {
@@ -229,15 +280,16 @@ fn check_peak(report: &mut Report, target: &Target, watch: Watch) {
         format!(
             "peak RSS during the attack was {}{killed}, over the {} target",
             mb(peak),
-            mb(PEAK_TARGET)
+            mb(limit)
         )
     });
 }
 
 /// The attack's connections are closed: memory back to at most 64 MB within 10 s, then less
 /// than 0.2 s of CPU over 2 s.
-fn check_aftermath(report: &mut Report, target: &Target) {
-    let (after, took) = settle_rss(target.pid, AFTER_TARGET, SETTLE_WITHIN);
+fn check_aftermath(report: &mut Report, target: &impl Attacked) {
+    let limit = target.after_target();
+    let (after, took) = settle_rss(target.pid(), limit, SETTLE_WITHIN);
     let Some(after) = after else {
         report.figure("RSS after the attack", "the server is gone");
         report.require(false, || "the server did not survive the attack".to_owned());
@@ -247,14 +299,14 @@ fn check_aftermath(report: &mut Report, target: &Target) {
         "RSS after the attack",
         format!("{} ({took:.1?} after its connections closed)", mb(after)),
     );
-    report.require(after <= AFTER_TARGET, || {
+    report.require(after <= limit, || {
         format!(
             "RSS {took:.1?} after the attack's connections closed was {}, over the {} target",
             mb(after),
-            mb(AFTER_TARGET)
+            mb(limit)
         )
     });
-    let cpu = cpu_over(target.pid, IDLE_WINDOW);
+    let cpu = cpu_over(target.pid(), IDLE_WINDOW);
     report.figure(
         "CPU while idle after the attack",
         format!("{cpu:.2?} over {IDLE_WINDOW:?}"),
@@ -388,7 +440,7 @@ fn attack_idle_connections_at_a_hard_descriptor_limit() {
 /// attack must make at least 2,048 (twice the 1,024 descriptors the server starts with), and
 /// right after, the server must hold at least `min_held_open` sockets (its own count: the
 /// connections still waiting in its accept queue look open from here).
-fn idle_connections(mut report: Report, target: Target, min_held_open: usize) {
+fn idle_connections(mut report: Report, target: impl Attacked, min_held_open: usize) {
     const CONNECTIONS: usize = 6_000;
     const BOUND: Duration = Duration::from_secs(10);
     const MIN_OPENED: usize = 2_048;
@@ -403,7 +455,7 @@ fn idle_connections(mut report: Report, target: Target, min_held_open: usize) {
         if started.elapsed() >= BOUND {
             break;
         }
-        match TcpStream::connect_timeout(&target.addr, Duration::from_millis(500)) {
+        match TcpStream::connect_timeout(&target.addr(), Duration::from_millis(500)) {
             Ok(mut stream) => {
                 // One in six sends the preface and nothing more.
                 if i % 6 == 5 {
@@ -429,7 +481,7 @@ fn idle_connections(mut report: Report, target: Target, min_held_open: usize) {
     report.require(opened >= MIN_OPENED, || {
         format!("the attack opened {opened} connections, {MIN_OPENED} at least")
     });
-    let held_open = open_sockets(target.pid).unwrap_or(0);
+    let held_open = open_sockets(target.pid()).unwrap_or(0);
     report.figure("sockets the server held right after", held_open);
     report.require(held_open >= min_held_open, || {
         format!(
@@ -438,8 +490,8 @@ fn idle_connections(mut report: Report, target: Target, min_held_open: usize) {
         )
     });
 
-    connect_during(&mut report, &target);
-    let cpu = cpu_over(target.pid, IDLE_WINDOW);
+    target.legit_during(&mut report);
+    let cpu = cpu_over(target.pid(), IDLE_WINDOW);
     report.figure(
         "CPU while the idle connections are held",
         format!("{cpu:.2?} over {IDLE_WINDOW:?}"),
