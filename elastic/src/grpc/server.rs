@@ -93,7 +93,7 @@ impl ServerOptions {
     /// idle 5 minutes closed (an agent always has a heartbeat or wait in flight, so it is
     /// never idle), pings every 10 s answered within 20 s, 60 s for a request to arrive and
     /// for a response to be taken, 16 MiB of requests being received (each at most
-    /// [`MAX_REQUEST_BYTES`]) and 64 MiB of responses not yet taken: a response that would go
+    /// [`MAX_REQUEST_BYTES`]) and 32 MiB of responses not yet taken: a response that would go
     /// past it fails with `RESOURCE_EXHAUSTED` rather than be held (a round's answer is a few
     /// hundred KB at most, its TF_CONFIG within Linux's 128 KiB; 48 peers that never read a
     /// round of 65,536 tasks made a server without this limit hold 952 MB).
