@@ -218,29 +218,15 @@ fn cut(state: &mut State, responses: &Responses) {
     }
 }
 
-/// The trailers of a response refused with `status`.
+/// The trailers of a response refused with `status` (tonic's own encoding of its
+/// `grpc-status` and percent-encoded `grpc-message`).
 fn trailers_of(status: &tonic::Status) -> HeaderMap {
     let mut trailers = HeaderMap::new();
-    trailers.insert("grpc-status", HeaderValue::from(status.code() as i32));
-    if let Ok(message) = HeaderValue::from_str(&percent_encode(status.message())) {
-        trailers.insert("grpc-message", message);
+    // Only a message that cannot be a header value fails, and the status alone still says it.
+    if status.add_header(&mut trailers).is_err() {
+        trailers.insert("grpc-status", HeaderValue::from(status.code() as i32));
     }
     trailers
-}
-
-/// gRPC's percent-encoding of `grpc-message`: printable ASCII but `%` as is, the rest as
-/// `%XX` of its UTF-8 bytes.
-fn percent_encode(message: &str) -> String {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(message.len());
-    for byte in message.bytes() {
-        if (0x20..0x7f).contains(&byte) && byte != b'%' {
-            out.push(char::from(byte));
-        } else {
-            let _ = write!(out, "%{byte:02X}");
-        }
-    }
-    out
 }
 
 impl HttpBody for Delivery {
