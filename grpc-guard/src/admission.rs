@@ -120,7 +120,9 @@ impl<S> Admission<S> {
             if !oldest.is_finished() {
                 oldest.abort();
                 self.refusals.note(Cause::NoHandshake, None);
-                // Its slot is given back once the aborted task is dropped, at once.
+                // Its slot (and socket) is given back when the runtime drops the aborted task:
+                // at once when quiet, a moment later when busy, so the count may pass the cap
+                // by the few connections evicted in that moment.
                 return Some(self.open.take_over());
             }
         }

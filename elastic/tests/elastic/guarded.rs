@@ -141,8 +141,10 @@ fn idle_connections_past_the_cap_are_closed_while_an_agent_still_joins() {
         for _ in 0..20 {
             silent.push(tokio::net::TcpStream::connect(addr).await.unwrap());
         }
+        // An evicted connection's slot comes back when the runtime drops its aborted task: at
+        // once on a quiet machine, a moment later on a busy one (CI saw 9 for an instant).
         assert!(
-            server.open_connections() <= 8,
+            eventually(Duration::from_secs(2), || server.open_connections() <= 8).await,
             "{}",
             server.open_connections()
         );
@@ -165,7 +167,7 @@ fn idle_connections_past_the_cap_are_closed_while_an_agent_still_joins() {
             .await,
             "idle connections still open"
         );
-        assert!(server.open_connections() <= 8);
+        assert!(eventually(Duration::from_secs(2), || server.open_connections() <= 8).await);
         drop(silent);
         server.shutdown().await;
     });
