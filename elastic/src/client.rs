@@ -725,6 +725,7 @@ impl RendezvousClient {
                     Status::deadline_exceeded(format!("no answer within {}", duration(this_try)))
                 }
             };
+            let status = shut_out(status);
             // Unreachable, no answer in time, or a connection the server closed (shutting
             // down): worth another try. Anything else is the server's answer.
             if !matches!(
@@ -752,6 +753,24 @@ impl RendezvousClient {
             this_try = attempt.min(left.max(LAST_TRY));
         }
     }
+}
+
+/// `status`, or `PERMISSION_DENIED` where it says the server closed the connection because
+/// this host is outside its allowed networks (the text of its `GOAWAY` in plaintext, the
+/// `access_denied` alert in TLS): that will not change by trying again.
+fn shut_out(status: Status) -> Status {
+    if status.code() != Code::Unavailable {
+        return status;
+    }
+    // The GOAWAY's text is the innermost cause's, not the status's message.
+    let said = crate::error::status_text(&status);
+    if said.contains("allowed networks") || said.contains("AccessDenied") {
+        return Status::permission_denied(format!(
+            "this host is not in the rendezvous's allowed networks (its --allow or \
+             --rdzv-allow): {said}"
+        ));
+    }
+    status
 }
 
 /// A node id that no other node draws: the name's letters (if any) and 64 random bits.

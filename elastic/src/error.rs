@@ -216,7 +216,7 @@ pub(crate) fn duration(d: Duration) -> String {
 
 /// A gRPC status for a message: its code and message, then the innermost cause tonic kept
 /// (the `Connection refused` under a transport error), not tonic's whole debug form.
-fn status_text(status: &tonic::Status) -> String {
+pub(crate) fn status_text(status: &tonic::Status) -> String {
     let mut text = format!("{:?}", status.code());
     if !status.message().is_empty() {
         text.push_str(": ");

@@ -8,7 +8,8 @@
 //! of HTTP/2 (the 24-byte preface and a frame header) or of TLS by then; and otherwise handed
 //! to tonic. A connection waiting for its first bytes costs a socket and a small task, not
 //! hyper's buffers. A refused peer is told why in an HTTP/2 `GOAWAY` where it speaks
-//! plaintext, and every refusal is logged at most once per interval per cause.
+//! plaintext, and in a TLS alert (`access_denied`) when outside the allowed networks of a TLS
+//! server; every refusal is logged at most once per interval per cause.
 //!
 //! When accepting fails for want of file descriptors (`EMFILE`, `ENFILE`) or memory, accepting
 //! pauses, 10 ms and doubling to 1 s, instead of retrying at once (tonic's loop would retry in
@@ -50,6 +51,8 @@ pub(crate) struct Rules {
     pub(crate) max_connections: usize,
     pub(crate) handshake_timeout: Duration,
     pub(crate) idle_timeout: Option<Duration>,
+    /// Whether peers speak TLS, which a refused peer is told why in.
+    pub(crate) tls: bool,
 }
 
 /// The connections of `inner` that the [`Rules`] admit.
@@ -103,7 +106,12 @@ impl<S> Admission<S> {
             _ => None,
         };
         if let Some(why) = why {
-            goaway(stream, why, &self.lingering);
+            let said = if self.rules.tls {
+                tls_alert(cause)
+            } else {
+                goaway(&why)
+            };
+            linger(stream, said, &self.lingering);
         }
         self.refusals.note(cause, peer);
     }
@@ -165,14 +173,10 @@ impl<S> Admission<S> {
     }
 }
 
-/// Tells a plaintext HTTP/2 peer why its connection is closed: the server's (empty)
+/// What tells a plaintext HTTP/2 peer why its connection is closed: the server's (empty)
 /// SETTINGS, then `GOAWAY` with `REFUSED_STREAM` and `why` as its debug data, which gRPC
-/// clients show in their error, then the end of the stream; then reads what the peer sends
-/// until it closes or [`LINGER`] passes. Closing at once would reset the connection under the client's first
-/// writes, and it would report a broken pipe instead. At most [`MAX_LINGERING`] refused
-/// connections linger at a time; past that they are closed at once. A TLS peer sees the
-/// connection close.
-fn goaway(mut stream: TcpStream, why: String, lingering: &Arc<AtomicUsize>) {
+/// clients show in their error.
+fn goaway(why: &str) -> Vec<u8> {
     let why = &why.as_bytes()[..why.len().min(512)];
     let mut frames = Vec::with_capacity(9 + 9 + 8 + why.len());
     // SETTINGS: length 0, type 4, no flags, stream 0.
@@ -183,18 +187,39 @@ fn goaway(mut stream: TcpStream, why: String, lingering: &Arc<AtomicUsize>) {
     frames.extend_from_slice(&[7, 0, 0, 0, 0, 0]);
     frames.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 7]);
     frames.extend_from_slice(why);
+    frames
+}
+
+/// What tells a TLS peer refused for `cause` why, before any handshake (HTTP/2 bytes would
+/// read as a corrupt record): outside the allowed networks, a fatal `access_denied` alert
+/// (RFC 8446 §6.2: "access control was applied [and] the sender decided not to proceed"),
+/// which rustls clients report as `AccessDenied`; for the others nothing, the close itself,
+/// which a client retries.
+fn tls_alert(cause: Cause) -> Vec<u8> {
+    match cause {
+        // A record of type alert (21), TLS 1.2's record version, 2 bytes: fatal (2), 49.
+        Cause::NotAllowed => vec![21, 3, 3, 0, 2, 2, 49],
+        _ => Vec::new(),
+    }
+}
+
+/// Writes `said` to a refused peer, then the end of the stream; then reads what the peer sends
+/// until it closes or [`LINGER`] passes. Closing at once would reset the connection under the
+/// client's first writes, and it would report a broken pipe instead. At most
+/// [`MAX_LINGERING`] refused connections linger at a time; past that they are closed at once.
+fn linger(mut stream: TcpStream, said: Vec<u8>, lingering: &Arc<AtomicUsize>) {
     let taken = lingering.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
         (n < MAX_LINGERING).then_some(n + 1)
     });
     if taken.is_err() {
-        let _ = stream.try_write(&frames);
+        let _ = stream.try_write(&said);
         return;
     }
     let lingering = lingering.clone();
     tokio::spawn(async move {
         let _ = tokio::time::timeout(LINGER, async {
-            stream.write_all(&frames).await?;
-            // Done writing (the peer reads the end after the GOAWAY), still reading.
+            stream.write_all(&said).await?;
+            // Done writing (the peer reads the end after why), still reading.
             stream.shutdown().await?;
             let mut scratch = [0; 1024];
             while stream.read(&mut scratch).await? > 0 {}
@@ -307,6 +332,7 @@ mod tests {
             max_connections: 10,
             handshake_timeout: Duration::from_secs(5),
             idle_timeout: None,
+            tls: false,
         };
         let mut admission = Admission::new(
             OutOfDescriptors(tries.clone()),

@@ -79,7 +79,8 @@ impl Guard {
     /// Accept connections only from peers in `networks` (addresses or CIDR networks, IPv4 or
     /// IPv6; an IPv4 peer of a dual-stack socket counts as its IPv4 address). Any other peer's
     /// connection is closed as soon as it is accepted, before TLS or HTTP/2, told why in a
-    /// `GOAWAY` where it speaks plaintext, and logged. An empty list refuses everyone.
+    /// `GOAWAY` where it speaks plaintext or a TLS `access_denied` alert where it speaks TLS,
+    /// and logged. An empty list refuses everyone.
     /// Default: every peer.
     pub fn with_allow(mut self, networks: impl IntoIterator<Item = Network>) -> Self {
         self.allow = Some(networks.into_iter().collect());
@@ -93,6 +94,14 @@ impl Guard {
     pub fn with_tls(mut self, config: crate::TlsConfig) -> Self {
         self.tls = Some(config);
         self
+    }
+
+    /// Whether the server serves TLS.
+    fn serves_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
     }
 
     /// Bound every call's handling (until its response headers) by `timeout`: tonic's
@@ -154,6 +163,7 @@ impl Guard {
         let incoming = TcpIncoming::from(listener)
             .with_nodelay(Some(true))
             .with_keepalive(self.tcp_keepalive);
+        let tls = self.serves_tls();
         let incoming = Admission::new(
             incoming,
             Rules {
@@ -162,6 +172,7 @@ impl Guard {
                 max_connections: limits.max_connections().min(descriptors_for_connections()),
                 handshake_timeout: limits.handshake_timeout(),
                 idle_timeout: limits.idle_timeout(),
+                tls,
             },
             connections.clone(),
             self.name.clone(),

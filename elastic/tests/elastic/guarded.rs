@@ -100,7 +100,13 @@ fn a_peer_outside_the_allowed_networks_is_refused_and_told_why() {
             .join(&Join::new("job", config("1", 0), vec![20_000]))
             .await
             .unwrap_err();
-        assert!(err.to_string().contains("unreachable"), "{err}");
+        // Refused at once, not retried: the peer's address will not change.
+        let err = err.to_string();
+        assert!(
+            err.contains("refused Join: PermissionDenied: this host is not in the rendezvous's allowed networks")
+                && err.contains("127.0.0.1 is not in this server's allowed networks"),
+            "{err}"
+        );
         // Told why on the wire, in a GOAWAY, and closed at once.
         let mut raw = tokio::net::TcpStream::connect(server.local_addr())
             .await
@@ -116,6 +122,33 @@ fn a_peer_outside_the_allowed_networks_is_refused_and_told_why() {
                 "tfcluster rendezvous: 127.0.0.1 is not in this server's allowed networks"
             ),
             "{said:?}"
+        );
+        server.shutdown().await;
+
+        // Over TLS, told in an `access_denied` alert before any handshake (HTTP/2 bytes would
+        // read as a corrupt record), and refused as at once.
+        let ca = TestCa::new("rendezvous CA");
+        let server = server_with(
+            ServerOptions::default()
+                .with_allow(["192.0.2.0/24".parse::<Network>().unwrap()])
+                .with_tls(tls_of(&ca.issue(&["127.0.0.1"]), &ca)),
+        )
+        .await;
+        let agent = ca.issue_as("agent", &[], Usage::Client);
+        let client = RendezvousClient::new(
+            server.local_addr().to_string(),
+            impatient().with_tls(tls_of(&agent, &ca)),
+        )
+        .unwrap();
+        let err = client
+            .join(&Join::new("job", config("1", 0), vec![20_000]))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("PermissionDenied: this host is not in the rendezvous's allowed networks")
+                && err.contains("AccessDenied"),
+            "{err}"
         );
         server.shutdown().await;
     });

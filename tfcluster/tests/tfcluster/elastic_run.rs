@@ -625,18 +625,23 @@ fn rendezvous_serve_allow_refuses_agents_outside_its_networks() {
             "--rdzv",
             &endpoint,
             "--rdzv-timeout",
-            "2s",
+            "10s",
             "--",
             "true",
         ],
         &[],
     );
     assert_eq!(agent.wait(TIMEOUT).code(), Some(1), "{}", agent.stderr());
+    // Refused at once, told why: its address will not change by trying again.
     let stderr = agent.stderr();
     assert!(
-        stderr.contains(&format!("rendezvous at {endpoint} unreachable for")),
+        stderr.contains(&format!(
+            "rendezvous at {endpoint} refused Join: PermissionDenied: this host is not in the \
+             rendezvous's allowed networks"
+        )) && stderr.contains("127.0.0.1 is not in this server's allowed networks (--allow)"),
         "{stderr}"
     );
+    assert!(agent.ran_for() < Duration::from_secs(5), "{stderr}");
     server.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(server.wait(TIMEOUT).code(), Some(0), "{}", server.stderr());
     // Each refusal is counted, and logged at most every 10 s.
