@@ -101,6 +101,23 @@ impl EtcdCluster {
     /// When `on` is empty or names a host twice or one `hosts` lacks, and as
     /// [`start_local`](Self::start_local).
     pub fn start_in_hosts(hosts: &Hosts, on: &[usize]) -> EtcdCluster {
+        Self::start_in(hosts, on, false)
+    }
+
+    /// As [`start_in_hosts`](Self::start_in_hosts), with TLS for clients and peers as
+    /// [`start_local_tls`](Self::start_local_tls) has it, the members' certificate naming
+    /// every host's address: endpoints are `https://ADDRESS:2379`.
+    ///
+    /// # Panics
+    ///
+    /// As [`start_in_hosts`](Self::start_in_hosts), and when rcgen cannot make a certificate.
+    pub fn start_in_hosts_tls(hosts: &Hosts, on: &[usize]) -> (EtcdCluster, TlsFiles) {
+        let cluster = Self::start_in(hosts, on, true);
+        let tls = cluster.tls.clone().expect("a TLS cluster has its files");
+        (cluster, tls)
+    }
+
+    fn start_in(hosts: &Hosts, on: &[usize], tls: bool) -> EtcdCluster {
         assert!(!on.is_empty(), "an etcd cluster needs at least one member");
         for (k, &host) in on.iter().enumerate() {
             assert!(
@@ -110,7 +127,10 @@ impl EtcdCluster {
             );
             assert!(!on[..k].contains(&host), "host {host} twice in {on:?}");
         }
-        let mut cluster = Self::create(false);
+        let addresses: Vec<String> = on.iter().map(|&h| hosts.address(h).to_string()).collect();
+        let names: Vec<&str> = addresses.iter().map(String::as_str).collect();
+        let mut cluster = Self::create(tls.then_some(&names[..]));
+        let scheme = scheme(tls);
         let parts = |command: Command| -> Vec<OsString> {
             std::iter::once(command.get_program().to_owned())
                 .chain(command.get_args().map(OsStr::to_owned))
@@ -118,14 +138,12 @@ impl EtcdCluster {
         };
         let places: Vec<Place> = on
             .iter()
-            .map(|&host| {
-                let address = hosts.address(host);
-                Place {
-                    client_url: format!("http://{address}:{HOST_CLIENT_PORT}"),
-                    peer_url: format!("http://{address}:{HOST_PEER_PORT}"),
-                    etcd: parts(hosts.command(host, "etcd")),
-                    etcdctl: parts(hosts.command(host, "etcdctl")),
-                }
+            .zip(&addresses)
+            .map(|(&host, address)| Place {
+                client_url: format!("{scheme}://{address}:{HOST_CLIENT_PORT}"),
+                peer_url: format!("{scheme}://{address}:{HOST_PEER_PORT}"),
+                etcd: parts(hosts.command(host, "etcd")),
+                etcdctl: parts(hosts.command(host, "etcdctl")),
             })
             .collect();
         cluster.lay_out(&places, 0);
@@ -167,24 +185,25 @@ impl EtcdCluster {
         self.tls.as_ref()
     }
 
-    /// A new cluster's directory, with no members yet (with TLS files when `tls`).
-    fn create(tls: bool) -> EtcdCluster {
+    /// A new cluster's directory, with no members yet; with TLS files when `tls` names the
+    /// addresses the members' certificate is for besides loopback's.
+    fn create(tls: Option<&[&str]>) -> EtcdCluster {
         // The cluster first, so that a failure making the TLS files drops it and its directory.
         let mut cluster = EtcdCluster {
             dir: fresh_dir(),
             members: Vec::new(),
             tls: None,
         };
-        if tls {
-            cluster.tls = Some(make_tls(&cluster.dir));
+        if let Some(names) = tls {
+            cluster.tls = Some(make_tls(&cluster.dir, names));
         }
         cluster
     }
 
     fn start_loopback(members: usize, tls: bool) -> EtcdCluster {
         assert!(members > 0, "an etcd cluster needs at least one member");
-        let mut cluster = Self::create(tls);
-        let scheme = if tls { "https" } else { "http" };
+        let mut cluster = Self::create(tls.then_some(&[]));
+        let scheme = scheme(tls);
         for attempt in 1..=BIND_ATTEMPTS {
             let ports = free_ports(2 * members);
             let places: Vec<Place> = ports
@@ -369,4 +388,9 @@ fn free_ports(count: usize) -> Vec<u16> {
     ReservedPorts::bind(Ipv4Addr::LOCALHOST.into(), count)
         .unwrap_or_else(|e| panic!("cannot bind {count} free ports of 127.0.0.1: {e}"))
         .ports()
+}
+
+/// The scheme of a member's URLs.
+fn scheme(tls: bool) -> &'static str {
+    if tls { "https" } else { "http" }
 }

@@ -5,8 +5,9 @@
 //! runs either on loopback ([`EtcdCluster::start_local`], each member on two free ports of
 //! 127.0.0.1; [`EtcdCluster::start_local_tls`] with client and peer TLS and client certificates
 //! required) or with one member inside each of several [`net_hosts::Hosts`]
-//! ([`EtcdCluster::start_in_hosts`], on the host's address and etcd's own ports 2379 and 2380),
-//! where a host's link can go down under it. Every member is a child of the test process; a
+//! ([`EtcdCluster::start_in_hosts`], on the host's address and etcd's own ports 2379 and 2380;
+//! [`EtcdCluster::start_in_hosts_tls`] with TLS as on loopback), where a host's link can go
+//! down under it. Every member is a child of the test process; a
 //! start returns once every member is healthy (it has a leader and commits), and a member can be
 //! killed ([`EtcdCluster::kill`]), frozen and thawed ([`EtcdCluster::stop`],
 //! [`EtcdCluster::cont`]) or restarted on its data ([`EtcdCluster::restart`]);

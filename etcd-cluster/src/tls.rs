@@ -24,15 +24,16 @@ pub(crate) fn server_pem(dir: &Path) -> (PathBuf, PathBuf) {
     (dir.join("server.crt"), dir.join("server.key"))
 }
 
-/// Makes a CA, a server certificate for 127.0.0.1 and localhost (for clients and, as server and
-/// client both, for peers) and a client certificate, and writes them as PEM into `dir`.
-pub(crate) fn make_tls(dir: &Path) -> TlsFiles {
+/// Makes a CA, a server certificate for 127.0.0.1, localhost and `more` addresses (for clients
+/// and, as server and client both, for peers) and a client certificate, and writes them as PEM
+/// into `dir`.
+pub(crate) fn make_tls(dir: &Path, more: &[&str]) -> TlsFiles {
     let ca = TestCa::new("etcd-cluster test CA");
-    let server = ca.issue_as(
-        "etcd-cluster member",
-        &["127.0.0.1", "localhost"],
-        Usage::ServerAndClient,
-    );
+    let names: Vec<&str> = ["127.0.0.1", "localhost"]
+        .into_iter()
+        .chain(more.iter().copied())
+        .collect();
+    let server = ca.issue_as("etcd-cluster member", &names, Usage::ServerAndClient);
     let client = ca.issue_as("etcd-cluster client", &[], Usage::Client);
     let files = TlsFiles {
         ca: dir.join("ca.crt"),

@@ -257,3 +257,6 @@ mod elastic_hosts;
 
 #[path = "tfcluster/elastic_etcd.rs"]
 mod elastic_etcd;
+
+#[path = "tfcluster/secure_hosts.rs"]
+mod secure_hosts;

@@ -100,6 +100,30 @@ impl Job {
         self.etcd.insert(etcd)
     }
 
+    /// As [`etcd_in`](Self::etcd_in), the cluster serving over TLS with client certificates
+    /// required; the agents started from now on pass its CA and client certificate
+    /// (`--rdzv-tls-*`).
+    pub(super) fn etcd_in_tls(&mut self, on: &[usize]) -> &mut EtcdCluster {
+        let (etcd, tls) = EtcdCluster::start_in_hosts_tls(&self.hosts, on);
+        self.rdzv = Some(etcd_rdzv(&etcd));
+        let [ca, cert, key] =
+            [&tls.ca, &tls.client_cert, &tls.client_key].map(|p| p.display().to_string());
+        self.add_flags(&[
+            "--rdzv-tls-ca",
+            &ca,
+            "--rdzv-tls-cert",
+            &cert,
+            "--rdzv-tls-key",
+            &key,
+        ]);
+        self.etcd.insert(etcd)
+    }
+
+    /// Adds `flags` to those of the agents started from now on.
+    pub(super) fn add_flags(&mut self, flags: &[&str]) {
+        self.flags.extend(flags.iter().map(|f| (*f).to_owned()));
+    }
+
     /// The etcd cluster of [`etcd_in`](Self::etcd_in).
     pub(super) fn etcd(&mut self) -> &mut EtcdCluster {
         self.etcd.as_mut().expect("the job's rendezvous is in etcd")
@@ -108,6 +132,11 @@ impl Job {
     /// Starts host `h`'s agent, which joins the job's rendezvous (by default the built-in one
     /// on host 0, which host 0's agent serves).
     pub(super) fn start(&mut self, h: usize) {
+        self.start_with(h, &[]);
+    }
+
+    /// As [`start`](Self::start), with `env` set in host `h`'s agent over the job's.
+    pub(super) fn start_with(&mut self, h: usize, env: &[(&str, &str)]) {
         let rdzv = match &self.rdzv {
             Some(rdzv) => rdzv.clone(),
             None => self.hosts.address(0).to_string(),
@@ -121,6 +150,7 @@ impl Job {
             .env
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
+            .chain(env.iter().copied())
             .collect();
         let command = self.hosts.command(h, env!("CARGO_BIN_EXE_tfcluster"));
         self.agents[h] = Some(Launch::start_by(command, &args, &env, &[]));
