@@ -58,6 +58,7 @@
 //! its server starts); a task that cannot bind fails, and the round restarts with new ports.
 
 mod gpus;
+mod wait_watcher;
 
 use std::net::Ipv4Addr;
 use std::pin::pin;
@@ -72,6 +73,8 @@ use tokio::sync::OnceCell;
 use tracing::Instrument;
 
 pub use gpus::TaskGpus;
+pub use wait_watcher::WaitWatcher;
+use wait_watcher::{EndOfWait, Watcher};
 
 use crate::prewarm::WarmPool;
 use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec};
@@ -99,6 +102,7 @@ pub struct AgentOptions {
     watchdog: Option<Duration>,
     watchdog_start: Duration,
     prewarm: Prewarm,
+    wait_watcher: Option<Watcher>,
 }
 
 impl AgentOptions {
@@ -118,6 +122,7 @@ impl AgentOptions {
             watchdog: None,
             watchdog_start: crate::supervise::WATCHDOG_START,
             prewarm: Prewarm::Off,
+            wait_watcher: None,
         }
     }
 
@@ -156,6 +161,13 @@ impl AgentOptions {
     /// How long to wait for each round to form.
     pub fn with_join_timeout(mut self, join_timeout: Duration) -> Self {
         self.join_timeout = join_timeout;
+        self
+    }
+
+    /// Tells `watcher` how each wait for a round goes (the hosts joined so far, what the
+    /// round waits for). Default: no one.
+    pub fn with_wait_watcher(mut self, watcher: std::sync::Arc<dyn WaitWatcher>) -> Self {
+        self.wait_watcher = Some(Watcher(watcher));
         self
     }
 
@@ -559,19 +571,24 @@ impl Agent {
 
     /// Waits for the next round and starts heartbeating in it at once.
     async fn next_round(&self, node: &mut Node) -> Result<Next, Error> {
-        Ok(
-            match self
-                .client
-                .wait_round(node, self.options.join_timeout)
-                .await?
-            {
-                Waited::Round(round) => {
-                    let beats = self.client.heartbeats(node, &round);
-                    Next::Round(round, beats)
-                }
-                Waited::JobDone(done) => Next::JobDone(done),
-            },
-        )
+        let timeout = self.options.join_timeout;
+        let waited = match &self.options.wait_watcher {
+            None => self.client.wait_round(node, timeout).await,
+            Some(Watcher(watcher)) => {
+                // However the wait ends: a signal drops it mid-wait.
+                let _ended = EndOfWait(watcher.as_ref());
+                self.client
+                    .wait_round_reporting(node, timeout, &mut |p| watcher.pending(p))
+                    .await
+            }
+        };
+        Ok(match waited? {
+            Waited::Round(round) => {
+                let beats = self.client.heartbeats(node, &round);
+                Next::Round(round, beats)
+            }
+            Waited::JobDone(done) => Next::JobDone(done),
+        })
     }
 
     /// Starts the round's local tasks and watches them (and, by `beats`, the round) until it

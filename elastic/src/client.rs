@@ -4,6 +4,7 @@
 
 mod backend;
 mod heartbeats;
+mod progress;
 pub(crate) mod quick_answers;
 mod round;
 mod watched;
@@ -19,6 +20,7 @@ use tokio::time::Instant;
 use tonic::{Code, Status};
 
 pub use heartbeats::Heartbeats;
+pub use progress::WaitProgress;
 pub use round::Round;
 pub use watched::Watched;
 
@@ -425,6 +427,26 @@ impl RendezvousClient {
     /// Cancel safe. It changes `node` (the round it last got) only as it returns a round;
     /// dropped before, `node` is unchanged and the next call asks for the same round.
     pub async fn wait_round(&self, node: &mut Node, timeout: Duration) -> Result<Waited, Error> {
+        self.wait_round_reporting(node, timeout, &mut |_| {}).await
+    }
+
+    /// [`wait_round`](Self::wait_round), calling `report` with each pending answer: the first
+    /// at once, then each time the round's waiting nodes change, or each long poll (up to
+    /// 10 s) while nothing does. A rendezvous older than this client answers only each poll.
+    ///
+    /// # Errors
+    ///
+    /// As [`wait_round`](Self::wait_round).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`wait_round`](Self::wait_round).
+    pub async fn wait_round_reporting(
+        &self,
+        node: &mut Node,
+        timeout: Duration,
+        report: &mut (dyn FnMut(&WaitProgress) + Send),
+    ) -> Result<Waited, Error> {
         let start = Instant::now();
         let deadline = start + timeout;
         let mut pending = format!("round {}: no answer yet", node.waits_for);
@@ -446,6 +468,8 @@ impl RendezvousClient {
                 node_id: node.node_id.clone(),
                 after_round: node.last_round,
                 poll,
+                // No round is 0: the first answer comes at once.
+                seen: Some(last_pending.unwrap_or((0, 0))),
             };
             let give_up = deadline.min(self.give_up());
             let asked = Instant::now();
@@ -470,6 +494,13 @@ impl RendezvousClient {
                 Found::Pending(p) => {
                     let changed = last_pending != Some((p.round, p.waiting));
                     last_pending = Some((p.round, p.waiting));
+                    report(&WaitProgress {
+                        round: p.round,
+                        waiting: p.waiting,
+                        detail: p.detail.clone(),
+                        waited: start.elapsed(),
+                        timeout,
+                    });
                     pending = p.detail;
                     let left = deadline.saturating_duration_since(Instant::now());
                     let pause = quick.pause(poll, asked.elapsed(), changed, left);

@@ -19,8 +19,9 @@
 //!   state kept in an etcd cluster ([`EtcdOptions`]), so the job outlives any one host: see
 //!   [the etcd backend](#the-etcd-backend).
 //! - [`RendezvousClient`]: an agent's calls — [`join`](RendezvousClient::join),
-//!   [`wait_round`](RendezvousClient::wait_round), [`heartbeats`](RendezvousClient::heartbeats)
-//!   while the round runs, [`report`](RendezvousClient::report) a task's end,
+//!   [`wait_round`](RendezvousClient::wait_round) (or
+//!   [`wait_round_reporting`](RendezvousClient::wait_round_reporting), told how the round
+//!   forms: [`WaitProgress`]), [`heartbeats`](RendezvousClient::heartbeats) while the round runs, [`report`](RendezvousClient::report) a task's end,
 //!   [`leave`](RendezvousClient::leave).
 //! - [`Round`]: the round an agent got — its cluster, this node's tasks and their
 //!   [`TF_CONFIG`](Round::tf_config), the job's restart count — and
@@ -38,7 +39,9 @@
 //!   report each exit with its stderr tail, join again at once when the round ends and stop
 //!   the tasks, until the job succeeds ([`AgentOutcome::Succeeded`]: the tasks get the grace),
 //!   fails past its restarts ([`AgentOutcome::Failed`], with the first failure) or the caller
-//!   stops it ([`AgentOutcome::Stopped`]). `tfcluster run --rdzv` is this agent.
+//!   stops it ([`AgentOutcome::Stopped`]). A [`WaitWatcher`]
+//!   ([`AgentOptions::with_wait_watcher`]) hears how each wait for a round goes.
+//!   `tfcluster run --rdzv` is this agent.
 //! - [`supervise::Supervisor`]: TensorFlow processes, each in a process group of its own,
 //!   each output line behind `[name]`, stopped as a whole (SIGTERM to each group, the grace,
 //!   SIGKILL, waited for), and with a watchdog ([`supervise::Watchdog`]) those that show no
@@ -470,9 +473,11 @@ pub mod proto {
     pub use crate::grpc::MAX_REQUEST_BYTES;
 }
 
-pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus};
+pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus, WaitWatcher};
 pub use assignment::{Member, RoundError, TaskAssignment};
-pub use client::{ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, Waited, Watched};
+pub use client::{
+    ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, WaitProgress, Waited, Watched,
+};
 pub use error::Error;
 pub use error::token::{TokenError, TokenOrigin, TokenProblem};
 #[cfg(feature = "etcd")]

@@ -1,8 +1,13 @@
 //! Log output on standard error: `-v` counts, or `RUST_LOG`, set what is shown.
 
+/// The targets whose info events a long-running server shows without `-v`: the rendezvous's
+/// rounds formed and ended and its nodes gone, a line each.
+pub(crate) const RENDEZVOUS_EVENTS: &[&str] = &["elastic::rendezvous::registry"];
+
 /// Installs the subscriber: tfcluster's own crates at the level `-v` gives (none: warn, `-v`
-/// info, `-vv` debug, `-vvv` trace), unless RUST_LOG says otherwise.
-pub(crate) fn init(verbose: u8) {
+/// info, `-vv` debug, `-vvv` trace), and `events`' targets at info at least, unless RUST_LOG
+/// says otherwise.
+pub(crate) fn init(verbose: u8, events: &[&str]) {
     let level = match verbose {
         0 => "warn",
         1 => "info",
@@ -18,10 +23,15 @@ pub(crate) fn init(verbose: u8) {
         "device_filter",
         "elastic",
     ];
-    let default = ours.iter().fold("warn".to_owned(), |mut filter, krate| {
+    let mut default = ours.iter().fold("warn".to_owned(), |mut filter, krate| {
         filter.push_str(&format!(",{krate}={level}"));
         filter
     });
+    if verbose == 0 {
+        for target in events {
+            default.push_str(&format!(",{target}=info"));
+        }
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()

@@ -61,7 +61,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logs::init(cli.verbose);
+    let events = match &cli.command {
+        Command::Rendezvous(args) if args.serves() => logs::RENDEZVOUS_EVENTS,
+        _ => &[],
+    };
+    logs::init(cli.verbose, events);
     runtime::raise_open_file_limit();
     let result = match cli.command {
         Command::Up(args) => commands::up::run(args),

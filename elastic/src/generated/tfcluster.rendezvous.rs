@@ -78,6 +78,12 @@ pub struct WaitRoundRequest {
     /// How long the server may hold the call; it may answer sooner.
     #[prost(uint64, tag = "4")]
     pub poll_ms: u64,
+    /// The Pending the node last got while waiting ({0, 0} at the start of a wait): the server
+    /// answers at once with a Pending that differs from it, so the node can say how far the
+    /// round got (hosts joined) when that changes. Absent: only a round, the job's end or the
+    /// poll's end answer.
+    #[prost(message, optional, tag = "5")]
+    pub seen: ::core::option::Option<Pending>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct WatchRoundsRequest {

@@ -193,6 +193,11 @@ impl Rendezvous for GrpcClient {
             node_id: wait.node_id,
             after_round: wait.after_round,
             poll_ms: wait.poll.as_millis() as u64,
+            seen: wait.seen.map(|(round, waiting)| proto::Pending {
+                round,
+                waiting,
+                detail: String::new(),
+            }),
         };
         let response = self
             .stub

@@ -60,6 +60,7 @@ impl<S: Store> GrpcRendezvous for Service<S> {
             node_id: req.node_id,
             after_round: req.after_round,
             poll: poll(req.poll_ms),
+            seen: req.seen.map(|p| (p.round, p.waiting)),
         };
         let found = self.local.wait(wait, WITHIN).await.map_err(status_of)?;
         Ok(Response::new(wire::found_to_proto(&found)))

@@ -54,6 +54,10 @@ pub(crate) struct Wait {
     pub(crate) after_round: u64,
     /// How long the rendezvous may hold the call (it may cap it lower).
     pub(crate) poll: Duration,
+    /// The `(round, waiting)` of the [`Pending`] the node last got in this wait (`(0, 0)` at
+    /// its start): a pending round that differs is answered at once. `None`: only a round,
+    /// the job's end or the poll's end answer (an older client).
+    pub(crate) seen: Option<(u64, u32)>,
     /// The job's token and the node's secret, as the call carries them.
     pub(crate) credentials: Credentials,
 }

@@ -20,6 +20,11 @@ use super::{
 };
 use crate::outcome::RoundStatus;
 
+/// How long a wait that asks for news of its pending round is held before that news is
+/// answered (a round is answered at once): the first news of a wait comes after this, later
+/// news as it happens.
+const PROGRESS_HOLD: Duration = Duration::from_secs(1);
+
 /// The rendezvous over the jobs of `store`.
 #[derive(Debug)]
 pub(crate) struct Local<S> {
@@ -34,6 +39,30 @@ impl<S: Store> Local<S> {
     /// A long poll's deadline: `poll` from now, at most the store's cap.
     fn deadline(&self, poll: Duration) -> Instant {
         Instant::now() + poll.min(self.store.poll_cap())
+    }
+
+    /// `wait`'s long poll until `deadline`, answered by a round, the job's end, or a pending
+    /// round unlike `seen` (when given).
+    async fn wait_until(
+        &self,
+        wait: &Wait,
+        deadline: Instant,
+        seen: Option<(u64, u32)>,
+    ) -> Result<Found, CallError> {
+        let proof = wait.credentials.proof();
+        self.store
+            .long_poll(
+                &wait.rdzv_id,
+                Some(&wait.node_id),
+                deadline,
+                |registry, now| {
+                    registry.authorize(&wait.rdzv_id, Some(&wait.node_id), "WaitRound", &proof)?;
+                    registry
+                        .wait(&wait.rdzv_id, &wait.node_id, wait.after_round, now)
+                        .map(|waited| until_a_round(waited, seen))
+                },
+            )
+            .await
     }
 
     /// Joins `join`'s node, its host (when it names none) the store's default for a call
@@ -82,10 +111,13 @@ fn call_span(call: &'static str, rdzv_id: &str, node: Option<&str>) -> Span {
 }
 
 /// A registry's wait answer as the call's, and whether the caller would rather wait on (no
-/// round yet).
-fn until_a_round(waited: Waited) -> (Found, bool) {
+/// round yet, and, when it says what it `seen` of the pending round, nothing new of it).
+fn until_a_round(waited: Waited, seen: Option<(u64, u32)>) -> (Found, bool) {
     match waited {
-        Waited::Pending(p) => (Found::Pending(p), true),
+        Waited::Pending(p) => {
+            let new = seen.is_some_and(|seen| seen != (p.round, p.waiting));
+            (Found::Pending(p), !new)
+        }
         Waited::Done(done) => (Found::Done(done), false),
         Waited::Round { round, rank } => (
             Found::Round {
@@ -106,21 +138,25 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn wait(&self, wait: Wait, _within: Duration) -> Result<Found, CallError> {
         let span = call_span("WaitRound", &wait.rdzv_id, Some(&wait.node_id));
-        let proof = wait.credentials.proof();
-        self.store
-            .long_poll(
-                &wait.rdzv_id,
-                Some(&wait.node_id),
-                self.deadline(wait.poll),
-                |registry, now| {
-                    registry.authorize(&wait.rdzv_id, Some(&wait.node_id), "WaitRound", &proof)?;
-                    registry
-                        .wait(&wait.rdzv_id, &wait.node_id, wait.after_round, now)
-                        .map(until_a_round)
-                },
-            )
-            .instrument(span)
-            .await
+        async {
+            let deadline = self.deadline(wait.poll);
+            let Some(seen) = wait.seen else {
+                return self.wait_until(&wait, deadline, None).await;
+            };
+            // Held for a while before news of the pending round is answered, so that news
+            // never comes back at once (the client paces quick answers, which would delay the
+            // round that follows) and a burst of joins is one answer; a round answers at once.
+            let hold = deadline.min(Instant::now() + PROGRESS_HOLD);
+            let found = self.wait_until(&wait, hold, None).await?;
+            match &found {
+                Found::Pending(p) if hold < deadline && seen == (p.round, p.waiting) => {
+                    self.wait_until(&wait, deadline, Some(seen)).await
+                }
+                _ => Ok(found),
+            }
+        }
+        .instrument(span)
+        .await
     }
 
     async fn observe(&self, observe: Observe, _within: Duration) -> Result<Found, CallError> {
@@ -135,7 +171,7 @@ impl<S: Store> Rendezvous for Local<S> {
                     registry.authorize(&observe.rdzv_id, None, "WatchRounds", &proof)?;
                     registry
                         .observe(&observe.rdzv_id, observe.job, observe.after_round, now)
-                        .map(until_a_round)
+                        .map(|waited| until_a_round(waited, None))
                 },
             )
             .instrument(span)

@@ -144,6 +144,7 @@ fn forged_node_calls_over_grpc_are_refused_and_change_nothing() {
                 node_id: node_id.clone(),
                 after_round: 0,
                 poll_ms: 0,
+                seen: None,
             };
             let status = stub
                 .wait_round(forged(wait, token, secret))

@@ -399,8 +399,72 @@ async fn conflicting_configs_on_one_id_are_refused_naming_both(backend: Backend)
     join(&client, "job2", &config("2:3", 3), 1).await;
 }
 
+/// A waiting node hears how its round forms: first after about a second (a round would
+/// have come at once), then as each host joins, never at once (which its pacing would slow).
+async fn a_waiting_node_hears_how_its_round_forms(backend: Backend) {
+    let rdzv = Rdzv::start(backend, Duration::from_secs(60), TIMEOUT).await;
+    let client = rdzv.client().await;
+    let c = config("2:3", 0);
+    let mut first = join(&client, "job", &c, 0).await;
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let start = Instant::now();
+    let task = {
+        let (client, heard) = (client.clone(), heard.clone());
+        tokio::spawn(async move {
+            let mut report = |p: &elastic::WaitProgress| {
+                let said = (
+                    start.elapsed(),
+                    p.round(),
+                    p.waiting(),
+                    p.detail().to_owned(),
+                );
+                heard.lock().unwrap().push(said);
+            };
+            client
+                .wait_round_reporting(&mut first, TIMEOUT, &mut report)
+                .await
+        })
+    };
+    let heard_at_least = |n: usize| {
+        let heard = heard.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while heard.lock().unwrap().len() < n {
+                assert!(Instant::now() < deadline, "{:?}", heard.lock().unwrap());
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            heard.lock().unwrap()[n - 1].clone()
+        }
+    };
+    let (at, round, waiting, detail) = heard_at_least(1).await;
+    assert!(
+        (Duration::from_millis(900)..Duration::from_secs(3)).contains(&at),
+        "{at:?}"
+    );
+    assert_eq!((round, waiting), (1, 1));
+    assert_eq!(
+        detail,
+        "round 1 waits for nodes: 1 of min 2 (max 3) have joined"
+    );
+    let joined = Instant::now();
+    let _second = join(&client, "job", &c, 1).await;
+    let (at, round, waiting, detail) = heard_at_least(2).await;
+    assert!(start + at - joined < Duration::from_secs(2), "{at:?}");
+    assert_eq!((round, waiting), (1, 2));
+    assert!(
+        detail.starts_with("round 1 has 2 of max 3 nodes"),
+        "{detail}"
+    );
+    // The third closes the round at max: a round, at once.
+    let _third = join(&client, "job", &c, 2).await;
+    let waited = task.await.unwrap().unwrap();
+    assert!(matches!(waited, Waited::Round(_)), "{waited:?}");
+    rdzv.shutdown().await;
+}
+
 on_both_backends!(
     closes_at_max_at_once,
+    a_waiting_node_hears_how_its_round_forms,
     closes_after_the_last_call_with_min,
     a_late_joiner_waits_for_the_next_round,
     a_new_node_below_max_ends_the_round_and_joins_the_next,

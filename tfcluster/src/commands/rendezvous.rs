@@ -33,7 +33,8 @@ pub(crate) struct Args {
 
 #[derive(clap::Subcommand)]
 enum Action {
-    /// Serve it on ADDR; prints `serving the rendezvous on ADDR` once it listens.
+    /// Serve it on ADDR; prints `serving the rendezvous on ADDR` once it listens, then a log
+    /// line per round formed or ended and per host gone.
     Serve(ServeArgs),
     /// Print a fresh random token (256 bits, hex) for `--rdzv-token-file` or
     /// `TFCLUSTER_RDZV_TOKEN`, e.g. `export TFCLUSTER_RDZV_TOKEN=$(tfcluster rendezvous token)`.
@@ -67,6 +68,13 @@ struct ServeArgs {
     // certificate of this CA, and this server's certificate must name the host they dial.
     #[command(flatten)]
     tls: TlsArgs,
+}
+
+impl Args {
+    /// Whether the command serves the rendezvous (and so logs its rounds without `-v`).
+    pub(crate) fn serves(&self) -> bool {
+        matches!(self.action, Action::Serve(_))
+    }
 }
 
 pub(crate) fn run(args: Args) -> Result<(), Failure> {

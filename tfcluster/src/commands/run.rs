@@ -45,7 +45,9 @@ use crate::runtime::runtime;
 /// run `tfcluster rendezvous serve`; over mTLS with `--rdzv-tls-ca`, `--rdzv-tls-cert` and
 /// `--rdzv-tls-key` on every host, the serving agent's certificate naming HOST; the serving
 /// agent admits only `--rdzv-allow`'s networks when given), which groups them into rounds of MIN to MAX hosts
-/// (`--nodes`). Each round, each host runs `--tasks-per-node` tasks of CMD, each on a free
+/// (`--nodes`). While a round forms, each host says what it waits for (hosts joined of
+/// MIN:MAX, the last call, the `--join-timeout`): a spinner on a terminal, else a line
+/// within about a second, on each change and every 30 s. Each round, each host runs `--tasks-per-node` tasks of CMD, each on a free
 /// port with its TF_CONFIG and TFCLUSTER_ROUND, TFCLUSTER_RESTART_COUNT,
 /// TFCLUSTER_NODE_RANK, TFCLUSTER_LOCAL_TASK, and on a host with GPUs its share of them as
 /// CUDA_VISIBLE_DEVICES (split evenly, or `--gpus-per-task`); output lines are behind

@@ -18,6 +18,7 @@ use crate::args::rendezvous::target::Rendezvous;
 use crate::args::stops::StopArgs;
 use crate::args::watchdog::WatchdogArgs;
 use crate::failure::Failure;
+use crate::run::waiting::Waiting;
 use crate::stop_signal::{Stop, stopped};
 
 /// The log target of this module's events, fixed rather than the module's path so that a
@@ -186,7 +187,11 @@ async fn agent(
             .with_gpus_per_task(gpus_per_task)
             .with_watchdog(watchdog.watchdog)
             .with_watchdog_start(watchdog.watchdog_start)
-            .with_prewarm(prewarm),
+            .with_prewarm(prewarm)
+            .with_wait_watcher(std::sync::Arc::new(Waiting::new(
+                &rendezvous.to_string(),
+                &args.target.rdzv_id,
+            ))),
     ))
 }
 

@@ -576,6 +576,13 @@ fn agents_join_a_rendezvous_served_on_its_own() {
     );
     server.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(server.wait(TIMEOUT).code(), Some(0), "{}", server.stderr());
+    // Without -v, the server says each round it formed.
+    let said = server.stderr();
+    assert!(
+        said.lines()
+            .any(|l| l.contains("round formed") && l.contains("rdzv_id=alone")),
+        "{said}"
+    );
 }
 
 #[test]
@@ -600,6 +607,60 @@ fn two_agents_over_mtls_form_the_job_and_finish() {
     let mut agents = two_agents(dir.path(), "ok", &flags);
     expect_exits(&mut agents, TIMEOUT, [0, 0]);
     assert_eq!(seen(&agents).len(), 4, "{}", agents[0].stdout());
+}
+
+#[test]
+fn an_agent_waiting_for_other_hosts_says_what_it_waits_for() {
+    let agent = |endpoint: &str, log: &[(&str, &str)]| {
+        let args = [
+            "run",
+            "--rdzv",
+            endpoint,
+            "--nodes",
+            "2:3",
+            "--rdzv-last-call",
+            "30s",
+            "--join-timeout",
+            "5m",
+            "--",
+            "true",
+        ];
+        Launch::start(&args, log)
+    };
+    let (mut first, endpoint) = serving(|endpoint, log| agent(endpoint, &[log]));
+    // Within 2 s of serving: the rendezvous, the hosts joined of MIN:MAX, the join timeout.
+    let alone = format!(
+        "tfcluster: waiting at {endpoint} for job \"default\": round 1 waits for nodes: 1 of \
+         min 2 (max 3) have joined; waited "
+    );
+    assert!(
+        first
+            .says_first(&[&alone], Duration::from_secs(2))
+            .is_some(),
+        "{}",
+        first.stderr()
+    );
+    assert!(
+        first
+            .stderr()
+            .contains("of the 5m join timeout (--join-timeout)"),
+        "{}",
+        first.stderr()
+    );
+    // A second host: the round waits for its last call now, which both say within 2 s.
+    let mut second = agent(&endpoint, &[]);
+    let two = "round 1 has 2 of max 3 nodes; it closes when 3 have joined or ";
+    for agent in [&mut first, &mut second] {
+        assert!(
+            agent.says_first(&[two], Duration::from_secs(2)).is_some(),
+            "{}",
+            agent.stderr()
+        );
+    }
+    for agent in [&mut second, &mut first] {
+        agent.signal(nix::sys::signal::Signal::SIGTERM);
+        assert_eq!(agent.wait(TIMEOUT).code(), Some(143), "{}", agent.stderr());
+    }
 }
 
 #[test]
