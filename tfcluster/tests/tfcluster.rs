@@ -129,6 +129,22 @@ fn tf_script(name: &str) -> [String; 2] {
 
 /// A fresh directory `tfcluster-NAME-…` in the temp dir for one test's files, removed with
 /// them when dropped: when the test ends, passed or failed (a panic unwinds through it).
+/// `--rdzv-tls-ca CA --rdzv-tls-cert CERT --rdzv-tls-key KEY`: an agent's mutual TLS.
+fn rdzv_tls_flags(
+    ca: &std::path::Path,
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Vec<String> {
+    [
+        ("--rdzv-tls-ca", ca),
+        ("--rdzv-tls-cert", cert),
+        ("--rdzv-tls-key", key),
+    ]
+    .into_iter()
+    .flat_map(|(flag, path)| [flag.to_owned(), path.display().to_string()])
+    .collect()
+}
+
 fn scratch(name: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix(&format!("tfcluster-{name}-"))

@@ -44,14 +44,12 @@ fn flags<'a>(nodes: &'a str, more: &[&'a str]) -> Vec<&'a str> {
 #[test]
 fn mirrored_training_on_three_hosts_beside_a_three_member_etcd() {
     let started = Instant::now();
-    let script = super::tf_script("elastic_train.py");
-    let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let env = [
         ("EXPECT_RESTART_COUNT", "0"),
         ("EXPECT_WORKERS", "3"),
         ("STEP_SECONDS", "0"),
     ];
-    let mut job = Job::new("etcd-mwms", 3, &flags("3", &[]), &command, &env);
+    let mut job = Job::training("etcd-mwms", 3, &flags("3", &[]), &env);
     job.etcd_in(&[0, 1, 2]);
     job.start_all(3);
     job.expect_exits(&[0, 1, 2], 0);
@@ -77,9 +75,7 @@ fn mirrored_training_on_three_hosts_beside_a_three_member_etcd() {
 
 #[test]
 fn a_host_lost_with_its_etcd_member_leaves_two_that_finish() {
-    let script = super::tf_script("elastic_train.py");
-    let command: Vec<&str> = script.iter().map(String::as_str).collect();
-    let mut job = Job::new("etcd-lost", 3, &flags("2:3", &[]), &command, &[]);
+    let mut job = Job::training("etcd-lost", 3, &flags("2:3", &[]), &[]);
     job.etcd_in(&[0, 1, 2]);
     job.start_all(3);
     job.wait_for_a_checkpoint();
@@ -274,18 +270,11 @@ fn two_agents_on_loopback_meet_in_etcd_over_tls_with_client_certificates() {
     let scratch = super::scratch("etcd-tls");
     let dir = scratch.path().to_str().unwrap();
     std::fs::write(format!("{dir}/go"), "").unwrap();
-    let [ca, cert, key] = [&tls.ca, &tls.client_cert, &tls.client_key]
-        .map(|path| path.to_str().expect("a UTF-8 path").to_owned());
-    let flags = [
-        "--rdzv",
-        &rdzv,
-        "--rdzv-tls-ca",
-        &ca,
-        "--rdzv-tls-cert",
-        &cert,
-        "--rdzv-tls-key",
-        &key,
-    ];
+    let tls_flags = super::rdzv_tls_flags(&tls.ca, &tls.client_cert, &tls.client_key);
+    let flags: Vec<&str> = ["--rdzv", &rdzv]
+        .into_iter()
+        .chain(tls_flags.iter().map(String::as_str))
+        .collect();
     let mut agents = two_agents("tls", dir, &flags);
     expect_success(&mut agents);
     // Without a client certificate etcd refuses the agent, which fails within its timeout
@@ -297,7 +286,7 @@ fn two_agents_on_loopback_meet_in_etcd_over_tls_with_client_certificates() {
             "--rdzv",
             &rdzv,
             "--rdzv-tls-ca",
-            &ca,
+            &tls.ca.display().to_string(),
             "--rdzv-timeout",
             "2s",
             "--",

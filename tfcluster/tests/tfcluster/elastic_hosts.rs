@@ -35,14 +35,12 @@ fn flags<'a>(nodes: &'a str, more: &[&'a str]) -> Vec<&'a str> {
 
 #[test]
 fn mirrored_training_on_three_hosts_sees_one_cluster_of_six() {
-    let script = super::tf_script("elastic_train.py");
-    let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let env = [
         ("EXPECT_RESTART_COUNT", "0"),
         ("EXPECT_WORKERS", "6"),
         ("STEP_SECONDS", "0"),
     ];
-    let mut job = Job::new("mwms", 3, &flags("3", &[]), &command, &env);
+    let mut job = Job::training("mwms", 3, &flags("3", &[]), &env);
     job.start_all(3);
     job.expect_exits(&[0, 1, 2], 0);
     let clusters = job.lines("cluster");
@@ -65,14 +63,12 @@ fn mirrored_training_on_three_hosts_sees_one_cluster_of_six() {
 
 #[test]
 fn a_task_killed_mid_training_restarts_every_host_from_the_last_checkpoint() {
-    let script = super::tf_script("elastic_train.py");
-    let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let env = [("EXPECT_RESTART_COUNT", "1"), ("EXPECT_WORKERS", "6")];
     // Cold starts: the restart is timed by the `pid` line a task prints before its import,
     // which a warm interpreter prints only after its import; here six spare imports beside
     // six training tasks on two cores take longer than RESTART_WITHIN. Warm restarts are
     // tested in prewarm.rs and timed by the benchmark.
-    let mut job = Job::new("kill", 3, &flags("3", &["--no-prewarm"]), &command, &env);
+    let mut job = Job::training("kill", 3, &flags("3", &["--no-prewarm"]), &env);
     job.start_all(3);
     job.wait_for_a_checkpoint();
     let victim = job.pid_of("worker:3");
@@ -101,11 +97,9 @@ fn a_task_killed_mid_training_restarts_every_host_from_the_last_checkpoint() {
 /// A `--nodes 2:3` job of three hosts with a 5 s `--rdzv-timeout`, training past its first
 /// checkpoint: host 2 is the one to lose.
 fn three_hosts_training(name: &str) -> Job {
-    let script = super::tf_script("elastic_train.py");
-    let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let env = [("EXPECT_RESTART_COUNT", "1")];
     let flags = flags("2:3", &["--rdzv-timeout", "5s"]);
-    let mut job = Job::new(name, 3, &flags, &command, &env);
+    let mut job = Job::training(name, 3, &flags, &env);
     job.start_all(3);
     job.wait_for_a_checkpoint();
     job
@@ -171,20 +165,12 @@ fn a_task_stopped_mid_training_ends_the_round_and_every_host_restarts() {
     // notices first ends the round: the watchdog (every worker prints each step; judged
     // after its start period) or TensorFlow's coordination service (the stopped task sends
     // no heartbeats: its peers fail about 10 s later). The round after runs every task.
-    let script = super::tf_script("elastic_train.py");
-    let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let env = [
         ("EXPECT_RESTART_COUNT", "1"),
         ("EXPECT_WORKERS", "6"),
         ("PRINT_STEPS", "1"),
     ];
-    let mut job = Job::new(
-        "stop",
-        3,
-        &flags("3", &["--watchdog", "5s"]),
-        &command,
-        &env,
-    );
+    let mut job = Job::training("stop", 3, &flags("3", &["--watchdog", "5s"]), &env);
     job.start_all(3);
     job.wait_for_a_checkpoint();
     let victim = job.pid_of("worker:3");
@@ -201,11 +187,9 @@ fn a_task_stopped_mid_training_ends_the_round_and_every_host_restarts() {
 
 #[test]
 fn a_fourth_host_joining_mid_training_makes_the_next_round_eight_tasks() {
-    let script = super::tf_script("elastic_train.py");
-    let command: Vec<&str> = script.iter().map(String::as_str).collect();
     // A host joining is no failure: the restart count stays 0 (torchrun's rule too).
     let env = [("EXPECT_RESTART_COUNT", "0")];
-    let mut job = Job::new("grow", 4, &flags("2:4", &[]), &command, &env);
+    let mut job = Job::training("grow", 4, &flags("2:4", &[]), &env);
     job.start_all(3);
     job.wait_for_a_checkpoint();
     job.start(3);

@@ -591,19 +591,8 @@ fn two_agents_over_mtls_form_the_job_and_finish() {
     let ca = tf_oracle::TestCa::new("rendezvous CA");
     // Either agent may serve: its certificate names the address the other dials.
     let files = ca.write(dir.path(), "agent", &["127.0.0.1"]);
-    let (ca_file, cert, key) = (
-        files.ca.display().to_string(),
-        files.cert.display().to_string(),
-        files.key.display().to_string(),
-    );
-    let flags = [
-        "--rdzv-tls-ca",
-        &ca_file,
-        "--rdzv-tls-cert",
-        &cert,
-        "--rdzv-tls-key",
-        &key,
-    ];
+    let flags = super::rdzv_tls_flags(&files.ca, &files.cert, &files.key);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let mut agents = two_agents(dir.path(), "ok", &flags);
     expect_exits(&mut agents, TIMEOUT, [0, 0]);
     assert_eq!(seen(&agents).len(), 4, "{}", agents[0].stdout());

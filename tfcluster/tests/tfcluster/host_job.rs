@@ -80,6 +80,14 @@ impl Job {
         }
     }
 
+    /// A job of `count` hosts training with `scripts/elastic_train.py` (real TensorFlow),
+    /// as [`new`](Self::new).
+    pub(super) fn training(test: &str, count: usize, flags: &[&str], env: &[(&str, &str)]) -> Self {
+        let script = super::tf_script("elastic_train.py");
+        let command: Vec<&str> = script.iter().map(String::as_str).collect();
+        Self::new(test, count, flags, &command, env)
+    }
+
     /// The job's hosts.
     pub(super) fn hosts(&self) -> &net_hosts::Hosts {
         &self.hosts
@@ -106,22 +114,15 @@ impl Job {
     pub(super) fn etcd_in_tls(&mut self, on: &[usize]) -> &mut EtcdCluster {
         let (etcd, tls) = EtcdCluster::start_in_hosts_tls(&self.hosts, on);
         self.rdzv = Some(etcd_rdzv(&etcd));
-        let [ca, cert, key] =
-            [&tls.ca, &tls.client_cert, &tls.client_key].map(|p| p.display().to_string());
-        self.add_flags(&[
-            "--rdzv-tls-ca",
-            &ca,
-            "--rdzv-tls-cert",
-            &cert,
-            "--rdzv-tls-key",
-            &key,
-        ]);
+        let tls = super::rdzv_tls_flags(&tls.ca, &tls.client_cert, &tls.client_key);
+        self.add_flags(&tls);
         self.etcd.insert(etcd)
     }
 
     /// Adds `flags` to those of the agents started from now on.
-    pub(super) fn add_flags(&mut self, flags: &[&str]) {
-        self.flags.extend(flags.iter().map(|f| (*f).to_owned()));
+    pub(super) fn add_flags(&mut self, flags: &[impl AsRef<str>]) {
+        self.flags
+            .extend(flags.iter().map(|f| f.as_ref().to_owned()));
     }
 
     /// The etcd cluster of [`etcd_in`](Self::etcd_in).

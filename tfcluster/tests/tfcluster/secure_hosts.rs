@@ -21,8 +21,6 @@ const TOKEN_REFUSED: &str = "the rendezvous refused this host's token for job \"
 /// A job of `hosts` hosts whose agents train as `--nodes 2`, two tasks each, with the job's
 /// token; none started.
 fn secured_job(name: &str, hosts: usize) -> Job {
-    let script = super::tf_script("elastic_train.py");
-    let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let env = [
         ("EXPECT_RESTART_COUNT", "0"),
         ("EXPECT_WORKERS", "4"),
@@ -37,7 +35,7 @@ fn secured_job(name: &str, hosts: usize) -> Job {
         "--rdzv-last-call",
         "2s",
     ]);
-    Job::new(name, hosts, &flags, &command, &env)
+    Job::training(name, hosts, &flags, &env)
 }
 
 /// Starts host `h`'s agent with another token and asserts it is refused at once for it
@@ -72,19 +70,10 @@ fn built_in_over_mtls_with_a_token_trains_and_refuses_other_tokens_and_networks(
     let pki = super::scratch("secure-builtin-pki");
     let serving = job.hosts().address(0).to_string();
     let files = tf_oracle::TestCa::new("job CA").write(pki.path(), "job", &[&serving]);
-    let [ca, cert, key] = [&files.ca, &files.cert, &files.key].map(|p| p.display().to_string());
+    job.add_flags(&super::rdzv_tls_flags(&files.ca, &files.cert, &files.key));
     // Hosts 0 to 2 may reach the rendezvous; host 3 may not.
     let allowed = format!("{serving}/31,{}", job.hosts().address(2));
-    job.add_flags(&[
-        "--rdzv-tls-ca",
-        &ca,
-        "--rdzv-tls-cert",
-        &cert,
-        "--rdzv-tls-key",
-        &key,
-        "--rdzv-allow",
-        &allowed,
-    ]);
+    job.add_flags(&["--rdzv-allow", &allowed]);
     job.start_all(2);
     refused_for_its_token(&mut job, 2);
     // The right token and certificate from outside the allowed networks: closed before the
