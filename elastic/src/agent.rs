@@ -77,7 +77,7 @@ pub use wait_watcher::WaitWatcher;
 use wait_watcher::{EndOfWait, Watcher};
 
 use crate::prewarm::WarmPool;
-use crate::supervise::{Signal, SpawnError, Supervisor, TaskSpec};
+use crate::supervise::{Signal, SpawnError, Supervisor, TaskLogs, TaskSpec};
 use crate::task_env::task_env;
 use crate::{
     Error, Heartbeats, JobDone, Join, Node, Prewarm, PrewarmError, RendezvousClient, Round,
@@ -103,6 +103,7 @@ pub struct AgentOptions {
     watchdog_start: Duration,
     prewarm: Prewarm,
     wait_watcher: Option<Watcher>,
+    task_logs: Option<TaskLogs>,
 }
 
 impl AgentOptions {
@@ -123,6 +124,7 @@ impl AgentOptions {
             watchdog_start: crate::supervise::WATCHDOG_START,
             prewarm: Prewarm::Off,
             wait_watcher: None,
+            task_logs: None,
         }
     }
 
@@ -161,6 +163,13 @@ impl AgentOptions {
     /// How long to wait for each round to form.
     pub fn with_join_timeout(mut self, join_timeout: Duration) -> Self {
         self.join_timeout = join_timeout;
+        self
+    }
+
+    /// Writes each task's output to files as well, a directory per round
+    /// ([`TaskLogs`]). Default: none.
+    pub fn with_task_logs(mut self, logs: Option<TaskLogs>) -> Self {
+        self.task_logs = logs;
         self
     }
 
@@ -605,14 +614,32 @@ impl Agent {
         gpus: &TaskGpus,
         stop: &mut (impl Stream<Item = Signal> + Unpin),
     ) -> Result<RoundEnded, AgentError> {
+        if let Some(logs) = &self.options.task_logs {
+            logs.start_round(self.options.join.rdzv_id(), round.number());
+        }
         // The local task of each started process: one that could not start has none.
         let mut local_of = Vec::with_capacity(round.local_tasks().len());
         for (local, task) in round.local_tasks().iter().enumerate() {
             let local = local as u32;
+            let log = self.options.task_logs.as_ref().map(|logs| {
+                logs.task(
+                    self.options.join.rdzv_id(),
+                    round.number(),
+                    &task.task.job,
+                    task.task.task,
+                )
+                .with_header(format!(
+                    "# tfcluster: {} on {}, round {}",
+                    task.task,
+                    node.host(),
+                    round.number()
+                ))
+            });
             let spec = TaskSpec {
                 name: task.name_on(node.host()),
                 argv: self.options.command.clone(),
                 env: task_env(round, local, gpus)?,
+                log,
             };
             match warm.start_task(tasks, local, spec).await {
                 Ok(_) => local_of.push(local),

@@ -412,6 +412,10 @@
 //!   address.
 //! - **The first failure is kept** by the rendezvous and given to every node, with its task,
 //!   host, status and stderr tail.
+//! - **Task logs are by global task.** With [`AgentOptions::with_task_logs`], each task's
+//!   output also goes to `DIR/JOB/round-N/worker-I.out` and `.err`, named by the task's place
+//!   in the cluster (`worker-3`), a directory per round; torchrun's `--log-dir` names files by
+//!   local rank (pytorch/pytorch#60911) under a fresh directory per run.
 //! - **Hung tasks are failures.** With [`AgentOptions::with_watchdog`], a task that shows no
 //!   progress (no output, no touch of its `TFCLUSTER_PROGRESS_FILE`, or SIGSTOPped) is asked
 //!   for its Python stack (SIGABRT under `PYTHONFAULTHANDLER=1`, which every task gets) and

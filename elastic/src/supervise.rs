@@ -1,5 +1,6 @@
 //! [`Supervisor`]: TensorFlow tasks as child processes, each in a process group of its own,
-//! their output behind their names, and stopped as a whole: SIGTERM to each group, a grace
+//! their output behind their names (and in files of their own with [`TaskLog`], laid out by
+//! [`TaskLogs`]: a directory per job and round), and stopped as a whole: SIGTERM to each group, a grace
 //! period, SIGKILL to each group, and waiting for them. `tfcluster run --local` and the
 //! [`Agent`](crate::Agent) both supervise their tasks with it.
 //!
@@ -10,6 +11,7 @@
 
 mod group;
 mod output;
+mod task_log;
 mod watchdog;
 
 use std::io::PipeReader;
@@ -23,7 +25,9 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout_at};
 
 pub use group::{Group, exit_code, spawn_group};
-use output::{Pump, Stream, Tail};
+use output::{Pump, Sink, Stream, Tail};
+use task_log::LogFile;
+pub use task_log::{TaskLog, TaskLogs};
 pub(crate) use watchdog::Beacon;
 use watchdog::Watch;
 pub use watchdog::{DUMP_WAIT, PROGRESS_FILE, WATCHDOG_START, Watchdog};
@@ -40,6 +44,8 @@ pub struct TaskSpec {
     pub argv: Vec<String>,
     /// Variables added to the supervisor's own environment.
     pub env: Vec<(String, String)>,
+    /// Files its output goes to as well; `None`: ours only.
+    pub log: Option<TaskLog>,
 }
 
 /// Why a task could not be started.
@@ -210,7 +216,7 @@ impl Supervisor {
         // The command (and the pipe ends it holds) goes now, so the pumps see the end of the
         // output when the task and everything it started are gone.
         drop(process);
-        Ok(self.adopt(task.name, started, beacon))
+        Ok(self.adopt(task.name, task.log, started, beacon))
     }
 
     /// What a task to be started needs from the watchdog: the beacon that records its
@@ -223,7 +229,13 @@ impl Supervisor {
     /// Supervises `process`, started elsewhere (a warm interpreter handed its round, with the
     /// environment [`prepare`](Self::prepare) gave), as task `name`: as
     /// [`start`](Self::start) does from its spawn on; returns its index.
-    pub(crate) fn adopt(&mut self, name: String, process: Piped, beacon: Beacon) -> usize {
+    pub(crate) fn adopt(
+        &mut self,
+        name: String,
+        log: Option<TaskLog>,
+        process: Piped,
+        beacon: Beacon,
+    ) -> usize {
         let Piped {
             mut child,
             group,
@@ -231,15 +243,16 @@ impl Supervisor {
             stderr,
         } = process;
         let tail = Tail::default();
+        let sink = |stream, path: Option<&std::path::Path>| Sink {
+            stream,
+            echo: log.as_ref().is_none_or(TaskLog::echo),
+            file: path.map(|p| LogFile::create(p, log.as_ref().map_or("", TaskLog::header))),
+        };
+        let out = sink(Stream::Stdout, log.as_ref().map(TaskLog::out));
+        let err = sink(Stream::Stderr, log.as_ref().map(TaskLog::err));
         let pumps = [
-            Pump::start(stdout, &name, Stream::Stdout, None, beacon.clone()),
-            Pump::start(
-                stderr,
-                &name,
-                Stream::Stderr,
-                Some(tail.clone()),
-                beacon.clone(),
-            ),
+            Pump::start(stdout, &name, out, None, beacon.clone()),
+            Pump::start(stderr, &name, err, Some(tail.clone()), beacon.clone()),
         ];
         let index = self.tasks.len();
         let exited = self.exited_tx.clone();

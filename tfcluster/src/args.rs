@@ -3,8 +3,9 @@
 //! from ([`source`]), where an elastic job's rendezvous is ([`rendezvous`], declared once for
 //! `run --rdzv` and `--from rendezvous`), TLS ([`tls`]), the task server's limits
 //! ([`limits`]), `run`'s GPU split ([`gpus`], for `--local` and `--rdzv`), how it stops
-//! tasks ([`stops`], the same), finds hung ones ([`watchdog`], the same) and keeps them warm
-//! ([`prewarm`], `--rdzv`), and the elastic job's own flags ([`elastic`], read by `run` and
+//! tasks ([`stops`], the same), finds hung ones ([`watchdog`], the same), keeps their output
+//! in files ([`task_logs`], the same) and keeps them warm ([`prewarm`], `--rdzv`), and the
+//! elastic job's own flags ([`elastic`], read by `run` and
 //! by its agent in [`crate::run`]).
 
 pub(crate) mod elastic;
@@ -14,5 +15,6 @@ pub(crate) mod prewarm;
 pub(crate) mod rendezvous;
 pub(crate) mod source;
 pub(crate) mod stops;
+pub(crate) mod task_logs;
 pub(crate) mod tls;
 pub(crate) mod watchdog;

@@ -276,3 +276,6 @@ mod elastic_etcd;
 
 #[path = "tfcluster/secure_hosts.rs"]
 mod secure_hosts;
+
+#[path = "tfcluster/task_logs.rs"]
+mod task_logs;

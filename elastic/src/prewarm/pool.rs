@@ -167,7 +167,7 @@ impl WarmPool {
                 Ok((process, imported)) => {
                     tracing::debug!(task = %spec.name, "started in its warm interpreter");
                     self.handed[local as usize] = Some(imported);
-                    return Ok(tasks.adopt(spec.name, process, beacon));
+                    return Ok(tasks.adopt(spec.name, spec.log, process, beacon));
                 }
                 Err(why) => {
                     tracing::warn!(task = %spec.name, why, "the warm interpreter cannot take its round; starting cold");

@@ -115,6 +115,7 @@ async fn run(
             ("CODE".to_owned(), code.to_owned()),
             ("TF_CONFIG".to_owned(), "{}".to_owned()),
         ],
+        log: None,
     };
     let mut tasks = Supervisor::new();
     let index = pool.start_task(&mut tasks, 0, spec).await.unwrap();

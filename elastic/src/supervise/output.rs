@@ -1,5 +1,6 @@
 //! A task's output: each line of its stdout or stderr goes to ours behind the task's name
-//! (`[worker:1] ...`), and the end of its stderr is kept for the failure report.
+//! (`[worker:1] ...`) and to its log file when it has one, and the end of its stderr is kept
+//! for the failure report.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, PipeReader, Write};
@@ -7,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
+use super::task_log::LogFile;
 use super::watchdog::Beacon;
 
 /// How much of a task's stderr is kept: what the rendezvous keeps of a report.
@@ -17,6 +19,14 @@ const TAIL_BYTES: usize = 8 * 1024;
 pub(crate) enum Stream {
     Stdout,
     Stderr,
+}
+
+/// Where a pipe's lines go: our `stream` (unless not `echo`), and a log file.
+#[derive(Debug)]
+pub(crate) struct Sink {
+    pub(crate) stream: Stream,
+    pub(crate) echo: bool,
+    pub(crate) file: Option<LogFile>,
 }
 
 /// The last lines of a pipe, shared with the thread that copies it.
@@ -49,14 +59,15 @@ impl Tail {
 pub(crate) struct Pump(watch::Receiver<bool>);
 
 impl Pump {
-    /// Copies `pipe` line by line to `stream`, each line behind `[task] `, and into `tail`
-    /// when given; whatever it reads is progress on `beacon` (the watchdog's). A thread of its own,
-    /// since the reads and writes block; each line is written whole under the stream's lock,
-    /// so lines of different tasks never mix.
+    /// Copies `pipe` line by line to `sink` (our stream, each line behind `[task] `, and its
+    /// log file), and into `tail` when given; whatever it reads is progress on `beacon` (the
+    /// watchdog's). A thread of its own, since the reads and writes block; each line is
+    /// written whole under the stream's lock, so lines of different tasks never mix. A line
+    /// its log file cannot take goes to our stream even when it would not (`--quiet-tasks`).
     pub(crate) fn start(
         pipe: PipeReader,
         task: &str,
-        stream: Stream,
+        sink: Sink,
         tail: Option<Tail>,
         beacon: Beacon,
     ) -> Self {
@@ -64,7 +75,7 @@ impl Pump {
         let (done, finished) = watch::channel(false);
         std::thread::spawn(move || {
             let pipe = BufReader::new(beacon.reading(pipe));
-            copy_lines(pipe, prefix.as_bytes(), stream, tail);
+            copy_lines(pipe, prefix.as_bytes(), sink, tail);
             let _ = done.send(true);
         });
         Self(finished)
@@ -77,7 +88,7 @@ impl Pump {
     }
 }
 
-fn copy_lines(mut pipe: impl BufRead, prefix: &[u8], stream: Stream, tail: Option<Tail>) {
+fn copy_lines(mut pipe: impl BufRead, prefix: &[u8], mut sink: Sink, tail: Option<Tail>) {
     let mut line = prefix.to_vec();
     // Once our stream is gone (`| head`) the task's lines are read and dropped, so the task
     // never blocks on a full pipe.
@@ -94,8 +105,12 @@ fn copy_lines(mut pipe: impl BufRead, prefix: &[u8], stream: Stream, tail: Optio
         if let Some(tail) = &tail {
             tail.push(&line[prefix.len()..]);
         }
-        if open {
-            open = write_line(&line, stream).is_ok();
+        if let Some(file) = &mut sink.file {
+            file.write(&line[prefix.len()..]);
+        }
+        let filed = sink.file.as_ref().is_some_and(LogFile::is_open);
+        if open && (sink.echo || !filed) {
+            open = write_line(&line, sink.stream).is_ok();
         }
     }
 }

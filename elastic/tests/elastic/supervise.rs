@@ -14,6 +14,7 @@ fn sh(name: &str, script: &str) -> TaskSpec {
         name: name.to_owned(),
         argv: vec!["sh".into(), "-c".into(), script.into()],
         env: vec![("GREETING".into(), "hello".into())],
+        log: None,
     }
 }
 
@@ -51,6 +52,7 @@ fn a_missing_program_is_named() {
             name: "t".into(),
             argv: vec!["/no/such/program".into()],
             env: vec![],
+            log: None,
         };
         let err = tasks.start(spec).unwrap_err();
         assert_eq!(err.to_string(), "cannot run /no/such/program");

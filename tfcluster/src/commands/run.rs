@@ -9,6 +9,7 @@ use crate::args::gpus::GpuArgs;
 use crate::args::prewarm::PrewarmArgs;
 use crate::args::source::{SourceArgs, SourceKind};
 use crate::args::stops::StopArgs;
+use crate::args::task_logs::TaskLogArgs;
 use crate::args::watchdog::WatchdogArgs;
 use crate::failure::Failure;
 use crate::output::emit;
@@ -86,7 +87,9 @@ tfcluster run --dry-run --format json
   tfcluster run --rdzv etcd://node0:2379,node1:2379,node2:2379 --nodes 2:3 --rdzv-id job1 \\
       -- python mwms_train.py   # on each host; any one of them may be lost
   tfcluster run --rdzv etcd://etcd0:2379 --rdzv-tls-ca ca.pem --rdzv-tls-cert me.pem \\
-      --rdzv-tls-key me-key.pem --nodes 2 -- python mwms_train.py")]
+      --rdzv-tls-key me-key.pem --nodes 2 -- python mwms_train.py
+  tfcluster run --rdzv node0 --nodes 2 --log-dir /shared/logs --log-keep 3 --quiet-tasks \\
+      -- python mwms_train.py   # /shared/logs/default/round-N/worker-I.out and .err")]
 #[command(group = clap::ArgGroup::new("launcher").args(["local", "rdzv"]))]
 pub(crate) struct Args {
     /// Where to find the cluster and this task.
@@ -113,6 +116,8 @@ pub(crate) struct Args {
     watchdog: WatchdogArgs,
     #[command(flatten)]
     prewarm: PrewarmArgs,
+    #[command(flatten)]
+    task_logs: TaskLogArgs,
     /// Print the environment CMD would get instead of running it.
     #[arg(long)]
     dry_run: bool,
@@ -148,6 +153,7 @@ async fn launch(args: Args) -> Result<(), Failure> {
             stops: args.stops,
             watchdog: args.watchdog,
             prewarm: args.prewarm.prewarm(),
+            task_logs: args.task_logs.logs()?,
         };
         return elastic::run(&args.elastic, gpus_per_task, &args.command, supervision).await;
     }
@@ -161,12 +167,14 @@ async fn launch(args: Args) -> Result<(), Failure> {
                 .collect::<Vec<_>>();
             return emit(&render(&tasks, &args.command, args.format));
         }
+        let logs = args.task_logs.logs()?;
         return local::run(
             jobs,
             &args.command,
             args.stops,
             gpus_per_task,
             args.watchdog,
+            logs,
         )
         .await;
     }

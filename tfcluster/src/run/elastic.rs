@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
 use cluster_spec::__private::error_chain::Chain;
+use elastic::supervise::TaskLogs;
 use elastic::{
     Agent, AgentError, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, Prewarm,
     PrewarmError, RendezvousClient, RendezvousServer, ServerOptions, Waited, task_env,
@@ -39,6 +40,7 @@ pub(crate) async fn run(
     supervision: Supervision,
 ) -> Result<(), Failure> {
     let rendezvous = rendezvous_of(args)?;
+    let logs = supervision.task_logs.clone();
     // Caught from here: a signal while the agent starts, joins or waits stops it too.
     let mut stop = Stop::install();
     let agent = agent(&rendezvous, args, gpus_per_task, command, supervision).await?;
@@ -61,8 +63,9 @@ pub(crate) async fn run(
             Ok(())
         }
         Ok(AgentOutcome::Failed(done)) => {
-            write_error_file(args, &failure_json(args, &done))?;
-            Err(anyhow!(failure_message(&done)).into())
+            let log = failed_log(logs.as_ref(), args, &done);
+            write_error_file(args, &failure_json(args, &done, log.as_deref()))?;
+            Err(anyhow!(failure_message(&done, log.as_deref())).into())
         }
         Ok(AgentOutcome::Stopped(signal)) => Err(stopped(signal, "every local task")),
         Ok(other) => Err(anyhow!("the job ended: {other:?}").into()),
@@ -108,7 +111,7 @@ pub(crate) async fn dry_run(
         grace: Duration::ZERO,
         failure_grace: Duration::ZERO,
     };
-    // Nothing runs: nothing to watch or keep warm.
+    // Nothing runs: nothing to watch, keep warm or log.
     let supervision = Supervision {
         stops,
         watchdog: WatchdogArgs {
@@ -116,6 +119,7 @@ pub(crate) async fn dry_run(
             watchdog_start: Duration::ZERO,
         },
         prewarm: Prewarm::Off,
+        task_logs: None,
     };
     let agent = agent(&rendezvous, args, gpus_per_task, command, supervision).await?;
     let gpus = agent.task_gpus().await?.clone();
@@ -171,6 +175,7 @@ async fn agent(
         stops,
         watchdog,
         prewarm,
+        task_logs,
     } = supervision;
     let client = client(rendezvous, args).await?;
     let mut join =
@@ -188,6 +193,7 @@ async fn agent(
             .with_watchdog(watchdog.watchdog)
             .with_watchdog_start(watchdog.watchdog_start)
             .with_prewarm(prewarm)
+            .with_task_logs(task_logs)
             .with_wait_watcher(std::sync::Arc::new(Waiting::new(
                 &rendezvous.to_string(),
                 &args.target.rdzv_id,
@@ -200,6 +206,7 @@ pub(crate) struct Supervision {
     pub(crate) stops: StopArgs,
     pub(crate) watchdog: WatchdogArgs,
     pub(crate) prewarm: Prewarm,
+    pub(crate) task_logs: Option<TaskLogs>,
 }
 
 /// Serves the built-in rendezvous on its endpoint when that is an address of this host and
@@ -245,15 +252,31 @@ async fn serve_if_here(rendezvous: &Rendezvous, args: &ElasticArgs) -> Option<Re
 }
 
 /// This host's name, for the rendezvous's messages.
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|name| name.trim().to_owned())
         .unwrap_or_default()
 }
 
-/// A failed job's message: what ended it, the first failure, and its stderr tail.
-fn failure_message(done: &JobDone) -> String {
+/// With `--log-dir`, the stderr file of a failed job's first failure: the same path on the
+/// failed task's host, whose agent wrote it.
+fn failed_log(
+    logs: Option<&TaskLogs>,
+    args: &ElasticArgs,
+    done: &JobDone,
+) -> Option<std::path::PathBuf> {
+    let (logs, first) = (logs?, done.first_failure.as_ref()?);
+    let task = logs.task(&args.target.rdzv_id, first.round, &first.job, first.index);
+    Some(task.err().to_owned())
+}
+
+/// A failed job's message: what ended it, the first failure, its log file and its stderr
+/// tail.
+fn failure_message(done: &JobDone, log: Option<&std::path::Path>) -> String {
     let mut message = done.to_string();
+    if let (Some(log), Some(first)) = (log, &done.first_failure) {
+        message.push_str(&format!("\nits log: {} on {}", log.display(), first.host));
+    }
     if let Some(first) = &done.first_failure
         && !first.stderr_tail.is_empty()
     {
@@ -264,7 +287,11 @@ fn failure_message(done: &JobDone) -> String {
 }
 
 /// The `--error-file` record of a failed job.
-fn failure_json(args: &ElasticArgs, done: &JobDone) -> serde_json::Value {
+fn failure_json(
+    args: &ElasticArgs,
+    done: &JobDone,
+    log: Option<&std::path::Path>,
+) -> serde_json::Value {
     let first = done.first_failure.as_ref().map(|f| {
         json!({
             "task": format!("{}:{}", f.job, f.index),
@@ -277,6 +304,7 @@ fn failure_json(args: &ElasticArgs, done: &JobDone) -> serde_json::Value {
             "round": f.round,
             "status": f.status.to_string(),
             "stderr_tail": f.stderr_tail,
+            "log_file": log.map(|l| l.display().to_string()),
         })
     });
     json!({

@@ -19,7 +19,7 @@ use anyhow::anyhow;
 use cluster_resolver::gpus;
 use cluster_resolver::{Env, tf_config_for};
 use cluster_spec::{ClusterSpec, TaskId};
-use elastic::supervise::{Exit, Signal, Supervisor, TaskSpec};
+use elastic::supervise::{Exit, Signal, Supervisor, TaskLogs, TaskSpec};
 use elastic::{TaskEnv, TaskGpus, TaskStatus};
 use tokio::time::{Instant, sleep_until};
 
@@ -28,6 +28,9 @@ use crate::args::watchdog::WatchdogArgs;
 use crate::failure::Failure;
 use crate::run::local_jobs::LocalJobs;
 use crate::stop_signal::{Stop, stopped};
+
+/// The job name of `run --local`'s task logs (`--log-dir DIR` puts them in `DIR/local/round-1`).
+const LOCAL: &str = "local";
 
 /// Every task of `jobs` with its environment: its TF_CONFIG; its share of this host's GPUs
 /// as CUDA_VISIBLE_DEVICES, split as `run --rdzv` splits them among a host's tasks
@@ -62,6 +65,7 @@ pub(crate) async fn run(
     stops: StopArgs,
     gpus_per_task: Option<u32>,
     watchdog: WatchdogArgs,
+    logs: Option<TaskLogs>,
 ) -> Result<(), Failure> {
     let StopArgs {
         grace,
@@ -81,13 +85,22 @@ pub(crate) async fn run(
     let watchdog = job.watchdog();
     // The tasks bind their ports themselves, from now.
     drop(reserved);
+    if let Some(logs) = &logs {
+        logs.start_round(LOCAL, 1);
+    }
+    let host = crate::run::elastic::hostname();
     // The supervisor's indices are these tasks' positions.
     for (task, env) in tasks.iter().zip(envs) {
+        let log = logs.as_ref().map(|logs| {
+            logs.task(LOCAL, 1, &task.job, task.task)
+                .with_header(format!("# tfcluster: {task} on {host}, round 1"))
+        });
         let started = job
             .start(TaskSpec {
                 name: task.short_name(),
                 argv: command.to_vec(),
                 env,
+                log,
             })
             .map_err(Failure::from);
         if let Err(failure) = started {
@@ -165,10 +178,17 @@ pub(crate) async fn run(
         Some(Ending::Failed { index, status }) => {
             let task = &tasks[index];
             let (name, device) = (task.short_name(), task.device_prefix());
+            let log = match &logs {
+                Some(logs) => format!(
+                    "; its log: {}",
+                    logs.task(LOCAL, 1, &task.job, task.task).err().display()
+                ),
+                None => String::new(),
+            };
             if let Some((hung, stack)) = hung {
                 return Err(anyhow!(
-                    "task {name} ({device}) {hung}; the other tasks were stopped; its stderr \
-                     ended with:\n{}",
+                    "task {name} ({device}) {hung}; the other tasks were stopped{log}; its \
+                     stderr ended with:\n{}",
                     stack.trim_end()
                 )
                 .into());
@@ -178,7 +198,7 @@ pub(crate) async fn run(
                 Err(e) => format!("could not be waited for ({e})"),
             };
             Err(
-                anyhow!("task {name} ({device}) failed: {how}; the other tasks were stopped")
+                anyhow!("task {name} ({device}) failed: {how}; the other tasks were stopped{log}")
                     .into(),
             )
         }

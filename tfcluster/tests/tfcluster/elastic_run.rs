@@ -109,7 +109,7 @@ fn two_agents(dir: &Path, plan: &str, extra: &[&str]) -> [Launch; 2] {
 /// Two agents of a 2-node job on a fresh port, with `flags`, each running `command` with
 /// `env` (and `DIR`, where each writes its `--error-file`, `a.json` and `b.json`); the second
 /// starts once the first serves the rendezvous.
-fn two_agents_running(
+pub(super) fn two_agents_running(
     dir: &Path,
     env: &[(&str, &str)],
     flags: &[&str],
@@ -161,7 +161,7 @@ fn seen(agents: &[Launch; 2]) -> Vec<(u32, u32, u64, u32, serde_json::Value)> {
 }
 
 /// Waits for both agents and asserts their exit codes, showing both agents' stderr if not.
-fn expect_exits(agents: &mut [Launch; 2], timeout: Duration, expected: [i32; 2]) {
+pub(super) fn expect_exits(agents: &mut [Launch; 2], timeout: Duration, expected: [i32; 2]) {
     let a = agents[0].wait(timeout).code().unwrap_or(-1);
     let b = agents[1].wait(timeout).code().unwrap_or(-1);
     assert_eq!(
