@@ -450,7 +450,11 @@ impl Agent {
             drop(reserved);
             let ended = self
                 .run_round(&mut tasks, &mut warm, &node, &round, beats, gpus, stop)
-                .instrument(tracing::info_span!("round", round = round.number()))
+                .instrument(tracing::info_span!(
+                    "round",
+                    round = round.number(),
+                    rank = round.rank()
+                ))
                 .await;
             match ended {
                 Ok(RoundEnded::Ended(grace)) => {

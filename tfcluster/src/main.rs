@@ -42,6 +42,11 @@ struct Cli {
     /// -vvv trace: every RPC with its time); RUST_LOG overrides (e.g. `RUST_LOG=h2=debug`).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// How log records on standard error are written: text, or json (one object a line with
+    /// its spans' fields: the job's rdzv_id, the node, the round and rank), for a log
+    /// collector. Task output and the commands' own results are not log records.
+    #[arg(long, value_enum, default_value = "text", global = true)]
+    log_format: logs::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -65,7 +70,7 @@ fn main() -> ExitCode {
         Command::Rendezvous(args) if args.serves() => logs::RENDEZVOUS_EVENTS,
         _ => &[],
     };
-    logs::init(cli.verbose, events);
+    logs::init(cli.verbose, cli.log_format, events);
     runtime::raise_open_file_limit();
     let result = match cli.command {
         Command::Up(args) => commands::up::run(args),

@@ -549,13 +549,26 @@ fn a_layout_places_chief_and_ps_first_and_the_chief_ends_the_job_on_both_hosts()
 
 #[test]
 fn agents_join_a_rendezvous_served_on_its_own() {
-    let mut server = Launch::start(&["rendezvous", "serve", "--listen", "127.0.0.1:0"], &[]);
+    let mut server = Launch::start(
+        &[
+            "rendezvous",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+        ],
+        &[],
+    );
     let line = server
         .lines_with("serving the rendezvous on ", 1, TIMEOUT)
         .remove(0);
     let endpoint = line.rsplit(' ').next().expect("an address").to_owned();
     let mut agent = Launch::start(
         &[
+            "-v",
+            "--log-format",
+            "json",
             "run",
             "--rdzv",
             &endpoint,
@@ -576,12 +589,31 @@ fn agents_join_a_rendezvous_served_on_its_own() {
     );
     server.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(server.wait(TIMEOUT).code(), Some(0), "{}", server.stderr());
-    // Without -v, the server says each round it formed.
-    let said = server.stderr();
+    // Without -v, the server says each round it formed; --log-format json: a JSON object a
+    // line, the agent's with its spans' fields (job, node, round and rank).
+    let records = |text: &str| -> Vec<serde_json::Value> {
+        text.lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    };
+    let served = records(&server.stderr());
     assert!(
-        said.lines()
-            .any(|l| l.contains("round formed") && l.contains("rdzv_id=alone")),
-        "{said}"
+        served
+            .iter()
+            .any(|r| r["fields"]["message"] == "round formed" && r["fields"]["rdzv_id"] == "alone"),
+        "{served:?}"
+    );
+    let logged = records(&agent.stderr());
+    assert!(
+        logged.iter().any(|r| {
+            let spans = r["spans"].as_array().map_or(&[][..], Vec::as_slice);
+            spans
+                .iter()
+                .any(|s| s["name"] == "agent" && s["rdzv_id"] == "alone")
+                && spans.iter().any(|s| s["name"] == "round" && s["rank"] == 0)
+        }),
+        "{logged:?}"
     );
 }
 
