@@ -41,6 +41,9 @@ use quick_answers::QuickAnswers;
 /// may cap it lower.
 pub(crate) const MAX_POLL: Duration = Duration::from_secs(10);
 
+/// The longest a server's retry pushback makes a call wait before its next try.
+const MAX_PUSHBACK: Duration = Duration::from_secs(5);
+
 /// The least time a retry gets, even when the retries' time is up.
 const LAST_TRY: Duration = Duration::from_millis(100);
 
@@ -757,12 +760,16 @@ impl RendezvousClient {
                 }
             };
             let status = shut_out(status);
-            // Unreachable, no answer in time, or a connection the server closed (shutting
-            // down): worth another try. Anything else is the server's answer.
-            if !matches!(
-                status.code(),
-                Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled
-            ) {
+            // Unreachable, no answer in time, a connection the server closed (shutting
+            // down), or a refusal the server says will pass (its memory for requests or
+            // responses taken, for now): worth another try. Anything else is its answer.
+            let pushback = pushback(&status);
+            if pushback.is_none()
+                && !matches!(
+                    status.code(),
+                    Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled
+                )
+            {
                 return Err(Error::Refused {
                     addr: self.addr.clone(),
                     call,
@@ -778,12 +785,26 @@ impl RendezvousClient {
                     status,
                 });
             }
-            tokio::time::sleep(backoff.min(give_up - now)).await;
+            tokio::time::sleep(pushback.unwrap_or(backoff).min(give_up - now)).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
             let left = give_up.saturating_duration_since(Instant::now());
             this_try = attempt.min(left.max(LAST_TRY));
         }
     }
+}
+
+/// How long a server that refused a call for now asks us to wait before trying again
+/// (gRPC's `grpc-retry-pushback-ms`, which the rendezvous sends with `RESOURCE_EXHAUSTED`
+/// for want of memory), at most [`MAX_PUSHBACK`].
+fn pushback(status: &Status) -> Option<Duration> {
+    let ms: u64 = status
+        .metadata()
+        .get(grpc_guard::PUSHBACK_HEADER)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()?;
+    Some(Duration::from_millis(ms).min(MAX_PUSHBACK))
 }
 
 /// `status`, or `PERMISSION_DENIED` where it says the server closed the connection because

@@ -400,6 +400,7 @@ mod tests {
         };
         let trailers = frame.into_trailers().unwrap();
         assert_eq!(trailers["grpc-status"], "8");
+        assert_eq!(trailers[crate::PUSHBACK_HEADER], "1000", "{trailers:?}");
         assert!(
             trailers["grpc-message"]
                 .to_str()

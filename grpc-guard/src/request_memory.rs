@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::Status;
+use tonic::metadata::MetadataValue;
 
 /// A budget of bytes, one permit per byte: the request memory of a server, or its response
 /// memory. Cheap to clone (clones share the budget).
@@ -136,7 +137,18 @@ impl Charge {
         }
     }
 
+    /// `RESOURCE_EXHAUSTED` for `bytes` more, with gRPC's retry pushback: memory comes back
+    /// as other calls end, so a client may try again ([`RETRY_PUSHBACK`]).
     fn exhausted(&self, bytes: usize) -> Status {
+        let mut status = self.exhausted_status(bytes);
+        status.metadata_mut().insert(
+            PUSHBACK_HEADER,
+            MetadataValue::from(RETRY_PUSHBACK.as_millis() as u64),
+        );
+        status
+    }
+
+    fn exhausted_status(&self, bytes: usize) -> Status {
         let total = self.memory.total;
         let in_use = self.memory.in_use();
         if self.memory.responses {
@@ -155,6 +167,14 @@ impl Charge {
         ))
     }
 }
+
+/// gRPC's trailer telling a client when it may retry a call refused for now
+/// (`grpc-retry-pushback-ms`, from gRPC's retry design, A6).
+pub const PUSHBACK_HEADER: &str = "grpc-retry-pushback-ms";
+
+/// How long a client refused for want of request or response memory is asked to wait before
+/// it tries again.
+pub const RETRY_PUSHBACK: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,9 @@
-//! A rendezvous that lies: a fake one (a tonic server of the rendezvous's service, in the
-//! test) that answers every long poll at once, gives a heartbeat timeout no clock can hold,
-//! or ends the job with terminal escapes and 15 MB of "stderr". The client paces itself,
-//! refuses what is out of bounds, and hands on only clean text of bounded length.
+//! A rendezvous that lies, or is short of memory: a fake one (a tonic server of the
+//! rendezvous's service, in the test) that answers every long poll at once, gives a heartbeat
+//! timeout no clock can hold, ends the job with terminal escapes and 15 MB of "stderr", or
+//! refuses waits for want of memory. The client paces itself, refuses what is out of bounds,
+//! hands on only clean text of bounded length, and tries a refusal for now again after the
+//! pause the server asks for.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,6 +28,9 @@ enum Lie {
     HeartbeatTimeout(u64),
     /// Every wait: the job failed, with escapes and 15 MB of stderr.
     DirtyDone,
+    /// The first two waits: `RESOURCE_EXHAUSTED`, with gRPC's retry pushback of this many ms
+    /// (none: without); then the job succeeded.
+    ExhaustedTwice(Option<u64>),
 }
 
 struct Fake {
@@ -60,8 +65,23 @@ impl Rendezvous for Fake {
         _: Request<proto::WaitRoundRequest>,
     ) -> Result<Response<proto::WaitRoundResponse>, Status> {
         use proto::wait_round_response::Outcome;
-        self.waits.fetch_add(1, Ordering::SeqCst);
+        let waits = self.waits.fetch_add(1, Ordering::SeqCst);
         let outcome = match self.lie {
+            Lie::ExhaustedTwice(pushback) if waits < 2 => {
+                let mut status = Status::resource_exhausted("no memory for this answer now");
+                if let Some(ms) = pushback {
+                    status
+                        .metadata_mut()
+                        .insert(grpc_guard::PUSHBACK_HEADER, ms.into());
+                }
+                return Err(status);
+            }
+            Lie::ExhaustedTwice(_) => Outcome::Done(proto::JobDone {
+                succeeded: true,
+                detail: "done".into(),
+                round: 1,
+                ..Default::default()
+            }),
             Lie::DirtyDone => Outcome::Done(proto::JobDone {
                 succeeded: false,
                 detail: format!("failed{ESCAPES}"),
@@ -236,5 +256,41 @@ fn a_dirty_job_end_reaches_the_agent_clean_and_short() {
             assert!(first.stderr_tail.ends_with("last line"));
             assert!(first.stderr_tail.starts_with("["), "the cut is said");
         }
+    });
+}
+
+/// A wait refused for want of memory with a retry pushback is tried again after it; one
+/// refused without is the server's answer, at once.
+#[test]
+fn a_refusal_for_now_is_tried_again_after_the_pause_the_server_asks_for() {
+    run(async {
+        let (addr, waits) = fake(Lie::ExhaustedTwice(Some(300))).await;
+        let client = client(&addr);
+        let mut node = client
+            .join(&Join::new("job", config(), vec![20_000]))
+            .await
+            .unwrap();
+        let start = Instant::now();
+        let waited = client.wait_round(&mut node, Duration::from_secs(5)).await;
+        assert!(matches!(waited, Ok(Waited::JobDone(_))), "{waited:?}");
+        assert!(
+            start.elapsed() >= Duration::from_millis(600),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(waits.load(Ordering::SeqCst), 3);
+
+        let (addr, waits) = fake(Lie::ExhaustedTwice(None)).await;
+        let client = self::client(&addr);
+        let mut node = client
+            .join(&Join::new("job", config(), vec![20_000]))
+            .await
+            .unwrap();
+        let err = client
+            .wait_round(&mut node, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("ResourceExhausted"), "{err}");
+        assert_eq!(waits.load(Ordering::SeqCst), 1);
     });
 }
