@@ -58,7 +58,7 @@
 //! JSON reader validates each address in the pass that finds its end. For a 10,000-task
 //! cluster (4 jobs × 2,500 addresses like `host1-42.example.com:2042`, 300 KB of JSON), parsing,
 //! encoding the `ClusterDef` and one lookup per job take a small fraction of TensorFlow's
-//! 9.4 ms (see `benches/cluster_spec.rs` and the workspace README for measured figures).
+//! 9.4 ms (see `benches/cluster_spec.rs` and `docs/benchmarks.md` for measured figures).
 //!
 //! ## Differences from TensorFlow
 //!

@@ -381,8 +381,8 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //!
 //! ## Performance
 //!
-//! Measured on a 2-core machine (`benches/connect.rs`, `examples/task_server.rs`; the workspace
-//! README and `docs/benchmarks.md` have the tables): connecting to 16 task servers in one
+//! Measured on a 2-core machine (`benches/connect.rs`, `examples/task_server.rs`;
+//! `docs/benchmarks.md` has the tables): connecting to 16 task servers in one
 //! process on loopback (discovery and context creation included) takes about 2 ms, within
 //! 1.2× of bare tonic dialling and making two small RPCs to each, where TensorFlow's Python
 //! client takes 32–95 ms for 16 TensorFlow servers in one process; 64 tasks take about 9 ms,

@@ -692,7 +692,7 @@ async fn op_latency_beside_python_tensorflow() {
         100.0 / (fetch / 1000.0),
         theirs[2],
     );
-    // Loose bounds: the figures go to the README; this only catches a gross regression.
+    // Loose bounds: the figures go to docs/benchmarks.md; this only catches a gross regression.
     assert!(
         one < theirs[0] * 3.0 + 5.0,
         "one op: {one} ms vs TF {} ms",
