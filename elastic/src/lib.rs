@@ -473,7 +473,9 @@ pub mod proto {
     pub use crate::grpc::MAX_REQUEST_BYTES;
 }
 
-pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus, WaitWatcher};
+pub use agent::{
+    Agent, AgentError, AgentMetrics, AgentOptions, AgentOutcome, TaskGpus, WaitWatcher,
+};
 pub use assignment::{Member, RoundError, TaskAssignment};
 pub use client::{
     ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, WaitProgress, Waited, Watched,
@@ -493,8 +495,11 @@ pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};
 pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
 pub use prewarm::{DEFAULT_MODULE, Prewarm, PrewarmError};
-pub use rendezvous::DEFAULT_TIMEOUT;
+/// The Prometheus client the metrics register into ([`AgentMetrics::register`]).
+pub use prometheus_client;
+pub use rendezvous::{DEFAULT_TIMEOUT, RendezvousMetrics};
 pub use resolver::RendezvousClusterResolver;
+pub use supervise::TaskMetrics;
 pub use task_env::{TaskEnv, task_env};
 pub use token::{TOKEN_ENV, Token};
 pub use watched_round::WatchedRound;
