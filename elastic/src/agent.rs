@@ -58,11 +58,12 @@
 //! its server starts); a task that cannot bind fails, and the round restarts with new ports.
 
 mod gpus;
+mod metrics;
 mod wait_watcher;
 
 use std::net::Ipv4Addr;
 use std::pin::pin;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cluster_resolver::Env;
 use cluster_resolver::gpus as resolver_gpus;
@@ -73,6 +74,7 @@ use tokio::sync::OnceCell;
 use tracing::Instrument;
 
 pub use gpus::TaskGpus;
+pub use metrics::AgentMetrics;
 pub use wait_watcher::WaitWatcher;
 use wait_watcher::{EndOfWait, Watcher};
 
@@ -104,6 +106,7 @@ pub struct AgentOptions {
     prewarm: Prewarm,
     wait_watcher: Option<Watcher>,
     task_logs: Option<TaskLogs>,
+    metrics: AgentMetrics,
 }
 
 impl AgentOptions {
@@ -125,6 +128,7 @@ impl AgentOptions {
             prewarm: Prewarm::Off,
             wait_watcher: None,
             task_logs: None,
+            metrics: AgentMetrics::default(),
         }
     }
 
@@ -177,6 +181,13 @@ impl AgentOptions {
     /// round waits for). Default: no one.
     pub fn with_wait_watcher(mut self, watcher: std::sync::Arc<dyn WaitWatcher>) -> Self {
         self.wait_watcher = Some(Watcher(watcher));
+        self
+    }
+
+    /// Counts the agent's rounds, restarts, heartbeats and tasks into `metrics`
+    /// ([`AgentMetrics::register`]). Default: into metrics no registry holds.
+    pub fn with_metrics(mut self, metrics: AgentMetrics) -> Self {
+        self.metrics = metrics;
         self
     }
 
@@ -375,9 +386,13 @@ impl Agent {
             node = tracing::field::Empty
         );
         let mut stop = pin!(stop);
-        self.run_rounds(&mut stop, &span)
+        let outcome = self
+            .run_rounds(&mut stop, &span)
             .instrument(span.clone())
-            .await
+            .await;
+        // Left, done or given up: no longer in the job, whichever way.
+        self.options.metrics.set_joined(false);
+        outcome
     }
 
     /// [`run`](Self::run) in its span, which gets the node's id once it joined.
@@ -399,6 +414,9 @@ impl Agent {
             WarmPool::start(&self.options.command, prewarm, gpus, tasks_per_node).await?;
         let mut reserved = reserve(self.options.join.config().tasks_per_node())?;
         let join = self.options.join.clone().with_ports(reserved.ports());
+        let metrics = &self.options.metrics;
+        // From each join (or join again) to its round: `tfcluster_round_formation_seconds`.
+        let mut waiting_since = Instant::now();
         // A join dropped by the stop may have taken effect: the node, never heard from again,
         // is lost at its heartbeat timeout.
         let mut node = tokio::select! {
@@ -406,6 +424,7 @@ impl Agent {
             signal = next_signal(stop) => return Ok(AgentOutcome::Stopped(signal)),
         };
         span.record("node", node.node_id());
+        metrics.set_joined(true);
         tracing::info!(
             node = node.node_id(),
             host = node.host(),
@@ -413,6 +432,7 @@ impl Agent {
             "joined"
         );
         let mut tasks = Supervisor::new()
+            .with_metrics(metrics.tasks().clone())
             .with_watchdog(self.options.watchdog)
             .with_watchdog_start(self.options.watchdog_start);
         // The next round when it was waited for while the last one's tasks stopped.
@@ -446,6 +466,11 @@ impl Agent {
                 cluster = %round.cluster_spec(),
                 "round formed"
             );
+            metrics.round_formed(
+                round.number(),
+                round.members().len(),
+                waiting_since.elapsed(),
+            );
             // The tasks bind these ports themselves now.
             drop(reserved);
             let ended = self
@@ -458,6 +483,7 @@ impl Agent {
                 .await;
             match ended {
                 Ok(RoundEnded::Ended(grace)) => {
+                    waiting_since = Instant::now();
                     // Join before stopping, so the next round's last call waits for us.
                     reserved = reserve(self.options.join.config().tasks_per_node())?;
                     node.set_ports(reserved.ports());
@@ -597,7 +623,9 @@ impl Agent {
         };
         Ok(match waited? {
             Waited::Round(round) => {
-                let beats = self.client.heartbeats(node, &round);
+                let beats =
+                    self.client
+                        .heartbeats_counted(node, &round, self.options.metrics.clone());
                 Next::Round(round, beats)
             }
             Waited::JobDone(done) => Next::JobDone(done),
@@ -687,6 +715,7 @@ impl Agent {
                                 self.options.grace
                             };
                             tracing::info!(round = end.round, reason = %end.reason, detail = %end.detail, ?grace, "round ended");
+                            self.options.metrics.round_ended(end.reason);
                             Ok(RoundEnded::Ended(grace))
                         }
                         RoundStatus::JobDone(done) => Ok(RoundEnded::Done(done)),

@@ -580,7 +580,7 @@ impl RendezvousClient {
     /// Cancel safe: a heartbeat only tells the rendezvous the node is alive.
     pub async fn heartbeat(&self, node: &Node, round: u64) -> Result<RoundStatus, Error> {
         let (give_up, attempt) = (self.give_up(), self.options.rpc_timeout);
-        self.heartbeat_until(node, round, Duration::ZERO, give_up, attempt)
+        self.heartbeat_until(node, round, Duration::ZERO, give_up, attempt, &mut 0)
             .await
     }
 
@@ -589,7 +589,18 @@ impl RendezvousClient {
     /// says which, as soon as the rendezvous knows (each heartbeat is a long poll of a third
     /// of the timeout that answers when the round ends). Dropping it stops the heartbeats.
     pub fn heartbeats(&self, node: &Node, round: &Round) -> Heartbeats {
-        Heartbeats::start(self.clone(), node.clone(), round.number())
+        self.heartbeats_counted(node, round, crate::AgentMetrics::default())
+    }
+
+    /// [`heartbeats`](Self::heartbeats), each beat's round trip and failed attempts counted
+    /// into `metrics`.
+    pub(crate) fn heartbeats_counted(
+        &self,
+        node: &Node,
+        round: &Round,
+        metrics: crate::AgentMetrics,
+    ) -> Heartbeats {
+        Heartbeats::start(self.clone(), node.clone(), round.number(), metrics)
     }
 
     /// Reports how local task `local_task` of `round` ended. A failure ends the round (and
@@ -697,6 +708,7 @@ impl RendezvousClient {
         poll: Duration,
         give_up: Instant,
         attempt: Duration,
+        failed_attempts: &mut u32,
     ) -> Result<RoundStatus, Error> {
         let beat = Beat {
             credentials: self.credentials(Some(&node.secret)),
@@ -705,11 +717,17 @@ impl RendezvousClient {
             round,
             poll,
         };
-        self.call("Heartbeat", give_up, attempt, |backend, t| {
-            let beat = beat.clone();
-            async move { backend.heartbeat(beat, t).await }
-        })
-        .await
+        let mut attempts = 0u32;
+        let answer = self
+            .call("Heartbeat", give_up, attempt, |backend, t| {
+                attempts += 1;
+                let beat = beat.clone();
+                async move { backend.heartbeat(beat, t).await }
+            })
+            .await;
+        // Each attempt before the one that answered failed; all of them when none did.
+        *failed_attempts = attempts - u32::from(answer.is_ok());
+        answer
     }
 
     /// What a call carries: the client's token, and the calling node's `secret`.

@@ -263,6 +263,33 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Metrics
+//!
+//! [`AgentMetrics`] (the agent and its tasks, [`AgentOptions::with_metrics`]),
+//! [`TaskMetrics`] (a [`Supervisor`](supervise::Supervisor)'s tasks, `run --local`) and
+//! [`RendezvousMetrics`] (the built-in server, [`ServerOptions::with_metrics`]) count into
+//! metrics of [`prometheus_client`], registered into a `Registry` the caller passes
+//! (`tfcluster`'s `--metrics ADDR` serves it with the `metrics-endpoint` crate). Names as
+//! Prometheus exposes them; no label has unbounded values (no address, node id, job id,
+//! token or error string):
+//!
+//! | name | type | labels | meaning |
+//! |---|---|---|---|
+//! | `tfcluster_rounds_total` | counter | | rounds this agent took part in |
+//! | `tfcluster_restarts_total` | counter | `cause`: `task_failed`, `host_lost`, `joined`, `left` | rounds that ended while this agent was in them, by the end's reason (a hung task ends its round as `task_failed`) |
+//! | `tfcluster_round` | gauge | | the agent's current round number |
+//! | `tfcluster_round_members` | gauge | | nodes in that round |
+//! | `tfcluster_round_formation_seconds` | histogram | | from joining (or joining again) to the round |
+//! | `tfcluster_heartbeat_seconds` | histogram | | heartbeat round trips (the rendezvous holds a beat up to its interval while the round runs) |
+//! | `tfcluster_heartbeat_failures_total` | counter | | heartbeat attempts that failed (each retried until the heartbeat timeout) |
+//! | `tfcluster_task_starts_total` | counter | | local tasks started |
+//! | `tfcluster_task_exits_total` | counter | `status`: `ok`, `failed`, `signalled`, `hung`, `stopped` | local tasks that exited; `stopped` when the launcher had signalled them |
+//! | `tfcluster_tasks_up` | gauge | | local tasks running |
+//! | `tfcluster_rendezvous_requests_total` | counter | `method` (the six RPCs), `code` (gRPC's code name) | calls the server answered |
+//! | `tfcluster_rendezvous_jobs` | gauge | | jobs the server holds |
+//! | `tfcluster_rendezvous_rounds_formed_total` | counter | | rounds formed, every job |
+//! | `tfcluster_rendezvous_connections` | gauge | | connections open (grpc-guard's count, read at each scrape) |
+//!
 //! ## Security
 //!
 //! Two credentials guard a job, and the rendezvous keeps only their SHA-256 hashes (in
@@ -477,7 +504,9 @@ pub mod proto {
     pub use crate::grpc::MAX_REQUEST_BYTES;
 }
 
-pub use agent::{Agent, AgentError, AgentOptions, AgentOutcome, TaskGpus, WaitWatcher};
+pub use agent::{
+    Agent, AgentError, AgentMetrics, AgentOptions, AgentOutcome, TaskGpus, WaitWatcher,
+};
 pub use assignment::{Member, RoundError, TaskAssignment};
 pub use client::{
     ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, WaitProgress, Waited, Watched,
@@ -497,8 +526,11 @@ pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};
 pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
 pub use prewarm::{DEFAULT_MODULE, Prewarm, PrewarmError};
-pub use rendezvous::DEFAULT_TIMEOUT;
+/// The Prometheus client the metrics register into ([`AgentMetrics::register`]).
+pub use prometheus_client;
+pub use rendezvous::{DEFAULT_TIMEOUT, RendezvousMetrics};
 pub use resolver::RendezvousClusterResolver;
+pub use supervise::TaskMetrics;
 pub use task_env::{TaskEnv, task_env};
 pub use token::{TOKEN_ENV, Token};
 pub use watched_round::WatchedRound;

@@ -12,6 +12,7 @@ pub(crate) mod calls;
 pub(crate) mod credentials;
 mod local;
 mod memory;
+mod metrics;
 pub(crate) mod registry;
 mod store;
 
@@ -25,6 +26,8 @@ pub(crate) use calls::{
 pub(crate) use credentials::{Credentials, NodeSecret, Proof};
 pub(crate) use local::Local;
 pub(crate) use memory::Memory;
+pub(crate) use metrics::Method;
+pub use metrics::RendezvousMetrics;
 pub(crate) use store::Store;
 
 use crate::outcome::RoundStatus;

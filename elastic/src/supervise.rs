@@ -10,12 +10,14 @@
 //! [`Supervisor::status`] reports its exit as [`TaskStatus::Hung`].
 
 mod group;
+mod metrics;
 mod output;
 mod task_log;
 mod watchdog;
 
 use std::io::PipeReader;
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 pub use nix::sys::signal::Signal;
@@ -25,6 +27,8 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout_at};
 
 pub use group::{Group, exit_code, spawn_group};
+use metrics::ExitKind;
+pub use metrics::TaskMetrics;
 use output::{Pump, Sink, Stream, Tail};
 use task_log::LogFile;
 pub use task_log::{TaskLog, TaskLogs};
@@ -148,6 +152,9 @@ pub struct Supervisor {
     exited_tx: mpsc::UnboundedSender<(usize, Exit)>,
     exited: mpsc::UnboundedReceiver<(usize, Exit)>,
     watch: Watch,
+    metrics: TaskMetrics,
+    /// Whether the tasks were signalled: an exit from now on counts as stopped.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -175,7 +182,16 @@ impl Supervisor {
             exited_tx,
             exited,
             watch: Watch::new(None, WATCHDOG_START),
+            metrics: TaskMetrics::default(),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Counts starts, exits and running tasks into `metrics` (by default into metrics no
+    /// registry holds).
+    pub fn with_metrics(mut self, metrics: TaskMetrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Finds tasks that show no progress for `after` ([`watchdog`](Self::watchdog)); `None`
@@ -263,6 +279,7 @@ impl Supervisor {
             let _ = exited.send((index, status));
         });
         tracing::debug!(task = %name, group = ?group, "started");
+        self.metrics.started();
         self.tasks.push(Task {
             name,
             group,
@@ -295,6 +312,7 @@ impl Supervisor {
                 tracing::warn!(task = %self.tasks[index].name, error = %e, "task could not be waited for")
             }
         }
+        self.metrics.exited(self.exit_kind(index, &status));
         self.tasks[index].status = Some(status.clone());
         Some((index, status))
     }
@@ -313,6 +331,17 @@ impl Supervisor {
         }
     }
 
+    /// How task `index` ended, as `tfcluster_task_exits_total` labels it.
+    fn exit_kind(&self, index: usize, exit: &Exit) -> ExitKind {
+        match self.status(index, exit) {
+            TaskStatus::Hung { .. } => ExitKind::hung,
+            _ if self.stopping.load(Relaxed) => ExitKind::stopped,
+            TaskStatus::Exited(0) => ExitKind::ok,
+            TaskStatus::Signaled(_) => ExitKind::signalled,
+            TaskStatus::Exited(_) | TaskStatus::Error(_) => ExitKind::failed,
+        }
+    }
+
     /// How task `index` ended, as the rendezvous takes it: [`task_status`] of its `exit`, or
     /// [`TaskStatus::Hung`] when the watchdog found it hung.
     pub fn status(&self, index: usize, exit: &Exit) -> TaskStatus {
@@ -326,6 +355,7 @@ impl Supervisor {
     /// group (what an exited task started may still run there).
     pub fn signal(&self, signal: Signal) {
         tracing::debug!(%signal, running = %self.running_names(), "signalling the tasks");
+        self.stopping.store(true, Relaxed);
         for task in &self.tasks {
             if task.status.is_none() || signal == Signal::SIGKILL {
                 task.group.signal(signal);
@@ -430,6 +460,7 @@ impl Supervisor {
         self.signal(Signal::SIGKILL);
         // The watchdog's beacons go with the tasks, whatever the drain does.
         self.watch.clear();
+        self.stopping.store(false, Relaxed);
         let drained = Instant::now() + drain;
         for task in self.tasks.drain(..) {
             for pump in &task.pumps {

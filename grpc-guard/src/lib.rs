@@ -94,7 +94,7 @@ mod whole_messages;
 pub use limits::Limits;
 pub use network::{InvalidNetwork, Network};
 pub use request_memory::{Charge, PUSHBACK_HEADER, RETRY_PUSHBACK, RequestMemory};
-pub use serve::{Guard, ServeError, Serving};
+pub use serve::{ConnectionCount, Guard, ServeError, Serving};
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use tls::{TlsConfig, TlsError};

@@ -246,7 +246,24 @@ pub struct Serving {
     serve: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
 }
 
+/// A handle on a server's count of open connections, still readable once its [`Serving`]
+/// moved elsewhere (a metrics gauge reads it at each scrape). Clones read the same count.
+#[derive(Clone, Debug)]
+pub struct ConnectionCount(OpenConnections);
+
+impl ConnectionCount {
+    /// How many connections the server holds open now ([`Serving::open_connections`]).
+    pub fn get(&self) -> usize {
+        self.0.count()
+    }
+}
+
 impl Serving {
+    /// A handle on [`open_connections`](Self::open_connections) that outlives this borrow.
+    pub fn connection_count(&self) -> ConnectionCount {
+        ConnectionCount(self.connections.clone())
+    }
+
     /// The address served on (with the port the OS chose for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr

@@ -4,13 +4,14 @@
 //! `run --rdzv` and `--from rendezvous`), TLS ([`tls`]), the task server's limits
 //! ([`limits`]), `run`'s GPU split ([`gpus`], for `--local` and `--rdzv`), how it stops
 //! tasks ([`stops`], the same), finds hung ones ([`watchdog`], the same), keeps their output
-//! in files ([`task_logs`], the same) and keeps them warm ([`prewarm`], `--rdzv`), and the
-//! elastic job's own flags ([`elastic`], read by `run` and
-//! by its agent in [`crate::run`]).
+//! in files ([`task_logs`], the same) and keeps them warm ([`prewarm`], `--rdzv`), the
+//! elastic job's own flags ([`elastic`], read by `run` and by its agent in [`crate::run`]),
+//! and `--metrics` ([`metrics`], `run` and `rendezvous serve`).
 
 pub(crate) mod elastic;
 pub(crate) mod gpus;
 pub(crate) mod limits;
+pub(crate) mod metrics;
 pub(crate) mod prewarm;
 pub(crate) mod rendezvous;
 pub(crate) mod source;

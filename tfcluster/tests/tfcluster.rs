@@ -271,6 +271,9 @@ mod host_job;
 #[path = "tfcluster/elastic_hosts.rs"]
 mod elastic_hosts;
 
+#[path = "tfcluster/metrics.rs"]
+mod metrics;
+
 #[path = "tfcluster/elastic_etcd.rs"]
 mod elastic_etcd;
 

@@ -1,6 +1,7 @@
 //! Installing Debian packages with apt-get when programs the tests need are missing, and finding
 //! those programs afterwards: Slurm's and MUNGE's ([`crate::slurm::ensure_installed`]) and
-//! etcd's ([`crate::etcd::ensure_installed`]).
+//! etcd's ([`crate::etcd::ensure_installed`]) and Prometheus's
+//! ([`crate::prometheus::ensure_installed`]).
 
 use std::env;
 use std::path::{Path, PathBuf};

@@ -23,6 +23,7 @@ const CRATES: &[&str] = &[
     "device-filter",
     "cluster-resolver",
     "grpc-guard",
+    "metrics-endpoint",
     "remote-connect",
     "elastic",
 ];

@@ -10,7 +10,9 @@
 use std::process::Command;
 
 use crate::tally::{self, Floors, Tally};
-use crate::{codegen, etcd, features, interop, public_api, python, slurm, tf_venv, workspace};
+use crate::{
+    codegen, etcd, features, interop, prometheus, public_api, python, slurm, tf_venv, workspace,
+};
 
 pub(crate) fn run() -> Result<(), String> {
     let floors = Floors::read()?;
@@ -24,6 +26,7 @@ pub(crate) fn run() -> Result<(), String> {
     let python = tf_venv::ensure()?;
     slurm::ensure_installed()?;
     etcd::ensure_installed()?;
+    prometheus::ensure_installed()?;
     workspace::run(Command::new("cargo").args(["fmt", "--all", "--check"]))?;
     workspace::run(Command::new("cargo").args([
         "clippy",

@@ -20,7 +20,12 @@ pub struct Heartbeats {
 }
 
 impl Heartbeats {
-    pub(super) fn start(client: RendezvousClient, node: Node, round: u64) -> Self {
+    pub(super) fn start(
+        client: RendezvousClient,
+        node: Node,
+        round: u64,
+        metrics: crate::AgentMetrics,
+    ) -> Self {
         let (tx, rx) = oneshot::channel();
         let timeout = node.heartbeat_timeout().max(Duration::from_millis(30));
         // Three beats per timeout: one lost or slow beat does not make the node look gone.
@@ -34,8 +39,12 @@ impl Heartbeats {
                 // A beat may be retried until the node would be declared gone; past that,
                 // the rendezvous is unreachable for this node's purposes.
                 let give_up = last_heard + timeout;
-                let beat = client.heartbeat_until(&node, round, interval, give_up, attempt);
-                match beat.await {
+                let mut failed = 0;
+                let beat =
+                    client.heartbeat_until(&node, round, interval, give_up, attempt, &mut failed);
+                let answer = beat.await;
+                metrics.heartbeat(sent.elapsed(), failed);
+                match answer {
                     Ok(RoundStatus::Running) => last_heard = Instant::now(),
                     Ok(end) => {
                         let _ = tx.send(Ok(end));

@@ -140,6 +140,7 @@ impl EtcdStore {
                 max_jobs: usize::MAX,
                 // No rendezvous of its own to guard: each job's token is its first join's.
                 token: None,
+                metrics: Default::default(),
             },
             ttl: timeout.as_secs_f64().ceil().max(1.0) as i64,
             rpc_timeout,

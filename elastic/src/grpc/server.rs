@@ -46,6 +46,7 @@ pub struct ServerOptions {
     #[cfg(feature = "tls")]
     tls: Option<grpc_guard::TlsConfig>,
     token: Option<Token>,
+    metrics: crate::RendezvousMetrics,
 }
 
 impl Default for ServerOptions {
@@ -62,6 +63,7 @@ impl Default for ServerOptions {
             #[cfg(feature = "tls")]
             tls: None,
             token: None,
+            metrics: crate::RendezvousMetrics::default(),
         }
     }
 }
@@ -164,6 +166,14 @@ impl ServerOptions {
         self
     }
 
+    /// Counts the server's requests, jobs, rounds formed and connections into `metrics`
+    /// ([`RendezvousMetrics::register`](crate::RendezvousMetrics::register)). Default: into
+    /// metrics no registry holds.
+    pub fn with_metrics(mut self, metrics: crate::RendezvousMetrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
     /// The server's own token, if it has one.
     pub fn token(&self) -> Option<&Token> {
         self.token.as_ref()
@@ -221,6 +231,7 @@ impl RendezvousServer {
                 .token
                 .as_ref()
                 .map(|t| Digest::of(t.expose_secret())),
+            metrics: options.metrics.clone(),
         };
         let memory = Memory::new(settings, options.poll_cap(), shutdown.subscribe());
 
@@ -239,6 +250,7 @@ impl RendezvousServer {
         let guard = options.guard(local_addr);
         let service = RendezvousService::new(Service {
             local: Local::new(memory),
+            metrics: options.metrics.clone(),
         })
         .max_decoding_message_size(MAX_REQUEST_BYTES);
         let routes = Routes::new(guard.service(service, MAX_REQUEST_BYTES));
@@ -249,6 +261,7 @@ impl RendezvousServer {
                 source: std::io::Error::other(e),
             }
         })?;
+        options.metrics.serving(serving.connection_count());
         tracing::info!(%local_addr, "rendezvous serving");
         Ok(Self {
             shutdown,

@@ -11,13 +11,25 @@ use crate::Error;
 use crate::outcome::RoundStatus;
 use crate::proto;
 use crate::proto::rendezvous_server::Rendezvous as GrpcRendezvous;
-use crate::rendezvous::{Beat, Leave, Local, Observe, Rendezvous, Report, Store, Wait};
+use crate::rendezvous::{Beat, Leave, Local, Method, Observe, Rendezvous, Report, Store, Wait};
 use crate::wire;
 
 /// The tonic service over a [`Local`] rendezvous.
 #[derive(Debug)]
 pub(super) struct Service<S> {
     pub(super) local: Local<S>,
+    pub(super) metrics: crate::RendezvousMetrics,
+}
+
+impl<S> Service<S> {
+    /// Counts `answer` under `method` and its gRPC code, and passes it on.
+    fn counted<T>(&self, method: Method, answer: Result<T, Status>) -> Result<T, Status> {
+        let code = answer
+            .as_ref()
+            .map_or_else(Status::code, |_| tonic::Code::Ok);
+        self.metrics.answered(method, code);
+        answer
+    }
 }
 
 /// A request whose message breaks the protocol or carries an invalid value.
@@ -40,116 +52,140 @@ impl<S: Store> GrpcRendezvous for Service<S> {
         &self,
         request: Request<proto::JoinRequest>,
     ) -> Result<Response<proto::JoinResponse>, Status> {
-        let peer = request.remote_addr();
-        let credentials = carrier::credentials(request.metadata(), "Join")?;
-        let mut args = wire::join_from_proto(request.into_inner()).map_err(invalid)?;
-        args.credentials = credentials;
-        let joined = self.local.join_from(args, peer).await.map_err(status_of)?;
-        Ok(Response::new(wire::joined_to_proto(&joined)))
+        let answer = async {
+            let peer = request.remote_addr();
+            let credentials = carrier::credentials(request.metadata(), "Join")?;
+            let mut args = wire::join_from_proto(request.into_inner()).map_err(invalid)?;
+            args.credentials = credentials;
+            let joined = self.local.join_from(args, peer).await.map_err(status_of)?;
+            Ok(Response::new(wire::joined_to_proto(&joined)))
+        }
+        .await;
+        self.counted(Method::Join, answer)
     }
 
     async fn wait_round(
         &self,
         request: Request<proto::WaitRoundRequest>,
     ) -> Result<Response<proto::WaitRoundResponse>, Status> {
-        let credentials = carrier::credentials(request.metadata(), "WaitRound")?;
-        let req = request.into_inner();
-        let wait = Wait {
-            credentials,
-            rdzv_id: req.rdzv_id,
-            node_id: req.node_id,
-            after_round: req.after_round,
-            poll: poll(req.poll_ms),
-            seen: req.seen.map(|p| (p.round, p.waiting)),
-        };
-        let found = self.local.wait(wait, WITHIN).await.map_err(status_of)?;
-        Ok(Response::new(wire::found_to_proto(&found)))
+        let answer = async {
+            let credentials = carrier::credentials(request.metadata(), "WaitRound")?;
+            let req = request.into_inner();
+            let wait = Wait {
+                credentials,
+                rdzv_id: req.rdzv_id,
+                node_id: req.node_id,
+                after_round: req.after_round,
+                poll: poll(req.poll_ms),
+                seen: req.seen.map(|p| (p.round, p.waiting)),
+            };
+            let found = self.local.wait(wait, WITHIN).await.map_err(status_of)?;
+            Ok(Response::new(wire::found_to_proto(&found)))
+        }
+        .await;
+        self.counted(Method::WaitRound, answer)
     }
 
     async fn watch_rounds(
         &self,
         request: Request<proto::WatchRoundsRequest>,
     ) -> Result<Response<proto::WaitRoundResponse>, Status> {
-        let credentials = carrier::credentials(request.metadata(), "WatchRounds")?;
-        let req = request.into_inner();
-        let observe = Observe {
-            credentials,
-            rdzv_id: req.rdzv_id,
-            job: req.job,
-            after_round: req.after_round,
-            poll: poll(req.poll_ms),
-        };
-        let found = self
-            .local
-            .observe(observe, WITHIN)
-            .await
-            .map_err(status_of)?;
-        Ok(Response::new(wire::found_to_proto(&found)))
+        let answer = async {
+            let credentials = carrier::credentials(request.metadata(), "WatchRounds")?;
+            let req = request.into_inner();
+            let observe = Observe {
+                credentials,
+                rdzv_id: req.rdzv_id,
+                job: req.job,
+                after_round: req.after_round,
+                poll: poll(req.poll_ms),
+            };
+            let found = self
+                .local
+                .observe(observe, WITHIN)
+                .await
+                .map_err(status_of)?;
+            Ok(Response::new(wire::found_to_proto(&found)))
+        }
+        .await;
+        self.counted(Method::WatchRounds, answer)
     }
 
     async fn heartbeat(
         &self,
         request: Request<proto::HeartbeatRequest>,
     ) -> Result<Response<proto::HeartbeatResponse>, Status> {
-        use proto::heartbeat_response::State;
-        let credentials = carrier::credentials(request.metadata(), "Heartbeat")?;
-        let req = request.into_inner();
-        let beat = Beat {
-            credentials,
-            rdzv_id: req.rdzv_id,
-            node_id: req.node_id,
-            round: req.round,
-            poll: poll(req.poll_ms),
-        };
-        let status = self
-            .local
-            .heartbeat(beat, WITHIN)
-            .await
-            .map_err(status_of)?;
-        let state = match status {
-            RoundStatus::Running => State::Running(true),
-            RoundStatus::Ended(end) => State::Ended(wire::end_to_proto(&end)),
-            RoundStatus::JobDone(done) => State::Done(wire::done_to_proto(&done)),
-        };
-        Ok(Response::new(proto::HeartbeatResponse {
-            state: Some(state),
-        }))
+        let answer = async {
+            use proto::heartbeat_response::State;
+            let credentials = carrier::credentials(request.metadata(), "Heartbeat")?;
+            let req = request.into_inner();
+            let beat = Beat {
+                credentials,
+                rdzv_id: req.rdzv_id,
+                node_id: req.node_id,
+                round: req.round,
+                poll: poll(req.poll_ms),
+            };
+            let status = self
+                .local
+                .heartbeat(beat, WITHIN)
+                .await
+                .map_err(status_of)?;
+            let state = match status {
+                RoundStatus::Running => State::Running(true),
+                RoundStatus::Ended(end) => State::Ended(wire::end_to_proto(&end)),
+                RoundStatus::JobDone(done) => State::Done(wire::done_to_proto(&done)),
+            };
+            Ok(Response::new(proto::HeartbeatResponse {
+                state: Some(state),
+            }))
+        }
+        .await;
+        self.counted(Method::Heartbeat, answer)
     }
 
     async fn report(
         &self,
         request: Request<proto::ReportRequest>,
     ) -> Result<Response<proto::ReportResponse>, Status> {
-        let credentials = carrier::credentials(request.metadata(), "Report")?;
-        let req = request.into_inner();
-        let report = Report {
-            credentials,
-            status: wire::status_from_proto(req.status).map_err(invalid)?,
-            rdzv_id: req.rdzv_id,
-            node_id: req.node_id,
-            round: req.round,
-            local_task: req.local_task,
-            stderr_tail: req.stderr_tail,
-        };
-        let reported = self.local.report(report, WITHIN).await.map_err(status_of)?;
-        Ok(Response::new(proto::ReportResponse {
-            counted: reported.counted,
-            note: reported.note,
-        }))
+        let answer = async {
+            let credentials = carrier::credentials(request.metadata(), "Report")?;
+            let req = request.into_inner();
+            let report = Report {
+                credentials,
+                status: wire::status_from_proto(req.status).map_err(invalid)?,
+                rdzv_id: req.rdzv_id,
+                node_id: req.node_id,
+                round: req.round,
+                local_task: req.local_task,
+                stderr_tail: req.stderr_tail,
+            };
+            let reported = self.local.report(report, WITHIN).await.map_err(status_of)?;
+            Ok(Response::new(proto::ReportResponse {
+                counted: reported.counted,
+                note: reported.note,
+            }))
+        }
+        .await;
+        self.counted(Method::Report, answer)
     }
 
     async fn leave(
         &self,
         request: Request<proto::LeaveRequest>,
     ) -> Result<Response<proto::LeaveResponse>, Status> {
-        let credentials = carrier::credentials(request.metadata(), "Leave")?;
-        let req = request.into_inner();
-        let leave = Leave {
-            credentials,
-            rdzv_id: req.rdzv_id,
-            node_id: req.node_id,
-        };
-        self.local.leave(leave, WITHIN).await.map_err(status_of)?;
-        Ok(Response::new(proto::LeaveResponse {}))
+        let answer = async {
+            let credentials = carrier::credentials(request.metadata(), "Leave")?;
+            let req = request.into_inner();
+            let leave = Leave {
+                credentials,
+                rdzv_id: req.rdzv_id,
+                node_id: req.node_id,
+            };
+            self.local.leave(leave, WITHIN).await.map_err(status_of)?;
+            Ok(Response::new(proto::LeaveResponse {}))
+        }
+        .await;
+        self.counted(Method::Leave, answer)
     }
 }

@@ -126,6 +126,7 @@ impl Registry {
                 )
                 .with_creator(args.peer),
             );
+            self.settings.metrics.set_jobs(self.jobs.len());
         }
         let node_id = match args.node_id.clone() {
             Some(id) => id,
@@ -286,6 +287,7 @@ impl Registry {
             job.empty_since
                 .is_none_or(|since| now.saturating_duration_since(since) <= settings.timeout)
         });
+        settings.metrics.set_jobs(self.jobs.len());
     }
 
     /// How many jobs one caller's address may have created and still hold: a sixteenth of

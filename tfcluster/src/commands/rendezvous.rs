@@ -5,9 +5,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use elastic::{RendezvousServer, ServerOptions, Token};
+use elastic::prometheus_client::registry::Registry;
+use elastic::{RendezvousMetrics, RendezvousServer, ServerOptions, Token};
+use metrics_endpoint::Health;
 use remote_connect::Network;
 
+use crate::args::metrics::MetricsArgs;
 use crate::args::rendezvous::token::{token, warn_open};
 use crate::args::tls::TlsArgs;
 use crate::failure::Failure;
@@ -19,6 +22,7 @@ use crate::stop_signal::Stop;
 #[command(
     after_help = "Examples:\n  export TFCLUSTER_RDZV_TOKEN=$(tfcluster rendezvous token)\n  \
 tfcluster rendezvous serve --listen 0.0.0.0:29400\n  \
+tfcluster rendezvous serve --metrics 0.0.0.0:9400   # Prometheus scrapes HOST:9400/metrics\n  \
 then on each host, with the same TFCLUSTER_RDZV_TOKEN:\n  \
 tfcluster run --rdzv HOST:29400 --nodes 2:4 -- python train.py\n\n  \
 tfcluster rendezvous serve --token-file rdzv.token --allow 10.0.0.0/8 --tls-cert rdzv.pem \
@@ -35,7 +39,7 @@ pub(crate) struct Args {
 enum Action {
     /// Serve it on ADDR; prints `serving the rendezvous on ADDR` once it listens, then a log
     /// line per round formed or ended and per host gone.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print a fresh random token (256 bits, hex) for `--rdzv-token-file` or
     /// `TFCLUSTER_RDZV_TOKEN`, e.g. `export TFCLUSTER_RDZV_TOKEN=$(tfcluster rendezvous token)`.
     Token,
@@ -68,6 +72,9 @@ struct ServeArgs {
     // certificate of this CA, and this server's certificate must name the host they dial.
     #[command(flatten)]
     tls: TlsArgs,
+    // Healthy while it serves.
+    #[command(flatten)]
+    metrics: MetricsArgs,
 }
 
 impl Args {
@@ -79,7 +86,7 @@ impl Args {
 
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
     match args.action {
-        Action::Serve(serve) => run_serve(serve),
+        Action::Serve(serve) => run_serve(*serve),
         Action::Token => crate::output::emit(&format!("{}\n", Token::generate().expose_secret())),
     }
 }
@@ -102,7 +109,13 @@ fn run_serve(args: ServeArgs) -> Result<(), Failure> {
         if let Some(tls) = tls {
             options = options.with_tls(tls);
         }
-        let server = RendezvousServer::start(args.listen, options).await?;
+        // The metrics port first: one that cannot be bound fails before anything serves.
+        let metrics = RendezvousMetrics::default();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let health = Health::new();
+        let _serving = args.metrics.serve(registry, health.clone()).await?;
+        let server = RendezvousServer::start(args.listen, options.with_metrics(metrics)).await?;
         if open {
             // The address it got (port 0 picks one), which the warning names.
             warn_open(&server.local_addr().to_string(), None, "--token-file");
@@ -112,6 +125,7 @@ fn run_serve(args: ServeArgs) -> Result<(), Failure> {
             server.local_addr()
         ))?;
         stop.wait().await;
+        health.set(false);
         server.shutdown().await;
         Ok(())
     })

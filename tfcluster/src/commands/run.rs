@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::args::elastic::ElasticArgs;
 use crate::args::gpus::GpuArgs;
+use crate::args::metrics::MetricsArgs;
 use crate::args::prewarm::PrewarmArgs;
 use crate::args::source::{SourceArgs, SourceKind};
 use crate::args::stops::StopArgs;
@@ -86,6 +87,7 @@ tfcluster run --dry-run --format json
       --error-file /tmp/error.json -- python pss_train.py
   tfcluster run --rdzv etcd://node0:2379,node1:2379,node2:2379 --nodes 2:3 --rdzv-id job1 \\
       -- python mwms_train.py   # on each host; any one of them may be lost
+  tfcluster run --rdzv node0 --nodes 2 --metrics 0.0.0.0:9400 -- python train.py   # scrape HOST:9400/metrics
   tfcluster run --rdzv etcd://etcd0:2379 --rdzv-tls-ca ca.pem --rdzv-tls-cert me.pem \\
       --rdzv-tls-key me-key.pem --nodes 2 -- python mwms_train.py
   tfcluster run --rdzv node0 --nodes 2 --log-dir /shared/logs --log-keep 3 --quiet-tasks \\
@@ -118,6 +120,9 @@ pub(crate) struct Args {
     prewarm: PrewarmArgs,
     #[command(flatten)]
     task_logs: TaskLogArgs,
+    // With --rdzv: healthy while the agent is in its job; with --local, while tasks run.
+    #[command(flatten)]
+    metrics: MetricsArgs,
     /// Print the environment CMD would get instead of running it.
     #[arg(long)]
     dry_run: bool,
@@ -144,6 +149,15 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
 /// with --dry-run, prints the environments instead.
 async fn launch(args: Args) -> Result<(), Failure> {
     let gpus_per_task = args.gpus.gpus_per_task;
+    if let Some(addr) = args.metrics.metrics
+        && (args.dry_run || (args.elastic.target.rdzv.is_none() && args.local.is_none()))
+    {
+        return Err(anyhow::anyhow!(
+            "--metrics {addr} serves the metrics of a job run with --rdzv or --local, not \
+             of a single task or a --dry-run"
+        )
+        .into());
+    }
     if args.elastic.target.rdzv.is_some() {
         if args.dry_run {
             let tasks = elastic::dry_run(&args.elastic, gpus_per_task, &args.command).await?;
@@ -154,8 +168,16 @@ async fn launch(args: Args) -> Result<(), Failure> {
             watchdog: args.watchdog,
             prewarm: args.prewarm.prewarm(),
             task_logs: args.task_logs.logs()?,
+            metrics: ::elastic::AgentMetrics::default(),
         };
-        return elastic::run(&args.elastic, gpus_per_task, &args.command, supervision).await;
+        return elastic::run(
+            &args.elastic,
+            gpus_per_task,
+            &args.command,
+            supervision,
+            args.metrics,
+        )
+        .await;
     }
     if let Some(jobs) = &args.local {
         if args.dry_run {
@@ -175,6 +197,7 @@ async fn launch(args: Args) -> Result<(), Failure> {
             gpus_per_task,
             args.watchdog,
             logs,
+            args.metrics,
         )
         .await;
     }

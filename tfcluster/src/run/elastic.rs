@@ -12,9 +12,13 @@ use elastic::{
     Agent, AgentError, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, Prewarm,
     PrewarmError, RendezvousClient, RendezvousServer, ServerOptions, Waited, task_env,
 };
+use elastic::{AgentMetrics, RendezvousMetrics};
+use metrics_endpoint::Health;
+use metrics_endpoint::prometheus_client::registry::Registry;
 use serde_json::json;
 
 use crate::args::elastic::ElasticArgs;
+use crate::args::metrics::MetricsArgs;
 use crate::args::rendezvous::target::Rendezvous;
 use crate::args::stops::StopArgs;
 use crate::args::watchdog::WatchdogArgs;
@@ -38,15 +42,26 @@ pub(crate) async fn run(
     gpus_per_task: Option<u32>,
     command: &[String],
     supervision: Supervision,
+    metrics: MetricsArgs,
 ) -> Result<(), Failure> {
     let rendezvous = rendezvous_of(args)?;
     let logs = supervision.task_logs.clone();
     // Caught from here: a signal while the agent starts, joins or waits stops it too.
     let mut stop = Stop::install();
+    let agent_metrics = supervision.metrics.clone();
     let agent = agent(&rendezvous, args, gpus_per_task, command, supervision).await?;
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
     agent.task_gpus().await?;
-    let server = serve_if_here(&rendezvous, args).await;
+    let rendezvous_metrics = RendezvousMetrics::default();
+    let server = serve_if_here(&rendezvous, args, &rendezvous_metrics).await;
+    let mut registry = Registry::default();
+    agent_metrics.register(&mut registry);
+    if server.is_some() {
+        rendezvous_metrics.register(&mut registry);
+    }
+    // Healthy while the agent is in its job: joined, waiting for or running a round.
+    let health = Health::from_fn(move || agent_metrics.is_joined());
+    let _serving = metrics.serve(registry, health).await?;
     let outcome = agent.run(&mut stop).await;
     if let Some(server) = server {
         // Still caught: a signal cuts the linger short. An agent a signal stopped does not
@@ -120,10 +135,11 @@ pub(crate) async fn dry_run(
         },
         prewarm: Prewarm::Off,
         task_logs: None,
+        metrics: AgentMetrics::default(),
     };
     let agent = agent(&rendezvous, args, gpus_per_task, command, supervision).await?;
     let gpus = agent.task_gpus().await?.clone();
-    let server = serve_if_here(&rendezvous, args).await;
+    let server = serve_if_here(&rendezvous, args, &RendezvousMetrics::default()).await;
     let waited = agent.first_round().await;
     if let Some(server) = server {
         tokio::time::sleep(LINGER).await;
@@ -176,6 +192,7 @@ async fn agent(
         watchdog,
         prewarm,
         task_logs,
+        metrics,
     } = supervision;
     let client = client(rendezvous, args).await?;
     let mut join =
@@ -194,6 +211,7 @@ async fn agent(
             .with_watchdog_start(watchdog.watchdog_start)
             .with_prewarm(prewarm)
             .with_task_logs(task_logs)
+            .with_metrics(metrics)
             .with_wait_watcher(std::sync::Arc::new(Waiting::new(
                 &rendezvous.to_string(),
                 &args.target.rdzv_id,
@@ -207,13 +225,19 @@ pub(crate) struct Supervision {
     pub(crate) watchdog: WatchdogArgs,
     pub(crate) prewarm: Prewarm,
     pub(crate) task_logs: Option<TaskLogs>,
+    /// What the agent counts (`--metrics`).
+    pub(crate) metrics: AgentMetrics,
 }
 
 /// Serves the built-in rendezvous on its endpoint when that is an address of this host and
 /// free, over mTLS with the agent's `--rdzv-tls-*` config and behind `--rdzv-allow`; the
 /// agent that wins the bind serves, the others (and every other host) are clients. On etcd,
 /// nothing.
-async fn serve_if_here(rendezvous: &Rendezvous, args: &ElasticArgs) -> Option<RendezvousServer> {
+async fn serve_if_here(
+    rendezvous: &Rendezvous,
+    args: &ElasticArgs,
+    metrics: &RendezvousMetrics,
+) -> Option<RendezvousServer> {
     let Rendezvous::BuiltIn(endpoint, tls) = rendezvous else {
         return None;
     };
@@ -223,7 +247,8 @@ async fn serve_if_here(rendezvous: &Rendezvous, args: &ElasticArgs) -> Option<Re
         .next()?;
     let mut options = ServerOptions::default()
         .with_timeout(args.rdzv_timeout)
-        .with_last_call(args.rdzv_last_call);
+        .with_last_call(args.rdzv_last_call)
+        .with_metrics(metrics.clone());
     if let Some(tls) = tls {
         options = options.with_tls(tls.clone());
     }

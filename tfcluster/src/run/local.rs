@@ -19,10 +19,13 @@ use anyhow::anyhow;
 use cluster_resolver::gpus;
 use cluster_resolver::{Env, tf_config_for};
 use cluster_spec::{ClusterSpec, TaskId};
+use elastic::prometheus_client::registry::Registry;
 use elastic::supervise::{Exit, Signal, Supervisor, TaskLogs, TaskSpec};
-use elastic::{TaskEnv, TaskGpus, TaskStatus};
+use elastic::{TaskEnv, TaskGpus, TaskMetrics, TaskStatus};
+use metrics_endpoint::Health;
 use tokio::time::{Instant, sleep_until};
 
+use crate::args::metrics::MetricsArgs;
 use crate::args::stops::StopArgs;
 use crate::args::watchdog::WatchdogArgs;
 use crate::failure::Failure;
@@ -66,6 +69,7 @@ pub(crate) async fn run(
     gpus_per_task: Option<u32>,
     watchdog: WatchdogArgs,
     logs: Option<TaskLogs>,
+    metrics: MetricsArgs,
 ) -> Result<(), Failure> {
     let StopArgs {
         grace,
@@ -79,7 +83,13 @@ pub(crate) async fn run(
     let leader = jobs.leader();
     // Caught before the first task starts, so a Ctrl-C during the start stops what started.
     let mut signals = Stop::install();
+    // Healthy while the tasks run: the port serves until this function returns.
+    let task_metrics = TaskMetrics::default();
+    let mut registry = Registry::default();
+    task_metrics.register(&mut registry);
+    let _serving = metrics.serve(registry, Health::new()).await?;
     let mut job = Supervisor::new()
+        .with_metrics(task_metrics)
         .with_watchdog(watchdog.watchdog)
         .with_watchdog_start(watchdog.watchdog_start);
     let watchdog = job.watchdog();

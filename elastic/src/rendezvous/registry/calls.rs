@@ -25,6 +25,9 @@ pub(crate) struct Settings {
     /// The hash of the rendezvous's own token: every call must carry it (none: each job
     /// decides).
     pub(crate) token: Option<Digest>,
+    /// What the rendezvous counts: jobs and rounds formed (metrics no registry holds, by
+    /// default).
+    pub(crate) metrics: crate::RendezvousMetrics,
 }
 
 /// Why the rules refuse a call; a [`CallError::Refused`](crate::rendezvous::CallError::Refused), whose gRPC code is the kind's.

@@ -165,6 +165,7 @@ impl Job {
         tracing::info!(rdzv_id = %self.id, round = number, nodes = ids.len(),
             restart_count = self.restart_count, "round formed");
         self.rounds_formed = number;
+        settings.metrics.round_formed();
         self.phase = Phase::Running(round);
         true
     }

@@ -18,6 +18,7 @@ pub(super) fn registry() -> Registry {
         timeout: TIMEOUT,
         max_jobs: 4,
         token: None,
+        metrics: Default::default(),
     })
 }
 
@@ -184,6 +185,7 @@ fn one_caller_may_create_a_sixteenth_of_the_jobs() {
         timeout: TIMEOUT,
         max_jobs: 32,
         token: None,
+        metrics: Default::default(),
     });
     let (t0, c) = (Instant::now(), config(2, 2, "", 0));
     let from = |peer: [u8; 4], job: &str| JoinArgs {

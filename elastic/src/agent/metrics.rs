@@ -1,0 +1,152 @@
+//! [`AgentMetrics`]: what an elastic agent counts (`--metrics` on `run --rdzv`): its rounds,
+//! their ends by cause, the round forming, its heartbeats, and its tasks ([`TaskMetrics`]).
+//!
+//! No label has unbounded values: causes and statuses are closed enums, never an address,
+//! node id, error string or token.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::EndReason;
+use crate::supervise::TaskMetrics;
+
+/// Why a round ended, as `tfcluster_restarts_total` labels it.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+enum Cause {
+    task_failed,
+    host_lost,
+    joined,
+    left,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CauseLabels {
+    cause: Cause,
+}
+
+/// The agent's metrics; clones count into the same ones. Register them with
+/// [`AgentMetrics::register`] and give them to [`AgentOptions::with_metrics`](crate::AgentOptions::with_metrics).
+#[derive(Clone, Debug)]
+pub struct AgentMetrics {
+    tasks: TaskMetrics,
+    rounds: Counter,
+    restarts: Family<CauseLabels, Counter>,
+    round: Gauge,
+    members: Gauge,
+    formation: Histogram,
+    heartbeat: Histogram,
+    heartbeat_failures: Counter,
+    joined: Arc<AtomicBool>,
+}
+
+impl Default for AgentMetrics {
+    fn default() -> Self {
+        Self {
+            tasks: TaskMetrics::default(),
+            rounds: Counter::default(),
+            restarts: Family::default(),
+            round: Gauge::default(),
+            members: Gauge::default(),
+            // 10 ms to about 20 min: a round forms in a last call (3 s) or a join timeout.
+            formation: Histogram::new(exponential_buckets(0.01, 4.0, 10)),
+            // 1 ms to about 4 min: a beat is held by the server up to its interval.
+            heartbeat: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
+            heartbeat_failures: Counter::default(),
+            joined: Arc::default(),
+        }
+    }
+}
+
+impl AgentMetrics {
+    /// Registers the agent's metrics and its tasks' ([`TaskMetrics::register`]) into
+    /// `registry` (once).
+    pub fn register(&self, registry: &mut Registry) {
+        let metrics = self;
+        metrics.tasks.register(registry);
+        // The encoder adds `_total` to counters and the unit's `_seconds`.
+        registry.register(
+            "tfcluster_rounds",
+            "Rounds this agent took part in",
+            metrics.rounds.clone(),
+        );
+        registry.register(
+            "tfcluster_restarts",
+            "Rounds that ended while this agent was in them, by cause",
+            metrics.restarts.clone(),
+        );
+        registry.register(
+            "tfcluster_round",
+            "The number of the round this agent is in (0: none yet)",
+            metrics.round.clone(),
+        );
+        registry.register(
+            "tfcluster_round_members",
+            "Nodes in this agent's current round",
+            metrics.members.clone(),
+        );
+        registry.register_with_unit(
+            "tfcluster_round_formation",
+            "From joining (or joining again) to the round's forming",
+            Unit::Seconds,
+            metrics.formation.clone(),
+        );
+        registry.register_with_unit(
+            "tfcluster_heartbeat",
+            "Heartbeat round trips (held by the rendezvous while the round runs)",
+            Unit::Seconds,
+            metrics.heartbeat.clone(),
+        );
+        registry.register(
+            "tfcluster_heartbeat_failures",
+            "Heartbeat attempts that failed (each is retried until the heartbeat timeout)",
+            metrics.heartbeat_failures.clone(),
+        );
+    }
+
+    /// Whether the agent is in the job: joined, waiting for or running a round. False before
+    /// it joins and once it left or gave up: what `--metrics`'s `/healthz` answers.
+    pub fn is_joined(&self) -> bool {
+        self.joined.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_joined(&self, joined: bool) {
+        self.joined.store(joined, Ordering::Relaxed);
+    }
+
+    pub(crate) fn tasks(&self) -> &TaskMetrics {
+        &self.tasks
+    }
+
+    pub(crate) fn round_formed(&self, number: u64, members: usize, waited: Duration) {
+        self.rounds.inc();
+        self.round.set(i64::try_from(number).unwrap_or(i64::MAX));
+        self.members.set(i64::try_from(members).unwrap_or(i64::MAX));
+        self.formation.observe(waited.as_secs_f64());
+    }
+
+    /// A round ended for `reason`; a job's success is no restart.
+    pub(crate) fn round_ended(&self, reason: EndReason) {
+        let cause = match reason {
+            EndReason::TaskFailed => Cause::task_failed,
+            EndReason::NodeLost => Cause::host_lost,
+            EndReason::NodeJoined => Cause::joined,
+            EndReason::NodeLeft => Cause::left,
+            EndReason::JobSucceeded => return,
+        };
+        self.restarts.get_or_create(&CauseLabels { cause }).inc();
+    }
+
+    pub(crate) fn heartbeat(&self, round_trip: Duration, failed_attempts: u32) {
+        self.heartbeat.observe(round_trip.as_secs_f64());
+        self.heartbeat_failures.inc_by(u64::from(failed_attempts));
+    }
+}

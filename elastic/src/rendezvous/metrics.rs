@@ -1,0 +1,162 @@
+//! [`RendezvousMetrics`]: what the built-in rendezvous server counts (`--metrics` on
+//! `rendezvous serve` and on the agent that serves): requests by method and gRPC code, jobs,
+//! rounds formed, open connections.
+//!
+//! No label has unbounded values: the method is one of the six RPCs, the code one of gRPC's
+//! seventeen; never a job id, address or error string.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use grpc_guard::ConnectionCount;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// The rendezvous's RPCs, as `tfcluster_rendezvous_requests_total` labels them.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+pub(crate) enum Method {
+    Join,
+    WaitRound,
+    WatchRounds,
+    Heartbeat,
+    Report,
+    Leave,
+}
+
+/// gRPC's status codes by their names.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+enum Code {
+    OK,
+    CANCELLED,
+    UNKNOWN,
+    INVALID_ARGUMENT,
+    DEADLINE_EXCEEDED,
+    NOT_FOUND,
+    ALREADY_EXISTS,
+    PERMISSION_DENIED,
+    RESOURCE_EXHAUSTED,
+    FAILED_PRECONDITION,
+    ABORTED,
+    OUT_OF_RANGE,
+    UNIMPLEMENTED,
+    INTERNAL,
+    UNAVAILABLE,
+    DATA_LOSS,
+    UNAUTHENTICATED,
+}
+
+impl From<tonic::Code> for Code {
+    fn from(code: tonic::Code) -> Self {
+        use tonic::Code as T;
+        match code {
+            T::Ok => Self::OK,
+            T::Cancelled => Self::CANCELLED,
+            T::Unknown => Self::UNKNOWN,
+            T::InvalidArgument => Self::INVALID_ARGUMENT,
+            T::DeadlineExceeded => Self::DEADLINE_EXCEEDED,
+            T::NotFound => Self::NOT_FOUND,
+            T::AlreadyExists => Self::ALREADY_EXISTS,
+            T::PermissionDenied => Self::PERMISSION_DENIED,
+            T::ResourceExhausted => Self::RESOURCE_EXHAUSTED,
+            T::FailedPrecondition => Self::FAILED_PRECONDITION,
+            T::Aborted => Self::ABORTED,
+            T::OutOfRange => Self::OUT_OF_RANGE,
+            T::Unimplemented => Self::UNIMPLEMENTED,
+            T::Internal => Self::INTERNAL,
+            T::Unavailable => Self::UNAVAILABLE,
+            T::DataLoss => Self::DATA_LOSS,
+            T::Unauthenticated => Self::UNAUTHENTICATED,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: Method,
+    code: Code,
+}
+
+/// A gauge read from the server's connection count at each scrape (0 before it serves).
+#[derive(Clone, Debug, Default)]
+struct Connections(Arc<Mutex<Option<ConnectionCount>>>);
+
+impl EncodeMetric for Connections {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), fmt::Error> {
+        let count = match self.0.lock() {
+            Ok(held) => held.as_ref().map_or(0, ConnectionCount::get),
+            Err(_) => 0,
+        };
+        encoder.encode_gauge(&i64::try_from(count).unwrap_or(i64::MAX))
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Gauge
+    }
+}
+
+/// The rendezvous server's metrics; clones count into the same ones. Register them with
+/// [`RendezvousMetrics::register`] and give them to
+/// [`ServerOptions::with_metrics`](crate::ServerOptions::with_metrics). The default counts
+/// into metrics no registry holds.
+#[derive(Clone, Debug, Default)]
+pub struct RendezvousMetrics {
+    requests: Family<RequestLabels, Counter>,
+    jobs: Gauge,
+    rounds_formed: Counter,
+    connections: Connections,
+}
+
+impl RendezvousMetrics {
+    /// Registers the rendezvous's metrics into `registry` (once); a server given them
+    /// before counts from its start either way.
+    pub fn register(&self, registry: &mut Registry) {
+        let metrics = self;
+        // The encoder adds `_total` to a counter's name.
+        registry.register(
+            "tfcluster_rendezvous_requests",
+            "Rendezvous calls answered, by method and gRPC code",
+            metrics.requests.clone(),
+        );
+        registry.register(
+            "tfcluster_rendezvous_jobs",
+            "Jobs the rendezvous holds",
+            metrics.jobs.clone(),
+        );
+        registry.register(
+            "tfcluster_rendezvous_rounds_formed",
+            "Rounds formed, of every job",
+            metrics.rounds_formed.clone(),
+        );
+        registry.register(
+            "tfcluster_rendezvous_connections",
+            "Connections the rendezvous server holds open",
+            metrics.connections.clone(),
+        );
+    }
+
+    pub(crate) fn answered(&self, method: Method, code: tonic::Code) {
+        let code = Code::from(code);
+        self.requests
+            .get_or_create(&RequestLabels { method, code })
+            .inc();
+    }
+
+    pub(crate) fn set_jobs(&self, jobs: usize) {
+        self.jobs.set(i64::try_from(jobs).unwrap_or(i64::MAX));
+    }
+
+    pub(crate) fn round_formed(&self) {
+        self.rounds_formed.inc();
+    }
+
+    pub(crate) fn serving(&self, connections: ConnectionCount) {
+        if let Ok(mut held) = self.connections.0.lock() {
+            *held = Some(connections);
+        }
+    }
+}
