@@ -102,10 +102,11 @@ async fn accept_loop(
         };
         refused_for_files = std::time::Duration::from_millis(10);
         open.retain(|task| !task.is_finished());
-        while open.len() >= limits.max_connections() {
-            if let Some(oldest) = open.pop_front() {
-                oldest.abort();
-            }
+        // One in, one out: the cap (at least 1) was kept before this one came.
+        if open.len() >= limits.max_connections()
+            && let Some(oldest) = open.pop_front()
+        {
+            oldest.abort();
         }
         let task = tokio::spawn(serve_one(
             stream,

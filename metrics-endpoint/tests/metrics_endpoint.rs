@@ -1,5 +1,6 @@
 //! The endpoint from outside, over TCP: its answers, a port in use, and attacks (idle
-//! connections past the cap and a slow client) that must not keep a scrape out.
+//! connections past the cap, a slow client, floods of forged requests, readers that never
+//! read) that must not keep a scrape out.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -140,4 +141,84 @@ async fn a_silent_connection_is_closed_after_the_header_timeout() {
     let mut buf = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buf)).await;
     assert!(read.is_ok(), "still open after 5 s");
+}
+
+/// What a flooding connection sends: garbage, forged requests (another method with a body, a
+/// head past the size limit), or a scrape whose head never ends or whose answer it never reads.
+fn forged() -> [String; 5] {
+    [
+        "\x16\x03\x01 not http at all\r\n\r\n".to_owned(),
+        "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello".to_owned(),
+        format!(
+            "GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n",
+            "a".repeat(16 << 10)
+        ),
+        "GET /metrics HTTP/1.1\r\nHost: x\r\n".to_owned(),
+        "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".to_owned(),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn floods_of_forged_requests_and_readers_that_never_read_do_not_keep_a_scrape_out() {
+    let limits = Limits::default()
+        .with_header_timeout(Duration::from_millis(500))
+        .with_response_deadline(Duration::from_secs(1));
+    let (serving, _, _) = serving(limits).await;
+    let addr = serving.local_addr();
+    let flood_until = Instant::now() + Duration::from_secs(3);
+    // Four flooders, each a connection after another, holding each one it opened.
+    let flooders: Vec<_> = (0..4)
+        .map(|_| {
+            tokio::spawn(async move {
+                let (forged, mut made, mut held) = (forged(), 0usize, Vec::new());
+                while Instant::now() < flood_until {
+                    let Ok(mut stream) = TcpStream::connect(addr).await else {
+                        continue;
+                    };
+                    let _ = stream
+                        .write_all(forged[made % forged.len()].as_bytes())
+                        .await;
+                    made += 1;
+                    held.push(stream);
+                    if held.len() > 64 {
+                        held.remove(0);
+                    }
+                }
+                (made, held)
+            })
+        })
+        .collect();
+    // Scrapes during the flood: each answered within 2 s.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut scrapes = 0;
+    while Instant::now() < flood_until {
+        let started = Instant::now();
+        let metrics = get(addr, "/metrics").await;
+        assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+        assert!(metrics.contains("tfcluster_rounds_total"), "{metrics}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        scrapes += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(scrapes >= 3, "{scrapes} scrapes");
+    let mut made = 0;
+    let mut held = Vec::new();
+    for flooder in flooders {
+        let (n, streams) = flooder.await.unwrap();
+        made += n;
+        held.extend(streams);
+    }
+    // The attack happened: far more connections than the cap of 32 (10,645 measured here).
+    assert!(made >= 500, "{made} connections made");
+    // Every connection it still holds is closed by the server within its deadlines.
+    for mut stream in held {
+        let mut buf = Vec::new();
+        let closed =
+            tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buf)).await;
+        assert!(closed.is_ok(), "a flooding connection still open after 5 s");
+    }
 }
