@@ -1,10 +1,12 @@
 //! The listener: binds the address, accepts under the connection cap (the oldest connection
-//! makes room for a new one), and serves each connection one request under the deadlines.
+//! still waiting for its request makes room for a new one), and serves each connection one
+//! request under the deadlines.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -86,8 +88,9 @@ async fn accept_loop(
     registry: Arc<Registry>,
     health: Health,
 ) {
-    // The connections' tasks, oldest first; aborting one closes its socket.
-    let mut open: VecDeque<AbortHandle> = VecDeque::new();
+    // The connections' tasks, oldest first, each with whether its request came in; aborting
+    // one closes its socket.
+    let mut open: VecDeque<(AbortHandle, Arc<AtomicBool>)> = VecDeque::new();
     let mut refused_for_files = std::time::Duration::from_millis(10);
     loop {
         let stream = match listener.accept().await {
@@ -101,20 +104,28 @@ async fn accept_loop(
             }
         };
         refused_for_files = std::time::Duration::from_millis(10);
-        open.retain(|task| !task.is_finished());
-        // One in, one out: the cap (at least 1) was kept before this one came.
-        if open.len() >= limits.max_connections()
-            && let Some(oldest) = open.pop_front()
-        {
-            oldest.abort();
+        open.retain(|(task, _)| !task.is_finished());
+        // At the cap, the oldest connection still waiting for its request makes room: one
+        // being answered (a scrape) is not cut off by a flood of new ones. When every one is
+        // being answered (each for at most the response deadline), the new one is closed.
+        if open.len() >= limits.max_connections() {
+            let waiting = open
+                .iter()
+                .position(|(_, asked)| !asked.load(Ordering::Acquire));
+            match waiting.and_then(|i| open.remove(i)) {
+                Some((oldest, _)) => oldest.abort(),
+                None => continue,
+            }
         }
+        let asked = Arc::new(AtomicBool::new(false));
         let task = tokio::spawn(serve_one(
             stream,
             limits.clone(),
             registry.clone(),
             health.clone(),
+            asked.clone(),
         ));
-        open.push_back(task.abort_handle());
+        open.push_back((task.abort_handle(), asked));
     }
 }
 
@@ -123,8 +134,10 @@ async fn serve_one(
     limits: Limits,
     registry: Arc<Registry>,
     health: Health,
+    asked: Arc<AtomicBool>,
 ) {
     let service = service_fn(move |request| {
+        asked.store(true, Ordering::Release);
         let response = answer(&request, &registry, &health);
         async move { Ok::<_, Infallible>(response) }
     });

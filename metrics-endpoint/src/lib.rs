@@ -20,8 +20,10 @@
 //!
 //! It is a port anyone on the network may reach, so it is bounded ([`Limits`]):
 //!
-//! - **Connection cap** (32): a new connection past it closes the oldest, so idle
-//!   connections cannot keep a scrape out.
+//! - **Connection cap** (32): a new connection past it closes the oldest one still waiting
+//!   for its request, so idle connections cannot keep a scrape out, and a flood of new ones
+//!   cannot cut off a scrape being answered (when all are being answered, the new one is
+//!   closed).
 //! - **Header read timeout** (5 s): a request's line and headers arrive within it, or the
 //!   connection is closed (against slow clients).
 //! - **Request size** (8 KiB of line and headers) and **no body**: a request with one is

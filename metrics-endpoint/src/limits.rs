@@ -27,7 +27,8 @@ impl Default for Limits {
 
 impl Limits {
     /// At most this many connections at once (at least 1); a new one past the cap closes the
-    /// oldest, so idle connections cannot keep a scrape out. Default 32.
+    /// oldest one still waiting for its request (or is closed itself when every one is being
+    /// answered), so idle connections cannot keep a scrape out. Default 32.
     #[must_use]
     pub fn with_max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
