@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use elastic::proto::rendezvous_server::{Rendezvous, RendezvousServer};
 use elastic::{
-    Agent, AgentOptions, AgentOutcome, ClientOptions, Error, JobConfig, Join, RendezvousClient,
-    Waited, proto,
+    Agent, AgentOptions, AgentOutcome, ClientOptions, Error, JobConfig, Join, Node,
+    RendezvousClient, Waited, proto,
 };
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
@@ -163,6 +163,14 @@ fn config() -> JobConfig {
     JobConfig::new("2".parse().unwrap(), 1).unwrap()
 }
 
+/// A node of `client` in the fake's job.
+async fn join(client: &RendezvousClient) -> Node {
+    client
+        .join(&Join::new("job", config(), vec![20_000]))
+        .await
+        .unwrap()
+}
+
 fn client(addr: &str) -> RendezvousClient {
     let options = ClientOptions::default()
         .with_connect_timeout(Duration::from_secs(1))
@@ -178,10 +186,7 @@ fn a_rendezvous_answering_at_once_is_called_a_few_times_a_second() {
     run(async {
         let (addr, waits) = fake(Lie::PendingAtOnce).await;
         let client = client(&addr);
-        let mut node = client
-            .join(&Join::new("job", config(), vec![20_000]))
-            .await
-            .unwrap();
+        let mut node = join(&client).await;
         let start = Instant::now();
         let err = client
             .wait_round(&mut node, Duration::from_secs(5))
@@ -224,10 +229,7 @@ fn a_dirty_job_end_reaches_the_agent_clean_and_short() {
     run(async {
         let (addr, _) = fake(Lie::DirtyDone).await;
         let client = client(&addr);
-        let mut node = client
-            .join(&Join::new("job", config(), vec![20_000]))
-            .await
-            .unwrap();
+        let mut node = join(&client).await;
         assert_eq!(node.note(), "joined");
         let Waited::JobDone(done) = client
             .wait_round(&mut node, Duration::from_secs(5))
@@ -266,10 +268,7 @@ fn a_refusal_for_now_is_tried_again_after_the_pause_the_server_asks_for() {
     run(async {
         let (addr, waits) = fake(Lie::ExhaustedTwice(Some(300))).await;
         let client = client(&addr);
-        let mut node = client
-            .join(&Join::new("job", config(), vec![20_000]))
-            .await
-            .unwrap();
+        let mut node = join(&client).await;
         let start = Instant::now();
         let waited = client.wait_round(&mut node, Duration::from_secs(5)).await;
         assert!(matches!(waited, Ok(Waited::JobDone(_))), "{waited:?}");
@@ -282,10 +281,7 @@ fn a_refusal_for_now_is_tried_again_after_the_pause_the_server_asks_for() {
 
         let (addr, waits) = fake(Lie::ExhaustedTwice(None)).await;
         let client = self::client(&addr);
-        let mut node = client
-            .join(&Join::new("job", config(), vec![20_000]))
-            .await
-            .unwrap();
+        let mut node = join(&client).await;
         let err = client
             .wait_round(&mut node, Duration::from_secs(5))
             .await
