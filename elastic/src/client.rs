@@ -4,6 +4,7 @@
 
 mod backend;
 mod heartbeats;
+mod operator;
 mod progress;
 pub(crate) mod quick_answers;
 mod round;
@@ -52,7 +53,7 @@ const LAST_TRY: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
     pub(crate) connect_timeout: Duration,
-    rpc_timeout: Duration,
+    pub(crate) rpc_timeout: Duration,
     retry_for: Duration,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<grpc_guard::TlsConfig>,

@@ -190,6 +190,12 @@ impl Error {
         matches!(self, Self::Refused { status, .. } if status.code() == tonic::Code::Unauthenticated)
     }
 
+    /// Whether the rendezvous does not have what the call named (`NOT_FOUND`): a job no node
+    /// joined, or one forgotten since; a node the job no longer knows.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::Refused { status, .. } if status.code() == tonic::Code::NotFound)
+    }
+
     /// The client's error for an answer to `call` from `addr` that `cause` makes unusable.
     pub(crate) fn invalid_response(
         addr: &str,

@@ -32,6 +32,11 @@
 //!   `ClusterResolver` over the running round and a `WatchClusterResolver` whose stream
 //!   yields each new round's cluster, so `remote-connect`'s `Context::follow` (and
 //!   `tfcluster connect --follow --from rendezvous`) follows an elastic job as it changes.
+//! - [`RendezvousClient::job_status`] and [`list_jobs`](RendezvousClient::list_jobs): a job
+//!   as an operator sees it ([`JobStatus`]: its phase, round and members, every node and
+//!   whether it is late, restarts against the limit, the last failure and round end) and the
+//!   jobs a token opens ([`JobSummary`]); the status a long poll that answers at the next
+//!   change. `tfcluster status` is these calls.
 //! - [`Agent`]: one host's side of a job — hold a free port per local task, join, wait for a
 //!   round, start each local task with [`task_env`] (its `TF_CONFIG`, `TFCLUSTER_ROUND`,
 //!   `TFCLUSTER_RESTART_COUNT`, `TFCLUSTER_NODE_RANK`, `TFCLUSTER_LOCAL_TASK`, and its share
@@ -51,7 +56,7 @@
 //!   [`NodeRange`] (`--nodes 2:4`), [`Layout`] (`--layout chief=1,ps=2`), [`JobConfig`].
 //!
 //! **Who depends on it:** the `tfcluster` CLI (`run --rdzv`, `rendezvous` to serve one, and
-//! `connect`/`resolve --from rendezvous` to watch one),
+//! `connect`/`resolve --from rendezvous` to watch one, `status` to see one),
 //! and Rust programs that supervise TensorFlow processes across hosts. It builds on
 //! `cluster-spec` (a round's cluster) and `cluster-resolver` (the `ClusterResolver` trait and
 //! `TF_CONFIG`), and pulls tokio and tonic, and with the `etcd` feature etcd-client (etcd's
@@ -276,7 +281,7 @@
 //! | name | type | labels | meaning |
 //! |---|---|---|---|
 //! | `tfcluster_rounds_total` | counter | | rounds this agent took part in |
-//! | `tfcluster_restarts_total` | counter | `cause`: `task_failed`, `host_lost`, `joined`, `left` | rounds that ended while this agent was in them, by the end's reason (a hung task ends its round as `task_failed`) |
+//! | `tfcluster_restarts_total` | counter | `cause`: `task_failed`, `hung`, `host_lost`, `joined`, `left` | rounds that ended while this agent was in them, by the end's reason |
 //! | `tfcluster_round` | gauge | | the agent's current round number |
 //! | `tfcluster_round_members` | gauge | | nodes in that round |
 //! | `tfcluster_round_formation_seconds` | histogram | | from joining (or joining again) to the round |
@@ -285,7 +290,7 @@
 //! | `tfcluster_task_starts_total` | counter | | local tasks started |
 //! | `tfcluster_task_exits_total` | counter | `status`: `ok`, `failed`, `signalled`, `hung`, `stopped` | local tasks that exited; `stopped` when the launcher had signalled them |
 //! | `tfcluster_tasks_up` | gauge | | local tasks running |
-//! | `tfcluster_rendezvous_requests_total` | counter | `method` (the six RPCs), `code` (gRPC's code name) | calls the server answered |
+//! | `tfcluster_rendezvous_requests_total` | counter | `method` (the eight RPCs), `code` (gRPC's code name) | calls the server answered |
 //! | `tfcluster_rendezvous_jobs` | gauge | | jobs the server holds |
 //! | `tfcluster_rendezvous_rounds_formed_total` | counter | | rounds formed, every job |
 //! | `tfcluster_rendezvous_connections` | gauge | | connections open (grpc-guard's count, read at each scrape) |
@@ -469,6 +474,7 @@ mod error;
 mod etcd;
 mod grpc;
 mod job_config;
+mod job_status;
 mod layout;
 mod node_range;
 mod outcome;
@@ -522,6 +528,9 @@ pub use grpc::{RendezvousServer, ServerOptions};
 /// ([`ServerOptions::with_allow`]) and, with `tls`, its `TlsConfig`.
 pub use grpc_guard;
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
+pub use job_status::{
+    JobPhase, JobState, JobStatus, JobSummary, MAX_LISTED, NodeState, NodeStatus,
+};
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};
 pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};

@@ -88,15 +88,30 @@ pub enum EndReason {
     NodeLost,
     /// A task failed.
     TaskFailed,
+    /// A task hung: the launcher's watchdog saw no progress and killed it.
+    TaskHung,
     /// The job's first task (chief, else worker 0) succeeded: the job is done.
     JobSucceeded,
 }
 
 impl EndReason {
+    /// The reason in a word, as `--format json` writes it: `node_joined`, `node_left`,
+    /// `node_lost`, `task_failed`, `task_hung` or `job_succeeded`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NodeJoined => "node_joined",
+            Self::NodeLeft => "node_left",
+            Self::NodeLost => "node_lost",
+            Self::TaskFailed => "task_failed",
+            Self::TaskHung => "task_hung",
+            Self::JobSucceeded => "job_succeeded",
+        }
+    }
+
     /// Whether this end counts against the job's restarts: a failure or a lost node does; a
     /// membership change someone chose (a node joining or leaving) does not.
     pub fn is_failure(self) -> bool {
-        matches!(self, Self::NodeLost | Self::TaskFailed)
+        matches!(self, Self::NodeLost | Self::TaskFailed | Self::TaskHung)
     }
 }
 
@@ -107,6 +122,7 @@ impl fmt::Display for EndReason {
             Self::NodeLeft => "a node left",
             Self::NodeLost => "a node was lost",
             Self::TaskFailed => "a task failed",
+            Self::TaskHung => "a task hung",
             Self::JobSucceeded => "the job succeeded",
         })
     }

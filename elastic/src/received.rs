@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::job_status::{JobPhase, JobStatus, JobSummary, MAX_LISTED, NodeStatus};
 use crate::outcome::{Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
 use crate::rendezvous::registry::MAX_STDERR_TAIL;
 use crate::rendezvous::{Found, Joined, Pending, Reported};
@@ -202,10 +203,7 @@ impl Received for RoundStatus {
     fn vetted(self) -> Result<Self, WireError> {
         Ok(match self {
             Self::Running => Self::Running,
-            Self::Ended(end) => Self::Ended(RoundEnd {
-                detail: clean_text(&end.detail, MAX_TEXT),
-                ..end
-            }),
+            Self::Ended(end) => Self::Ended(end.cleaned()),
             Self::JobDone(done) => Self::JobDone(done.vetted()?),
         })
     }
@@ -217,6 +215,87 @@ impl Received for Reported {
             counted: self.counted,
             note: clean_text(&self.note, MAX_TEXT),
         })
+    }
+}
+
+impl Received for JobStatus {
+    /// An operator prints every text of it: ids and hosts kept plain, the rest cleaned; at
+    /// most [`MAX_NODES`] nodes.
+    fn vetted(self) -> Result<Self, WireError> {
+        if self.nodes.len() > MAX_NODES as usize {
+            return Err(WireError::OutOfRange {
+                field: "the node count",
+                value: self.nodes.len().to_string(),
+                range: format!("0 ..= {MAX_NODES}"),
+            });
+        }
+        let phase = match self.phase {
+            JobPhase::Forming {
+                round,
+                waiting,
+                detail,
+            } => JobPhase::Forming {
+                round,
+                waiting,
+                detail: clean_text(&detail, MAX_TEXT),
+            },
+            JobPhase::Running(round) => {
+                check_round(&round)?;
+                JobPhase::Running(round)
+            }
+            JobPhase::Done(done) => JobPhase::Done(done.vetted()?),
+        };
+        let nodes = self
+            .nodes
+            .into_iter()
+            .map(|n| {
+                Ok(NodeStatus {
+                    node_id: plain("a node's id", n.node_id, MAX_ID)?,
+                    host: plain("a node's host", n.host, MAX_HOST)?,
+                    name: plain("a node's name", n.name, MAX_HOST)?,
+                    ..n
+                })
+            })
+            .collect::<Result<Vec<_>, WireError>>()?;
+        Ok(Self {
+            rdzv_id: plain("the rendezvous id", self.rdzv_id, MAX_ID)?,
+            phase,
+            nodes,
+            last_failure: self.last_failure.map(Failure::cleaned),
+            last_end: self.last_end.map(RoundEnd::cleaned),
+            ..self
+        })
+    }
+}
+
+impl Received for Vec<JobSummary> {
+    /// At most [`MAX_LISTED`] jobs, their ids plain.
+    fn vetted(self) -> Result<Self, WireError> {
+        if self.len() > MAX_LISTED {
+            return Err(WireError::OutOfRange {
+                field: "the job count",
+                value: self.len().to_string(),
+                range: format!("0 ..= {MAX_LISTED}"),
+            });
+        }
+        self.into_iter()
+            .map(|j| {
+                Ok(JobSummary {
+                    rdzv_id: plain("a job's rendezvous id", j.rdzv_id, MAX_ID)?,
+                    ..j
+                })
+            })
+            .collect()
+    }
+}
+
+impl RoundEnd {
+    /// Its detail cleaned ([`clean_text`]).
+    fn cleaned(self) -> Self {
+        Self {
+            detail: clean_text(&self.detail, MAX_TEXT),
+            ..self
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! The rendezvous's core, free of any wire: the [`Rendezvous`] calls (join, wait, observe,
-//! heartbeat, report, leave) in the crate's own types ([`calls`]) and error
+//! heartbeat, report, leave, and an operator's status and list) in the crate's own types ([`calls`]) and error
 //! ([`CallError`]), what each proves about its caller ([`credentials`]), the rules they run on ([`registry`]: rounds, admission, membership),
 //! where the jobs are kept ([`Store`]: [`Memory`] here, etcd's in `crate::etcd`), and
 //! [`Local`], the calls run in this process over a store.
@@ -21,7 +21,8 @@ use std::time::Duration;
 
 pub(crate) use call_error::CallError;
 pub(crate) use calls::{
-    Beat, Found, JoinArgs, Joined, Leave, Observe, Pending, Report, Reported, Wait,
+    Beat, Found, JoinArgs, Joined, Leave, ListQuery, Observe, Pending, Report, Reported,
+    StatusQuery, Wait,
 };
 pub(crate) use credentials::{Credentials, NodeSecret, Proof};
 pub(crate) use local::Local;
@@ -30,6 +31,7 @@ pub(crate) use metrics::Method;
 pub use metrics::RendezvousMetrics;
 pub(crate) use store::Store;
 
+use crate::job_status::{JobStatus, JobSummary};
 use crate::outcome::RoundStatus;
 
 /// How long a node may be silent before it is lost, unless the rendezvous is told otherwise
@@ -91,4 +93,18 @@ pub(crate) trait Rendezvous: Send + Sync {
         leave: Leave,
         within: Duration,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// A long poll for a job's status, as an operator that is no node of it.
+    fn job_status(
+        &self,
+        query: StatusQuery,
+        within: Duration,
+    ) -> impl Future<Output = Result<JobStatus, Self::Error>> + Send;
+
+    /// The jobs the caller's token opens.
+    fn list_jobs(
+        &self,
+        query: ListQuery,
+        within: Duration,
+    ) -> impl Future<Output = Result<Vec<JobSummary>, Self::Error>> + Send;
 }

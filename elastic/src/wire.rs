@@ -14,6 +14,11 @@ use crate::watched_round::WatchedRound;
 use crate::{Error, JobConfig, Layout, Member, NodeRange};
 
 pub use crate::error::wire::WireError;
+pub(crate) use job_status::{
+    job_status_from_proto, job_status_to_proto, summaries_from_proto, summaries_to_proto,
+};
+
+mod job_status;
 
 /// A join as a request (an empty host: the rendezvous's default).
 pub(crate) fn join_to_proto(join: &JoinArgs) -> proto::JoinRequest {
@@ -253,6 +258,7 @@ pub(crate) fn end_to_proto(end: &RoundEnd) -> proto::RoundEnd {
         EndReason::NodeLeft => proto::EndReason::NodeLeft,
         EndReason::NodeLost => proto::EndReason::NodeLost,
         EndReason::TaskFailed => proto::EndReason::TaskFailed,
+        EndReason::TaskHung => proto::EndReason::TaskHung,
         EndReason::JobSucceeded => proto::EndReason::JobSucceeded,
     };
     proto::RoundEnd {
@@ -269,6 +275,7 @@ pub(crate) fn end_from_proto(end: proto::RoundEnd) -> Result<RoundEnd, Error> {
         Ok(proto::EndReason::NodeLeft) => EndReason::NodeLeft,
         Ok(proto::EndReason::NodeLost) => EndReason::NodeLost,
         Ok(proto::EndReason::TaskFailed) => EndReason::TaskFailed,
+        Ok(proto::EndReason::TaskHung) => EndReason::TaskHung,
         Ok(proto::EndReason::JobSucceeded) => EndReason::JobSucceeded,
         Ok(proto::EndReason::Unspecified) | Err(_) => {
             return Err(WireError::EndReason { value: end.reason }.into());

@@ -26,6 +26,8 @@ mod lying;
 mod resolver;
 #[path = "elastic/rounds.rs"]
 mod rounds;
+#[path = "elastic/status.rs"]
+mod status;
 #[path = "elastic/supervise.rs"]
 mod supervise;
 #[path = "elastic/watch.rs"]

@@ -10,4 +10,5 @@ pub(crate) mod resolve;
 pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod spec;
+pub(crate) mod status;
 pub(crate) mod up;

@@ -60,6 +60,7 @@ enum Command {
     Resolve(commands::resolve::Args),
     Run(commands::run::Args),
     Rendezvous(commands::rendezvous::Args),
+    Status(commands::status::Args),
     Hostlist(commands::hostlist::Args),
     Completions(commands::completions::Args),
 }
@@ -80,6 +81,7 @@ fn main() -> ExitCode {
         Command::Resolve(args) => commands::resolve::run(args),
         Command::Run(args) => commands::run::run(args),
         Command::Rendezvous(args) => commands::rendezvous::run(args),
+        Command::Status(args) => commands::status::run(args),
         Command::Hostlist(args) => commands::hostlist::run(args),
         Command::Completions(args) => commands::completions::run(args, Cli::command()),
     };

@@ -168,7 +168,7 @@ impl View {
 }
 
 /// A table without borders, columns two spaces apart.
-fn plain<I, T>(header: I) -> Table
+pub(crate) fn plain<I, T>(header: I) -> Table
 where
     I: IntoIterator<Item = T>,
     T: Into<comfy_table::Cell>,

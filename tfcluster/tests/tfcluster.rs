@@ -282,3 +282,6 @@ mod secure_hosts;
 
 #[path = "tfcluster/task_logs.rs"]
 mod task_logs;
+
+#[path = "tfcluster/status.rs"]
+mod status;

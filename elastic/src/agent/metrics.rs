@@ -23,6 +23,7 @@ use crate::supervise::TaskMetrics;
 #[allow(non_camel_case_types)]
 enum Cause {
     task_failed,
+    hung,
     host_lost,
     joined,
     left,
@@ -137,6 +138,7 @@ impl AgentMetrics {
     pub(crate) fn round_ended(&self, reason: EndReason) {
         let cause = match reason {
             EndReason::TaskFailed => Cause::task_failed,
+            EndReason::TaskHung => Cause::hung,
             EndReason::NodeLost => Cause::host_lost,
             EndReason::NodeJoined => Cause::joined,
             EndReason::NodeLeft => Cause::left,

@@ -9,11 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::grpc::client::{CallFailed, GrpcClient};
+use crate::job_status::{JobStatus, JobSummary};
 use crate::outcome::RoundStatus;
 #[cfg(feature = "etcd")]
 use crate::rendezvous::Local;
 use crate::rendezvous::{
-    Beat, Found, JoinArgs, Joined, Leave, Observe, Rendezvous, Report, Reported, Wait,
+    Beat, Found, JoinArgs, Joined, Leave, ListQuery, Observe, Rendezvous, Report, Reported,
+    StatusQuery, Wait,
 };
 
 /// Where a [`RendezvousClient`](super::RendezvousClient)'s calls go; cheap to clone.
@@ -51,4 +53,6 @@ calls! {
     heartbeat: Beat => RoundStatus;
     report: Report => Reported;
     leave: Leave => ();
+    job_status: StatusQuery => JobStatus;
+    list_jobs: ListQuery => Vec<JobSummary>;
 }

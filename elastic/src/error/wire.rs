@@ -29,6 +29,12 @@ pub enum WireError {
         /// The value sent.
         value: i32,
     },
+    /// A job state this version does not know.
+    #[error("unknown job state {value:?}")]
+    JobState {
+        /// The value sent.
+        value: String,
+    },
     /// A stored job names a round it does not hold (the etcd backend's record).
     #[error("round {round} is named but not stored")]
     UnknownRound {

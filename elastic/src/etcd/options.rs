@@ -227,6 +227,11 @@ pub(crate) fn key_segment(id: &str) -> String {
     id.replace('%', "%25").replace('/', "%2F")
 }
 
+/// The job id of a key segment [`key_segment`] made.
+pub(crate) fn segment_id(segment: &str) -> String {
+    segment.replace("%2F", "/").replace("%25", "%")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,5 +271,8 @@ mod tests {
     #[test]
     fn ids_cannot_reach_under_each_other() {
         assert_eq!(key_segment("a/b%c"), "a%2Fb%25c");
+        for id in ["a/b%c", "%2F", "x%25/"] {
+            assert_eq!(segment_id(&key_segment(id)), id);
+        }
     }
 }

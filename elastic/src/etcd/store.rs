@@ -12,7 +12,7 @@
 //!
 //! etcd speaks gRPC: its failures are statuses here, a [`CallError`] at the store's edge.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,8 +28,9 @@ use prost::Message;
 use tonic::{Code, Status};
 
 use super::joins;
-use super::options::{EtcdOptions, key_segment};
+use super::options::{EtcdOptions, key_segment, segment_id};
 use crate::error::duration;
+use crate::job_status::JobSummary;
 use crate::rendezvous::registry::{Clock, Refusal, Registry, Settings};
 use crate::rendezvous::{CallError, JoinArgs, Joined, Proof, Store};
 use crate::{Error, proto};
@@ -92,6 +93,20 @@ pub(super) struct Snapshot {
     pub(super) joins: Vec<(String, Vec<u8>)>,
     /// For a join: its answer, once another agent folded it in.
     pub(super) answer: Option<Vec<u8>>,
+}
+
+impl Snapshot {
+    /// Nothing read yet.
+    fn empty() -> Self {
+        Self {
+            record: None,
+            mod_revision: 0,
+            revision: 0,
+            alive: HashSet::new(),
+            joins: Vec::new(),
+            answer: None,
+        }
+    }
 }
 
 impl EtcdStore {
@@ -294,12 +309,8 @@ impl EtcdStore {
             })
             .await?;
         let mut snapshot = Snapshot {
-            record: None,
-            mod_revision: 0,
             revision: answer.header().map_or(0, |h| h.revision()),
-            alive: HashSet::new(),
-            joins: Vec::new(),
-            answer: None,
+            ..Snapshot::empty()
         };
         let mut gets = answer.op_responses().into_iter().filter_map(|r| match r {
             TxnOpResponse::Get(get) => Some(get),
@@ -585,6 +596,46 @@ impl Store for EtcdStore {
         self.join_folded(args, proof).await
     }
 
+    async fn list_jobs(&self, proof: &Proof) -> Result<Vec<JobSummary>, CallError> {
+        // One read of every key under the prefix: the records and the live keys beside them.
+        let prefix = format!("{}/", self.prefix);
+        let options = GetOptions::new().with_prefix().with_limit(LIST_KEYS);
+        let answer = self
+            .request("list the jobs", |client| {
+                let (prefix, options) = (prefix.clone(), options.clone());
+                async move { client.kv_client().get(prefix, Some(options)).await }
+            })
+            .await?;
+        let mut jobs: BTreeMap<String, Snapshot> = BTreeMap::new();
+        for kv in answer.kvs() {
+            let rest = String::from_utf8_lossy(&kv.key()[prefix.len()..]).into_owned();
+            let Some((segment, key)) = rest.split_once('/') else {
+                continue;
+            };
+            let snapshot = jobs
+                .entry(segment_id(segment))
+                .or_insert_with(Snapshot::empty);
+            if key == "state" {
+                snapshot.record = Some(kv.value().to_vec());
+            } else if let Some(node) = key.strip_prefix("alive/") {
+                snapshot.alive.insert(node.to_owned());
+            }
+        }
+        let clock = Clock::now();
+        let mut summaries = Vec::new();
+        for (rdzv_id, snapshot) in jobs.iter().filter(|(_, s)| s.record.is_some()) {
+            // One record this version cannot read hides no other job.
+            match self.load(rdzv_id, snapshot, clock) {
+                Ok(registry) => summaries.extend(registry.summaries(proof)),
+                Err(e) => tracing::warn!("{}", e.message()),
+            }
+            if summaries.len() >= crate::MAX_LISTED {
+                break;
+            }
+        }
+        Ok(summaries)
+    }
+
     fn default_host(&self, _peer: Option<SocketAddr>) -> Option<String> {
         self.host
             .get_or_init(|| self.endpoints.iter().find_map(|e| address_toward(e)))
@@ -603,6 +654,9 @@ impl EtcdStore {
         ))
     }
 }
+
+/// The most keys one list of the jobs reads: with a few keys per node, thousands of jobs.
+const LIST_KEYS: i64 = 100_000;
 
 /// The least time a member gets to answer a call before the next member is tried.
 const MIN_SHARE: Duration = Duration::from_millis(500);

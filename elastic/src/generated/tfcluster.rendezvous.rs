@@ -295,6 +295,123 @@ pub struct LeaveRequest {
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LeaveResponse {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct JobStatusRequest {
+    #[prost(string, tag = "1")]
+    pub rdzv_id: ::prost::alloc::string::String,
+    /// The `digest` of the status the caller last got (0: none, answer at once).
+    #[prost(uint64, tag = "2")]
+    pub after_digest: u64,
+    /// How long the server may hold the call; it may answer sooner.
+    #[prost(uint64, tag = "3")]
+    pub poll_ms: u64,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct JobStatus {
+    #[prost(string, tag = "1")]
+    pub rdzv_id: ::prost::alloc::string::String,
+    /// The job's incarnation (Round.job).
+    #[prost(uint64, tag = "2")]
+    pub job: u64,
+    #[prost(message, optional, tag = "3")]
+    pub config: ::core::option::Option<JobConfig>,
+    #[prost(uint64, tag = "7")]
+    pub rounds_formed: u64,
+    #[prost(uint32, tag = "8")]
+    pub restart_count: u32,
+    /// In the order they first joined.
+    #[prost(message, repeated, tag = "9")]
+    pub nodes: ::prost::alloc::vec::Vec<NodeStatus>,
+    /// The job's latest task failure.
+    #[prost(message, optional, tag = "10")]
+    pub last_failure: ::core::option::Option<Failure>,
+    /// The latest round end.
+    #[prost(message, optional, tag = "11")]
+    pub last_end: ::core::option::Option<RoundEnd>,
+    /// How long a node may be silent before it is lost.
+    #[prost(uint64, tag = "12")]
+    pub heartbeat_timeout_ms: u64,
+    /// A hash of everything above but the times that pass by themselves (`waiting_ms`,
+    /// `silent_ms`): it changes when the job does, or a node turns late.
+    #[prost(uint64, tag = "13")]
+    pub digest: u64,
+    #[prost(oneof = "job_status::Phase", tags = "4, 5, 6")]
+    pub phase: ::core::option::Option<job_status::Phase>,
+}
+/// Nested message and enum types in `JobStatus`.
+pub mod job_status {
+    #[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Phase {
+        /// No round runs: what the next one waits for.
+        #[prost(message, tag = "4")]
+        Forming(super::Pending),
+        /// The running round (rank 0).
+        #[prost(message, tag = "5")]
+        Running(super::Round),
+        #[prost(message, tag = "6")]
+        Done(super::JobDone),
+    }
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct NodeStatus {
+    #[prost(string, tag = "1")]
+    pub node_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub host: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(uint32, repeated, tag = "4")]
+    pub ports: ::prost::alloc::vec::Vec<u32>,
+    /// How long since the node was last heard from (the etcd backend, which keeps no time of
+    /// calls: 0 while its liveness key lives, else the heartbeat timeout).
+    #[prost(uint64, tag = "8")]
+    pub silent_ms: u64,
+    /// Silent past half the heartbeat timeout (a node heartbeats every third of it): it is
+    /// about to be lost.
+    #[prost(bool, tag = "9")]
+    pub late: bool,
+    #[prost(oneof = "node_status::State", tags = "5, 6, 7")]
+    pub state: ::core::option::Option<node_status::State>,
+}
+/// Nested message and enum types in `NodeStatus`.
+pub mod node_status {
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Oneof)]
+    pub enum State {
+        /// Waiting for the next round, for this long.
+        #[prost(uint64, tag = "5")]
+        WaitingMs(u64),
+        /// A member of the running round, of this rank.
+        #[prost(uint32, tag = "6")]
+        Rank(u32),
+        /// Its round ended and it has not joined again.
+        #[prost(bool, tag = "7")]
+        Idle(bool),
+    }
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListJobsRequest {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListJobsResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub jobs: ::prost::alloc::vec::Vec<JobSummary>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct JobSummary {
+    #[prost(string, tag = "1")]
+    pub rdzv_id: ::prost::alloc::string::String,
+    /// "forming", "running", "succeeded" or "failed".
+    #[prost(string, tag = "2")]
+    pub phase: ::prost::alloc::string::String,
+    /// The running round, else the latest formed.
+    #[prost(uint64, tag = "3")]
+    pub round: u64,
+    #[prost(uint32, tag = "4")]
+    pub nodes: u32,
+    #[prost(uint32, tag = "5")]
+    pub restart_count: u32,
+    #[prost(uint32, tag = "6")]
+    pub max_restarts: u32,
+}
 /// The etcd backend's record of a job: the value of key `PREFIX/RDZV_ID/state` (PREFIX is
 /// `/tfcluster/rendezvous` unless the agents were told another). Every agent reads it, applies
 /// a call with the same rules the built-in rendezvous uses, and writes it back in a
@@ -344,8 +461,12 @@ pub struct StoredJob {
     pub timeout_ms: u64,
     /// The SHA-256 of the job's token (never the token): every call on the job must carry a
     /// token of this hash. Empty: an open job (as every record before tokens).
+    ///
+    /// The job's latest task failure.
     #[prost(bytes = "vec", tag = "16")]
     pub token_sha256: ::prost::alloc::vec::Vec<u8>,
+    #[prost(message, optional, tag = "17")]
+    pub last_failure: ::core::option::Option<Failure>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StoredNode {
@@ -444,6 +565,8 @@ pub enum EndReason {
     TaskFailed = 4,
     /// The job's first task succeeded.
     JobSucceeded = 5,
+    /// A task hung: the launcher's watchdog saw no progress and killed it.
+    TaskHung = 6,
 }
 impl EndReason {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -458,6 +581,7 @@ impl EndReason {
             Self::NodeLost => "NODE_LOST",
             Self::TaskFailed => "TASK_FAILED",
             Self::JobSucceeded => "JOB_SUCCEEDED",
+            Self::TaskHung => "TASK_HUNG",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -469,6 +593,7 @@ impl EndReason {
             "NODE_LOST" => Some(Self::NodeLost),
             "TASK_FAILED" => Some(Self::TaskFailed),
             "JOB_SUCCEEDED" => Some(Self::JobSucceeded),
+            "TASK_HUNG" => Some(Self::TaskHung),
             _ => None,
         }
     }
@@ -703,6 +828,57 @@ pub mod rendezvous_client {
                 );
             self.inner.unary(req, path, codec).await
         }
+        /// The job's state for an operator (`tfcluster status`): its phase, round, nodes, restarts
+        /// and last failure. Like WatchRounds it changes nothing and needs the job's token. With
+        /// `after_digest`, a long poll: answered when the state's digest differs from it, else
+        /// after `poll_ms` (capped as WaitRound's). An unknown `rdzv_id` is NOT_FOUND.
+        pub async fn job_status(
+            &mut self,
+            request: impl tonic::IntoRequest<super::JobStatusRequest>,
+        ) -> std::result::Result<tonic::Response<super::JobStatus>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/tfcluster.rendezvous.Rendezvous/JobStatus",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("tfcluster.rendezvous.Rendezvous", "JobStatus"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// The jobs the rendezvous holds that the caller's token opens: the open jobs, and those
+        /// whose token the call carries. At most `MAX_LISTED` (1000), by id.
+        pub async fn list_jobs(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListJobsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListJobsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/tfcluster.rendezvous.Rendezvous/ListJobs",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("tfcluster.rendezvous.Rendezvous", "ListJobs"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -762,6 +938,23 @@ pub mod rendezvous_server {
             request: tonic::Request<super::WatchRoundsRequest>,
         ) -> std::result::Result<
             tonic::Response<super::WaitRoundResponse>,
+            tonic::Status,
+        >;
+        /// The job's state for an operator (`tfcluster status`): its phase, round, nodes, restarts
+        /// and last failure. Like WatchRounds it changes nothing and needs the job's token. With
+        /// `after_digest`, a long poll: answered when the state's digest differs from it, else
+        /// after `poll_ms` (capped as WaitRound's). An unknown `rdzv_id` is NOT_FOUND.
+        async fn job_status(
+            &self,
+            request: tonic::Request<super::JobStatusRequest>,
+        ) -> std::result::Result<tonic::Response<super::JobStatus>, tonic::Status>;
+        /// The jobs the rendezvous holds that the caller's token opens: the open jobs, and those
+        /// whose token the call carries. At most `MAX_LISTED` (1000), by id.
+        async fn list_jobs(
+            &self,
+            request: tonic::Request<super::ListJobsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListJobsResponse>,
             tonic::Status,
         >;
     }
@@ -1090,6 +1283,96 @@ pub mod rendezvous_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = WatchRoundsSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/tfcluster.rendezvous.Rendezvous/JobStatus" => {
+                    #[allow(non_camel_case_types)]
+                    struct JobStatusSvc<T: Rendezvous>(pub Arc<T>);
+                    impl<
+                        T: Rendezvous,
+                    > tonic::server::UnaryService<super::JobStatusRequest>
+                    for JobStatusSvc<T> {
+                        type Response = super::JobStatus;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::JobStatusRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Rendezvous>::job_status(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = JobStatusSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/tfcluster.rendezvous.Rendezvous/ListJobs" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListJobsSvc<T: Rendezvous>(pub Arc<T>);
+                    impl<
+                        T: Rendezvous,
+                    > tonic::server::UnaryService<super::ListJobsRequest>
+                    for ListJobsSvc<T> {
+                        type Response = super::ListJobsResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ListJobsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Rendezvous>::list_jobs(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListJobsSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -10,12 +10,13 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Status};
 
 use super::carrier;
+use crate::job_status::{JobStatus, JobSummary};
 use crate::outcome::RoundStatus;
 use crate::proto;
 use crate::proto::rendezvous_client::RendezvousClient as Stub;
 use crate::rendezvous::{
-    Beat, Credentials, Found, JoinArgs, Joined, Leave, Observe, Pending, Rendezvous, Report,
-    Reported, Wait,
+    Beat, Credentials, Found, JoinArgs, Joined, Leave, ListQuery, Observe, Pending, Rendezvous,
+    Report, Reported, StatusQuery, Wait,
 };
 use crate::watched_round::WatchedRound;
 use crate::{ClientOptions, Error, WireError, wire};
@@ -287,6 +288,43 @@ impl Rendezvous for GrpcClient {
             .leave(timed(request, within, &credentials))
             .await?;
         Ok(())
+    }
+
+    async fn job_status(
+        &self,
+        query: StatusQuery,
+        within: Duration,
+    ) -> Result<JobStatus, CallFailed> {
+        let credentials = query.credentials;
+        let request = proto::JobStatusRequest {
+            rdzv_id: query.rdzv_id,
+            after_digest: query.after_digest,
+            poll_ms: query.poll.as_millis() as u64,
+        };
+        let response = self
+            .stub
+            .clone()
+            .job_status(timed(request, within, &credentials))
+            .await?;
+        let call = "JobStatus";
+        wire::job_status_from_proto(response.into_inner(), |round| {
+            round_from_proto(&self.addr, round, call)
+        })
+        .map_err(|e| CallFailed::Answer(Error::invalid_response(&self.addr, call, e)))
+    }
+
+    async fn list_jobs(
+        &self,
+        query: ListQuery,
+        within: Duration,
+    ) -> Result<Vec<JobSummary>, CallFailed> {
+        let response = self
+            .stub
+            .clone()
+            .list_jobs(timed(proto::ListJobsRequest {}, within, &query.credentials))
+            .await?;
+        wire::summaries_from_proto(response.into_inner())
+            .map_err(|e| CallFailed::Answer(Error::invalid_response(&self.addr, "ListJobs", e)))
     }
 }
 

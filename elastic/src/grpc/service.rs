@@ -11,7 +11,9 @@ use crate::Error;
 use crate::outcome::RoundStatus;
 use crate::proto;
 use crate::proto::rendezvous_server::Rendezvous as GrpcRendezvous;
-use crate::rendezvous::{Beat, Leave, Local, Method, Observe, Rendezvous, Report, Store, Wait};
+use crate::rendezvous::{
+    Beat, Leave, ListQuery, Local, Method, Observe, Rendezvous, Report, StatusQuery, Store, Wait,
+};
 use crate::wire;
 
 /// The tonic service over a [`Local`] rendezvous.
@@ -187,5 +189,46 @@ impl<S: Store> GrpcRendezvous for Service<S> {
         }
         .await;
         self.counted(Method::Leave, answer)
+    }
+
+    async fn job_status(
+        &self,
+        request: Request<proto::JobStatusRequest>,
+    ) -> Result<Response<proto::JobStatus>, Status> {
+        let answer = async {
+            let credentials = carrier::credentials(request.metadata(), "JobStatus")?;
+            let req = request.into_inner();
+            let query = StatusQuery {
+                credentials,
+                rdzv_id: req.rdzv_id,
+                after_digest: req.after_digest,
+                poll: poll(req.poll_ms),
+            };
+            let status = self
+                .local
+                .job_status(query, WITHIN)
+                .await
+                .map_err(status_of)?;
+            Ok(Response::new(wire::job_status_to_proto(&status)))
+        }
+        .await;
+        self.counted(Method::JobStatus, answer)
+    }
+
+    async fn list_jobs(
+        &self,
+        request: Request<proto::ListJobsRequest>,
+    ) -> Result<Response<proto::ListJobsResponse>, Status> {
+        let answer = async {
+            let credentials = carrier::credentials(request.metadata(), "ListJobs")?;
+            let jobs = self
+                .local
+                .list_jobs(ListQuery { credentials }, WITHIN)
+                .await
+                .map_err(status_of)?;
+            Ok(Response::new(wire::summaries_to_proto(&jobs)))
+        }
+        .await;
+        self.counted(Method::ListJobs, answer)
     }
 }

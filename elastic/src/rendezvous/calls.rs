@@ -1,6 +1,7 @@
 //! What the [`Rendezvous`](super::Rendezvous) calls take and answer, in the crate's own
 //! types: a join and its answer, a wait's and an observer's request and what either finds, a
-//! heartbeat, a report and its answer, a leave; each with the [`Credentials`] it carries.
+//! heartbeat, a report and its answer, a leave, an operator's status and list queries; each
+//! with the [`Credentials`] it carries.
 
 use std::time::Duration;
 
@@ -136,5 +137,25 @@ pub(crate) struct Leave {
     pub(crate) rdzv_id: String,
     pub(crate) node_id: String,
     /// The job's token and the node's secret, as the call carries them.
+    pub(crate) credentials: Credentials,
+}
+
+/// An operator's long poll for a job's status.
+#[derive(Debug, Clone)]
+pub(crate) struct StatusQuery {
+    pub(crate) rdzv_id: String,
+    /// The digest of the status the caller last got (0: none, answer at once): the answer
+    /// is a status of another digest, or the same one when `poll` runs out.
+    pub(crate) after_digest: u64,
+    /// How long the rendezvous may hold the call (it may cap it lower).
+    pub(crate) poll: Duration,
+    /// The job's token, as the call carries it.
+    pub(crate) credentials: Credentials,
+}
+
+/// An operator's question: which jobs are there?
+#[derive(Debug, Clone)]
+pub(crate) struct ListQuery {
+    /// The token the caller holds, as the call carries it: the jobs it opens are listed.
     pub(crate) credentials: Credentials,
 }

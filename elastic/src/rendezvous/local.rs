@@ -1,6 +1,6 @@
 //! [`Local`]: the rendezvous's calls run in this process, the same on every [`Store`]: each
-//! call run on the registry holding its job and answered; wait, observe and heartbeat as
-//! long polls. Each call runs in a span `rendezvous` with the call's name (as on the wire),
+//! call run on the registry holding its job and answered; wait, observe, heartbeat and an
+//! operator's status as long polls. Each call runs in a span `rendezvous` with the call's name (as on the wire),
 //! its `rdzv_id` and its `node`, so the registry's events say whose call they come from.
 //!
 //! Here, at the edge of the rules, what a call carries becomes what it proves: the token
@@ -15,9 +15,10 @@ use tracing::{Instrument, Span};
 
 use super::registry::{Refusal, Waited};
 use super::{
-    Beat, CallError, Found, JoinArgs, Joined, Leave, NodeSecret, Observe, Rendezvous, Report,
-    Reported, Store, Wait,
+    Beat, CallError, Found, JoinArgs, Joined, Leave, ListQuery, NodeSecret, Observe, Rendezvous,
+    Report, Reported, StatusQuery, Store, Wait,
 };
+use crate::job_status::{JobStatus, JobSummary};
 use crate::outcome::RoundStatus;
 
 /// How long a wait that asks for news of its pending round is held before that news is
@@ -220,6 +221,40 @@ impl<S: Store> Rendezvous for Local<S> {
                     Ok((Reported { counted, note }, false))
                 },
             )
+            .instrument(span)
+            .await
+    }
+
+    async fn job_status(
+        &self,
+        query: StatusQuery,
+        _within: Duration,
+    ) -> Result<JobStatus, CallError> {
+        let span = call_span("JobStatus", &query.rdzv_id, None);
+        let proof = query.credentials.proof();
+        let deadline = match query.after_digest {
+            0 => Instant::now(),
+            _ => self.deadline(query.poll),
+        };
+        self.store
+            .long_poll(&query.rdzv_id, None, deadline, |registry, now| {
+                registry.authorize(&query.rdzv_id, None, "JobStatus", &proof)?;
+                let status = registry.status(&query.rdzv_id, now)?;
+                let unchanged = status.digest == query.after_digest;
+                Ok((status, unchanged))
+            })
+            .instrument(span)
+            .await
+    }
+
+    async fn list_jobs(
+        &self,
+        query: ListQuery,
+        _within: Duration,
+    ) -> Result<Vec<JobSummary>, CallError> {
+        let span = tracing::info_span!("rendezvous", call = "ListJobs");
+        self.store
+            .list_jobs(&query.credentials.proof())
             .instrument(span)
             .await
     }

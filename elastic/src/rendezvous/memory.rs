@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::registry::{Refusal, Registry, Settings};
-use super::{CallError, Store};
+use super::{CallError, Proof, Store};
+use crate::job_status::JobSummary;
 
 /// The registry in this process; cheap to clone (clones share it).
 #[derive(Debug, Clone)]
@@ -81,6 +82,10 @@ impl Store for Memory {
                 }
             }
         }
+    }
+
+    async fn list_jobs(&self, proof: &Proof) -> Result<Vec<JobSummary>, CallError> {
+        Ok(lock(&self.registry).summaries(proof))
     }
 
     fn poll_cap(&self) -> Duration {

@@ -2,7 +2,7 @@
 //! `rendezvous serve` and on the agent that serves): requests by method and gRPC code, jobs,
 //! rounds formed, open connections.
 //!
-//! No label has unbounded values: the method is one of the six RPCs, the code one of gRPC's
+//! No label has unbounded values: the method is one of the eight RPCs, the code one of gRPC's
 //! seventeen; never a job id, address or error string.
 
 use std::fmt;
@@ -25,6 +25,8 @@ pub(crate) enum Method {
     Heartbeat,
     Report,
     Leave,
+    JobStatus,
+    ListJobs,
 }
 
 /// gRPC's status codes by their names.

@@ -8,9 +8,9 @@
 //! is in [`calls`]; the data a job holds below it, [`node`] (a node as kept) and [`formed`]
 //! (a round once formed); a job's parts beside it: [`admission`] (which joins are taken),
 //! [`membership`] (nodes joining, leaving and going silent), [`job`] (a job's phases: a round
-//! running, ending, the job done), [`forming`] (when the next round closes, and with whom)
-//! and [`task_end`] (what a task's reported end does); and three rules the parts apply,
-//! [`round_size`] (how big a round may grow and still start its tasks), [`host_identity`]
+//! running, ending, the job done), [`forming`] (when the next round closes, and with whom),
+//! [`task_end`] (what a task's reported end does) and [`status`] (what an operator sees of
+//! the jobs); and three rules the parts apply, [`round_size`] (how big a round may grow and still start its tasks), [`host_identity`]
 //! (which hosts are one) and [`auth`] (who may make a call). Each file imports only files
 //! below it: `formed` ← `node`, `calls` ← `job` ← the parts.
 
@@ -26,6 +26,7 @@ mod node;
 pub(crate) mod round_size;
 // The etcd store's records: they read and build the registry's private state, so they stay
 // beside it, compiled with the store.
+mod status;
 #[cfg(feature = "etcd")]
 mod stored;
 mod task_end;

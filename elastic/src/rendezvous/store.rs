@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::registry::{Refusal, Registry};
 use super::{CallError, JoinArgs, Joined, Proof};
+use crate::job_status::JobSummary;
 
 /// Where the jobs are. A call's `check` runs on the registry holding its job, and says
 /// whether the caller would rather wait for a change (and what to answer when the time is up).
@@ -53,6 +54,12 @@ pub(crate) trait Store: Send + Sync + 'static {
             .await
         }
     }
+
+    /// The jobs `proof` opens, by id, at most [`MAX_LISTED`](crate::MAX_LISTED).
+    fn list_jobs(
+        &self,
+        proof: &Proof,
+    ) -> impl Future<Output = Result<Vec<JobSummary>, CallError>> + Send;
 
     /// The host a joining node's tasks are reached at when it names none: the address its
     /// call came from (`peer`), or for a store in the agent's own process, the address this

@@ -1,9 +1,9 @@
 //! A rendezvous that lies, or is short of memory: a fake one (a tonic server of the
 //! rendezvous's service, in the test) that answers every long poll at once, gives a heartbeat
-//! timeout no clock can hold, ends the job with terminal escapes and 15 MB of "stderr", or
-//! refuses waits for want of memory. The client paces itself, refuses what is out of bounds,
-//! hands on only clean text of bounded length, and tries a refusal for now again after the
-//! pause the server asks for.
+//! timeout no clock can hold, ends the job with terminal escapes and 15 MB of "stderr",
+//! refuses waits for want of memory, or tells an operator a dirty status and too many jobs.
+//! The client paces itself, refuses what is out of bounds, hands on only clean text of
+//! bounded length, and tries a refusal for now again after the pause the server asks for.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use elastic::proto::rendezvous_server::{Rendezvous, RendezvousServer};
 use elastic::{
-    Agent, AgentOptions, AgentOutcome, ClientOptions, Error, JobConfig, Join, Node,
+    Agent, AgentOptions, AgentOutcome, ClientOptions, Error, JobConfig, JobPhase, Join, Node,
     RendezvousClient, Waited, proto,
 };
 use tonic::transport::server::TcpIncoming;
@@ -39,6 +39,30 @@ struct Fake {
 }
 
 const ESCAPES: &str = "\x1b[2J\x1b]0;owned\x07";
+
+/// The job failed: escapes in its texts, 15 MB of stderr.
+fn dirty_done() -> proto::JobDone {
+    proto::JobDone {
+        succeeded: false,
+        detail: format!("failed{ESCAPES}"),
+        first_failure: Some(dirty_failure()),
+        round: 1,
+    }
+}
+
+fn dirty_failure() -> proto::Failure {
+    proto::Failure {
+        round: 1,
+        node_id: "n1".into(),
+        host: format!("h{ESCAPES}"),
+        job: "worker".into(),
+        status: Some(proto::TaskStatus {
+            status: Some(proto::task_status::Status::ExitCode(1)),
+        }),
+        stderr_tail: format!("{ESCAPES}{}last line", "x".repeat(15 << 20)),
+        ..Default::default()
+    }
+}
 
 #[tonic::async_trait]
 impl Rendezvous for Fake {
@@ -82,22 +106,7 @@ impl Rendezvous for Fake {
                 round: 1,
                 ..Default::default()
             }),
-            Lie::DirtyDone => Outcome::Done(proto::JobDone {
-                succeeded: false,
-                detail: format!("failed{ESCAPES}"),
-                first_failure: Some(proto::Failure {
-                    round: 1,
-                    node_id: "n1".into(),
-                    host: format!("h{ESCAPES}"),
-                    job: "worker".into(),
-                    status: Some(proto::TaskStatus {
-                        status: Some(proto::task_status::Status::ExitCode(1)),
-                    }),
-                    stderr_tail: format!("{ESCAPES}{}last line", "x".repeat(15 << 20)),
-                    ..Default::default()
-                }),
-                round: 1,
-            }),
+            Lie::DirtyDone => Outcome::Done(dirty_done()),
             _ => Outcome::Pending(proto::Pending {
                 round: 1,
                 waiting: 1,
@@ -128,6 +137,47 @@ impl Rendezvous for Fake {
         _: Request<proto::LeaveRequest>,
     ) -> Result<Response<proto::LeaveResponse>, Status> {
         Ok(Response::new(proto::LeaveResponse::default()))
+    }
+
+    /// `DirtyDone`: the job failed, dirty, with its last failure as dirty.
+    async fn job_status(
+        &self,
+        request: Request<proto::JobStatusRequest>,
+    ) -> Result<Response<proto::JobStatus>, Status> {
+        let Lie::DirtyDone = self.lie else {
+            return Err(Status::unimplemented("no status here"));
+        };
+        Ok(Response::new(proto::JobStatus {
+            rdzv_id: request.into_inner().rdzv_id,
+            config: Some(proto::JobConfig {
+                min_nodes: 2,
+                max_nodes: 2,
+                tasks_per_node: 1,
+                ..Default::default()
+            }),
+            // The 15 MB once (twice is past the client's 16 MB answer).
+            phase: Some(proto::job_status::Phase::Done(proto::JobDone {
+                first_failure: None,
+                ..dirty_done()
+            })),
+            last_failure: Some(dirty_failure()),
+            ..Default::default()
+        }))
+    }
+
+    /// `DirtyDone`: more jobs than a list may hold.
+    async fn list_jobs(
+        &self,
+        _: Request<proto::ListJobsRequest>,
+    ) -> Result<Response<proto::ListJobsResponse>, Status> {
+        let jobs = (0..=elastic::MAX_LISTED)
+            .map(|i| proto::JobSummary {
+                rdzv_id: format!("job{i}"),
+                phase: "running".into(),
+                ..Default::default()
+            })
+            .collect();
+        Ok(Response::new(proto::ListJobsResponse { jobs }))
     }
 
     async fn watch_rounds(
@@ -258,6 +308,35 @@ fn a_dirty_job_end_reaches_the_agent_clean_and_short() {
             assert!(first.stderr_tail.ends_with("last line"));
             assert!(first.stderr_tail.starts_with("["), "the cut is said");
         }
+    });
+}
+
+/// An operator's status with escapes and 15 MB of stderr is clean and short; a list of more
+/// jobs than a list may hold is refused, naming the count.
+#[test]
+fn a_dirty_status_is_clean_and_an_overlong_list_refused() {
+    run(async {
+        let (addr, _) = fake(Lie::DirtyDone).await;
+        let client = client(&addr);
+        let status = client
+            .job_status("job", None, Duration::from_secs(1))
+            .await
+            .unwrap();
+        let JobPhase::Done(done) = &status.phase else {
+            panic!("{:?}", status.phase)
+        };
+        let last = status.last_failure.as_ref().unwrap();
+        let text = format!("{done} {last} {}", last.stderr_tail);
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+        assert!(last.stderr_tail.len() <= 8 * 1024 + 32);
+        assert!(last.stderr_tail.ends_with("last line"));
+
+        let err = client.list_jobs().await.unwrap_err();
+        let chain = cluster_spec::__private::error_chain::Chain(&err).to_string();
+        assert!(
+            chain.contains("the job count 1001 is outside its bounds 0 ..= 1000"),
+            "{chain}"
+        );
     });
 }
 

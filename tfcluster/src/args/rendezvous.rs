@@ -2,7 +2,8 @@
 //! `--rdzv-id`, declared once ([`RdzvTargetArgs`]) and flattened where a command reaches an
 //! elastic job's rendezvous: `run --rdzv`, whose agent joins the job ([`JoinRole`]), and the
 //! `--from rendezvous` source of `connect`, `serve` and `resolve`, which observes its running
-//! round, neither joining nor changing it ([`ObserveRole`]). The role gives each flag's help
+//! round, neither joining nor changing it ([`ObserveRole`]), and `status`, which reads the
+//! job's state or lists the jobs ([`StatusRole`]). The role gives each flag's help
 //! and says whether `--rdzv-id` needs `--rdzv`. What the flags name, checked, is
 //! [`target::Rendezvous`]; the job's token, from `--rdzv-token-file` or
 //! `TFCLUSTER_RDZV_TOKEN`, is [`token`]'s.
@@ -55,7 +56,8 @@ impl RdzvRole for JoinRole {
     const BACKEND: &'static str = "With --rdzv: which rendezvous --rdzv names; by default etcd \
         for `etcd://…`, else the built-in one. With etcd, --rdzv may be a bare list, \
         `h1:2379,h2:2379`, or etcdctl's `http://h1:2379,http://h2:2379`";
-    const ID: &'static str = "With --rdzv: the job's id at the rendezvous, the same on every host";
+    const ID: &'static str = "With --rdzv: the job's id at the rendezvous, the same on every \
+        host [default: default]";
     const ID_REQUIRES: Option<&'static str> = Some("rdzv");
     const TOKEN_FILE: &'static str = "With --rdzv: a file holding the job's token (16 to 1024 \
         printable ASCII characters; one trailing newline is dropped), the same on every host, \
@@ -83,11 +85,30 @@ impl RdzvRole for ObserveRole {
     const BACKEND: &'static str = "With --from rendezvous: which rendezvous --rdzv names (run's \
         --rdzv-backend); by default etcd for `etcd://…`, else the built-in one";
     const ID: &'static str = "With --from rendezvous: the job's id at the rendezvous (run's \
-        --rdzv-id)";
+        --rdzv-id) [default: default]";
     const ID_REQUIRES: Option<&'static str> = None;
     const TOKEN_FILE: &'static str = "With --from rendezvous: a file holding the job's token \
         (run's --rdzv-token-file), or TFCLUSTER_RDZV_TOKEN (not both): a job started with one \
         shows its rounds only to callers with it";
+}
+
+/// `status`: the command reads a job's state, or without `--rdzv-id` lists the jobs.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StatusRole;
+
+impl RdzvRole for StatusRole {
+    const RDZV: &'static str = "The rendezvous, as `tfcluster run --rdzv` gives it: \
+        `HOST[:PORT]`, the built-in one (port 29400 by default; plaintext gRPC, or mTLS with \
+        all three --rdzv-tls-* flags), or `etcd://HOST[:PORT][,HOST[:PORT]...]`, an etcd \
+        cluster's members (port 2379 by default)";
+    const BACKEND: &'static str = "Which rendezvous --rdzv names (run's --rdzv-backend); by \
+        default etcd for `etcd://…`, else the built-in one";
+    const ID: &'static str = "The job to show (run's --rdzv-id). Without it: the jobs the \
+        rendezvous holds that the token opens (the open ones, and the token's own)";
+    const ID_REQUIRES: Option<&'static str> = None;
+    const TOKEN_FILE: &'static str = "A file holding the job's token (run's \
+        --rdzv-token-file), or TFCLUSTER_RDZV_TOKEN (not both): a job started with one shows \
+        itself only to callers with it";
 }
 
 /// The flags of `--from rendezvous`.
@@ -106,18 +127,30 @@ pub(crate) struct RdzvTargetArgs<R: RdzvRole> {
     #[arg(
         long,
         value_name = "JOB",
-        default_value = "default",
         help = R::ID,
         requires = Resettable::from(R::ID_REQUIRES.map(Id::from)),
     )]
-    pub(crate) rdzv_id: String,
+    rdzv_id: Option<String>,
     #[arg(long, value_name = "PATH", help = R::TOKEN_FILE)]
     pub(crate) rdzv_token_file: Option<std::path::PathBuf>,
     #[arg(skip)]
     role: PhantomData<R>,
 }
 
+/// The job id when `--rdzv-id` names none.
+pub(crate) const DEFAULT_ID: &str = "default";
+
 impl<R: RdzvRole> RdzvTargetArgs<R> {
+    /// The job's id: `--rdzv-id`'s, else [`DEFAULT_ID`].
+    pub(crate) fn rdzv_id(&self) -> &str {
+        self.rdzv_id.as_deref().unwrap_or(DEFAULT_ID)
+    }
+
+    /// `--rdzv-id`'s value, when it was given.
+    pub(crate) fn given_id(&self) -> Option<&str> {
+        self.rdzv_id.as_deref()
+    }
+
     /// The rendezvous the flags name ([`Rendezvous::from_flags`]: contradicting flags are a
     /// usage error, the TLS files are read now); `None` without --rdzv.
     pub(crate) fn rendezvous(&self) -> Result<Option<Rendezvous>, Failure> {
@@ -145,7 +178,7 @@ impl<R: RdzvRole> RdzvTargetArgs<R> {
             (None, Some(rendezvous)) => {
                 token::warn_open(
                     &rendezvous.to_string(),
-                    Some(&self.rdzv_id),
+                    Some(self.rdzv_id()),
                     "--rdzv-token-file",
                 );
                 options
@@ -171,13 +204,13 @@ impl RdzvSourceArgs {
         let options = ClientOptions::default().with_retry_for(RETRY_FOR);
         let options = args.client_options(options, None)?;
         let client = rendezvous.client(options).await?;
-        Ok(RendezvousWatcher::new(client, args.rdzv_id.clone()))
+        Ok(RendezvousWatcher::new(client, args.rdzv_id().to_owned()))
     }
 
     /// How `resolve` names this source.
     pub(crate) fn describe(&self) -> String {
         match &self.rdzv {
-            Some(value) => format!("rendezvous {value} job {:?}", self.rdzv_id),
+            Some(value) => format!("rendezvous {value} job {:?}", self.rdzv_id()),
             None => "rendezvous".to_owned(),
         }
     }
@@ -207,10 +240,10 @@ mod tests {
     fn the_id_needs_rdzv_only_where_the_job_is_joined() {
         assert!(Joins::try_parse_from(["t", "--rdzv-id", "j"]).is_err());
         let observed = Observes::try_parse_from(["t", "--rdzv-id", "j"]).unwrap();
-        assert_eq!(observed.target.rdzv_id, "j");
+        assert_eq!(observed.target.rdzv_id(), "j");
         assert!(observed.target.rendezvous().unwrap().is_none());
         let joined = Joins::try_parse_from(["t", "--rdzv", "node0", "--rdzv-id", "j"]).unwrap();
-        assert_eq!(joined.target.rdzv_id, "j");
+        assert_eq!(joined.target.rdzv_id(), "j");
         let rendezvous = joined.target.rendezvous().unwrap().expect("--rdzv given");
         assert_eq!(rendezvous.to_string(), "node0:29400");
     }

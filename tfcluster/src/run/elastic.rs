@@ -88,7 +88,7 @@ pub(crate) async fn run(
             let message = Chain(&e).to_string();
             write_error_file(
                 args,
-                &json!({ "rdzv_id": args.target.rdzv_id, "error": message }),
+                &json!({ "rdzv_id": args.target.rdzv_id(), "error": message }),
             )?;
             // A script that does not exist: python's message and its status.
             let code = match e {
@@ -100,7 +100,7 @@ pub(crate) async fn run(
                 let context = format!(
                     "the rendezvous refused this host's token for job {:?}: every host of the \
                      job needs the same --rdzv-token-file or TFCLUSTER_RDZV_TOKEN",
-                    args.target.rdzv_id
+                    args.target.rdzv_id()
                 );
                 return Err(Failure::new(anyhow::Error::new(e).context(context), code));
             }
@@ -195,8 +195,8 @@ async fn agent(
         metrics,
     } = supervision;
     let client = client(rendezvous, args).await?;
-    let mut join =
-        Join::new(args.target.rdzv_id.clone(), args.config()?, Vec::new()).with_name(hostname());
+    let mut join = Join::new(args.target.rdzv_id().to_owned(), args.config()?, Vec::new())
+        .with_name(hostname());
     if let Some(host) = &args.host {
         join = join.with_host(host.clone());
     }
@@ -214,7 +214,7 @@ async fn agent(
             .with_metrics(metrics)
             .with_wait_watcher(std::sync::Arc::new(Waiting::new(
                 &rendezvous.to_string(),
-                &args.target.rdzv_id,
+                args.target.rdzv_id(),
             ))),
     ))
 }
@@ -291,7 +291,7 @@ fn failed_log(
     done: &JobDone,
 ) -> Option<std::path::PathBuf> {
     let (logs, first) = (logs?, done.first_failure.as_ref()?);
-    let task = logs.task(&args.target.rdzv_id, first.round, &first.job, first.index);
+    let task = logs.task(args.target.rdzv_id(), first.round, &first.job, first.index);
     Some(task.err().to_owned())
 }
 
@@ -333,7 +333,7 @@ fn failure_json(
         })
     });
     json!({
-        "rdzv_id": args.target.rdzv_id,
+        "rdzv_id": args.target.rdzv_id(),
         "round": done.round,
         "error": done.to_string(),
         "first_failure": first,

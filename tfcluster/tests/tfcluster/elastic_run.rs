@@ -115,6 +115,16 @@ pub(super) fn two_agents_running(
     flags: &[&str],
     command: &[&str],
 ) -> [Launch; 2] {
+    two_agents_at(dir, env, flags, command).0
+}
+
+/// [`two_agents_running`]'s agents, and the rendezvous the first serves (`127.0.0.1:PORT`).
+pub(super) fn two_agents_at(
+    dir: &Path,
+    env: &[(&str, &str)],
+    flags: &[&str],
+    command: &[&str],
+) -> ([Launch; 2], String) {
     let dir = dir.to_str().expect("a UTF-8 path");
     let env = [env, &[("DIR", dir)]].concat();
     let agent = |name: &str, endpoint: &str, log: &[(&str, &str)]| {
@@ -136,7 +146,8 @@ pub(super) fn two_agents_running(
         Launch::start(&args, &[&env[..], log].concat())
     };
     let (first, endpoint) = serving(|endpoint, log| agent("a", endpoint, &[log]));
-    [first, agent("b", &endpoint, &[])]
+    let second = agent("b", &endpoint, &[]);
+    ([first, second], endpoint)
 }
 
 /// The `seen` lines of both agents, split into fields: rank, local task, round, restarts,

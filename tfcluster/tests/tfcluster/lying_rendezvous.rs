@@ -1,6 +1,7 @@
-//! `run --rdzv` against a rendezvous that ends the job with terminal escapes and 15 MB of
-//! "stderr" (a fake one: the rendezvous's gRPC service, served in the test): the agent's
-//! output and its `--error-file` hold neither, only clean text of bounded length.
+//! `run --rdzv` and `status` against a rendezvous that ends the job with terminal escapes and
+//! 15 MB of "stderr" (a fake one: the rendezvous's gRPC service, served in the test): the
+//! agent's output, its `--error-file` and `status`'s output hold neither, only clean text of
+//! bounded length.
 
 use std::time::Duration;
 
@@ -13,8 +14,28 @@ use super::launch::Launch;
 /// What a terminal would obey: clear the screen, set the window title.
 const ESCAPES: &str = "\x1b[2J\x1b]0;owned\x07";
 
-/// Takes every join, and answers every wait with the job's failure, dirty.
+/// Takes every join, and answers every wait (and an operator) with the job's failure, dirty.
 struct DirtyEnd;
+
+/// The job failed: escapes in its texts, 15 MB of stderr.
+fn dirty_done() -> proto::JobDone {
+    proto::JobDone {
+        succeeded: false,
+        detail: format!("failed{ESCAPES}"),
+        first_failure: Some(proto::Failure {
+            round: 1,
+            node_id: "n1".into(),
+            host: "h".into(),
+            job: "worker".into(),
+            status: Some(proto::TaskStatus {
+                status: Some(proto::task_status::Status::ExitCode(1)),
+            }),
+            stderr_tail: format!("{}{ESCAPES}last line", "x".repeat(15 << 20)),
+            ..Default::default()
+        }),
+        round: 1,
+    }
+}
 
 #[tonic::async_trait]
 impl Rendezvous for DirtyEnd {
@@ -36,25 +57,37 @@ impl Rendezvous for DirtyEnd {
         &self,
         _: Request<proto::WaitRoundRequest>,
     ) -> Result<Response<proto::WaitRoundResponse>, Status> {
-        let done = proto::JobDone {
-            succeeded: false,
-            detail: format!("failed{ESCAPES}"),
-            first_failure: Some(proto::Failure {
-                round: 1,
-                node_id: "n1".into(),
-                host: "h".into(),
-                job: "worker".into(),
-                status: Some(proto::TaskStatus {
-                    status: Some(proto::task_status::Status::ExitCode(1)),
-                }),
-                stderr_tail: format!("{}{ESCAPES}last line", "x".repeat(15 << 20)),
+        Ok(Response::new(proto::WaitRoundResponse {
+            outcome: Some(proto::wait_round_response::Outcome::Done(dirty_done())),
+        }))
+    }
+
+    async fn job_status(
+        &self,
+        request: Request<proto::JobStatusRequest>,
+    ) -> Result<Response<proto::JobStatus>, Status> {
+        let mut done = dirty_done();
+        // The 15 MB once (twice is past the client's 16 MB answer).
+        let last_failure = done.first_failure.take();
+        Ok(Response::new(proto::JobStatus {
+            rdzv_id: request.into_inner().rdzv_id,
+            config: Some(proto::JobConfig {
+                min_nodes: 1,
+                max_nodes: 1,
+                tasks_per_node: 1,
                 ..Default::default()
             }),
-            round: 1,
-        };
-        Ok(Response::new(proto::WaitRoundResponse {
-            outcome: Some(proto::wait_round_response::Outcome::Done(done)),
+            last_failure,
+            phase: Some(proto::job_status::Phase::Done(done)),
+            ..Default::default()
         }))
+    }
+
+    async fn list_jobs(
+        &self,
+        _: Request<proto::ListJobsRequest>,
+    ) -> Result<Response<proto::ListJobsResponse>, Status> {
+        Err(Status::unimplemented("no list here"))
     }
 
     async fn heartbeat(
@@ -132,5 +165,30 @@ fn escapes_and_megabytes_from_the_rendezvous_reach_neither_output_nor_error_file
         "{record}"
     );
     assert!(record.len() < 64 * 1024, "{} bytes written", record.len());
+
+    // What `status` prints of the same, as text and as JSON.
+    for format in ["text", "json"] {
+        let mut status = Launch::start(
+            &[
+                "status",
+                "--rdzv",
+                &addr,
+                "--rdzv-id",
+                "job",
+                "--format",
+                format,
+            ],
+            &[],
+        );
+        let code = status.wait(Duration::from_secs(60)).code();
+        let output = status.stdout() + &status.stderr();
+        assert_eq!(code, Some(0), "{output}");
+        assert!(output.contains("last line"), "{output}");
+        assert!(
+            !output.contains('\x1b') && !output.to_ascii_lowercase().contains("\\u001b"),
+            "{output:?}"
+        );
+        assert!(output.len() < 64 * 1024, "{} bytes of output", output.len());
+    }
     runtime.shutdown_background();
 }

@@ -43,6 +43,8 @@ pub(super) struct Job {
     pub(super) restart_count: u32,
     pub(super) ended: VecDeque<RoundEnd>,
     pub(super) first_failure: Option<Failure>,
+    /// The latest task failure, for an operator's view of the job.
+    pub(super) last_failure: Option<Failure>,
     /// When the last node started waiting: a round with `min` nodes closes `last_call` after.
     pub(super) last_arrival: Instant,
     /// Since when the job has had no node; it is forgotten after the timeout.
@@ -72,6 +74,7 @@ impl Job {
             restart_count: 0,
             ended: VecDeque::new(),
             first_failure: None,
+            last_failure: None,
             last_arrival: now,
             empty_since: None,
             changed: watch::Sender::new(0),

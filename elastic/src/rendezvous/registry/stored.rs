@@ -166,6 +166,10 @@ impl Registry {
                 .first_failure
                 .map(wire::failure_from_proto)
                 .transpose()?,
+            last_failure: stored
+                .last_failure
+                .map(wire::failure_from_proto)
+                .transpose()?,
             last_arrival: clock.instant_of_ms(stored.last_arrival_ms),
             empty_since: (stored.empty_since_ms != 0)
                 .then(|| clock.instant_of_ms(stored.empty_since_ms)),
@@ -227,6 +231,7 @@ impl Registry {
             restart_count: job.restart_count,
             ended: job.ended.iter().map(wire::end_to_proto).collect(),
             first_failure: job.first_failure.as_ref().map(wire::failure_to_proto),
+            last_failure: job.last_failure.as_ref().map(wire::failure_to_proto),
             last_arrival_ms: clock.to_ms(job.last_arrival),
             empty_since_ms: job.empty_since.map_or(0, |t| clock.to_ms(t)),
             rounds: rounds

@@ -1,6 +1,6 @@
 //! What a task's reported end does: the job's first task succeeding ends the job, another
 //! task succeeding changes nothing, and any task failing ends its round (the job keeps the
-//! first failure, with the tail of its stderr).
+//! first failure and the latest, with the tail of its stderr).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -73,8 +73,13 @@ impl Job {
             stderr_tail: tail(stderr_tail, MAX_STDERR_TAIL),
         };
         let detail = failure.to_string();
-        self.first_failure.get_or_insert(failure);
-        self.end_round(EndReason::TaskFailed, detail, now);
+        let reason = match failure.status {
+            TaskStatus::Hung { .. } => EndReason::TaskHung,
+            _ => EndReason::TaskFailed,
+        };
+        self.first_failure.get_or_insert_with(|| failure.clone());
+        self.last_failure = Some(failure);
+        self.end_round(reason, detail, now);
         Ok((true, format!("round {round} ended")))
     }
 }
