@@ -1,10 +1,13 @@
 //! `run --log-dir`: each task's output in files of its own, a directory per round: after a
 //! restart both rounds' files hold each task's lines, whole and in order, none lost; the
 //! first failure names its file; `--local` writes them too; a directory that cannot be
-//! written fails the command before any task runs.
+//! written fails the command before any task runs; a disk that fills is warned about once
+//! while the task runs on, its lines on the agent's output.
 
 use std::path::Path;
 use std::time::Duration;
+
+use tempfile::TempDir;
 
 use super::elastic_run::{expect_exits, scratch, two_agents_running};
 use super::launch::Launch;
@@ -175,4 +178,68 @@ fn local_tasks_have_files_and_an_unwritable_dir_fails_before_any_task_runs() {
         refused.stderr()
     );
     assert!(!marker.exists(), "a task ran");
+}
+
+/// A tmpfs of 64 KiB mounted on a fresh directory, unmounted when dropped: a disk that fills.
+struct SmallDisk {
+    dir: TempDir,
+}
+
+impl SmallDisk {
+    fn mount() -> Self {
+        let dir = scratch("task-logs-full");
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .expect("mount runs (the test command runs as root)");
+        assert!(
+            status.success(),
+            "cannot mount a tmpfs on {}",
+            dir.path().display()
+        );
+        Self { dir }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[test]
+fn a_full_disk_warns_once_and_the_task_runs_on_its_lines_on_our_output() {
+    let disk = SmallDisk::mount();
+    let logs = disk.dir.path().to_str().expect("a UTF-8 path").to_owned();
+    // 5,000 lines of 60 bytes: 300 KB, past the disk's 64 KiB.
+    let task = r#"i=0; while [ $i -lt 5000 ]; do echo "line $i of a task writing more than the disk holds"; i=$((i+1)); done"#;
+    let mut local = Launch::start(
+        &[
+            "run",
+            "--local",
+            "worker=1",
+            "--log-dir",
+            &logs,
+            "--",
+            "sh",
+            "-c",
+            task,
+        ],
+        &[],
+    );
+    assert_eq!(local.wait(TIMEOUT).code(), Some(0), "{}", local.stderr());
+    let warnings = local
+        .stderr()
+        .matches("cannot write a task's log file")
+        .count();
+    assert_eq!(warnings, 1, "{}", local.stderr());
+    let stdout = local.stdout();
+    assert_eq!(stdout.matches(" of a task writing").count(), 5000);
+    assert!(
+        stdout.contains("line 4999 of a task"),
+        "the last line is shown"
+    );
 }
