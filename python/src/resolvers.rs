@@ -282,17 +282,21 @@ impl SageMakerClusterResolver {
 
 resolver_methods!(SageMakerClusterResolver {
     #[new]
-    #[pyo3(signature = (port=2223, task_type=None, task_id=None, rpc_layer=None))]
+    #[pyo3(signature = (port=2223, task_type=None, task_id=None, rpc_layer=None, environment=None))]
     fn new(
         port: u16,
         task_type: Option<String>,
         task_id: Option<u32>,
         rpc_layer: Option<String>,
+        environment: Option<String>,
     ) -> Self {
         let mut inner = SageMaker::new(Env::process()).with_port(port);
         inner.set_task_type(task_type);
         inner.set_task_id(task_id);
         inner.set_rpc_layer(rpc_layer);
+        if let Some(environment) = environment {
+            inner = inner.with_environment(environment);
+        }
         Self { inner }
     }
 });

@@ -3,6 +3,8 @@
 import os
 import shutil
 import subprocess
+
+import pytest
 import sys
 
 from conftest import SCRIPTS, VENV_BIN
@@ -58,6 +60,7 @@ def run_local(script, *args):
     )
 
 
+@pytest.mark.tensorflow
 def test_run_local_trains_mwms_from_the_venv():
     out = run_local("mwms_train.py")
     assert out.returncode == 0, out.stdout + out.stderr
@@ -65,6 +68,7 @@ def test_run_local_trains_mwms_from_the_venv():
         assert f"[worker:{task}] mwms ok worker:{task} replicas=2 " in out.stdout, out.stdout
 
 
+@pytest.mark.tensorflow
 def test_run_local_trains_with_tfcluster_tf_config_resolver():
     # MultiWorkerMirroredStrategy(cluster_resolver=tfcluster.tf.TFConfigClusterResolver()).
     out = run_local("mwms_train_resolver.py", "tf_config")

@@ -160,8 +160,8 @@ def test_the_classes_are_tensorflow_cluster_resolvers(env):
     assert tf.train.ClusterDef.FromString(ours) == spec.as_cluster_def()
     assert tfcluster.ClusterSpec(spec) == tfcluster.ClusterSpec(spec.as_dict())
     theirs = TF.TFConfigClusterResolver()
-    # Our documented difference: "" where TensorFlow has None; an override is TensorFlow's.
-    assert (resolver.environment, theirs.environment) == ("", None)
+    # The constructor's environment, None when not given, as TensorFlow's.
+    assert (resolver.environment, theirs.environment) == (None, None)
     assert tfcluster.tf.TFConfigClusterResolver(environment="google").environment == "google"
     assert TF.TFConfigClusterResolver(environment="google").environment == "google"
     # TensorFlow's base class counts this process's accelerators, for TF_CONFIG as for theirs.
@@ -180,6 +180,12 @@ def test_help_explains_the_slurm_resolver():
     assert "as Slurm placed its ranks" in text
     assert "MultiWorkerMirroredStrategy(cluster_resolver=SlurmClusterResolver())" in text
     assert "n10" in text and "cyclic" in text
+    module = subprocess.run(
+        [sys.executable, "-c", "import tfcluster.tf; help(tfcluster.tf)"],
+        capture_output=True, text=True, check=True, env={"PAGER": "cat", "TERM": "dumb"},
+    ).stdout
+    assert "Differences from TensorFlow 2.21" in module, module
+    assert "puts the rank's back" in module and "RuntimeError" in module
 
 
 def test_mwms_accepts_our_resolver_in_process(env):

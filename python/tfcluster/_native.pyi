@@ -1,16 +1,31 @@
 """Type stubs of tfcluster._native, the Rust module the tfcluster package re-exports."""
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, final
+
+__all__ = [
+    "__version__",
+    "ClusterSpec",
+    "hostlist_expand",
+    "hostlist_compress",
+    "SlurmClusterResolver",
+    "TFConfigClusterResolver",
+    "SageMakerClusterResolver",
+    "KubernetesClusterResolver",
+    "ClusterResolver",
+    "HAS_KUBERNETES",
+    "auto_detect",
+]
 
 __version__: str
 HAS_KUBERNETES: bool
 
 _Tasks = Union[Sequence[str], Mapping[int, str]]
 
+@final
 class ClusterSpec:
     """A TensorFlow cluster, validated when it is made."""
 
-    def __init__(self, cluster: Union[Mapping[str, _Tasks], str, "ClusterSpec", Any]) -> None: ...
+    def __new__(cls, cluster: Union[Mapping[str, _Tasks], str, "ClusterSpec", Any]) -> "ClusterSpec": ...
     @staticmethod
     def from_cluster_def(data: bytes) -> "ClusterSpec": ...
     def as_dict(self) -> Dict[str, Union[List[str], Dict[int, str]]]: ...
@@ -23,7 +38,7 @@ class ClusterSpec:
     def task_address(self, job: str, task_index: int) -> str: ...
     def job_tasks(self, job: str) -> List[Optional[str]]: ...
     def __bool__(self) -> bool: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
 
 def hostlist_expand(hostlist: str) -> List[str]: ...
 def hostlist_compress(hosts: Iterable[str]) -> str: ...
@@ -48,11 +63,12 @@ class _Resolver:
         self, task_type: Optional[str] = None, task_id: Optional[int] = None
     ) -> Dict[str, int]: ...
 
+@final
 class SlurmClusterResolver(_Resolver):
     """The cluster of the Slurm job step this process runs in, as Slurm placed its ranks."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         jobs: Optional[Sequence[Tuple[str, int]]] = None,
         port_base: int = 8888,
         gpus_per_node: Optional[int] = None,
@@ -60,44 +76,49 @@ class SlurmClusterResolver(_Resolver):
         tasks_per_node: Union[None, int, Mapping[str, int]] = None,
         auto_set_gpu: bool = True,
         rpc_layer: Optional[str] = "grpc",
-    ) -> None: ...
+    ) -> "SlurmClusterResolver": ...
     def get_task_info(self) -> Tuple[str, int]: ...
     def cuda_visible_devices(self) -> Optional[str]: ...
 
+@final
 class TFConfigClusterResolver(_Resolver):
     """The cluster of the TF_CONFIG environment variable."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         task_type: Optional[str] = None,
         task_id: Optional[int] = None,
         rpc_layer: Optional[str] = None,
         environment: Optional[str] = None,
-    ) -> None: ...
+    ) -> "TFConfigClusterResolver": ...
 
+@final
 class SageMakerClusterResolver(_Resolver):
     """The cluster of an Amazon SageMaker training job."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         port: int = 2223,
         task_type: Optional[str] = None,
         task_id: Optional[int] = None,
         rpc_layer: Optional[str] = None,
-    ) -> None: ...
+        environment: Optional[str] = None,
+    ) -> "SageMakerClusterResolver": ...
 
+@final
 class KubernetesClusterResolver(_Resolver):
     """The cluster of Kubernetes pods selected by labels (wheels built with `kubernetes`)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         job_to_label_mapping: Optional[Mapping[str, Sequence[str]]] = None,
         tf_server_port: int = 8470,
         rpc_layer: Optional[str] = "grpc",
         namespace: Optional[str] = None,
         address: str = "pod_ip",
-    ) -> None: ...
+    ) -> "KubernetesClusterResolver": ...
 
+@final
 class ClusterResolver(_Resolver):
     """The resolver auto_detect() found; `source` names it."""
 

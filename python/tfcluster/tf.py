@@ -10,11 +10,25 @@ Pass one to a strategy where TensorFlow's own would go::
 
 Each class takes the constructor arguments of TensorFlow's resolver of the same name and
 answers ``cluster_spec()`` (a ``tf.train.ClusterSpec``), ``master()``, ``task_type``,
-``task_id``, ``rpc_layer``, ``environment`` and ``num_accelerators()`` as TensorFlow's
-strategies call them, from the Rust resolvers of ``tfcluster`` (see each class's help for how
-they differ from TensorFlow's). Options are given to the constructor: ``task_type``,
-``task_id`` and ``rpc_layer`` have no setters, as the Rust resolvers are immutable. This
-module imports TensorFlow; ``import tfcluster`` does not.
+``task_id``, ``rpc_layer``, ``environment`` and ``num_accelerators()`` as TensorFlow's do,
+from the Rust resolvers of ``tfcluster``: the same values and types (``environment`` is the
+constructor's argument, ``None`` when not given, where TensorFlow's class takes one, else
+``""``), and ``task_type``, ``task_id`` and ``rpc_layer`` may be set as on TensorFlow's
+(``master()`` then uses what was set). This module imports TensorFlow; ``import tfcluster``
+does not.
+
+Differences from TensorFlow 2.21, each because TensorFlow is wrong (``tests/test_tensorflow.py``
+asserts each):
+
+- ``SlurmClusterResolver`` places ranks on the nodes Slurm ran them on (TensorFlow sorts host
+  names as strings and assumes block distribution), keeps hostlists' zero padding and every
+  form Slurm takes, counts an empty ``CUDA_VISIBLE_DEVICES`` as no GPU, knows ``task_type``
+  and ``task_id`` before ``cluster_spec()`` is called, and keeps what is set on them;
+- an environment that is no cluster (a ``TF_CONFIG`` that is not JSON or has a ``task.index``
+  of ``1.9``, a SageMaker host missing from ``SM_HOSTS``) raises ``RuntimeError`` naming the
+  value, where TensorFlow builds a cluster its runtime rejects later;
+- ``KubernetesClusterResolver`` lists pods through the API with no ``kubernetes`` Python
+  client, at the pod IP by default (``address="host_ip"`` for TensorFlow's node IP).
 """
 
 from __future__ import annotations
@@ -46,8 +60,19 @@ class ClusterResolver(_Base):
     # num_accelerators() counts this process's devices, as TensorFlow's base class does.
     _accelerators_from_source = False
 
+    # How TensorFlow's class of the same name treats None: setting task_type, task_id or
+    # rpc_layer to None means the source's own value again, and master() takes an
+    # rpc_layer argument that is not None (its TF_CONFIG and SageMaker resolvers); or None
+    # is None, and master() takes `rpc_layer or self.rpc_layer` (its others). The native
+    # resolver gets none of the three: this object holds them.
+    _none_reads_the_source = False
+
     def __init__(self, native):
         self._native = native
+        # What was set on this object (task_type, task_id, rpc_layer), over the native's;
+        # and the environment argument of a class whose TensorFlow twin takes one (its value,
+        # None when not given, is what TensorFlow's answers).
+        self._set = {}
 
     @property
     def native(self):
@@ -59,28 +84,68 @@ class ClusterResolver(_Base):
         return tf.train.ClusterSpec(self._native.cluster_spec().as_dict())
 
     def master(self, task_type=None, task_id=None, rpc_layer=None):
-        """``"<rpc_layer>://host:port"`` of the task (this one's by default), or ``""``."""
-        return self._native.master(task_type, task_id, rpc_layer)
+        """``"<rpc_layer>://host:port"`` of the task (this one's by default), or ``""``, by
+        the rules of TensorFlow's class of the same name, with what is set on this object."""
+        if self._none_reads_the_source:
+            layer = self.rpc_layer if rpc_layer is None else rpc_layer
+        else:
+            layer = rpc_layer or self.rpc_layer
+        return self._native.master(
+            self.task_type if task_type is None else task_type,
+            self.task_id if task_id is None else task_id,
+            layer,
+        )
+
+    def _get(self, name):
+        return self._set[name] if name in self._set else getattr(self._native, name)
+
+    def _assign(self, name, value):
+        if value is None and self._none_reads_the_source:
+            self._set.pop(name, None)
+        else:
+            self._set[name] = value
+
+    def _take(self, task_type, task_id, rpc_layer, environment):
+        # The arguments of a class whose TensorFlow twin keeps them on the object, overriding
+        # its source until set to None, and answers its environment argument as given.
+        self.task_type, self.task_id, self.rpc_layer = task_type, task_id, rpc_layer
+        self._set["environment"] = environment
 
     @property
     def task_type(self):
-        """This task's job, or ``None``."""
-        return self._native.task_type
+        """This task's job, or ``None``; settable, as TensorFlow's."""
+        task_type = self._get("task_type")
+        return None if task_type is None else str(task_type)
+
+    @task_type.setter
+    def task_type(self, task_type):
+        self._assign("task_type", task_type)
 
     @property
     def task_id(self):
-        """This task's index in its job, or ``None``."""
-        return self._native.task_id
+        """This task's index in its job, or ``None``; settable, as TensorFlow's."""
+        task_id = self._get("task_id")
+        return None if task_id is None else int(task_id)
+
+    @task_id.setter
+    def task_id(self, task_id):
+        self._assign("task_id", task_id)
 
     @property
     def rpc_layer(self):
-        """The RPC layer, e.g. ``"grpc"``, or ``None``."""
-        return self._native.rpc_layer
+        """The RPC layer, e.g. ``"grpc"``, or ``None``; settable, as TensorFlow's."""
+        return self._get("rpc_layer")
+
+    @rpc_layer.setter
+    def rpc_layer(self, rpc_layer):
+        self._assign("rpc_layer", rpc_layer)
 
     @property
     def environment(self):
-        """The environment the cluster runs in (``"google"``, ...), or ``""``."""
-        return self._native.environment
+        """The environment the cluster runs in: the constructor's argument where
+        TensorFlow's class takes one (``None`` when not given), else ``""`` as TensorFlow's
+        base class says (or what the source says)."""
+        return self._get("environment")
 
     def num_accelerators(self, task_type=None, task_id=None, config_proto=None):
         """Accelerators per device type, e.g. ``{"GPU": 2}``: the source's count where it has
@@ -114,7 +179,8 @@ class SlurmClusterResolver(ClusterResolver):
     - hostlists keep zero padding and take every form Slurm does (``rack[1-2]-n[01-04]``);
     - an empty ``CUDA_VISIBLE_DEVICES`` is no GPU (TensorFlow counts one), so CPU-only nodes
       may run several tasks;
-    - ``task_type`` and ``task_id`` are known before ``cluster_spec()`` is called;
+    - ``task_type`` and ``task_id`` are known before ``cluster_spec()`` is called, and what is
+      set on them stays set (TensorFlow's ``cluster_spec()`` puts the rank's back);
     - a step that cannot be a cluster raises ``RuntimeError`` with the Rust message.
     """
 
@@ -129,8 +195,9 @@ class SlurmClusterResolver(ClusterResolver):
             gpus_per_task=gpus_per_task,
             tasks_per_node=tasks_per_node,
             auto_set_gpu=auto_set_gpu,
-            rpc_layer=rpc_layer,
+            rpc_layer=None,
         ))
+        self.rpc_layer = rpc_layer
 
     def get_task_info(self):
         """This task's ``(task_type, task_id)``."""
@@ -147,23 +214,28 @@ class TFConfigClusterResolver(ClusterResolver):
     column and value, rather than building a cluster TensorFlow's runtime rejects later.
     """
 
+    _none_reads_the_source = True
+
     def __init__(self, task_type=None, task_id=None, rpc_layer=None, environment=None):
-        super().__init__(tfcluster.TFConfigClusterResolver(
-            task_type=task_type, task_id=task_id, rpc_layer=rpc_layer, environment=environment))
+        super().__init__(tfcluster.TFConfigClusterResolver(environment=environment))
+        self._take(task_type, task_id, rpc_layer, environment)
 
 
 class SageMakerClusterResolver(ClusterResolver):
     """The cluster of an Amazon SageMaker training job (``SM_HOSTS``, ``SM_CURRENT_HOST``).
 
-    ``SageMakerClusterResolver(port=2223, task_type=None, task_id=None, rpc_layer=None)``:
-    every host a ``worker`` on ``port``, this host's task its index in ``SM_HOSTS``. Unlike
-    TensorFlow's, a current host missing from ``SM_HOSTS`` (or a host listed twice) raises
-    ``RuntimeError`` instead of giving a wrong cluster.
+    ``SageMakerClusterResolver(port=2223, task_type=None, task_id=None, rpc_layer=None,
+    environment=None)``: every host a ``worker`` on ``port``, this host's task its index in
+    ``SM_HOSTS``. Unlike TensorFlow's, a current host missing from ``SM_HOSTS`` (or a host
+    listed twice) raises ``RuntimeError`` instead of giving a wrong cluster.
     """
 
-    def __init__(self, port=2223, task_type=None, task_id=None, rpc_layer=None):
-        super().__init__(tfcluster.SageMakerClusterResolver(
-            port=port, task_type=task_type, task_id=task_id, rpc_layer=rpc_layer))
+    _none_reads_the_source = True
+
+    def __init__(self, port=2223, task_type=None, task_id=None, rpc_layer=None,
+                 environment=None):
+        super().__init__(tfcluster.SageMakerClusterResolver(port=port, environment=environment))
+        self._take(task_type, task_id, rpc_layer, environment)
 
 
 if tfcluster.HAS_KUBERNETES:
@@ -180,7 +252,8 @@ if tfcluster.HAS_KUBERNETES:
                      namespace=None, address="pod_ip"):
             super().__init__(tfcluster.KubernetesClusterResolver(
                 job_to_label_mapping=job_to_label_mapping, tf_server_port=tf_server_port,
-                rpc_layer=rpc_layer, namespace=namespace, address=address))
+                rpc_layer=None, namespace=namespace, address=address))
+            self.rpc_layer = rpc_layer
 
     __all__.append("KubernetesClusterResolver")
 

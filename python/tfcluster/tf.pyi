@@ -1,12 +1,23 @@
 """Type stubs of tfcluster.tf: tfcluster's resolvers as TensorFlow ClusterResolvers."""
 
+import abc
 from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
 from tfcluster import _native
 
-class ClusterResolver(tf.distribute.cluster_resolver.ClusterResolver):
+__all__ = [
+    "ClusterResolver",
+    "SageMakerClusterResolver",
+    "SlurmClusterResolver",
+    "TFConfigClusterResolver",
+    "auto_detect",
+    "KubernetesClusterResolver",
+]
+
+# TensorFlow's ClusterResolver is an abc.ABC (TensorFlow has no stubs: mypy sees Any).
+class ClusterResolver(tf.distribute.cluster_resolver.ClusterResolver, metaclass=abc.ABCMeta):
     def __init__(self, native: _native._Resolver) -> None: ...
     @property
     def native(self) -> _native._Resolver: ...
@@ -19,12 +30,18 @@ class ClusterResolver(tf.distribute.cluster_resolver.ClusterResolver):
     ) -> str: ...
     @property
     def task_type(self) -> Optional[str]: ...
+    @task_type.setter
+    def task_type(self, task_type: Optional[str]) -> None: ...
     @property
     def task_id(self) -> Optional[int]: ...
+    @task_id.setter
+    def task_id(self, task_id: Optional[int]) -> None: ...
     @property
     def rpc_layer(self) -> Optional[str]: ...
+    @rpc_layer.setter
+    def rpc_layer(self, rpc_layer: Optional[str]) -> None: ...
     @property
-    def environment(self) -> str: ...
+    def environment(self) -> Optional[str]: ...
     def num_accelerators(
         self,
         task_type: Optional[str] = None,
@@ -61,6 +78,7 @@ class SageMakerClusterResolver(ClusterResolver):
         task_type: Optional[str] = None,
         task_id: Optional[int] = None,
         rpc_layer: Optional[str] = None,
+        environment: Optional[str] = None,
     ) -> None: ...
 
 class KubernetesClusterResolver(ClusterResolver):

@@ -15,8 +15,14 @@ use std::time::Instant;
 use crate::tally::{self, Floors, Suite, Tally};
 use crate::{docs_section, machine, stats, tf_venv, venv, workspace};
 
-/// What the venv needs besides TensorFlow to build and test the package.
-const TOOLS: &[&str] = &["maturin>=1.9,<2", "pytest"];
+/// What the venv needs besides TensorFlow to build and test the package: maturin builds it,
+/// pytest and hypothesis test it beside TensorFlow, mypy's stubtest checks its stubs.
+const TOOLS: &[&str] = &[
+    "maturin>=1.9,<2",
+    "pytest",
+    "hypothesis>=6,<7",
+    "mypy>=1.10,<3",
+];
 
 /// The suite's name in the tally and the floors file.
 const SUITE: &str = "pytest: python/tests";
@@ -106,6 +112,114 @@ pub(crate) fn install() -> Result<PathBuf, String> {
     Ok(python)
 }
 
+/// The CPython versions the wheel claims (abi3 from 3.9), as `python3.X` on the PATH (pyenv's
+/// shims on these machines).
+const PYTHONS: [&str; 5] = ["3.9", "3.10", "3.11", "3.12", "3.13"];
+
+/// The tests that need neither TensorFlow nor mypy: the module and the CLI (but for the
+/// tests marked `tensorflow`, which train).
+const PLAIN_TESTS: [&str; 2] = ["python/tests/test_api.py", "python/tests/test_cli.py"];
+
+/// `cargo xtask python --all-pythons`: the dev wheel built once (abi3, cp39), then on each
+/// CPython of [`PYTHONS`] this machine has, a venv of its own (`target/py-venvs/3.X`, pytest
+/// and hypothesis from PyPI) with the wheel installed and [`PLAIN_TESTS`] run there. The
+/// whole suite, TensorFlow's tests and stubtest included, is `cargo xtask python`'s, in the
+/// TensorFlow venv (TensorFlow is not installed per Python: a few GB each). A table of each
+/// Python's outcome; an error when one failed.
+pub(crate) fn all_pythons() -> Result<(), String> {
+    let builder = tf_venv::python()?;
+    ensure_tools(&builder)?;
+    let wheel = build(&builder, "dev")?;
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for version in PYTHONS {
+        let Some(base) = interpreter(version) else {
+            rows.push(format!("| {version} | not on this machine | |"));
+            continue;
+        };
+        let name = format!("py-venvs/{version}");
+        let venv = venv::Venv {
+            name: &name,
+            check: "import pytest, hypothesis",
+        };
+        let python = venv.ensure_from(&base, &[&["pytest", "hypothesis>=6,<7"]])?;
+        install_wheel(&python, &wheel)?;
+        let started = Instant::now();
+        let (out, ok) = workspace::run_merged(
+            venv::command(&python)
+                .args([
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "-m",
+                    "not tensorflow",
+                ])
+                .args(PLAIN_TESTS),
+        )?;
+        let summary = out
+            .lines()
+            .rev()
+            .find(|line| line.contains(" passed") || line.contains(" failed"))
+            .unwrap_or("no pytest summary")
+            .trim_matches(|c: char| c == '=' || c.is_whitespace())
+            .to_owned();
+        rows.push(format!(
+            "| {version} | {summary} | {:.1} s |",
+            started.elapsed().as_secs_f64()
+        ));
+        if !ok {
+            failed.push(version);
+        }
+    }
+    println!(
+        "\nThe wheel {} on each CPython (module and CLI tests):\n\n| Python | pytest | time |\n|---|---|---|",
+        wheel.display()
+    );
+    for row in rows {
+        println!("{row}");
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("pytest failed on Python {}", failed.join(", ")))
+    }
+}
+
+/// A CPython `version` (`3.12`) of this machine: pyenv's (`$PYENV_ROOT` or `~/.pyenv`,
+/// `versions/3.12.*/bin/python3.12`, whatever pyenv's global choice), else `python3.12` on
+/// the PATH when it runs.
+fn interpreter(version: &str) -> Option<String> {
+    let runs = |python: &str| {
+        Command::new(python)
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| out.status.success())
+    };
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".pyenv")))?;
+    let mut pyenv: Vec<PathBuf> = std::fs::read_dir(root.join("versions"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            name.strip_prefix(version)
+                .is_some_and(|rest| rest.starts_with('.'))
+        })
+        .map(|entry| entry.path().join("bin").join(format!("python{version}")))
+        .collect();
+    pyenv.sort();
+    pyenv
+        .into_iter()
+        .rev()
+        .map(|path| path.to_string_lossy().into_owned())
+        .chain(std::iter::once(format!("python{version}")))
+        .find(|python| runs(python))
+}
+
 /// `cargo xtask wheel`: the release abi3 wheel (`maturin build --release`, manylinux tag, the
 /// release CLI in its scripts) in `target/wheels/release`, installed into the venv; prints
 /// its size and `import tfcluster`'s time and writes them to `docs/benchmarks.md`.
@@ -159,10 +273,10 @@ pub(crate) fn release() -> Result<(), String> {
     )
 }
 
-/// Installs maturin and pytest with pip when the venv cannot import them.
+/// Installs [`TOOLS`] with pip when the venv cannot import them.
 fn ensure_tools(python: &Path) -> Result<(), String> {
     let ready = Command::new(python)
-        .args(["-c", "import maturin, pytest"])
+        .args(["-c", "import maturin, pytest, hypothesis, mypy.stubtest"])
         .output()
         .is_ok_and(|out| out.status.success());
     if ready {

@@ -37,6 +37,11 @@ impl Venv<'_> {
     /// arguments) is tried in turn until the check passes. Returns its python, or why not,
     /// with each try's failure.
     pub(crate) fn ensure(&self, installs: &[&[&str]]) -> Result<PathBuf, String> {
+        self.ensure_from("python3", installs)
+    }
+
+    /// As [`ensure`](Self::ensure), the venv made by interpreter `base` (`python3.12`).
+    pub(crate) fn ensure_from(&self, base: &str, installs: &[&[&str]]) -> Result<PathBuf, String> {
         let python = self.python();
         if self.ready(&python) {
             return Ok(python);
@@ -45,7 +50,7 @@ impl Venv<'_> {
             .parent()
             .and_then(Path::parent)
             .expect("bin/python sits in the venv");
-        workspace::run(Command::new("python3").args(["-m", "venv"]).arg(dir))?;
+        workspace::run(Command::new(base).args(["-m", "venv", "--clear"]).arg(dir))?;
         let mut failures = Vec::new();
         for install in installs {
             let tried = workspace::run(pip(&python, "install").args(*install));
