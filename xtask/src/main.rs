@@ -13,6 +13,7 @@ mod bench_vs_tf;
 mod child;
 mod codegen;
 mod daemon_package;
+mod doc_links;
 mod docs_section;
 mod etcd;
 mod features;
@@ -73,6 +74,9 @@ tasks:
                      ~10 minutes)
   codegen [--check]  regenerate cluster-proto/src/generated/ and elastic/src/generated/ from each
                      crate's proto/ with protox; --check fails if the committed files differ from what would be generated
+  links              check every relative link of the Markdown docs (root *.md, docs/, each
+                     directory's README.md): the file exists, the anchor names a heading
+                     (as GitHub makes heading ids); part of `test`
   public-api [--check]
                      list each library crate's public items (nightly rustdoc's JSON) in
                      <crate>/public-api.txt, one a line, so an API change shows in review;
@@ -138,6 +142,7 @@ fn main() -> ExitCode {
         ["bench-vs-tf"] => bench_vs_tf::run(),
         ["codegen"] => codegen::run(false),
         ["codegen", "--check"] => codegen::run(true),
+        ["links"] => doc_links::run(),
         ["public-api"] => public_api::run(false),
         ["public-api", "--check"] => public_api::run(true),
         ["test"] => test::run(),

@@ -11,7 +11,8 @@ use std::process::Command;
 
 use crate::tally::{self, Floors, Tally};
 use crate::{
-    codegen, etcd, features, interop, prometheus, public_api, python, slurm, tf_venv, workspace,
+    codegen, doc_links, etcd, features, interop, prometheus, public_api, python, slurm, tf_venv,
+    workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
@@ -49,6 +50,8 @@ pub(crate) fn run() -> Result<(), String> {
     )?;
     features::docs_rs()?;
     let mut tally = Tally::default();
+    // Every relative link of the docs resolves: a file, a heading.
+    tally.add([doc_links::suite()]);
     // Every binary runs though one fails; the interop tests run once, as their own suite.
     tally.add(tally::cargo_test(
         "workspace",
