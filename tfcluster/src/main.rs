@@ -14,6 +14,8 @@ mod identity;
 mod input;
 mod logs;
 mod output;
+#[cfg(test)]
+mod reference;
 mod report;
 mod run;
 mod runtime;
@@ -109,5 +111,24 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    /// `docs/guide/reference.md` is every command's `--help` as this build prints it: written
+    /// again with `TFCLUSTER_WRITE_REFERENCE=1 cargo test -p tfcluster --all-features
+    /// reference`, else compared, as `codegen --check` compares generated code.
+    #[test]
+    fn the_command_reference_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/guide/reference.md");
+        let reference = crate::reference::render(super::Cli::command());
+        if std::env::var_os("TFCLUSTER_WRITE_REFERENCE").is_some() {
+            std::fs::write(path, &reference).unwrap();
+            return;
+        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == reference,
+            "docs/guide/reference.md is not the --help of this build: write it again with \
+             `TFCLUSTER_WRITE_REFERENCE=1 cargo test -p tfcluster --all-features reference`"
+        );
     }
 }
