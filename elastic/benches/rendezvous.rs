@@ -7,15 +7,18 @@
 //! agent an etcd client of its own (issue 22's targets, process-level: 200 ms to every task
 //! of 64 spawned, 500 ms for a restart). Each size runs twice: as `N`, an open job, and as
 //! `N_token`, a job with a token (issue 36: authentication adds at most 10 %); node secrets
-//! are in both.
+//! are in both. On the built-in rendezvous each size also runs as `N_metrics`: an open job on
+//! a second server whose `RendezvousMetrics` are registered into a Prometheus registry, as
+//! `--metrics` does (issue 40: nothing measurable on round formation).
 
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use elastic::{
-    ClientOptions, EtcdOptions, JobConfig, Join, NodeRange, RendezvousClient, RendezvousServer,
-    ServerOptions, Token, Waited,
+    ClientOptions, EtcdOptions, JobConfig, Join, NodeRange, RendezvousClient, RendezvousMetrics,
+    RendezvousServer, ServerOptions, Token, Waited,
 };
+use prometheus_client::registry::Registry;
 
 /// Each size's benchmark id, and the client options of its agents: an open job, and one with
 /// a token.
@@ -36,24 +39,34 @@ fn rounds(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let server = runtime.block_on(async {
-        // Every iteration is a job of its own; old ones are never in the way.
-        let options = ServerOptions::default().with_max_jobs(usize::MAX);
-        RendezvousServer::start("127.0.0.1:0".parse().unwrap(), options)
-            .await
-            .unwrap()
+    // Every iteration is a job of its own; old ones are never in the way.
+    let options = ServerOptions::default().with_max_jobs(usize::MAX);
+    let metrics = RendezvousMetrics::default();
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let (server, metered) = runtime.block_on(async {
+        let start = |options| RendezvousServer::start("127.0.0.1:0".parse().unwrap(), options);
+        (
+            start(options.clone()).await.unwrap(),
+            start(options.with_metrics(metrics)).await.unwrap(),
+        )
     });
     let addr = server.local_addr().to_string();
+    let metered_addr = metered.local_addr().to_string();
     let mut all_clients = Vec::new();
     let mut group = c.benchmark_group("last_join_to_round");
     group
         .sample_size(20)
         .measurement_time(Duration::from_secs(10));
-    for (agents, (id, client_options)) in [8u16, 64]
+    let sizes = [8u16, 64];
+    let on_metered = sizes.map(|n| (n, (format!("{n}_metrics"), ClientOptions::default()), true));
+    for (agents, (id, client_options), metered) in sizes
         .into_iter()
-        .flat_map(|n| variants(n).map(|v| (n, v)))
+        .flat_map(|n| variants(n).map(|v| (n, v, false)))
+        .chain(on_metered)
     {
         let _runtime = runtime.enter(); // a client's connection is a tokio task
+        let addr = if metered { &metered_addr } else { &addr };
         let clients: Vec<RendezvousClient> = (0..agents)
             .map(|_| RendezvousClient::new(addr.clone(), client_options.clone()).unwrap())
             .collect();
@@ -63,6 +76,9 @@ fn rounds(c: &mut Criterion) {
     group.finish();
     bench_all_at_once(c, "", &runtime, &all_clients);
     runtime.block_on(server.shutdown());
+    runtime.block_on(metered.shutdown());
+    // The registry held the metered server's metrics throughout, as `--metrics` holds them.
+    drop(registry);
 
     let etcd = EtcdCluster::start_local(3);
     let options = EtcdOptions::new(etcd.endpoints()).unwrap();

@@ -294,6 +294,7 @@
 //! | `tfcluster_rendezvous_jobs` | gauge | | jobs the server holds |
 //! | `tfcluster_rendezvous_rounds_formed_total` | counter | | rounds formed, every job |
 //! | `tfcluster_rendezvous_connections` | gauge | | connections open (grpc-guard's count, read at each scrape) |
+//! | `tfcluster_rendezvous_refusals_total` | counter | `limit`: `not_allowed`, `max_connections`, `handshake_timeout`, `accept_failed`, `request_memory`, `response_memory` | connections and calls the server refused, by the limit (grpc-guard's `GuardMetrics`, as the TaskServer's) |
 //!
 //! ## Security
 //!

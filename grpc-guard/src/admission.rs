@@ -31,6 +31,7 @@ use tokio::time::Sleep;
 use tonic::codegen::tokio_stream::Stream;
 
 use crate::connection::{Connection, OpenConnections, PREFIX, Slot};
+use crate::metrics::GuardMetrics;
 use crate::network::Network;
 use crate::refusals::{Cause, Refusals};
 
@@ -73,8 +74,15 @@ pub(crate) struct Admission<S> {
 }
 
 impl<S> Admission<S> {
-    /// `open` counts the connections it admits until each closes.
-    pub(crate) fn new(inner: S, rules: Rules, open: OpenConnections, task: Arc<str>) -> Self {
+    /// `open` counts the connections it admits until each closes; `metrics` counts the
+    /// refusals.
+    pub(crate) fn new(
+        inner: S,
+        rules: Rules,
+        open: OpenConnections,
+        task: Arc<str>,
+        metrics: GuardMetrics,
+    ) -> Self {
         Self {
             inner,
             rules,
@@ -83,7 +91,7 @@ impl<S> Admission<S> {
             waiting: VecDeque::new(),
             paused: None,
             next_pause: BACKOFF.0,
-            refusals: Refusals::new(task),
+            refusals: Refusals::new(task, metrics),
             lingering: Arc::default(),
         }
     }
@@ -339,6 +347,7 @@ mod tests {
             rules,
             OpenConnections::default(),
             "/job:worker/replica:0/task:0".into(),
+            GuardMetrics::default(),
         );
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);

@@ -44,6 +44,16 @@
 //! - **Refusals logged once per interval with counts**: thousands of refused connections a
 //!   second are a log line every 10 s per cause, not thousands.
 //!
+//! ## Metrics
+//!
+//! [`Guard::with_metrics`] counts into a [`GuardMetrics`] registered into a
+//! `prometheus_client` registry under the server's prefix:
+//!
+//! | name | type | labels | meaning |
+//! |---|---|---|---|
+//! | `PREFIX_connections` | gauge | | connections held open (admitted, or waiting for their first bytes) |
+//! | `PREFIX_refusals_total` | counter | `limit` | connections and calls refused, by the limit: `not_allowed`, `max_connections`, `handshake_timeout` (also the oldest waiting connection evicted at the cap), `accept_failed`, `request_memory`, `response_memory`, and the service's own |
+//!
 //! ## Features
 //!
 //! - `tls`: TLS with client certificates (mTLS) with rustls and its ring provider:
@@ -82,6 +92,7 @@ mod connection;
 mod delivery;
 mod inflate;
 mod limits;
+mod metrics;
 mod network;
 mod refusals;
 mod request_memory;
@@ -92,6 +103,7 @@ mod tls;
 mod whole_messages;
 
 pub use limits::Limits;
+pub use metrics::GuardMetrics;
 pub use network::{InvalidNetwork, Network};
 pub use request_memory::{Charge, PUSHBACK_HEADER, RETRY_PUSHBACK, RequestMemory};
 pub use serve::{ConnectionCount, Guard, ServeError, Serving};

@@ -1,7 +1,8 @@
 //! Refused connections, logged at most once per [`INTERVAL`] per cause, with a count: a
 //! client that opens thousands of connections a second must not turn into thousands of log
 //! lines a second. The first refusal of a cause is logged at once; those after it within the
-//! interval are counted and logged together when it ends.
+//! interval are counted and logged together when it ends. Each is also counted at once into
+//! the server's [`GuardMetrics`], whatever the log does.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -10,6 +11,8 @@ use std::task::Context;
 use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
+
+use crate::metrics::GuardMetrics;
 
 /// The least time between two log lines of one cause.
 pub(crate) const INTERVAL: Duration = Duration::from_secs(10);
@@ -35,6 +38,16 @@ impl Cause {
         Self::NoHandshake,
         Self::AcceptFailed,
     ];
+
+    /// The limit that refused, as `PREFIX_refusals_total` labels it.
+    fn limit(self) -> &'static str {
+        match self {
+            Self::NotAllowed => "not_allowed",
+            Self::TooManyConnections => "max_connections",
+            Self::NoHandshake => "handshake_timeout",
+            Self::AcceptFailed => "accept_failed",
+        }
+    }
 
     fn reason(self) -> &'static str {
         match self {
@@ -62,20 +75,23 @@ pub(crate) struct Refusals {
     tallies: [Tally; Cause::ALL.len()],
     /// When the counted refusals are due to be logged.
     flush: Option<Pin<Box<Sleep>>>,
+    metrics: GuardMetrics,
 }
 
 impl Refusals {
-    pub(crate) fn new(server: std::sync::Arc<str>) -> Self {
+    pub(crate) fn new(server: std::sync::Arc<str>, metrics: GuardMetrics) -> Self {
         Self {
             server,
             tallies: [Tally::default(); Cause::ALL.len()],
             flush: None,
+            metrics,
         }
     }
 
     /// Counts one refusal of `peer` (when known) for `cause`; logs it at once when the cause's
     /// last line is older than [`INTERVAL`].
     pub(crate) fn note(&mut self, cause: Cause, peer: Option<SocketAddr>) {
+        self.metrics.refused(cause.limit());
         let tally = &mut self.tallies[cause as usize];
         tally.unlogged += 1;
         tally.latest = peer.or(tally.latest);
@@ -151,7 +167,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_cause_is_logged_once_per_interval_and_the_rest_counted_then_flushed() {
-        let mut refusals = Refusals::new("/job:worker/replica:0/task:0".into());
+        let metrics = GuardMetrics::default();
+        let mut refusals = Refusals::new("/job:worker/replica:0/task:0".into(), metrics.clone());
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);
         refusals.note(Cause::NotAllowed, None);
@@ -180,5 +197,8 @@ mod tests {
         refusals.poll_flush(&mut cx);
         assert_eq!(refusals.unlogged(Cause::NotAllowed), 0);
         assert!(refusals.flush.is_none(), "nothing left to flush");
+        // The metrics count every refusal at once, logged or not.
+        assert_eq!(metrics.refusals("not_allowed"), 5000);
+        assert_eq!(metrics.refusals("handshake_timeout"), 1);
     }
 }

@@ -16,6 +16,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::Status;
 use tonic::metadata::MetadataValue;
 
+use crate::metrics::GuardMetrics;
+
 /// A budget of bytes, one permit per byte: the request memory of a server, or its response
 /// memory. Cheap to clone (clones share the budget).
 #[derive(Clone, Debug)]
@@ -24,6 +26,8 @@ pub struct RequestMemory {
     total: usize,
     /// What the bytes are, for the error of a charge that does not fit.
     responses: bool,
+    /// Counts the charges that did not fit.
+    metrics: GuardMetrics,
 }
 
 impl RequestMemory {
@@ -43,7 +47,14 @@ impl RequestMemory {
             permits: Arc::new(Semaphore::new(total)),
             total,
             responses,
+            metrics: GuardMetrics::default(),
         }
+    }
+
+    /// The same budget, its refused charges counted into `metrics`.
+    pub(crate) fn counted_by(mut self, metrics: GuardMetrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// The bytes held now, all charges together.
@@ -140,6 +151,11 @@ impl Charge {
     /// `RESOURCE_EXHAUSTED` for `bytes` more, with gRPC's retry pushback: memory comes back
     /// as other calls end, so a client may try again ([`RETRY_PUSHBACK`]).
     fn exhausted(&self, bytes: usize) -> Status {
+        self.memory.metrics.refused(if self.memory.responses {
+            "response_memory"
+        } else {
+            "request_memory"
+        });
         let mut status = self.exhausted_status(bytes);
         status.metadata_mut().insert(
             PUSHBACK_HEADER,

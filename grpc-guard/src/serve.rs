@@ -16,6 +16,7 @@ use crate::admission::{Admission, Rules};
 use crate::connection::{CountStreams, OpenConnections};
 use crate::delivery::Responses;
 use crate::limits::Limits;
+use crate::metrics::GuardMetrics;
 use crate::network::Network;
 use crate::request_memory::RequestMemory;
 use crate::whole_messages::Guarded;
@@ -54,6 +55,7 @@ pub struct Guard {
     request_memory: RequestMemory,
     call_timeout: Option<Duration>,
     tcp_keepalive: Option<Duration>,
+    metrics: GuardMetrics,
     #[cfg(feature = "tls")]
     tls: Option<crate::TlsConfig>,
 }
@@ -71,9 +73,20 @@ impl Guard {
             allow: None,
             call_timeout: None,
             tcp_keepalive: None,
+            metrics: GuardMetrics::default(),
             #[cfg(feature = "tls")]
             tls: None,
         }
+    }
+
+    /// Count the server's open connections and its refusals into `metrics`
+    /// ([`GuardMetrics`]): connections refused at accept, and calls refused for want of
+    /// request or response memory. Give it before [`service`](Self::service) wraps the
+    /// services. Default: counted into metrics no registry holds.
+    pub fn with_metrics(mut self, metrics: GuardMetrics) -> Self {
+        self.request_memory = self.request_memory.counted_by(metrics.clone());
+        self.metrics = metrics;
+        self
     }
 
     /// Accept connections only from peers in `networks` (addresses or CIDR networks, IPv4 or
@@ -176,9 +189,12 @@ impl Guard {
             },
             connections.clone(),
             self.name.clone(),
+            self.metrics.clone(),
         );
+        self.metrics.serving(connections.clone());
         let responses = Responses {
-            memory: RequestMemory::for_responses(limits.response_memory()),
+            memory: RequestMemory::for_responses(limits.response_memory())
+                .counted_by(self.metrics.clone()),
             timeout: limits.message_timeout(),
             server: self.name.clone(),
             log: Arc::default(),

@@ -379,6 +379,20 @@ assert!(Context::new().connect_to_cluster(spec, ConnectOptions::default()).await
 //! leave the server under 140 MB resident at its peak and back near its idle 20 MB after,
 //! while a legitimate connect succeeds during each within 1 s.
 //!
+//! ## Metrics
+//!
+//! [`TaskServerMetrics`] ([`TaskServerBuilder::with_metrics`]; `tfcluster serve --metrics
+//! ADDR`) counts into metrics of `prometheus_client`, registered into a `Registry` the
+//! caller passes. The connections and refusals are `grpc-guard`'s `GuardMetrics`, the
+//! rendezvous's mechanism too. No label has unbounded values (no address, context id or
+//! error string):
+//!
+//! | name | type | labels | meaning |
+//! |---|---|---|---|
+//! | `tfcluster_taskserver_contexts` | gauge | | eager contexts held (created, less closed, replaced to make room and collected) |
+//! | `tfcluster_taskserver_connections` | gauge | | connections held open, admitted or waiting for their first bytes (read at each scrape) |
+//! | `tfcluster_taskserver_refusals_total` | counter | `limit`: `not_allowed`, `max_connections`, `handshake_timeout`, `accept_failed`, `request_memory`, `response_memory`, `max_contexts`, `context_memory` | connections and calls refused, by the limit that refused them (the [`Limits`] table above) |
+//!
 //! ## Performance
 //!
 //! Measured on a 2-core machine (`benches/connect.rs`, `examples/task_server.rs`;
@@ -528,7 +542,7 @@ pub use grpc_guard::{TlsConfig, TlsError};
 pub use op::{Attr, Input, Op};
 pub use server::{
     ContextInfo, InvalidNetwork, Limits, Network, RunningServer, SHUTDOWN_GRACE, ServerError,
-    TaskServer, TaskServerBuilder,
+    TaskServer, TaskServerBuilder, TaskServerMetrics,
 };
 pub use tensor::{Element, Tensor, TensorError};
 /// The tonic this crate's API uses ([`OpFailure::status`] is a `tonic::Status`).

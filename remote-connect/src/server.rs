@@ -10,6 +10,7 @@ mod error;
 mod identity;
 mod lean_requests;
 mod limits;
+mod metrics;
 mod state;
 mod worker_service;
 
@@ -20,3 +21,4 @@ pub use error::ServerError;
 pub use grpc_guard::{InvalidNetwork, Network};
 pub use limits::Limits;
 pub(crate) use limits::MAX_MESSAGE_SIZE;
+pub use metrics::TaskServerMetrics;

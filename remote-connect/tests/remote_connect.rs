@@ -31,6 +31,8 @@ mod interop;
 mod limits;
 #[path = "remote_connect/load.rs"]
 mod load;
+#[path = "remote_connect/metrics.rs"]
+mod metrics;
 #[path = "remote_connect/options.rs"]
 mod options;
 #[path = "remote_connect/server.rs"]

@@ -143,6 +143,7 @@ impl ServerOptions {
     /// The guard of a server on `addr` under these options.
     fn guard(&self, addr: SocketAddr) -> Guard {
         let guard = Guard::new("rendezvous", addr.to_string(), self.limits.clone())
+            .with_metrics(self.metrics.guard().clone())
             // Every call answers within its poll cap; this bounds anything else.
             .with_call_timeout(self.poll_cap() + Duration::from_secs(10))
             .with_tcp_keepalive(Duration::from_secs(30));
@@ -166,7 +167,7 @@ impl ServerOptions {
         self
     }
 
-    /// Counts the server's requests, jobs, rounds formed and connections into `metrics`
+    /// Counts the server's requests, jobs, rounds formed, connections and refusals into `metrics`
     /// ([`RendezvousMetrics::register`](crate::RendezvousMetrics::register)). Default: into
     /// metrics no registry holds.
     pub fn with_metrics(mut self, metrics: crate::RendezvousMetrics) -> Self {
@@ -261,7 +262,6 @@ impl RendezvousServer {
                 source: std::io::Error::other(e),
             }
         })?;
-        options.metrics.serving(serving.connection_count());
         tracing::info!(%local_addr, "rendezvous serving");
         Ok(Self {
             shutdown,

@@ -1,16 +1,12 @@
 //! [`RendezvousMetrics`]: what the built-in rendezvous server counts (`--metrics` on
 //! `rendezvous serve` and on the agent that serves): requests by method and gRPC code, jobs,
-//! rounds formed, open connections.
+//! rounds formed, open connections and refusals by limit (those two counted by `grpc-guard`).
 //!
 //! No label has unbounded values: the method is one of the eight RPCs, the code one of gRPC's
 //! seventeen; never a job id, address or error string.
 
-use std::fmt;
-use std::sync::{Arc, Mutex};
-
-use grpc_guard::ConnectionCount;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, EncodeMetric, MetricEncoder};
-use prometheus_client::metrics::MetricType;
+use grpc_guard::GuardMetrics;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -83,24 +79,6 @@ struct RequestLabels {
     code: Code,
 }
 
-/// A gauge read from the server's connection count at each scrape (0 before it serves).
-#[derive(Clone, Debug, Default)]
-struct Connections(Arc<Mutex<Option<ConnectionCount>>>);
-
-impl EncodeMetric for Connections {
-    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), fmt::Error> {
-        let count = match self.0.lock() {
-            Ok(held) => held.as_ref().map_or(0, ConnectionCount::get),
-            Err(_) => 0,
-        };
-        encoder.encode_gauge(&i64::try_from(count).unwrap_or(i64::MAX))
-    }
-
-    fn metric_type(&self) -> MetricType {
-        MetricType::Gauge
-    }
-}
-
 /// The rendezvous server's metrics; clones count into the same ones. Register them with
 /// [`RendezvousMetrics::register`] and give them to
 /// [`ServerOptions::with_metrics`](crate::ServerOptions::with_metrics). The default counts
@@ -110,7 +88,7 @@ pub struct RendezvousMetrics {
     requests: Family<RequestLabels, Counter>,
     jobs: Gauge,
     rounds_formed: Counter,
-    connections: Connections,
+    guard: GuardMetrics,
 }
 
 impl RendezvousMetrics {
@@ -134,11 +112,9 @@ impl RendezvousMetrics {
             "Rounds formed, of every job",
             metrics.rounds_formed.clone(),
         );
-        registry.register(
-            "tfcluster_rendezvous_connections",
-            "Connections the rendezvous server holds open",
-            metrics.connections.clone(),
-        );
+        metrics
+            .guard
+            .register(registry, "tfcluster_rendezvous", "rendezvous server");
     }
 
     pub(crate) fn answered(&self, method: Method, code: tonic::Code) {
@@ -156,9 +132,8 @@ impl RendezvousMetrics {
         self.rounds_formed.inc();
     }
 
-    pub(crate) fn serving(&self, connections: ConnectionCount) {
-        if let Ok(mut held) = self.connections.0.lock() {
-            *held = Some(connections);
-        }
+    /// What `grpc-guard` counts for this server.
+    pub(crate) fn guard(&self) -> &GuardMetrics {
+        &self.guard
     }
 }

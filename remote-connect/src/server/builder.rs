@@ -16,6 +16,7 @@ use super::contexts::{ContextInfo, Contexts};
 use super::eager_routes::EagerRoutes;
 use super::identity::Identity;
 use super::limits::{Limits, MAX_MESSAGE_SIZE};
+use super::metrics::TaskServerMetrics;
 use super::state::TaskState;
 use super::worker_service::Worker;
 use crate::devices::{self, LocalDevice};
@@ -65,6 +66,7 @@ impl TaskServer {
             gc_interval: GC_INTERVAL,
             allow: None,
             limits: Limits::default(),
+            metrics: TaskServerMetrics::default(),
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -110,6 +112,7 @@ pub struct TaskServerBuilder {
     gc_interval: Duration,
     allow: Option<Arc<[Network]>>,
     limits: Limits,
+    metrics: TaskServerMetrics,
     #[cfg(feature = "tls")]
     tls: Option<crate::TlsConfig>,
 }
@@ -170,6 +173,26 @@ impl TaskServerBuilder {
     /// request memory, contexts ([`Limits`]; default [`Limits::default`]).
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Count the server's contexts, connections and refusals into `metrics`
+    /// ([`TaskServerMetrics`], registered into a `prometheus_client` registry by the
+    /// caller). Default: counted into metrics no registry holds.
+    ///
+    /// ```
+    /// # use cluster_spec::ClusterSpec;
+    /// # use remote_connect::{TaskServer, TaskServerMetrics};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let spec = ClusterSpec::from_json(r#"{"worker": ["localhost:2222"]}"#)?;
+    /// let metrics = TaskServerMetrics::default();
+    /// let mut registry = prometheus_client::registry::Registry::default();
+    /// metrics.register(&mut registry);
+    /// let builder = TaskServer::builder(spec, "worker", 0).with_metrics(metrics);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_metrics(mut self, metrics: TaskServerMetrics) -> Self {
+        self.metrics = metrics;
         self
     }
 
@@ -257,7 +280,8 @@ impl TaskServerBuilder {
 
     /// The guard this task's server faces the network with, logging as `task`.
     fn guard(&mut self, task: Arc<str>) -> Guard {
-        let guard = Guard::new("TaskServer", task, self.limits.serving().clone());
+        let guard = Guard::new("TaskServer", task, self.limits.serving().clone())
+            .with_metrics(self.metrics.guard().clone());
         #[cfg(feature = "tls")]
         let guard = match self.tls.take() {
             Some(tls) => guard.with_tls(tls),
@@ -288,7 +312,7 @@ impl TaskServerBuilder {
             },
             devices,
             incarnations,
-            contexts: Contexts::new(&self.limits),
+            contexts: Contexts::new(&self.limits, self.metrics.clone()),
         });
         let routes = self
             .routes

@@ -14,6 +14,7 @@ use tonic::Status;
 
 use super::ServerError;
 use super::identity::Identity;
+use super::metrics::{ContextLimit, TaskServerMetrics};
 
 /// One live context as the server sees it ([`RunningServer::contexts`](crate::RunningServer::contexts)).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,6 +113,8 @@ pub(crate) struct Contexts {
     max_bytes: usize,
     /// [`Limits::context_idle_limit`](crate::Limits::context_idle_limit).
     idle_limit: Option<Duration>,
+    /// Counts the contexts held and the refusals by the limits above.
+    metrics: TaskServerMetrics,
 }
 
 #[derive(Default)]
@@ -154,7 +157,10 @@ impl Map {
     /// expire on their own), so a full table of them refuses with `RESOURCE_EXHAUSTED`.
     fn make_room(&mut self, id: u64, devices: usize, limits: &Contexts) -> Result<(), Status> {
         if devices > limits.max_bytes {
-            return Err(over_memory(devices, limits.max_bytes));
+            return Err(limits.refuse(
+                ContextLimit::ContextMemory,
+                over_memory(devices, limits.max_bytes),
+            ));
         }
         let mut dropped = 0;
         loop {
@@ -183,13 +189,21 @@ impl Map {
                     dropped += 1;
                 }
                 None if count > limits.max_count => {
-                    return Err(Status::resource_exhausted(format!(
-                        "this server holds {} contexts with a keep-alive, its limit \
-                         (max_contexts): close contexts or wait for idle ones to expire",
-                        limits.max_count
-                    )));
+                    return Err(limits.refuse(
+                        ContextLimit::MaxContexts,
+                        Status::resource_exhausted(format!(
+                            "this server holds {} contexts with a keep-alive, its limit \
+                             (max_contexts): close contexts or wait for idle ones to expire",
+                            limits.max_count
+                        )),
+                    ));
                 }
-                None => return Err(over_memory(bytes, limits.max_bytes)),
+                None => {
+                    return Err(limits.refuse(
+                        ContextLimit::ContextMemory,
+                        over_memory(bytes, limits.max_bytes),
+                    ));
+                }
             }
         }
     }
@@ -214,20 +228,30 @@ fn unknown(id: u64) -> Status {
 }
 
 impl Contexts {
-    pub(crate) fn new(limits: &crate::Limits) -> Self {
+    pub(crate) fn new(limits: &crate::Limits, metrics: TaskServerMetrics) -> Self {
         Self {
             map: Mutex::default(),
             max_count: limits.max_contexts,
             max_bytes: limits.context_memory,
             idle_limit: limits.context_idle_limit,
+            metrics,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Map> {
+    fn lock(&self) -> Locked<'_> {
         // A panic while holding the lock cannot leave the map inconsistent (every update is
         // one insert or remove, its bytes counted after it fits), so a poisoned lock is still
         // usable.
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
+        Locked {
+            map: self.map.lock().unwrap_or_else(|e| e.into_inner()),
+            metrics: &self.metrics,
+        }
+    }
+
+    /// `status`, a refusal by `limit`, counted.
+    fn refuse(&self, limit: ContextLimit, status: Status) -> Status {
+        self.metrics.refused(limit);
+        status
     }
 
     /// The view-id check of `CreateContext` on an existing id: a lower view is refused; an
@@ -389,6 +413,32 @@ impl Contexts {
             .ok_or_else(|| {
                 ServerError::UnknownDevice(cluster_spec::__private::quote::excerpt(name, 0))
             })
+    }
+}
+
+/// The locked map; when unlocked, the contexts gauge is set to what it holds, so every
+/// change (create, close, collection, making room) is counted without each saying so.
+struct Locked<'a> {
+    map: std::sync::MutexGuard<'a, Map>,
+    metrics: &'a TaskServerMetrics,
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = Map;
+    fn deref(&self) -> &Map {
+        &self.map
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut Map {
+        &mut self.map
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.metrics.set_contexts(self.map.entries.len());
     }
 }
 

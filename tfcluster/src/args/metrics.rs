@@ -1,5 +1,5 @@
 //! `--metrics ADDR`: Prometheus metrics and a health check of a long-running command (`run
-//! --rdzv`, `run --local`, `rendezvous serve`) on an HTTP port of its own
+//! --rdzv`, `run --local`, `rendezvous serve`, `serve`) on an HTTP port of its own
 //! ([`metrics_endpoint`]).
 
 use std::net::SocketAddr;

@@ -3,9 +3,12 @@
 use std::net::SocketAddr;
 
 use anyhow::anyhow;
-use remote_connect::{Network, TaskServer};
+use metrics_endpoint::Health;
+use metrics_endpoint::prometheus_client::registry::Registry;
+use remote_connect::{Network, TaskServer, TaskServerMetrics};
 
 use crate::args::limits::LimitArgs;
+use crate::args::metrics::MetricsArgs;
 use crate::args::source::ClusterArgs;
 use crate::args::tls::TlsArgs;
 use crate::failure::Failure;
@@ -25,7 +28,9 @@ tfcluster serve --cluster '{\"worker\": [\"localhost:2222\", \"localhost:2223\"]
 TF_CONFIG=... tfcluster serve --from tf-config\n  \
 tfcluster serve --cluster cluster.json --job worker --task 0 --allow 10.0.0.0/8,::1 \\\n    \
 --tls-cert worker0.crt --tls-key worker0.key --tls-ca ca.crt\n  \
-tfcluster serve --from tf-config --max-connections 2000 --idle-timeout 1h --context-idle-limit 24h")]
+tfcluster serve --from tf-config --max-connections 2000 --idle-timeout 1h --context-idle-limit 24h\n  \
+tfcluster serve --from tf-config --metrics 0.0.0.0:9401   # Prometheus scrapes HOST:9401/metrics; \
+/healthz 200 while serving, 503 once stopping")]
 pub(crate) struct Args {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -47,6 +52,9 @@ pub(crate) struct Args {
     tls: TlsArgs,
     #[command(flatten)]
     limits: LimitArgs,
+    // Healthy (/healthz 200) while the TaskServer serves; 503 once it is stopping.
+    #[command(flatten)]
+    metrics: MetricsArgs,
     /// How to announce that it serves: `serving /job:J/replica:0/task:T at ADDRESS (devices)`,
     /// or one JSON object {"task", "address", "devices"}.
     #[arg(long, value_enum, default_value = "table")]
@@ -72,7 +80,17 @@ async fn serve(args: Args) -> Result<(), Failure> {
     let task = args.task.or_else(|| resolver.task_id()).ok_or_else(|| {
         anyhow!("which task to serve? give --task (the cluster source names none)")
     })?;
-    let mut builder = TaskServer::builder(spec, &job, task).with_limits(args.limits.limits());
+    // The metrics port first: one that cannot be bound fails before anything serves. Not
+    // healthy until the TaskServer serves.
+    let metrics = TaskServerMetrics::default();
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let health = Health::new();
+    health.set(false);
+    let _serving_metrics = args.metrics.serve(registry, health.clone()).await?;
+    let mut builder = TaskServer::builder(spec, &job, task)
+        .with_limits(args.limits.limits())
+        .with_metrics(metrics);
     if let Some(bind) = args.bind {
         builder = builder.with_bind(bind);
     }
@@ -84,6 +102,7 @@ async fn serve(args: Args) -> Result<(), Failure> {
     }
     let stop = Stop::install();
     let server = builder.start().await?;
+    health.set(true);
     let name = format!("/job:{job}/replica:0/task:{task}");
     let line = match args.format {
         Announce::Table => format!(
@@ -102,6 +121,7 @@ async fn serve(args: Args) -> Result<(), Failure> {
     };
     emit(&line)?;
     stop.wait().await;
+    health.set(false);
     tracing::info!("stopping: in-flight requests finish first");
     Ok(server.shutdown().await?)
 }

@@ -1,8 +1,10 @@
 //! `--metrics` seen by a real Prometheus (Debian's 2.42, which `cargo xtask test` installs):
-//! a `rendezvous serve` and two agents, each with `--metrics 127.0.0.1:0`, scraped every
-//! second; a task killed ends round 1 with cause task_failed, and Prometheus's HTTP API (not
-//! the endpoints) must show the restart on both agents and two members in the new round.
-//! Then `/healthz`: 200 while the rendezvous serves, connection refused once it exited.
+//! a `rendezvous serve` and two agents (`--nodes 1:2`), each with `--metrics 127.0.0.1:0`,
+//! scraped every second; a task killed ends round 1 with cause task_failed, and Prometheus's
+//! HTTP API (not the endpoints) must show the restart on both agents and two members in the
+//! new round; then one agent leaves (SIGTERM), and the other must show cause left and one
+//! member. A `serve` with a client connected: its connections and contexts gauges. Then
+//! `/healthz`: 200 while serving, connection refused once the process exited.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -186,6 +188,10 @@ fn prometheus_sees_a_restart_by_cause_and_the_members() {
             "serve",
             "--listen",
             "127.0.0.1:0",
+            // Room for the second agent to join round 1; the 1-member round after a leave
+            // forms this long after.
+            "--rdzv-last-call",
+            "5s",
             "--metrics",
             "127.0.0.1:0",
         ],
@@ -205,7 +211,7 @@ fn prometheus_sees_a_restart_by_cause_and_the_members() {
                 "--rdzv-id",
                 "watched",
                 "--nodes",
-                "2",
+                "1:2",
                 "--max-restarts",
                 "3",
                 "--metrics",
@@ -218,7 +224,7 @@ fn prometheus_sees_a_restart_by_cause_and_the_members() {
             &[],
         )
     };
-    let agents = [agent(), agent()];
+    let mut agents = vec![agent(), agent()];
     let agent_metrics: Vec<SocketAddr> = agents.iter().map(metrics_addr).collect();
     let prometheus = Prometheus::start(&[&agent_metrics[..], &[server_metrics]].concat());
 
@@ -244,20 +250,85 @@ fn prometheus_sees_a_restart_by_cause_and_the_members() {
         "{signalled:?}"
     );
 
-    // Health: 200 while serving; once the process is gone, nothing listens there.
+    // Health: 200 while serving.
     for addr in [&agent_metrics[..], &[server_metrics]].concat() {
         let (code, body) = get(addr, "/healthz").expect("an answer");
         assert_eq!((code, body.as_str()), (200, "ok\n"), "{addr}");
     }
+
+    // One host leaves: the other goes on alone, its round ended with cause left.
+    let mut leaving = agents.pop().expect("two agents");
+    leaving.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(
+        leaving.wait(TIMEOUT).code(),
+        Some(143),
+        "{}",
+        leaving.stderr()
+    );
+    let staying = &agent_metrics[..1];
+    prometheus.wait_for(r#"tfcluster_restarts_total{cause="left"}"#, staying, 1.0);
+    prometheus.wait_for("tfcluster_round", staying, 3.0);
+    prometheus.wait_for("tfcluster_round_members", staying, 1.0);
+
+    // Once the process is gone, nothing listens there.
     drop(agents);
     server.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(server.wait(TIMEOUT).code(), Some(0), "{}", server.stderr());
-    let refused = get(server_metrics, "/healthz").expect_err("nothing listens");
+    assert_refused(server_metrics);
+}
+
+/// Nothing listens at `addr` any more.
+fn assert_refused(addr: SocketAddr) {
+    let refused = get(addr, "/healthz").expect_err("nothing listens");
     assert_eq!(
         refused.kind(),
         std::io::ErrorKind::ConnectionRefused,
         "{refused}"
     );
+}
+
+#[test]
+fn prometheus_sees_a_task_servers_connections_and_contexts() {
+    let mut serve = Launch::start(
+        &[
+            "serve",
+            "--cluster",
+            r#"{"worker": ["127.0.0.1:1"]}"#,
+            "--job",
+            "worker",
+            "--task",
+            "0",
+            "--bind",
+            "127.0.0.1:0",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    let line = serve
+        .lines_with("serving /job:worker", 1, TIMEOUT)
+        .remove(0);
+    let address = line
+        .split(" at ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .expect("an address")
+        .to_owned();
+    let metrics = metrics_addr(&serve);
+    let prometheus = Prometheus::start(&[metrics]);
+    prometheus.wait_for("up", &[metrics], 1.0);
+    prometheus.wait_for("tfcluster_taskserver_contexts", &[metrics], 0.0);
+    // A client that stays connected, holding its context.
+    let cluster = format!(r#"{{"worker": ["{address}"]}}"#);
+    let client = Launch::start(&["connect", "--cluster", &cluster, "--follow"], &[]);
+    prometheus.wait_for("tfcluster_taskserver_connections", &[metrics], 1.0);
+    prometheus.wait_for("tfcluster_taskserver_contexts", &[metrics], 1.0);
+    let (code, body) = get(metrics, "/healthz").expect("an answer");
+    assert_eq!((code, body.as_str()), (200, "ok\n"));
+    drop(client);
+    serve.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(serve.wait(TIMEOUT).code(), Some(0), "{}", serve.stderr());
+    assert_refused(metrics);
 }
 
 #[test]
