@@ -26,7 +26,7 @@ const CRATES: &[(&str, &[&str])] = &[
     ("grpc-guard", &["tls"]),
     ("remote-connect", &["tls"]),
     // Without `etcd`, elastic builds without etcd-client (its built-in rendezvous only).
-    ("elastic", &["etcd", "tls"]),
+    ("tfcluster-elastic", &["etcd", "tls"]),
 ];
 
 /// The binaries (and the Python extension module) with features: checked like [`CRATES`], but

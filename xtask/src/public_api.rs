@@ -16,16 +16,17 @@ use std::process::Command;
 
 use crate::workspace;
 
-/// The library crates whose public API is listed (directory = package name).
-const CRATES: &[&str] = &[
-    "cluster-proto",
-    "cluster-spec",
-    "device-filter",
-    "cluster-resolver",
-    "grpc-guard",
-    "metrics-endpoint",
-    "remote-connect",
-    "elastic",
+/// The library crates whose public API is listed: each one's directory (whose name is its
+/// library's) and package name.
+const CRATES: &[(&str, &str)] = &[
+    ("cluster-proto", "cluster-proto"),
+    ("cluster-spec", "cluster-spec"),
+    ("device-filter", "device-filter"),
+    ("cluster-resolver", "cluster-resolver"),
+    ("grpc-guard", "grpc-guard"),
+    ("metrics-endpoint", "metrics-endpoint"),
+    ("remote-connect", "remote-connect"),
+    ("elastic", "tfcluster-elastic"),
 ];
 
 /// The listing file of each crate, in its directory.
@@ -34,8 +35,8 @@ const LISTING: &str = "public-api.txt";
 pub(crate) fn run(check: bool) -> Result<(), String> {
     workspace::require_nightly("the public-API listing (rustdoc's JSON output)")?;
     let mut stale = Vec::new();
-    for krate in CRATES {
-        let fresh = listing(krate)?;
+    for &(krate, package) in CRATES {
+        let fresh = listing(krate, package)?;
         let file = workspace::root().join(krate).join(LISTING);
         if check {
             let committed = fs::read_to_string(&file).unwrap_or_default();
@@ -63,8 +64,9 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
     }
 }
 
-/// `krate`'s listing: rustdoc's JSON of its library (all features), walked.
-fn listing(krate: &str) -> Result<String, String> {
+/// The listing of the crate in directory `krate`, package `package`: rustdoc's JSON of its
+/// library (all features), walked.
+fn listing(krate: &str, package: &str) -> Result<String, String> {
     workspace::run(
         Command::new("cargo")
             .args([
@@ -72,7 +74,7 @@ fn listing(krate: &str) -> Result<String, String> {
                 "rustdoc",
                 "-q",
                 "-p",
-                krate,
+                package,
                 "--all-features",
                 "--lib",
             ])
