@@ -86,6 +86,18 @@ class SageMakerClusterResolver(_Resolver):
         rpc_layer: Optional[str] = None,
     ) -> None: ...
 
+class KubernetesIndexedJobClusterResolver(_Resolver):
+    """The cluster of a Kubernetes Indexed Job (or JobSet), from the pod's environment."""
+
+    def __init__(
+        self,
+        port: Optional[int] = None,
+        layout: Optional[str] = None,
+        task_type: Optional[str] = None,
+        task_id: Optional[int] = None,
+        rpc_layer: Optional[str] = None,
+    ) -> None: ...
+
 class KubernetesClusterResolver(_Resolver):
     """The cluster of Kubernetes pods selected by labels (wheels built with `kubernetes`)."""
 

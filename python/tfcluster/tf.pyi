@@ -63,6 +63,16 @@ class SageMakerClusterResolver(ClusterResolver):
         rpc_layer: Optional[str] = None,
     ) -> None: ...
 
+class KubernetesIndexedJobClusterResolver(ClusterResolver):
+    def __init__(
+        self,
+        port: Optional[int] = None,
+        layout: Optional[str] = None,
+        task_type: Optional[str] = None,
+        task_id: Optional[int] = None,
+        rpc_layer: Optional[str] = None,
+    ) -> None: ...
+
 class KubernetesClusterResolver(ClusterResolver):
     def __init__(
         self,
