@@ -294,7 +294,7 @@ fn indexed_job(
         .map(|(job, n)| (job.as_str(), *n))
         .chain(std::iter::once((
             "worker",
-            completions - first_workers(&layout),
+            completions - placed_tasks(&layout),
         )));
     for (name, n) in jobs.filter(|&(_, n)| n > 0) {
         let end = first + n;
@@ -316,7 +316,7 @@ fn indexed_job(
 }
 
 /// The tasks a layout places before the workers.
-fn first_workers(layout: &[(String, u32)]) -> u32 {
+fn placed_tasks(layout: &[(String, u32)]) -> u32 {
     layout.iter().map(|(_, n)| n).sum()
 }
 
