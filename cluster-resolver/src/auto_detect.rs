@@ -8,7 +8,7 @@
 //! | Slurm | `SLURM_PROCID`, `SLURM_STEP_NUM_TASKS`, `SLURM_STEP_NODELIST`, `SLURM_STEP_TASKS_PER_NODE` all set (and, under Open MPI, describing the MPI ranks) | [`SlurmClusterResolver`] |
 //! | SageMaker | `SM_HOSTS` and `SM_CURRENT_HOST` set | [`SageMakerClusterResolver`] |
 //! | Open MPI | `OMPI_COMM_WORLD_SIZE`, `OMPI_COMM_WORLD_RANK`, `OMPI_COMM_WORLD_LOCAL_SIZE` set, all ranks on this node | [`SimpleClusterResolver`] |
-//! | Kubernetes Indexed Job | `JOB_COMPLETION_INDEX`, and `TFCLUSTER_K8S_COMPLETIONS` or `TFCLUSTER_K8S_REPLICATED_JOBS` (JobSet), set | [`KubernetesIndexedJobClusterResolver`](crate::KubernetesIndexedJobClusterResolver) |
+//! | Kubernetes Indexed Job | `JOB_COMPLETION_INDEX`, and `TFCLUSTER_K8S_COMPLETIONS` or `TFCLUSTER_K8S_REPLICATED_JOBS` (JobSet), set | [`KubernetesIndexedJobClusterResolver`] |
 //! | Kubernetes (feature `kubernetes`) | `KUBERNETES_SERVICE_HOST` set | `KubernetesClusterResolver` |
 //!
 //! When none is complete, [`Error::NoClusterFound`] says what each source lacks.
@@ -29,7 +29,7 @@
 //! `OMPI_COMM_WORLD_RANK` is therefore not used (with `srun --mpi=pmix` both agree).
 //!
 //! **Kubernetes Indexed Jobs** need both Kubernetes' index and the size the manifest passes
-//! down ([`k8s_indexed`](crate::k8s_indexed)): a plain Indexed Job's pod (the index alone) is
+//! down ([`k8s_indexed`]): a plain Indexed Job's pod (the index alone) is
 //! not this source, and a pod with the size but no index is no Indexed Job's; the message
 //! names the one missing. It comes before the API resolver, whose variable every pod has.
 //!
