@@ -8,6 +8,7 @@
 //! | Slurm | `SLURM_PROCID`, `SLURM_STEP_NUM_TASKS`, `SLURM_STEP_NODELIST`, `SLURM_STEP_TASKS_PER_NODE` all set (and, under Open MPI, describing the MPI ranks) | [`SlurmClusterResolver`] |
 //! | SageMaker | `SM_HOSTS` and `SM_CURRENT_HOST` set | [`SageMakerClusterResolver`] |
 //! | Open MPI | `OMPI_COMM_WORLD_SIZE`, `OMPI_COMM_WORLD_RANK`, `OMPI_COMM_WORLD_LOCAL_SIZE` set, all ranks on this node | [`SimpleClusterResolver`] |
+//! | Kubernetes Indexed Job | `JOB_COMPLETION_INDEX`, and `TFCLUSTER_K8S_COMPLETIONS` or `TFCLUSTER_K8S_REPLICATED_JOBS` (JobSet), set | [`KubernetesIndexedJobClusterResolver`] |
 //! | Kubernetes (feature `kubernetes`) | `KUBERNETES_SERVICE_HOST` set | `KubernetesClusterResolver` |
 //!
 //! When none is complete, [`Error::NoClusterFound`] says what each source lacks.
@@ -27,6 +28,11 @@
 //! a Slurm step whose task count or rank disagrees with `OMPI_COMM_WORLD_SIZE` /
 //! `OMPI_COMM_WORLD_RANK` is therefore not used (with `srun --mpi=pmix` both agree).
 //!
+//! **Kubernetes Indexed Jobs** need both Kubernetes' index and the size the manifest passes
+//! down ([`k8s_indexed`]): a plain Indexed Job's pod (the index alone) is
+//! not this source, and a pod with the size but no index is no Indexed Job's; the message
+//! names the one missing. It comes before the API resolver, whose variable every pod has.
+//!
 //! **Kubernetes** gives TensorFlow's defaults: job `worker` is the pods labelled
 //! `job-name=tensorflow`, port 8470, and no task of its own (a pod cannot tell its task;
 //! wrap the resolver or build `KubernetesClusterResolver` yourself to set it).
@@ -37,6 +43,7 @@
 //! The detection order and the Open MPI rule are this crate's.
 
 pub use crate::cluster_source::ClusterSource;
+use crate::k8s_indexed::{self, KubernetesIndexedJobClusterResolver};
 use crate::sagemaker::SageMakerClusterResolver;
 use crate::{ClusterResolver, Env, Error, SimpleClusterResolver, SlurmClusterResolver};
 use crate::{TfConfig, TfConfigClusterResolver};
@@ -69,7 +76,8 @@ pub const OMPI_PORT_BASE: u16 = 8888;
 ///     "no cluster found: TF_CONFIG: not set; Slurm: SLURM_STEP_NUM_TASKS, \
 ///      SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE not set; SageMaker: SM_HOSTS, \
 ///      SM_CURRENT_HOST not set; Open MPI: OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK, \
-///      OMPI_COMM_WORLD_LOCAL_SIZE not set; Kubernetes: "
+///      OMPI_COMM_WORLD_LOCAL_SIZE not set; Kubernetes Indexed Job: JOB_COMPLETION_INDEX not \
+///      set; Kubernetes: "
 /// ), "{err}");
 ///
 /// let env = Env::from_iter([("SM_HOSTS", r#"["algo-1"]"#), ("SM_CURRENT_HOST", "algo-1")]);
@@ -132,6 +140,11 @@ pub async fn auto_detect(env: &Env) -> Result<Box<dyn ClusterResolver>, Error> {
             Box::new(resolver)
         }
         ClusterSource::OpenMpi => Box::new(open_mpi(env)?),
+        ClusterSource::KubernetesIndexedJob => {
+            let resolver = KubernetesIndexedJobClusterResolver::new(env.clone());
+            resolver.tf_config()?;
+            Box::new(resolver)
+        }
         #[cfg(feature = "kubernetes")]
         ClusterSource::Kubernetes => Box::new(crate::KubernetesClusterResolver::new()),
         // `detect` never picks a source that is compiled out.
@@ -160,6 +173,7 @@ fn why_not(source: ClusterSource, env: &Env) -> Option<String> {
         ClusterSource::Slurm => missing(env, &SLURM_VARS).or_else(|| slurm_is_not_the_mpi_job(env)),
         ClusterSource::SageMaker => missing(env, &SAGEMAKER_VARS),
         ClusterSource::OpenMpi => missing(env, &OMPI_VARS).or_else(|| ompi_spans_nodes(env)),
+        ClusterSource::KubernetesIndexedJob => indexed_job(env),
         ClusterSource::Kubernetes => kubernetes(env),
     }
 }
@@ -203,6 +217,22 @@ fn ompi_spans_nodes(env: &Env) -> Option<String> {
              does not give their addresses; set TF_CONFIG"
         )
     })
+}
+
+/// An Indexed Job's pod with the size its manifest passes down.
+fn indexed_job(env: &Env) -> Option<String> {
+    let sized =
+        env.contains(k8s_indexed::COMPLETIONS) || env.contains(k8s_indexed::REPLICATED_JOBS);
+    match (env.contains(k8s_indexed::JOB_COMPLETION_INDEX), sized) {
+        (true, true) => None,
+        (false, _) => Some(format!("{} not set", k8s_indexed::JOB_COMPLETION_INDEX)),
+        (true, false) => Some(format!(
+            "{} set, but neither {} nor {} (the manifest passes down the Job's size)",
+            k8s_indexed::JOB_COMPLETION_INDEX,
+            k8s_indexed::COMPLETIONS,
+            k8s_indexed::REPLICATED_JOBS
+        )),
+    }
 }
 
 #[cfg(feature = "kubernetes")]
@@ -353,6 +383,58 @@ mod tests {
                 .unwrap_or_default();
             assert!(message.contains(says), "{size}/{rank}: {message}");
         }
+    }
+
+    #[tokio::test]
+    async fn an_indexed_job_needs_its_index_and_size() {
+        let pod = [
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("JOB_COMPLETION_INDEX", "1"),
+            ("HOSTNAME", "train-1"),
+            ("TFCLUSTER_K8S_SUBDOMAIN", "train"),
+            ("TFCLUSTER_K8S_COMPLETIONS", "2"),
+        ];
+        assert_eq!(
+            detect(&env(&pod)).unwrap(),
+            ClusterSource::KubernetesIndexedJob
+        );
+        let r = auto_detect(&env(&pod)).await.unwrap();
+        assert_eq!(
+            (r.task_type().as_deref(), r.task_id()),
+            (Some("worker"), Some(1))
+        );
+        // A plain Indexed Job's pod, and a pod with a copied size but no index.
+        let e = detect(&env(&pod[..4]))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        #[cfg(not(feature = "kubernetes"))]
+        assert!(e.contains("Kubernetes Indexed Job: JOB_COMPLETION_INDEX set, but neither TFCLUSTER_K8S_COMPLETIONS nor TFCLUSTER_K8S_REPLICATED_JOBS"), "{e}");
+        #[cfg(feature = "kubernetes")]
+        assert!(e.is_empty(), "the API resolver: {e}");
+        let no_index = [pod[4]];
+        let e = detect(&env(&no_index)).unwrap_err().to_string();
+        assert!(
+            e.contains("Kubernetes Indexed Job: JOB_COMPLETION_INDEX not set;"),
+            "{e}"
+        );
+        // Detected but broken: an error, not the next source.
+        let broken = [
+            pod[0],
+            pod[1],
+            ("HOSTNAME", "train-1-x7k2p"),
+            pod[3],
+            pod[4],
+        ];
+        let e = auto_detect(&env(&broken))
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.starts_with("environment variable HOSTNAME=\"train-1-x7k2p\" is invalid"),
+            "{e}"
+        );
     }
 
     #[cfg(feature = "kubernetes")]

@@ -14,17 +14,21 @@ pub enum ClusterSource {
     SageMaker,
     /// Ranks started by Open MPI's `mpirun` on one node.
     OpenMpi,
+    /// A pod of a Kubernetes Indexed Job or JobSet whose manifest passes down its size
+    /// ([`k8s_indexed`](crate::k8s_indexed)).
+    KubernetesIndexedJob,
     /// A Kubernetes pod (feature `kubernetes`).
     Kubernetes,
 }
 
 impl ClusterSource {
     /// Every source, in the order [`detect`](crate::detect) checks them.
-    pub const ALL: [ClusterSource; 5] = [
+    pub const ALL: [ClusterSource; 6] = [
         ClusterSource::TfConfig,
         ClusterSource::Slurm,
         ClusterSource::SageMaker,
         ClusterSource::OpenMpi,
+        ClusterSource::KubernetesIndexedJob,
         ClusterSource::Kubernetes,
     ];
 }
@@ -36,6 +40,7 @@ impl fmt::Display for ClusterSource {
             ClusterSource::Slurm => "Slurm",
             ClusterSource::SageMaker => "SageMaker",
             ClusterSource::OpenMpi => "Open MPI",
+            ClusterSource::KubernetesIndexedJob => "Kubernetes Indexed Job",
             ClusterSource::Kubernetes => "Kubernetes",
         })
     }

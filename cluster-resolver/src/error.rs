@@ -7,6 +7,7 @@
 pub(crate) mod cluster_file;
 pub(crate) mod gpus;
 pub(crate) mod hostlist;
+pub(crate) mod k8s_indexed;
 #[cfg(feature = "kubernetes")]
 pub(crate) mod kubernetes;
 pub(crate) mod multi_worker;
@@ -27,6 +28,7 @@ use crate::cluster_source::ClusterSource;
 use cluster_file::Error as ClusterFileError;
 use gpus::Error as GpusError;
 use hostlist::ParseError;
+use k8s_indexed::Error as K8sIndexedError;
 #[cfg(feature = "kubernetes")]
 use kubernetes::Error as KubernetesError;
 use multi_worker::Error as MultiWorkerError;
@@ -88,6 +90,9 @@ pub enum Error {
     /// The Slurm step cannot be made a cluster.
     #[error(transparent)]
     Slurm(#[from] SlurmError),
+    /// A Kubernetes Indexed Job's (or JobSet's) pod environment cannot be made a cluster.
+    #[error(transparent)]
+    K8sIndexed(#[from] K8sIndexedError),
     /// A node's GPUs cannot be found, or cannot be shared out among its tasks.
     #[error(transparent)]
     Gpus(#[from] GpusError),

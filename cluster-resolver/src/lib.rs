@@ -20,6 +20,7 @@
 //! | `TF_CONFIG` | [`TfConfigClusterResolver`], [`tf_config_for`] | [`tf_config`], [`multi_worker`] |
 //! | a Slurm step | [`SlurmClusterResolver`] | [`slurm`], [`hostlist`] |
 //! | Amazon SageMaker | [`SageMakerClusterResolver`] | [`sagemaker`] |
+//! | a Kubernetes Indexed Job or JobSet, from its pods' environment (no API access) | [`KubernetesIndexedJobClusterResolver`] | [`k8s_indexed`] |
 //! | Kubernetes pods (feature `kubernetes`) | [`KubernetesClusterResolver`] | [`kubernetes`] |
 //! | a GCE instance group (feature `gce`) | [`GceClusterResolver`] | [`gce`] |
 //! | a Cloud TPU node (feature `gce`) | [`TpuClusterResolver`] | [`tpu`] |
@@ -82,7 +83,7 @@
 //!
 //! A function of one area fails with that area's error: [`hostlist::ParseError`] and
 //! [`hostlist::TasksPerNodeError`] (the byte where a list breaks), [`multi_worker::Error`],
-//! [`union::Error`], [`slurm::Error`], [`gpus::Error`], [`cluster_file::Error`], and with their features
+//! [`union::Error`], [`slurm::Error`], [`k8s_indexed::Error`], [`gpus::Error`], [`cluster_file::Error`], and with their features
 //! `kubernetes::Error` and `tpu::Error`. Resolvers return the crate's [`Error`], which wraps each area's error whole
 //! (`Error::Hostlist`, `Error::Slurm`, …) beside the failures every source shares (a missing
 //! or invalid variable, a failed network call), and prints it unchanged.
@@ -108,6 +109,9 @@
 //! - **Kubernetes** uses the pod IP, lists one namespace, and loads in-cluster config before
 //!   the kubeconfig; TensorFlow uses the host IP, lists all namespaces and only loads the
 //!   kubeconfig.
+//! - **Kubernetes Indexed Jobs and JobSets** resolve from the pod's environment alone
+//!   ([`k8s_indexed`]); TensorFlow has no such resolver (it lists pods through the API, or
+//!   reads a `TF_CONFIG` an operator wrote).
 //! - **Overrides are `Option`s**, so a task id of 0 overrides (TensorFlow's `or` drops it).
 //! - **Invalid input is an error** naming the variable, value and position, where TensorFlow
 //!   often builds a wrong cluster (a current SageMaker host missing from `SM_HOSTS`, a
@@ -159,6 +163,7 @@ mod error;
 pub mod gce;
 pub mod gpus;
 pub mod hostlist;
+pub mod k8s_indexed;
 #[cfg(feature = "kubernetes")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kubernetes")))]
 pub mod kubernetes;
@@ -184,6 +189,7 @@ pub use error::Error;
 #[cfg(feature = "gce")]
 #[cfg_attr(docsrs, doc(cfg(feature = "gce")))]
 pub use gce::GceClusterResolver;
+pub use k8s_indexed::KubernetesIndexedJobClusterResolver;
 #[cfg(feature = "kubernetes")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kubernetes")))]
 pub use kubernetes::KubernetesClusterResolver;

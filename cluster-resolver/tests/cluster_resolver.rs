@@ -12,6 +12,7 @@ mod cluster_resolver {
     #[cfg(feature = "gce")]
     mod gce;
     mod hostlist;
+    mod k8s_indexed;
     #[cfg(feature = "kubernetes")]
     mod kubernetes;
     mod memory;

@@ -7,8 +7,9 @@
 //! - [`ClusterSpec`](spec::ClusterSpec): `cluster-spec`'s validation and conversions (a dict or
 //!   TF_CONFIG-shaped JSON in, TensorFlow's `as_dict` and `ClusterDef` bytes out);
 //! - `hostlist_expand` / `hostlist_compress`: `cluster-resolver`'s Slurm hostlist grammar;
-//! - the resolvers of `cluster-resolver` ([`resolvers`]): Slurm, TF_CONFIG, SageMaker,
-//!   Kubernetes (feature `kubernetes`) and `auto_detect()`.
+//! - the resolvers of `cluster-resolver` ([`resolvers`]): Slurm, TF_CONFIG, SageMaker, a
+//!   Kubernetes Indexed Job from its pod's environment, Kubernetes pods through the API
+//!   (feature `kubernetes`) and `auto_detect()`.
 //!
 //! Nothing depends on this crate: it is a leaf, built by maturin into the wheel
 //! (`python/pyproject.toml`), and holds no logic of its own beyond turning Python arguments into
@@ -25,8 +26,9 @@
 //!
 //! ## Features
 //!
-//! - `kubernetes`: `KubernetesClusterResolver` (kube's client over rustls; off by default, so
-//!   the default wheel carries no HTTP or TLS stack).
+//! - `kubernetes` (default): `KubernetesClusterResolver` (kube's client over rustls), so the
+//!   wheel users get runs on Kubernetes as it is; `--no-default-features` leaves out kube and
+//!   its HTTP and TLS stack. The Indexed Job resolver needs no feature.
 //!
 //! ## Differences from TensorFlow
 //!

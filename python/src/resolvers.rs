@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 
 use cluster_resolver::{
-    ClusterResolver as Resolver, Env, SageMakerClusterResolver as SageMaker,
-    SlurmClusterResolver as Slurm, TasksPerNode, TfConfigClusterResolver as TfConfig,
+    ClusterResolver as Resolver, Env, KubernetesIndexedJobClusterResolver as KubernetesIndexedJob,
+    SageMakerClusterResolver as SageMaker, SlurmClusterResolver as Slurm, TasksPerNode,
+    TfConfigClusterResolver as TfConfig,
 };
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -24,6 +25,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SlurmClusterResolver>()?;
     m.add_class::<TFConfigClusterResolver>()?;
     m.add_class::<SageMakerClusterResolver>()?;
+    m.add_class::<KubernetesIndexedJobClusterResolver>()?;
     m.add_class::<ClusterResolver>()?;
     #[cfg(feature = "kubernetes")]
     m.add_class::<kubernetes::KubernetesClusterResolver>()?;
@@ -298,6 +300,56 @@ resolver_methods!(SageMakerClusterResolver {
             inner = inner.with_environment(environment);
         }
         Self { inner }
+    }
+});
+
+/// The cluster of a Kubernetes Indexed Job (or JobSet) from the pod's environment alone, no
+/// API access: `JOB_COMPLETION_INDEX`, `HOSTNAME` (`<job>-<index>`) and what the manifest
+/// passes down (`TFCLUSTER_K8S_COMPLETIONS`, `TFCLUSTER_K8S_SUBDOMAIN`, optional
+/// `TFCLUSTER_K8S_NAMESPACE`, `TFCLUSTER_K8S_PORT`, `TFCLUSTER_K8S_LAYOUT`; a JobSet's
+/// `TFCLUSTER_K8S_REPLICATED_JOBS`). Task `i` is `<job>-<i>.<subdomain>:<port>`; `port` and
+/// `layout` (`"chief=1,ps=2"`) take the place of their variables.
+///
+/// TensorFlow has no such resolver; an environment that is not an Indexed Job's pod is a
+/// `RuntimeError` naming the variable, its value and the Kubernetes object to fix.
+#[pyclass(module = "tfcluster._native", frozen)]
+pub struct KubernetesIndexedJobClusterResolver {
+    inner: KubernetesIndexedJob,
+    options: String,
+}
+
+impl KubernetesIndexedJobClusterResolver {
+    fn describe(&self) -> String {
+        self.options.clone()
+    }
+
+    fn before_cluster_spec(&self, _py: Python<'_>) -> PyResult<()> {
+        Ok(())
+    }
+}
+
+resolver_methods!(KubernetesIndexedJobClusterResolver {
+    #[new]
+    #[pyo3(signature = (port=None, layout=None, task_type=None, task_id=None, rpc_layer=None))]
+    fn new(
+        port: Option<u16>,
+        layout: Option<String>,
+        task_type: Option<String>,
+        task_id: Option<u32>,
+        rpc_layer: Option<String>,
+    ) -> Self {
+        let options = format!("port={port:?}, layout={layout:?}");
+        let mut inner = KubernetesIndexedJob::new(Env::process());
+        if let Some(port) = port {
+            inner = inner.with_port(port);
+        }
+        if let Some(layout) = layout {
+            inner = inner.with_layout(layout);
+        }
+        inner.set_task_type(task_type);
+        inner.set_task_id(task_id);
+        inner.set_rpc_layer(rpc_layer);
+        Self { inner, options }
     }
 });
 

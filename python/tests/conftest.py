@@ -16,8 +16,8 @@ SCRIPTS = REPO / "tfcluster" / "tests" / "scripts"
 VENV_BIN = Path(sys.executable).parent
 
 # Every variable a resolver or auto-detection reads.
-_PREFIXES = ("SLURM", "SM_", "OMPI_", "KUBERNETES_")
-_NAMES = ("TF_CONFIG", "CUDA_VISIBLE_DEVICES")
+_PREFIXES = ("SLURM", "SM_", "OMPI_", "KUBERNETES_", "TFCLUSTER_K8S_")
+_NAMES = ("TF_CONFIG", "CUDA_VISIBLE_DEVICES", "JOB_COMPLETION_INDEX")
 
 
 @pytest.fixture

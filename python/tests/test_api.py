@@ -136,6 +136,21 @@ def test_sagemaker_resolver(env):
     assert tfcluster.SageMakerClusterResolver(port=7777).master("worker", 0) == "algo-1:7777"
 
 
+def test_kubernetes_indexed_job_resolver(env):
+    env.set(JOB_COMPLETION_INDEX="1", HOSTNAME="train-1", TFCLUSTER_K8S_COMPLETIONS="3",
+            TFCLUSTER_K8S_SUBDOMAIN="train")
+    resolver = tfcluster.KubernetesIndexedJobClusterResolver(layout="chief=1")
+    assert resolver.cluster_spec().as_dict() == {
+        "chief": ["train-0.train:2222"], "worker": ["train-1.train:2222", "train-2.train:2222"]}
+    assert (resolver.task_type, resolver.task_id, resolver.rpc_layer) == ("worker", 0, "grpc")
+    assert tfcluster.KubernetesIndexedJobClusterResolver(port=7777).master() == \
+        "grpc://train-1.train:7777"
+    assert tfcluster.auto_detect().source == "Kubernetes Indexed Job"
+    env.set(HOSTNAME="train-1-x7k2p")
+    with pytest.raises(RuntimeError, match='HOSTNAME="train-1-x7k2p" is invalid'):
+        tfcluster.KubernetesIndexedJobClusterResolver().cluster_spec()
+
+
 def test_auto_detect(env):
     with pytest.raises(RuntimeError, match="no cluster found: TF_CONFIG: not set; Slurm: "):
         tfcluster.auto_detect()

@@ -72,6 +72,19 @@ def test_sagemaker_agrees_with_tensorflow(env, current):
         assert view(tfcluster.tf.SageMakerClusterResolver(**args)) == view(TFSageMaker(**args))
 
 
+@pytest.mark.parametrize("index", ["0", "1", "2", "3"])
+def test_kubernetes_indexed_job_agrees_with_tensorflow(env, index):
+    # TensorFlow has no such resolver: ours, as a strategy reads it, equals TensorFlow's
+    # TFConfigClusterResolver reading the TF_CONFIG the same pod resolves to.
+    env.set(JOB_COMPLETION_INDEX=index, HOSTNAME=f"train-{index}", TFCLUSTER_K8S_COMPLETIONS="4",
+            TFCLUSTER_K8S_SUBDOMAIN="train", TFCLUSTER_K8S_LAYOUT="chief=1,ps=1")
+    ours = tfcluster.tf.KubernetesIndexedJobClusterResolver()
+    config = {"cluster": ours.cluster_spec().as_dict(),
+              "task": {"type": ours.task_type, "index": ours.task_id}, "rpc_layer": "grpc"}
+    env.set(TF_CONFIG=json.dumps(config))
+    assert view(ours) == view(TF.TFConfigClusterResolver())
+
+
 # Steps with one bracket group and block distribution, each rank on the node srun put it.
 SLURM_STEPS = [
     ("n[1-3]", "1(x3)", ["n1", "n2", "n3"]),

@@ -4,8 +4,9 @@
   task indices), with TensorFlow's ``as_dict()`` and ``ClusterDef`` bytes.
 - ``hostlist.expand`` / ``hostlist.compress``: Slurm's hostlist grammar as Slurm expands it.
 - The resolvers: ``SlurmClusterResolver``, ``TFConfigClusterResolver``,
-  ``SageMakerClusterResolver``, ``KubernetesClusterResolver`` (in wheels built with the
-  ``kubernetes`` feature) and ``auto_detect()``, with TensorFlow's methods.
+  ``SageMakerClusterResolver``, ``KubernetesIndexedJobClusterResolver`` (an Indexed Job's
+  pods, from their environment), ``KubernetesClusterResolver`` (in the default wheel; not in
+  one built with ``--no-default-features``) and ``auto_detect()``, with TensorFlow's methods.
 - ``tfcluster.tf``: the same resolvers as ``tf.distribute.cluster_resolver.ClusterResolver``
   subclasses, for TensorFlow's strategies (TensorFlow is imported there, and only there).
 - ``progress()``: the beacon of a quiet task for ``tfcluster run --watchdog`` (it touches
@@ -24,6 +25,7 @@ from tfcluster._native import (
     HAS_KUBERNETES,
     ClusterResolver,
     ClusterSpec,
+    KubernetesIndexedJobClusterResolver,
     SageMakerClusterResolver,
     SlurmClusterResolver,
     TFConfigClusterResolver,
@@ -35,6 +37,7 @@ __all__ = [
     "ClusterResolver",
     "ClusterSpec",
     "HAS_KUBERNETES",
+    "KubernetesIndexedJobClusterResolver",
     "SageMakerClusterResolver",
     "SlurmClusterResolver",
     "TFConfigClusterResolver",

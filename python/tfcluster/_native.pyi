@@ -10,6 +10,7 @@ __all__ = [
     "SlurmClusterResolver",
     "TFConfigClusterResolver",
     "SageMakerClusterResolver",
+    "KubernetesIndexedJobClusterResolver",
     "KubernetesClusterResolver",
     "ClusterResolver",
     "HAS_KUBERNETES",
@@ -104,6 +105,19 @@ class SageMakerClusterResolver(_Resolver):
         rpc_layer: Optional[str] = None,
         environment: Optional[str] = None,
     ) -> "SageMakerClusterResolver": ...
+
+@final
+class KubernetesIndexedJobClusterResolver(_Resolver):
+    """The cluster of a Kubernetes Indexed Job (or JobSet), from the pod's environment."""
+
+    def __new__(
+        cls,
+        port: Optional[int] = None,
+        layout: Optional[str] = None,
+        task_type: Optional[str] = None,
+        task_id: Optional[int] = None,
+        rpc_layer: Optional[str] = None,
+    ) -> "KubernetesIndexedJobClusterResolver": ...
 
 @final
 class KubernetesClusterResolver(_Resolver):

@@ -40,6 +40,7 @@ import tfcluster
 __all__ = [
     "ClusterResolver",
     "SageMakerClusterResolver",
+    "KubernetesIndexedJobClusterResolver",
     "SlurmClusterResolver",
     "TFConfigClusterResolver",
     "auto_detect",
@@ -236,6 +237,24 @@ class SageMakerClusterResolver(ClusterResolver):
                  environment=None):
         super().__init__(tfcluster.SageMakerClusterResolver(port=port, environment=environment))
         self._take(task_type, task_id, rpc_layer, environment)
+
+
+class KubernetesIndexedJobClusterResolver(ClusterResolver):
+    """The cluster of a Kubernetes Indexed Job (or JobSet), from the pod's environment alone.
+
+    ``KubernetesIndexedJobClusterResolver(port=None, layout=None, task_type=None,
+    task_id=None, rpc_layer=None)``: task ``i`` is ``<job>-<i>.<subdomain>:<port>`` from
+    ``JOB_COMPLETION_INDEX``, ``HOSTNAME`` and the variables the manifest passes down
+    (``TFCLUSTER_K8S_COMPLETIONS``, ``TFCLUSTER_K8S_SUBDOMAIN``, ...); ``port`` (else
+    ``TFCLUSTER_K8S_PORT``, else 2222) and ``layout`` (``"chief=1,ps=2"``, else
+    ``TFCLUSTER_K8S_LAYOUT``) take the place of their variables. No API access or role is
+    needed. TensorFlow has no such resolver.
+    """
+
+    def __init__(self, port=None, layout=None, task_type=None, task_id=None, rpc_layer=None):
+        super().__init__(tfcluster.KubernetesIndexedJobClusterResolver(
+            port=port, layout=layout, task_type=task_type, task_id=task_id,
+            rpc_layer=rpc_layer))
 
 
 if tfcluster.HAS_KUBERNETES:

@@ -13,6 +13,7 @@ __all__ = [
     "SlurmClusterResolver",
     "TFConfigClusterResolver",
     "auto_detect",
+    "KubernetesIndexedJobClusterResolver",
     "KubernetesClusterResolver",
 ]
 
@@ -79,6 +80,16 @@ class SageMakerClusterResolver(ClusterResolver):
         task_id: Optional[int] = None,
         rpc_layer: Optional[str] = None,
         environment: Optional[str] = None,
+    ) -> None: ...
+
+class KubernetesIndexedJobClusterResolver(ClusterResolver):
+    def __init__(
+        self,
+        port: Optional[int] = None,
+        layout: Optional[str] = None,
+        task_type: Optional[str] = None,
+        task_id: Optional[int] = None,
+        rpc_layer: Optional[str] = None,
     ) -> None: ...
 
 class KubernetesClusterResolver(ClusterResolver):

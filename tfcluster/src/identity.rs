@@ -37,6 +37,7 @@ pub(crate) async fn identify(
         SourceKind::TfConfig => Some(ClusterSource::TfConfig),
         SourceKind::Slurm => Some(ClusterSource::Slurm),
         SourceKind::Sagemaker => Some(ClusterSource::SageMaker),
+        SourceKind::K8sIndexed => Some(ClusterSource::KubernetesIndexedJob),
         SourceKind::File | SourceKind::Rendezvous => None,
         #[cfg(feature = "kubernetes")]
         SourceKind::Kubernetes => Some(ClusterSource::Kubernetes),

@@ -213,6 +213,53 @@ fn resolve_reads_a_slurm_step() {
 }
 
 #[test]
+fn resolve_reads_an_indexed_jobs_pod() {
+    let pod = [
+        ("JOB_COMPLETION_INDEX", "1"),
+        ("HOSTNAME", "train-1"),
+        ("TFCLUSTER_K8S_COMPLETIONS", "3"),
+        ("TFCLUSTER_K8S_SUBDOMAIN", "train"),
+    ];
+    let out = resolve(
+        &pod,
+        &[
+            "--from",
+            "k8s-indexed",
+            "--k8s-layout",
+            "chief=1",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["source"], "Kubernetes Indexed Job");
+    assert_eq!(json["cluster"]["chief"][0], "train-0.train:2222");
+    assert_eq!(
+        (&json["task_type"], &json["task_id"]),
+        (&"worker".into(), &0.into())
+    );
+    assert_eq!(json["master"], "grpc://train-1.train:2222");
+    // Auto-detected; and a pod not of an Indexed Job is an error naming what to fix.
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&resolve(&pod, &["--json"]))).unwrap();
+    assert_eq!(json["cluster"]["worker"][2], "train-2.train:2222");
+    let out = resolve(&pod[1..], &["--from", "k8s-indexed"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "environment variable JOB_COMPLETION_INDEX is not set: run the pods as an Indexed Job"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn resolve_without_a_cluster_says_what_each_source_lacks() {
     let out = resolve(&[], &[]);
     assert_eq!(out.status.code(), Some(1));

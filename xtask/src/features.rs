@@ -30,7 +30,8 @@ const CRATES: &[(&str, &[&str])] = &[
 ];
 
 /// The binaries (and the Python extension module) with features: checked like [`CRATES`], but
-/// not documented for docs.rs.
+/// not documented for docs.rs. Both have `kubernetes` by default, so the `--no-default-features`
+/// run is the build without Kubernetes (and `--features gce` is gce without it).
 const BINARIES: &[(&str, &[&str])] = &[
     ("tfcluster", &["kubernetes", "gce"]),
     ("tfcluster-python", &["kubernetes"]),

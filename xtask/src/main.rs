@@ -21,6 +21,7 @@ mod fuzz;
 mod interop;
 mod machine;
 mod op_signatures;
+mod package;
 mod proc_stat;
 mod prometheus;
 mod protoc_standin;
@@ -77,6 +78,10 @@ tasks:
   links              check every relative link of the Markdown docs (root *.md, docs/, each
                      directory's README.md): the file exists, the anchor names a heading
                      (as GitHub makes heading ids); part of `test`
+  package            package every published crate as `cargo publish` would and build each from
+                     its package alone (cargo package's verification, the workspace's crates
+                     through a local registry), and check the rest are publish = false; part
+                     of `test`; publishes nothing
   public-api [--check]
                      list each library crate's public items (nightly rustdoc's JSON) in
                      <crate>/public-api.txt, one a line, so an API change shows in review;
@@ -143,6 +148,7 @@ fn main() -> ExitCode {
         ["codegen"] => codegen::run(false),
         ["codegen", "--check"] => codegen::run(true),
         ["links"] => doc_links::run(),
+        ["package"] => package::run(),
         ["public-api"] => public_api::run(false),
         ["public-api", "--check"] => public_api::run(true),
         ["test"] => test::run(),

@@ -33,7 +33,8 @@ fn nothing_set_lists_every_source() {
             "no cluster found: TF_CONFIG: not set; Slurm: SLURM_PROCID, SLURM_STEP_NUM_TASKS, \
              SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE not set; SageMaker: SM_HOSTS, \
              SM_CURRENT_HOST not set; Open MPI: OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK, \
-             OMPI_COMM_WORLD_LOCAL_SIZE not set; Kubernetes: "
+             OMPI_COMM_WORLD_LOCAL_SIZE not set; Kubernetes Indexed Job: JOB_COMPLETION_INDEX \
+             not set; Kubernetes: "
         ),
         "{message}"
     );

@@ -5,8 +5,9 @@ use anyhow::{Context as _, anyhow};
 use cluster_resolver::WatchClusterResolver;
 use cluster_resolver::watch::{self, ClusterStream, WatchOptions};
 use cluster_resolver::{
-    ClusterResolver, Env, SageMakerClusterResolver, SimpleClusterResolver, SlurmClusterResolver,
-    TfConfigClusterResolver, auto_detect, cluster_file,
+    ClusterResolver, Env, KubernetesIndexedJobClusterResolver, SageMakerClusterResolver,
+    SimpleClusterResolver, SlurmClusterResolver, TfConfigClusterResolver, auto_detect,
+    cluster_file,
 };
 use cluster_spec::ClusterSpec;
 
@@ -17,7 +18,8 @@ use crate::input::{file_arg, read_json_or_file};
 /// A cluster source of `--from`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub(crate) enum SourceKind {
-    /// The first complete source of TF_CONFIG, Slurm, SageMaker, Open MPI.
+    /// The first complete source of TF_CONFIG, Slurm, SageMaker, Open MPI, a Kubernetes
+    /// Indexed Job (and, with Kubernetes support, any Kubernetes pod).
     Auto,
     /// The TF_CONFIG variable.
     TfConfig,
@@ -25,6 +27,13 @@ pub(crate) enum SourceKind {
     Slurm,
     /// SageMaker (SM_HOSTS, SM_CURRENT_HOST).
     Sagemaker,
+    /// A Kubernetes Indexed Job's (or JobSet's) pod, from its environment alone (no API
+    /// access): JOB_COMPLETION_INDEX, HOSTNAME (JOB-INDEX), and from the manifest
+    /// TFCLUSTER_K8S_COMPLETIONS (spec.completions), TFCLUSTER_K8S_SUBDOMAIN (the headless
+    /// Service), optional TFCLUSTER_K8S_NAMESPACE, TFCLUSTER_K8S_PORT (2222; or --k8s-port),
+    /// TFCLUSTER_K8S_LAYOUT (or --k8s-layout); a JobSet's TFCLUSTER_K8S_REPLICATED_JOBS
+    /// (chief=1,ps=2,worker=4). Task I is JOB-I.SUBDOMAIN:PORT.
+    K8sIndexed,
     /// A file (--file): a TF_CONFIG document (with "cluster" and "task"), or a cluster spec.
     File,
     /// The running round of an elastic job (`run --rdzv`): --rdzv `HOST[:PORT]` or
@@ -53,10 +62,14 @@ pub(crate) struct SourceArgs {
     #[cfg(feature = "kubernetes")]
     #[arg(long = "k8s-job")]
     pub(crate) k8s_jobs: Vec<String>,
-    /// With --from kubernetes: the port every task serves on.
-    #[cfg(feature = "kubernetes")]
+    /// With --from kubernetes (default 8470) or k8s-indexed (default TFCLUSTER_K8S_PORT, else
+    /// 2222): the port every task serves on.
     #[arg(long = "k8s-port")]
     pub(crate) k8s_port: Option<u16>,
+    /// With --from k8s-indexed: the jobs of the first indices, the rest workers, e.g.
+    /// `chief=1,ps=2` (in place of TFCLUSTER_K8S_LAYOUT).
+    #[arg(long = "k8s-layout")]
+    pub(crate) k8s_layout: Option<String>,
     /// With --from gce: the project.
     #[cfg(feature = "gce")]
     #[arg(long)]
@@ -107,6 +120,7 @@ pub(crate) async fn resolver(
         SourceKind::TfConfig => Box::new(TfConfigClusterResolver::new(env)),
         SourceKind::Slurm => Box::new(SlurmClusterResolver::new(env)),
         SourceKind::Sagemaker => Box::new(SageMakerClusterResolver::new(env)),
+        SourceKind::K8sIndexed => Box::new(k8s_indexed(env, args)),
         SourceKind::File => file(args.file.as_deref())?,
         SourceKind::Rendezvous => Box::new(RdzvSourceArgs::watcher(rendezvous).await?),
         #[cfg(feature = "kubernetes")]
@@ -130,6 +144,18 @@ fn file(path: Option<&str>) -> Result<Box<dyn ClusterResolver>, Failure> {
 
 fn file_path(path: Option<&str>) -> Result<&str, Failure> {
     path.ok_or_else(|| anyhow!("--from file needs --file PATH").into())
+}
+
+/// `--from k8s-indexed`, with `--k8s-port` and `--k8s-layout` over the manifest's variables.
+fn k8s_indexed(env: Env, args: &SourceArgs) -> KubernetesIndexedJobClusterResolver {
+    let mut resolver = KubernetesIndexedJobClusterResolver::new(env);
+    if let Some(port) = args.k8s_port {
+        resolver = resolver.with_port(port);
+    }
+    if let Some(layout) = &args.k8s_layout {
+        resolver = resolver.with_layout(layout.clone());
+    }
+    resolver
 }
 
 #[cfg(feature = "kubernetes")]

@@ -14,8 +14,13 @@ use crate::runtime::runtime;
 ///
 /// `--from auto` checks, in order, TF_CONFIG, a Slurm job step (SLURM_PROCID,
 /// SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE), SageMaker (SM_HOSTS,
-/// SM_CURRENT_HOST) and Open MPI (OMPI_COMM_WORLD_*), and uses the first complete one; when
-/// none is complete the error says what each source lacks.
+/// SM_CURRENT_HOST), Open MPI (OMPI_COMM_WORLD_*) and a Kubernetes Indexed Job
+/// (JOB_COMPLETION_INDEX with TFCLUSTER_K8S_COMPLETIONS or TFCLUSTER_K8S_REPLICATED_JOBS), and
+/// uses the first complete one; when none is complete the error says what each source lacks.
+///
+/// `--from k8s-indexed` builds an Indexed Job's cluster from the pod's environment alone (no
+/// API access): task i at `<job>-<i>.<subdomain>:<port>`, this pod's task from its index (see
+/// the guide's "Kubernetes Indexed Jobs" for the manifest that passes the variables down).
 ///
 /// `--from rendezvous` asks an elastic job's rendezvous (--rdzv `HOST[:PORT]` or
 /// `etcd://HOST[:PORT],...`, --rdzv-id) for its running round, as an observer: the cluster, no
@@ -25,7 +30,8 @@ use crate::runtime::runtime;
 tfcluster resolve --from rendezvous --rdzv node0:29400 --rdzv-id job1 --format json\n  \
 tfcluster resolve --from rendezvous --rdzv etcd://node0:2379 --rdzv-id job1\n  \
 TF_CONFIG='{\"cluster\": {\"worker\": [\"w0:2222\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}' tfcluster resolve --format json\n  \
-eval \"$(srun -n1 tfcluster resolve --from slurm --format env)\"")]
+eval \"$(srun -n1 tfcluster resolve --from slurm --format env)\"\n  \
+tfcluster resolve --from k8s-indexed --k8s-layout chief=1 --format json   # in an Indexed Job's pod")]
 pub(crate) struct Args {
     /// Where to look.
     #[arg(long, value_enum, default_value = "auto")]

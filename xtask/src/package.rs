@@ -1,0 +1,93 @@
+//! `cargo xtask package`: every crate users depend on packaged as `cargo publish` would
+//! package it, and built from the package's contents alone (cargo's verification: each
+//! package's sources unpacked under `target/package`, the workspace's crates among them
+//! through a local registry, nothing else of the repository: the proto files and generated
+//! code must be inside the crate). And every other crate is `publish = false`. Part of the
+//! test command; nothing is published.
+
+use std::process::Command;
+
+use crate::tally::Suite;
+use crate::workspace;
+
+/// The crates that are published, in the order they depend on each other.
+const PUBLISHED: [&str; 9] = [
+    "cluster-proto",
+    "cluster-spec",
+    "device-filter",
+    "cluster-resolver",
+    "grpc-guard",
+    "metrics-endpoint",
+    "remote-connect",
+    "tfcluster-elastic",
+    "tfcluster",
+];
+
+/// The suite's name in the tally and the floors file.
+const SUITE: &str = "package: published crates";
+
+/// One check per published crate (they are packaged and built together: one failure fails
+/// them all), and one that the rest are `publish = false`.
+pub(crate) fn suite() -> Suite {
+    let mut suite = Suite::new(SUITE);
+    suite.record("every other crate is publish = false", unpublished());
+    let mut command = Command::new("cargo");
+    // Uncommitted files are packaged too: the check is of the working tree.
+    command.args(["package", "--allow-dirty"]);
+    for krate in PUBLISHED {
+        command.args(["-p", krate]);
+    }
+    let outcome = match workspace::run_merged(&mut command) {
+        Ok((_, true)) => Ok(()),
+        Ok((out, false)) => Err(tail(&out)),
+        Err(e) => Err(e),
+    };
+    for krate in PUBLISHED {
+        suite.record(&format!("cargo package -p {krate}"), outcome.clone());
+    }
+    suite
+}
+
+/// `cargo xtask package`: the check alone.
+pub(crate) fn run() -> Result<(), String> {
+    let suite = suite();
+    if suite.failed.is_empty() {
+        println!("xtask: package: {} checks passed", suite.passed);
+        Ok(())
+    } else {
+        Err(suite.failed.join("\n"))
+    }
+}
+
+/// Checks that every workspace member but [`PUBLISHED`] says `publish = false`.
+fn unpublished() -> Result<(), String> {
+    let out = Command::new("cargo")
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(workspace::root())
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("cargo metadata printed no JSON: {e}"))?;
+    let open: Vec<&str> = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["publish"] != serde_json::json!([]))
+        .filter_map(|p| p["name"].as_str())
+        .filter(|name| !PUBLISHED.contains(name))
+        .collect();
+    if open.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} may be published: give each `publish = false`, or list it in PUBLISHED",
+            open.join(", ")
+        ))
+    }
+}
+
+/// The end of cargo's output, where it says what failed.
+fn tail(out: &str) -> String {
+    let lines: Vec<&str> = out.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
