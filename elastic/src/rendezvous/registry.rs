@@ -42,8 +42,8 @@ use tokio::sync::watch;
 
 use crate::outcome::{RoundStatus, TaskStatus};
 use crate::rendezvous::credentials::Proof;
-use calls::unknown_node;
 pub(crate) use calls::{JoinArgs, Joined, Refusal, Settings, Waited};
+use calls::{unknown_job, unknown_node};
 use job::{Job, Phase};
 use node::NodeState;
 
@@ -188,13 +188,7 @@ impl Registry {
         after_round: u64,
         now: Instant,
     ) -> Result<Waited, Refusal> {
-        let found = self.jobs.get(rdzv_id).ok_or_else(|| {
-            Refusal::NotFound(format!(
-                "no job with rendezvous id {} here: no node has joined it yet, or every node \
-                 left and it was forgotten",
-                quote(rdzv_id, 0)
-            ))
-        })?;
+        let found = self.jobs.get(rdzv_id).ok_or_else(|| unknown_job(rdzv_id))?;
         let another_job =
             (job != 0 && job != found.incarnation) || after_round > found.rounds_formed;
         let after_round = if another_job { 0 } else { after_round };

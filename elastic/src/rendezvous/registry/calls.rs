@@ -76,3 +76,13 @@ pub(super) fn unknown_node(rdzv_id: &str, node_id: &str, timeout: Duration) -> R
         duration(timeout)
     ))
 }
+
+/// The refusal of an observer's call (a watch, a status) on a job this rendezvous does not
+/// hold.
+pub(super) fn unknown_job(rdzv_id: &str) -> Refusal {
+    Refusal::NotFound(format!(
+        "no job with rendezvous id {} here: no node has joined it yet, or every node left and \
+         it was forgotten",
+        quote(rdzv_id, 0)
+    ))
+}

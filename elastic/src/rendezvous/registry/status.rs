@@ -4,10 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use cluster_spec::__private::quote::quote;
-
 use super::Registry;
-use super::calls::Refusal;
+use super::calls::{Refusal, unknown_job};
 use super::job::{Job, Phase};
 use super::node::NodeState as Kept;
 use crate::job_status::{
@@ -18,13 +16,7 @@ use crate::rendezvous::credentials::Proof;
 impl Registry {
     /// Job `rdzv_id` as it is at `now`.
     pub(crate) fn status(&self, rdzv_id: &str, now: Instant) -> Result<JobStatus, Refusal> {
-        let job = self.jobs.get(rdzv_id).ok_or_else(|| {
-            Refusal::NotFound(format!(
-                "no job with rendezvous id {} here: no node has joined it yet, or every node \
-                 left and it was forgotten",
-                quote(rdzv_id, 0)
-            ))
-        })?;
+        let job = self.jobs.get(rdzv_id).ok_or_else(|| unknown_job(rdzv_id))?;
         let timeout = self.settings.timeout;
         let phase = match &job.phase {
             Phase::Running(round) => JobPhase::Running(round.round.clone()),
