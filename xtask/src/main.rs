@@ -106,7 +106,7 @@ tasks:
                      enforced by the workers, results equal to Python's)
   op-signatures      regenerate remote-connect/src/op/signatures.txt from TensorFlow 2.21's
                      op registry (the output dtypes of ops run remotely)
-  python [--all-pythons]
+  python [--all-pythons [--with-tensorflow]]
                      the Python package (python/): its wheel built in the dev profile through
                      its PEP 517 backend (maturin's, plus the tfcluster CLI in the wheel's
                      scripts; maturin, pytest, hypothesis and mypy pip-installed into the
@@ -114,7 +114,8 @@ tasks:
                      with pytest (TensorFlow parity, mypy's stubtest). --all-pythons: the
                      wheel built once and the module and CLI tests run on every CPython 3.9+
                      of the machine (python3.X), each in a venv of its own under
-                     target/py-venvs; not part of `test`
+                     target/py-venvs (--with-tensorflow: TensorFlow 2.21 there too where it
+                     has a wheel, and every test but stubtest); not part of `test`
   slurm [--env]      start a local 3-node Slurm cluster, each node a network namespace of its
                      own at 192.0.2.11-13 (installing slurm-wlm, munge and iproute2 with
                      apt-get if missing), check srun's task placement on it, that the Slurm
@@ -155,7 +156,8 @@ fn main() -> ExitCode {
         ["interop"] => interop::run(),
         ["op-signatures"] => op_signatures::run(),
         ["python"] => python::run(),
-        ["python", "--all-pythons"] => python::all_pythons(),
+        ["python", "--all-pythons"] => python::all_pythons(false),
+        ["python", "--all-pythons", "--with-tensorflow"] => python::all_pythons(true),
         ["wheel"] => python::release(),
         ["slurm"] => slurm::task(false),
         ["slurm", "--env"] => slurm::task(true),

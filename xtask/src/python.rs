@@ -120,13 +120,14 @@ const PYTHONS: [&str; 5] = ["3.9", "3.10", "3.11", "3.12", "3.13"];
 /// tests marked `tensorflow`, which train).
 const PLAIN_TESTS: [&str; 2] = ["python/tests/test_api.py", "python/tests/test_cli.py"];
 
-/// `cargo xtask python --all-pythons`: the dev wheel built once (abi3, cp39), then on each
-/// CPython of [`PYTHONS`] this machine has, a venv of its own (`target/py-venvs/3.X`, pytest
-/// and hypothesis from PyPI) with the wheel installed and [`PLAIN_TESTS`] run there. The
-/// whole suite, TensorFlow's tests and stubtest included, is `cargo xtask python`'s, in the
-/// TensorFlow venv (TensorFlow is not installed per Python: a few GB each). A table of each
-/// Python's outcome; an error when one failed.
-pub(crate) fn all_pythons() -> Result<(), String> {
+/// `cargo xtask python --all-pythons [--with-tensorflow]`: the dev wheel built once (abi3,
+/// cp39), then on each CPython of [`PYTHONS`] this machine has, a venv of its own
+/// (`target/py-venvs/3.X`, pytest and hypothesis from PyPI) with the wheel installed and
+/// [`PLAIN_TESTS`] run there; with `--with-tensorflow`, TensorFlow 2.21 installed too where
+/// it has a wheel for that Python (about 1.5 GB a venv) and every test but stubtest's run
+/// (stubtest is `cargo xtask python`'s, in the TensorFlow venv). A table of each Python's
+/// outcome; an error when one failed.
+pub(crate) fn all_pythons(with_tensorflow: bool) -> Result<(), String> {
     let builder = tf_venv::python()?;
     ensure_tools(&builder)?;
     let wheel = build(&builder, "dev")?;
@@ -134,7 +135,7 @@ pub(crate) fn all_pythons() -> Result<(), String> {
     let mut failed = Vec::new();
     for version in PYTHONS {
         let Some(base) = interpreter(version) else {
-            rows.push(format!("| {version} | not on this machine | |"));
+            rows.push(format!("| {version} | | not on this machine | |"));
             continue;
         };
         let name = format!("py-venvs/{version}");
@@ -144,20 +145,18 @@ pub(crate) fn all_pythons() -> Result<(), String> {
         };
         let python = venv.ensure_from(&base, &[&["pytest", "hypothesis>=6,<7"]])?;
         install_wheel(&python, &wheel)?;
+        // With TensorFlow where it has a wheel for this Python: every test but stubtest's.
+        let tensorflow = with_tensorflow
+            && workspace::run(venv::pip(&python, "install").arg(tf_venv::TENSORFLOW)).is_ok();
+        let mut pytest = venv::command(&python);
+        pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]);
+        if tensorflow {
+            pytest.args(["python/tests", "--ignore", "python/tests/test_stubs.py"]);
+        } else {
+            pytest.args(["-m", "not tensorflow"]).args(PLAIN_TESTS);
+        }
         let started = Instant::now();
-        let (out, ok) = workspace::run_merged(
-            venv::command(&python)
-                .args([
-                    "-m",
-                    "pytest",
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    "-m",
-                    "not tensorflow",
-                ])
-                .args(PLAIN_TESTS),
-        )?;
+        let (out, ok) = workspace::run_merged(pytest.env("TF_CPP_MIN_LOG_LEVEL", "2"))?;
         let summary = out
             .lines()
             .rev()
@@ -165,8 +164,13 @@ pub(crate) fn all_pythons() -> Result<(), String> {
             .unwrap_or("no pytest summary")
             .trim_matches(|c: char| c == '=' || c.is_whitespace())
             .to_owned();
+        let tests = if tensorflow {
+            "all but stubtest, with TensorFlow 2.21"
+        } else {
+            "module and CLI"
+        };
         rows.push(format!(
-            "| {version} | {summary} | {:.1} s |",
+            "| {version} | {tests} | {summary} | {:.1} s |",
             started.elapsed().as_secs_f64()
         ));
         if !ok {
@@ -174,7 +178,7 @@ pub(crate) fn all_pythons() -> Result<(), String> {
         }
     }
     println!(
-        "\nThe wheel {} on each CPython (module and CLI tests):\n\n| Python | pytest | time |\n|---|---|---|",
+        "\nThe wheel {} on each CPython:\n\n| Python | tests | pytest | time |\n|---|---|---|---|",
         wheel.display()
     );
     for row in rows {

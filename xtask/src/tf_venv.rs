@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::venv::Venv;
 
 /// The TensorFlow release every differential test compares against.
-const TENSORFLOW: &str = "tensorflow-cpu==2.21.0";
+pub(crate) const TENSORFLOW: &str = "tensorflow-cpu==2.21.0";
 
 const VENV: Venv<'static> = Venv {
     name: "tf-venv",
