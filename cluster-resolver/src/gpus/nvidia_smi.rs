@@ -107,12 +107,11 @@ impl NvidiaSmi {
         if query {
             command.arg("--format=csv,noheader,nounits");
         }
-        let mut child = match command
+        command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-        {
+            .stderr(Stdio::piped());
+        let mut child = match spawn(&mut command) {
             Ok(child) => child,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(source) => {
@@ -216,6 +215,23 @@ fn parse(csv: &str) -> Result<Vec<Gpu>, String> {
                 .ok_or_else(|| format!("line {}: cannot read {}", n + 1, quote(line, 0)))
         })
         .collect()
+}
+
+/// Spawns `command`, trying again a few times, 10 ms apart, while its program is busy
+/// (ETXTBSY: being written, as while a driver update replaces `nvidia-smi`, or open for
+/// writing in a child another thread forked and that has not exec'd yet).
+fn spawn(command: &mut Command) -> std::io::Result<std::process::Child> {
+    const TRIES: u32 = 20;
+    let mut tries = 1;
+    loop {
+        match command.spawn() {
+            Err(e) if e.kind() == ErrorKind::ExecutableFileBusy && tries < TRIES => {
+                tries += 1;
+                thread::sleep(Duration::from_millis(10));
+            }
+            spawned => return spawned,
+        }
+    }
 }
 
 fn parse_line(line: &str) -> Option<Gpu> {
