@@ -59,6 +59,8 @@ const AFTER_TARGET: u64 = 64 * MB;
 const SETTLE_WITHIN: Duration = Duration::from_secs(10);
 /// Idle, the server spends less than `IDLE_CPU_TARGET` of CPU over `IDLE_WINDOW`.
 const IDLE_WINDOW: Duration = Duration::from_secs(2);
+/// The sockets an idle server holds at most: its listeners and a few of its own.
+const IDLE_SOCKETS: usize = 16;
 const IDLE_CPU_TARGET: Duration = Duration::from_millis(200);
 
 /// The served task's name, which a refused client's error names.
@@ -306,6 +308,21 @@ fn check_aftermath(report: &mut Report, target: &impl Attacked) {
             mb(limit)
         )
     });
+    // Idle once it has handled the closes: its sockets back to a few (its listeners, a
+    // client's) before the window starts, so closing 6,000 connections is not counted as
+    // idle work.
+    let settle = Instant::now();
+    let left = loop {
+        let left = open_sockets(target.pid()).unwrap_or(0);
+        if left <= IDLE_SOCKETS || settle.elapsed() > SETTLE_WITHIN {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    report.figure(
+        "sockets before the idle window",
+        format!("{left} ({:.1?} after the RSS settled)", settle.elapsed()),
+    );
     let cpu = cpu_over(target.pid(), IDLE_WINDOW);
     report.figure(
         "CPU while idle after the attack",
