@@ -267,10 +267,13 @@ impl Forged {
 
 /// A well-formed node secret that is no node's.
 const WRONG_SECRET: &str = "0123456789abcdef0123456789abcdef";
+/// A well-formed token that is not the job's.
+const WRONG_TOKEN: &str = "another-token-of-enough-length";
 
 /// Forged node calls, knowing every member's node id (as if WatchRounds had leaked them) but
-/// not their secrets, and calls without the job's token: every one is refused, and the job
-/// runs its tasks' whole time and succeeds.
+/// not their secrets, and calls without the job's token (an operator's JobStatus and ListJobs
+/// included): every one is refused or shows nothing, and the job runs its tasks' whole time
+/// and succeeds.
 #[test]
 fn attack_forged_node_calls_and_calls_without_the_token() {
     const FORGE_FOR: Duration = Duration::from_secs(3);
@@ -298,6 +301,9 @@ fn attack_forged_node_calls_and_calls_without_the_token() {
             "WatchRounds without the token",
             "WatchRounds with a wrong token",
             "Join of a new node without the token",
+            "JobStatus without the token",
+            "JobStatus with a wrong token",
+            "ListJobs with a wrong token (the job not listed)",
         ]
         .map(|kind| (kind, Forged::default()))
         .into();
@@ -366,15 +372,31 @@ fn attack_forged_node_calls_and_calls_without_the_token() {
                 .await;
             kinds[6].1.record(r, Code::Unauthenticated);
             let r = s
-                .watch_rounds(request(
-                    watch_rounds.clone(),
-                    Some("another-token-of-enough-length"),
-                    None,
-                ))
+                .watch_rounds(request(watch_rounds.clone(), Some(WRONG_TOKEN), None))
                 .await;
             kinds[7].1.record(r, Code::Unauthenticated);
             let r = s.join(request(join(""), None, None)).await;
             kinds[8].1.record(r, Code::Unauthenticated);
+            let status = proto::JobStatusRequest {
+                rdzv_id: rdzv_id.clone(),
+                ..Default::default()
+            };
+            let r = s.job_status(request(status.clone(), None, None)).await;
+            kinds[9].1.record(r, Code::Unauthenticated);
+            let r = s.job_status(request(status, Some(WRONG_TOKEN), None)).await;
+            kinds[10].1.record(r, Code::Unauthenticated);
+            // A list never refuses: the job must be missing from it, shown as NOT_FOUND.
+            let r = s
+                .list_jobs(request(proto::ListJobsRequest {}, Some(WRONG_TOKEN), None))
+                .await
+                .and_then(|answer| {
+                    let jobs = answer.into_inner().jobs;
+                    match jobs.iter().any(|j| j.rdzv_id == rdzv_id) {
+                        true => Ok(jobs),
+                        false => Err(tonic::Status::not_found("not listed")),
+                    }
+                });
+            kinds[11].1.record(r, Code::NotFound);
         }
         kinds
     });
