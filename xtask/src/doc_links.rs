@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
-use crate::tally::Suite;
+use crate::tally::{self, Suite};
 use crate::workspace;
 
 /// The suite's name in the tally and the floors file.
@@ -20,20 +20,7 @@ const SKIPPED: [&str; 2] = ["target", "fuzz"];
 
 /// `cargo xtask links`: the check alone.
 pub(crate) fn run() -> Result<(), String> {
-    let suite = suite();
-    match suite.failed.len() {
-        0 => {
-            println!(
-                "xtask: links: {} files, every relative link resolves",
-                suite.passed
-            );
-            Ok(())
-        }
-        n => Err(format!(
-            "{n} files with broken links: {}",
-            suite.failed.join("\n")
-        )),
-    }
+    tally::alone([suite()])
 }
 
 /// The Markdown docs, each checked: one check per file.

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::tally::{self, Floors, Suite, Tally};
+use crate::tally::{self, Suite};
 use crate::tf_venv;
 
 /// The test-name filter that selects the interop tests in remote-connect's test binary.
@@ -12,10 +12,7 @@ pub(crate) const FILTER: &str = "interop::";
 
 /// `cargo xtask interop`: the interop tests alone, counted.
 pub(crate) fn run() -> Result<(), String> {
-    let floors = Floors::read()?;
-    let mut tally = Tally::default();
-    tally.add(suites());
-    tally::finish(&tally, &floors, false)
+    tally::alone(suites())
 }
 
 /// The interop tests, run once from TensorFlow's venv. `cargo test` succeeds when a filter

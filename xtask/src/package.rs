@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-use crate::tally::Suite;
+use crate::tally::{self, Suite};
 use crate::workspace;
 
 /// The crates that are published, in the order they depend on each other.
@@ -50,13 +50,7 @@ pub(crate) fn suite() -> Suite {
 
 /// `cargo xtask package`: the check alone.
 pub(crate) fn run() -> Result<(), String> {
-    let suite = suite();
-    if suite.failed.is_empty() {
-        println!("xtask: package: {} checks passed", suite.passed);
-        Ok(())
-    } else {
-        Err(suite.failed.join("\n"))
-    }
+    tally::alone([suite()])
 }
 
 /// Checks that every workspace member but [`PUBLISHED`] says `publish = false`.

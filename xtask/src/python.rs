@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::tally::{self, Floors, Suite, Tally};
+use crate::tally::{self, Suite};
 use crate::{docs_section, machine, stats, tf_venv, venv, workspace};
 
 /// What the venv needs besides TensorFlow to build and test the package: maturin builds it,
@@ -29,10 +29,7 @@ const SUITE: &str = "pytest: python/tests";
 
 /// `cargo xtask python`: the dev wheel built and installed, then the pytest suite, counted.
 pub(crate) fn run() -> Result<(), String> {
-    let floors = Floors::read()?;
-    let mut tally = Tally::default();
-    tally.add([suite()]);
-    tally::finish(&tally, &floors, false)
+    tally::alone([suite()])
 }
 
 /// The dev wheel built and installed, then `python/tests` with pytest, each test's outcome

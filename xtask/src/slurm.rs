@@ -39,7 +39,7 @@ pub(crate) use install::ensure_installed;
 pub(crate) use oracle::oracle_conf;
 pub(crate) use placement::Scenario;
 
-use crate::tally::{self, Floors, Suite, Tally};
+use crate::tally::{self, Suite};
 use crate::workspace;
 
 /// Everything the local cluster writes: apt logs, and `run/` with config, state and daemon logs.
@@ -53,10 +53,7 @@ const SUITE: &str = "slurm: checks";
 /// `cargo xtask slurm` alone, its checks counted; with `show_env`, also prints every rank's
 /// `SLURM*` variables.
 pub(crate) fn task(show_env: bool) -> Result<(), String> {
-    let floors = Floors::read()?;
-    let mut tally = Tally::default();
-    tally.add([run(show_env)]);
-    tally::finish(&tally, &floors, false)
+    tally::alone([run(show_env)])
 }
 
 /// Every Slurm check, each counted as it passes or fails; a check that fails does not stop

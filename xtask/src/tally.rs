@@ -200,6 +200,15 @@ pub(crate) fn cargo_test(label: &str, command: &mut Command) -> Vec<Suite> {
     }
 }
 
+/// A task that runs `suites` alone (`cargo xtask python`, `links`, ...): each counted against
+/// its floor, and the closing line.
+pub(crate) fn alone(suites: impl IntoIterator<Item = Suite>) -> Result<(), String> {
+    let floors = Floors::read()?;
+    let mut tally = Tally::default();
+    tally.add(suites);
+    finish(&tally, &floors, false)
+}
+
 /// Prints each suite's line and every failure, then the closing line, `xtask: N passed, N
 /// failed`, last of all. `whole` when the tally is the whole test command's, so that a floor
 /// whose suite did not run counts; a task that runs some suites alone passes `false`.
