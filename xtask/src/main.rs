@@ -18,6 +18,7 @@ mod docs_section;
 mod etcd;
 mod features;
 mod fuzz;
+mod image;
 mod interop;
 mod machine;
 mod op_signatures;
@@ -99,6 +100,12 @@ tasks:
                      a table of the suites and one line, `xtask: N passed, N failed`; each
                      suite's count must equal its figure in xtask/test-floors.txt, and a
                      skip that file does not list fails
+  image              the Dockerfile built with buildah (Debian's buildah and musl-tools, and
+                     rustup's musl target, installed when missing): tfcluster built
+                     statically for musl stands in for the `build` stage (no image registry
+                     is reachable), then the `tfcluster` stage FROM scratch and the
+                     `tensorflow` stage on a stand-in base, `tfcluster --version` and an
+                     Indexed Job pod's `resolve` run in them; part of `test`
   interop            remote-connect against real TensorFlow 2.21 on loopback: our Context to
                      tf.distribute.Servers, TensorFlow's client to our TaskServers (alone and
                      mixed with a TF worker), the filtered device lists of both clients, and
@@ -153,6 +160,7 @@ fn main() -> ExitCode {
         ["public-api"] => public_api::run(false),
         ["public-api", "--check"] => public_api::run(true),
         ["test"] => test::run(),
+        ["image"] => image::run(),
         ["interop"] => interop::run(),
         ["op-signatures"] => op_signatures::run(),
         ["python"] => python::run(),
