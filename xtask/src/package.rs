@@ -7,6 +7,8 @@
 
 use std::process::Command;
 
+use serde_json::Value;
+
 use crate::tally::{self, Suite};
 use crate::workspace;
 
@@ -30,7 +32,18 @@ const SUITE: &str = "package: published crates";
 /// them all), and one that the rest are `publish = false`.
 pub(crate) fn suite() -> Suite {
     let mut suite = Suite::new(SUITE);
-    suite.record("every other crate is publish = false", unpublished());
+    let metadata = metadata();
+    suite.record(
+        "every other crate is publish = false",
+        metadata
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(unpublished),
+    );
+    suite.record(
+        "every published crate has the fields crates.io and docs.rs show",
+        metadata.as_ref().map_err(Clone::clone).and_then(described),
+    );
     let mut command = Command::new("cargo");
     // Uncommitted files are packaged too: the check is of the working tree.
     command.args(["package", "--allow-dirty"]);
@@ -53,19 +66,61 @@ pub(crate) fn run() -> Result<(), String> {
     tally::alone([suite()])
 }
 
-/// Checks that every workspace member but [`PUBLISHED`] says `publish = false`.
-fn unpublished() -> Result<(), String> {
+/// The workspace's packages as `cargo metadata` describes them.
+fn metadata() -> Result<Value, String> {
     let out = Command::new("cargo")
         .args(["metadata", "--no-deps", "--format-version", "1"])
         .current_dir(workspace::root())
         .output()
         .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("cargo metadata printed no JSON: {e}"))?;
-    let open: Vec<&str> = metadata["packages"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata printed no JSON: {e}"))
+}
+
+/// The fields a crate's crates.io page and docs.rs link from; `cargo publish` needs only
+/// some of them, so a missing one would be published unnoticed.
+const FIELDS: [&str; 9] = [
+    "description",
+    "license",
+    "repository",
+    "homepage",
+    "documentation",
+    "readme",
+    "keywords",
+    "categories",
+    "rust_version",
+];
+
+/// Checks that every crate of [`PUBLISHED`] has every one of [`FIELDS`], not empty.
+fn described(metadata: &Value) -> Result<(), String> {
+    let missing: Vec<String> = packages(metadata)
+        .filter(|p| p["name"].as_str().is_some_and(|n| PUBLISHED.contains(&n)))
+        .flat_map(|p| {
+            FIELDS.iter().filter_map(move |field| {
+                let empty = match &p[*field] {
+                    Value::Null => true,
+                    Value::String(s) => s.is_empty(),
+                    Value::Array(a) => a.is_empty(),
+                    _ => false,
+                };
+                empty.then(|| format!("{}: {field}", p["name"].as_str().unwrap_or("?")))
+            })
+        })
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("missing in Cargo.toml: {}", missing.join(", ")))
+    }
+}
+
+/// Every package of the metadata.
+fn packages(metadata: &Value) -> impl Iterator<Item = &Value> {
+    metadata["packages"].as_array().into_iter().flatten()
+}
+
+/// Checks that every workspace member but [`PUBLISHED`] says `publish = false`.
+fn unpublished(metadata: &Value) -> Result<(), String> {
+    let open: Vec<&str> = packages(metadata)
         .filter(|p| p["publish"] != serde_json::json!([]))
         .filter_map(|p| p["name"].as_str())
         .filter(|name| !PUBLISHED.contains(name))
