@@ -28,6 +28,7 @@ mod prometheus;
 mod protoc_standin;
 mod public_api;
 mod python;
+mod release_workflow;
 mod signal;
 mod slurm;
 mod soak;
@@ -87,6 +88,10 @@ tasks:
                      list each library crate's public items (nightly rustdoc's JSON) in
                      <crate>/public-api.txt, one a line, so an API change shows in review;
                      --check fails naming each crate whose listing differs
+  release-workflow   the release automation (.github/workflows/) checked with actionlint
+                     (PyPI, in target/actionlint-venv) and Debian's shellcheck on its scripts
+                     (installed when missing), and that the release runs the test command
+                     and builds with Cargo.toml's rust-version; part of `test`
   test               everything CI runs: removes the network namespaces of killed test runs,
                      installs what the tests need when missing (the TensorFlow 2.21 venv
                      under target/tf-venv, Debian's slurm-wlm and munge, etcd-server and
@@ -159,6 +164,7 @@ fn main() -> ExitCode {
         ["package"] => package::run(),
         ["public-api"] => public_api::run(false),
         ["public-api", "--check"] => public_api::run(true),
+        ["release-workflow"] => release_workflow::run(),
         ["test"] => test::run(),
         ["image"] => image::run(),
         ["interop"] => interop::run(),

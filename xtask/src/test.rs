@@ -12,7 +12,7 @@ use std::process::Command;
 use crate::tally::{self, Floors, Tally};
 use crate::{
     codegen, doc_links, etcd, features, image, interop, package, prometheus, public_api, python,
-    slurm, tf_venv, workspace,
+    release_workflow, slurm, tf_venv, workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
@@ -54,6 +54,8 @@ pub(crate) fn run() -> Result<(), String> {
     tally.add([doc_links::suite()]);
     // Every published crate packages, and builds from its package alone.
     tally.add([package::suite()]);
+    // The release automation: linted, and running what the test command runs.
+    tally.add([release_workflow::suite()]);
     // Every binary runs though one fails; the interop tests run once, as their own suite.
     tally.add(tally::cargo_test(
         "workspace",
