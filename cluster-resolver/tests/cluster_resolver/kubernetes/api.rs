@@ -97,13 +97,9 @@ impl Api {
     }
 
     /// Waits until `n` `app=w` watches have been asked for, so lines sent now reach the last.
-    pub(super) async fn watching(&self, n: usize) -> Vec<Request> {
+    pub(super) async fn watching(&self, n: usize) {
         let deadline = Instant::now() + PROMPT;
-        loop {
-            let watches = self.requests(true);
-            if watches.len() >= n {
-                return watches;
-            }
+        while self.requests(true).len() < n {
             assert!(Instant::now() < deadline, "watch {n} was not asked for");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

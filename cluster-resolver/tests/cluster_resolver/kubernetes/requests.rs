@@ -72,7 +72,7 @@ async fn the_watch_lists_then_watches_from_the_listings_version() {
     use cluster_resolver::WatchClusterResolver;
 
     use super::api::{Api, Expiry, SELECTOR};
-    use super::resume::{next, options};
+    use super::resume::{next, options, quiet_until_watching};
 
     let api = Api::start(Vec::new(), 100, Expiry::ErrorEvent).await;
     let resolver = Arc::new(
@@ -83,7 +83,7 @@ async fn the_watch_lists_then_watches_from_the_listings_version() {
     );
     let mut changes = resolver.watch(options());
     next(&mut changes).await.expect("the first spec");
-    api.watching(1).await;
+    quiet_until_watching(&api, &mut changes, 1).await;
 
     let requests = api.server.requests();
     assert_eq!(requests.len(), 2, "{requests:?}");

@@ -58,6 +58,15 @@ pub(super) async fn next(
         .expect("watch streams never end")
 }
 
+/// Polls the stream, which must say nothing meanwhile (the watcher only asks when polled),
+/// until the `n`th `app=w` watch has been asked for.
+pub(super) async fn quiet_until_watching(api: &Api, changes: &mut ClusterStream, n: usize) {
+    tokio::select! {
+        item = changes.next() => panic!("nothing was to change: {item:?}"),
+        () = api.watching(n) => {}
+    }
+}
+
 /// Nothing comes within 400 ms.
 async fn quiet(changes: &mut ClusterStream) {
     let item = tokio::time::timeout(Duration::from_millis(400), changes.next()).await;
@@ -94,16 +103,15 @@ async fn a_watch_ended_by_the_server_resumes_from_the_last_bookmark() {
     let api = Api::start(vec![pod("w-0", "10.0.0.1", 90)], 100, Expiry::ErrorEvent).await;
     let mut changes = resolver(&api).watch(options());
     assert_eq!(next(&mut changes).await.unwrap(), spec(&["10.0.0.1:2222"]));
-    api.watching(1).await;
+    quiet_until_watching(&api, &mut changes, 1).await;
 
     // Nothing selected changed up to 150: a bookmark says so, and changes no spec.
     api.send(bookmark(150, false));
     quiet(&mut changes).await;
     // The server ends the watch (its timeoutSeconds): the next starts at the bookmark, with
-    // no listing in between (and the stream, polled, says nothing meanwhile).
+    // no listing in between.
     api.end_watch();
-    quiet(&mut changes).await;
-    api.watching(2).await;
+    quiet_until_watching(&api, &mut changes, 2).await;
     assert_eq!(versions(&api), ["100", "150"]);
     assert_eq!(api.requests(false).len(), 1);
 
@@ -133,7 +141,7 @@ async fn watching_two(api: &Api) -> ClusterStream {
         next(&mut changes).await.unwrap(),
         spec(&["10.0.0.1:2222", "10.0.0.2:2222"])
     );
-    api.watching(1).await;
+    quiet_until_watching(api, &mut changes, 1).await;
     changes
 }
 
@@ -153,7 +161,7 @@ async fn relisted(api: &Api, changes: &mut ClusterStream, versions_asked: &[&str
     assert_eq!(lists.len(), 2);
     assert_eq!(lists[1].path, lists[0].path);
     assert_eq!(lists[1].query, lists[0].query);
-    api.watching(versions_asked.len()).await;
+    quiet_until_watching(api, changes, versions_asked.len()).await;
     assert_eq!(versions(api), versions_asked);
     quiet(changes).await;
 }
