@@ -32,7 +32,8 @@ impl WatchClusterResolver for KubernetesClusterResolver {
     /// is not. A watch whose resourceVersion the server no longer has (`410 Expired`, as an
     /// `ERROR` event or as the answer to the watch request) is no error: the pods are listed
     /// again and the spec follows that listing (a pod deleted meanwhile leaves it); only a
-    /// failure of the new listing is an `Err` item. Each watch asks the server to end it within three quarters of
+    /// failure of the new listing is an `Err` item. Each watch asks the server to end it
+    /// within three quarters of
     /// [`with_request_timeout`](KubernetesClusterResolver::with_request_timeout), so an idle
     /// watch is renewed before a client read deadline can fail it; every call is bounded by
     /// the client's read deadline (the request timeout for a client configured here; an
@@ -132,7 +133,7 @@ impl PodWatch {
                 }
             }
             if noted == Noted::Expired {
-                // The stores keep serving nothing new until every selector is listed again.
+                // New watchers list every selector again; no spec comes before all are listed.
                 self.running = None;
                 tokio::time::sleep(self.relists.pause(Duration::MAX)).await;
                 continue;
