@@ -58,6 +58,8 @@ pub struct Response {
     /// Instead of `body`: a chunked body, one chunk per line sent here, ended when every
     /// sender is dropped (a Kubernetes watch).
     pub lines: Option<broadcast::Sender<String>>,
+    /// With `lines`: lines sent first, before any sent on `lines`.
+    pub first: Vec<String>,
 }
 
 impl Response {
@@ -73,6 +75,7 @@ impl Response {
             body: body.into(),
             delay: None,
             lines: None,
+            first: Vec::new(),
         }
     }
 
@@ -81,6 +84,17 @@ impl Response {
         Self {
             lines: Some(lines.clone()),
             ..Self::json("")
+        }
+    }
+
+    /// `200 OK` with a chunked body of exactly `lines`, then its end: a watch the server ends
+    /// at once, as kube-apiserver does after the `ERROR` event of a resource version too old.
+    pub fn ended_lines(lines: Vec<String>) -> Self {
+        // A sender nobody keeps: the stream ends once `first` is written.
+        let (ended, _) = broadcast::channel(1);
+        Self {
+            first: lines,
+            ..Self::lines(&ended)
         }
     }
 
@@ -158,16 +172,18 @@ impl HttpServer {
 async fn serve(stream: TcpStream, handler: Arc<Handler>, log: Arc<Mutex<Vec<Request>>>) {
     let mut stream = BufReader::new(stream);
     while let Some(request) = read_request(&mut stream).await {
-        let response = handler(&request);
+        let mut response = handler(&request);
         // Subscribed before the request is logged: a test that saw the request sends lines
-        // that reach it.
-        let lines = response.lines.as_ref().map(broadcast::Sender::subscribe);
+        // that reach it. The answer's own sender is dropped here, so the stream ends when the
+        // test drops its senders (as a server ends a watch at its `timeoutSeconds`).
+        let lines = response.lines.take().map(|lines| lines.subscribe());
         log.lock().expect("request log").push(request.clone());
         if let Some(delay) = response.delay {
             tokio::time::sleep(delay).await;
         }
         if let Some(lines) = lines {
-            if stream_lines(stream.get_mut(), lines).await.is_err() {
+            let first = std::mem::take(&mut response.first);
+            if stream_lines(stream.get_mut(), first, lines).await.is_err() {
                 return;
             }
             continue;
@@ -187,26 +203,33 @@ async fn serve(stream: TcpStream, handler: Arc<Handler>, log: Arc<Mutex<Vec<Requ
     }
 }
 
-/// A `200 OK` with a chunked body: each line received, newline-terminated, as one chunk,
-/// until every sender is gone.
+/// A `200 OK` with a chunked body: each line of `first`, then each line received,
+/// newline-terminated, as one chunk, until every sender is gone.
 async fn stream_lines(
     stream: &mut TcpStream,
+    first: Vec<String>,
     mut lines: broadcast::Receiver<String>,
 ) -> std::io::Result<()> {
     let head =
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
     stream.write_all(head.as_bytes()).await?;
+    for line in first {
+        write_chunk(stream, &line).await?;
+    }
     loop {
         match lines.recv().await {
-            Ok(line) => {
-                let chunk = format!("{:x}\r\n{line}\n\r\n", line.len() + 1);
-                stream.write_all(chunk.as_bytes()).await?;
-            }
+            Ok(line) => write_chunk(stream, &line).await?,
             Err(broadcast::error::RecvError::Lagged(_)) => {}
             Err(broadcast::error::RecvError::Closed) => break,
         }
     }
     stream.write_all(b"0\r\n\r\n").await
+}
+
+/// `line` and its newline as one chunk.
+async fn write_chunk(stream: &mut TcpStream, line: &str) -> std::io::Result<()> {
+    let chunk = format!("{:x}\r\n{line}\n\r\n", line.len() + 1);
+    stream.write_all(chunk.as_bytes()).await
 }
 
 /// The next request, or `None` at end of stream or on anything unparsable.
@@ -284,6 +307,7 @@ fn reason(status: u16) -> &'static str {
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
+        410 => "Gone",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
         _ => "Status",

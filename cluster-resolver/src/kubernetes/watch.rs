@@ -29,7 +29,11 @@ impl WatchClusterResolver for KubernetesClusterResolver {
     ///
     /// A failed watch call is an `Err` item, and the watcher retries it after a back-off
     /// with the options' bounds; a pod matched by two selectors is an `Err` item until it
-    /// is not. Each watch asks the server to end it within three quarters of
+    /// is not. A watch whose resourceVersion the server no longer has (`410 Expired`, as an
+    /// `ERROR` event or as the answer to the watch request) is no error: the pods are listed
+    /// again and the spec follows that listing (a pod deleted meanwhile leaves it); only a
+    /// failure of the new listing is an `Err` item. Each watch asks the server to end it
+    /// within three quarters of
     /// [`with_request_timeout`](KubernetesClusterResolver::with_request_timeout), so an idle
     /// watch is renewed before a client read deadline can fail it; every call is bounded by
     /// the client's read deadline (the request timeout for a client configured here; an
@@ -37,6 +41,7 @@ impl WatchClusterResolver for KubernetesClusterResolver {
     fn watch(self: Arc<Self>, options: WatchOptions) -> ClusterStream {
         let watch = PodWatch {
             backoff: options.backoff(),
+            relists: options.backoff(),
             resolver: self,
             options,
             running: None,
@@ -50,6 +55,10 @@ impl WatchClusterResolver for KubernetesClusterResolver {
         }))
     }
 }
+
+/// HTTP 410 Gone: the `code` of the `Expired` status a server gives a resourceVersion older
+/// than its watch history.
+const GONE: u16 = 410;
 
 /// One selector's watch events, tagged with the selector's place in the resolver's jobs.
 type Tagged = (usize, watcher::Result<Event<Pod>>);
@@ -66,6 +75,19 @@ struct PodWatch {
     /// Paces retries of configuring the client.
     backoff: Backoff,
     retrying: bool,
+    /// Paces listing again after a watch request answered `410 Expired`; reset once a spec is
+    /// news, so a server that answers every watch so does not get a listing loop.
+    relists: Backoff,
+}
+
+/// What one watcher event means for the watch, beyond what the stores hold.
+#[derive(Debug, PartialEq, Eq)]
+enum Noted {
+    /// Nothing more.
+    Seen,
+    /// The server answered a watch request `410 Expired`: kube-runtime's watcher would ask
+    /// again from the same resourceVersion forever, so the watchers start again from a listing.
+    Expired,
 }
 
 /// The watchers of every selector and what they have seen.
@@ -89,27 +111,39 @@ impl PodWatch {
                 self.running = Some(self.start().await?);
                 continue;
             };
-            match watchers.events.next().await {
+            let mut noted = match watchers.events.next().await {
                 Some(event) => watchers.note(event)?,
                 // The watchers never end; if they did, start again.
                 None => {
                     self.running = None;
                     continue;
                 }
-            }
+            };
             let until = Instant::now() + self.options.coalesce;
-            while let Ok(Some(event)) = tokio::time::timeout_at(until, watchers.events.next()).await
+            while noted == Noted::Seen
+                && let Ok(Some(event)) =
+                    tokio::time::timeout_at(until, watchers.events.next()).await
             {
-                if let Err(error) = watchers.note(event) {
-                    self.pending = Some(error);
-                    break;
+                match watchers.note(event) {
+                    Ok(seen) => noted = seen,
+                    Err(error) => {
+                        self.pending = Some(error);
+                        break;
+                    }
                 }
+            }
+            if noted == Noted::Expired {
+                // New watchers list every selector again; no spec comes before all are listed.
+                self.running = None;
+                tokio::time::sleep(self.relists.pause(Duration::MAX)).await;
+                continue;
             }
             if !watchers.listed.iter().all(|listed| *listed) {
                 continue;
             }
             let spec = self.resolver.spec_of_stores(watchers)?;
             if let Some(spec) = self.latest.changed(spec) {
+                self.relists.reset();
                 return Ok(spec);
             }
         }
@@ -162,16 +196,24 @@ impl PodWatch {
 
 impl Watchers {
     /// Records that a selector's listing is complete, or turns a watcher's failure into the
-    /// crate's error naming the namespace and selector.
-    fn note(&mut self, (index, event): Tagged) -> Result<(), crate::Error> {
+    /// crate's error naming the namespace and selector. An expired resourceVersion is no
+    /// failure: in an `ERROR` event the watcher lists again by itself; as the answer to the
+    /// watch request it is [`Noted::Expired`].
+    fn note(&mut self, (index, event): Tagged) -> Result<Noted, crate::Error> {
         match event {
             Ok(Event::InitDone) => {
                 if let Some(listed) = self.listed.get_mut(index) {
                     *listed = true;
                 }
-                Ok(())
+                Ok(Noted::Seen)
             }
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(Noted::Seen),
+            Err(watcher::Error::WatchError(status)) if status.code == GONE => Ok(Noted::Seen),
+            Err(watcher::Error::WatchStartFailed(kube::Error::Api(status)))
+                if status.code == GONE =>
+            {
+                Ok(Noted::Expired)
+            }
             Err(source) => {
                 let selector = self.selectors.get(index).map_or("", |s| s.1.as_str());
                 Err(crate::Error::Request {

@@ -1,7 +1,12 @@
 //! `KubernetesClusterResolver` against a loopback server answering the real API paths with real
 //! PodList documents (`kubernetes/*.json`, as `kubectl get pods -o json` shows them).
 
+#[cfg(feature = "watch")]
+mod api;
 mod environment;
+mod requests;
+#[cfg(feature = "watch")]
+mod resume;
 mod tensorflow;
 #[cfg(feature = "watch")]
 mod watch;
