@@ -18,6 +18,7 @@ mod docs_section;
 mod etcd;
 mod features;
 mod fuzz;
+mod host_network;
 mod interop;
 mod machine;
 mod op_signatures;
