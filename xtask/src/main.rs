@@ -20,6 +20,7 @@ mod features;
 mod fuzz;
 mod host_network;
 mod interop;
+mod kubernetes;
 mod machine;
 mod op_signatures;
 mod package;
@@ -124,6 +125,13 @@ tasks:
                      `tfcluster run --from slurm` trains MultiWorkerMirroredStrategy across the
                      nodes (TensorFlow's venv: TFCLUSTER_PYTHON or target/tf-venv), stop it;
                      --env also prints every rank's SLURM* variables
+  kubernetes         deploy/kubernetes/'s manifests checked: every object against the official
+                     Kubernetes Python client's models (pip, into the TensorFlow venv) and
+                     JobSet's CRD schema; every pod's environment resolved by `tfcluster
+                     resolve --from k8s-indexed` and TensorFlow's TFConfigClusterResolver;
+                     the Indexed Job's command training MultiWorkerMirroredStrategy on three
+                     network-namespace hosts named as its pods, and the elastic job's agents
+                     forming a round there (root, iproute2)
   fuzz [--seconds N] [TARGET...]
                      every cargo-fuzz target of fuzz/ (or the named ones) for N seconds each
                      (default 60) on its corpus under the memory cap (1 MiB inputs, 64 MiB
@@ -160,6 +168,7 @@ fn main() -> ExitCode {
         ["python", "--all-pythons"] => python::all_pythons(false),
         ["python", "--all-pythons", "--with-tensorflow"] => python::all_pythons(true),
         ["wheel"] => python::release(),
+        ["kubernetes"] => kubernetes::task(),
         ["slurm"] => slurm::task(false),
         ["slurm", "--env"] => slurm::task(true),
         ["fuzz", rest @ ..] => fuzz::run(rest),

@@ -33,10 +33,13 @@ mod tensorflow;
 use std::path::PathBuf;
 use std::time::Instant;
 
+pub(crate) use build::artifact;
 pub(crate) use cluster::Cluster;
 pub(crate) use install::ensure_installed;
 pub(crate) use oracle::oracle_conf;
 pub(crate) use placement::Scenario;
+pub(crate) use srun::RankOutput;
+pub(crate) use tensorflow::check_training;
 
 use crate::tally::{self, Suite};
 use crate::workspace;

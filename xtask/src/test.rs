@@ -11,8 +11,8 @@ use std::process::Command;
 
 use crate::tally::{self, Floors, Tally};
 use crate::{
-    codegen, doc_links, etcd, features, interop, package, prometheus, public_api, python, slurm,
-    tf_venv, workspace,
+    codegen, doc_links, etcd, features, interop, kubernetes, package, prometheus, public_api,
+    python, slurm, tf_venv, workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
@@ -73,6 +73,8 @@ pub(crate) fn run() -> Result<(), String> {
     tally.add(interop::suites());
     // The Python package: its wheel built and installed into the TF venv, its pytest suite.
     tally.add([python::suite()]);
+    // deploy/kubernetes/'s manifests: validated, resolved in every pod, trained across hosts.
+    tally.add([kubernetes::run()]);
     // The real Slurm cluster last: it needs the daemons, which the unit tests do not.
     tally.add([slurm::run(false)]);
     tally::finish(&tally, &floors, true)
