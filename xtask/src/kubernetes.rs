@@ -60,10 +60,17 @@ pub(crate) fn run() -> Suite {
 }
 
 fn checks(suite: &mut Suite) -> Result<(), String> {
-    let started = Instant::now();
+    let building = Instant::now();
     let python = tf_venv::python()?;
     python::ensure_tools(&python)?;
     let tfcluster = slurm::artifact("tfcluster", "--bin", "tfcluster")?;
+    // The clock is the checks', not pip's or cargo's.
+    eprintln!(
+        "xtask: kubernetes: tools and {} ready in {:.2?}",
+        tfcluster.display(),
+        building.elapsed()
+    );
+    let started = Instant::now();
     let dir = workspace::root().join("deploy/kubernetes");
     let paths: Vec<PathBuf> = MANIFESTS.iter().map(|name| dir.join(name)).collect();
     let manifests = schema::check(&python, &paths, suite)?;
