@@ -97,7 +97,8 @@ tasks:
                      doc -D warnings (and as docs.rs builds it, on nightly); then every test
                      suite, all run even when one fails: cargo test --workspace
                      --all-features, the tests of what a missing feature changes, interop,
-                     the Python package (python) and the real Slurm checks (slurm). Ends with
+                     the Python package (python), the Kubernetes manifests (kubernetes) and
+                     the real Slurm checks (slurm). Ends with
                      a table of the suites and one line, `xtask: N passed, N failed`; each
                      suite's count must equal its figure in xtask/test-floors.txt, and a
                      skip that file does not list fails
