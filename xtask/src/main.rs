@@ -18,8 +18,10 @@ mod docs_section;
 mod etcd;
 mod features;
 mod fuzz;
+mod host_network;
 mod image;
 mod interop;
+mod kubernetes;
 mod machine;
 mod op_signatures;
 mod package;
@@ -101,7 +103,8 @@ tasks:
                      doc -D warnings (and as docs.rs builds it, on nightly); then every test
                      suite, all run even when one fails: cargo test --workspace
                      --all-features, the tests of what a missing feature changes, interop,
-                     the Python package (python) and the real Slurm checks (slurm). Ends with
+                     the Python package (python), the Kubernetes manifests (kubernetes) and
+                     the real Slurm checks (slurm). Ends with
                      a table of the suites and one line, `xtask: N passed, N failed`; each
                      suite's count must equal its figure in xtask/test-floors.txt, and a
                      skip that file does not list fails
@@ -135,6 +138,13 @@ tasks:
                      `tfcluster run --from slurm` trains MultiWorkerMirroredStrategy across the
                      nodes (TensorFlow's venv: TFCLUSTER_PYTHON or target/tf-venv), stop it;
                      --env also prints every rank's SLURM* variables
+  kubernetes         deploy/kubernetes/'s manifests checked: every object against the official
+                     Kubernetes Python client's models (pip, into the TensorFlow venv) and
+                     JobSet's CRD schema; every pod's environment resolved by `tfcluster
+                     resolve --from k8s-indexed` and TensorFlow's TFConfigClusterResolver;
+                     the Indexed Job's command training MultiWorkerMirroredStrategy on three
+                     network-namespace hosts named as its pods, and the elastic job's agents
+                     forming a round there (root, iproute2)
   fuzz [--seconds N] [TARGET...]
                      every cargo-fuzz target of fuzz/ (or the named ones) for N seconds each
                      (default 60) on its corpus under the memory cap (1 MiB inputs, 64 MiB
@@ -173,6 +183,7 @@ fn main() -> ExitCode {
         ["python", "--all-pythons"] => python::all_pythons(false),
         ["python", "--all-pythons", "--with-tensorflow"] => python::all_pythons(true),
         ["wheel"] => python::release(),
+        ["kubernetes"] => kubernetes::task(),
         ["slurm"] => slurm::task(false),
         ["slurm", "--env"] => slurm::task(true),
         ["fuzz", rest @ ..] => fuzz::run(rest),

@@ -16,12 +16,17 @@ use crate::tally::{self, Suite};
 use crate::{docs_section, machine, stats, tf_venv, venv, workspace};
 
 /// What the venv needs besides TensorFlow to build and test the package: maturin builds it,
-/// pytest and hypothesis test it beside TensorFlow, mypy's stubtest checks its stubs.
+/// pytest and hypothesis test it beside TensorFlow, mypy's stubtest checks its stubs; and to
+/// check the Kubernetes manifests (`cargo xtask kubernetes`): the official Kubernetes client's
+/// models, PyYAML and jsonschema, pinned so a new client's models do not change the checks.
 const TOOLS: &[&str] = &[
     "maturin>=1.9,<2",
     "pytest",
     "hypothesis>=6,<7",
     "mypy>=1.10,<3",
+    "kubernetes==35.0.0",
+    "PyYAML==6.0.3",
+    "jsonschema==4.25.1",
 ];
 
 /// The suite's name in the tally and the floors file.
@@ -275,9 +280,12 @@ pub(crate) fn release() -> Result<(), String> {
 }
 
 /// Installs [`TOOLS`] with pip when the venv cannot import them.
-fn ensure_tools(python: &Path) -> Result<(), String> {
+pub(crate) fn ensure_tools(python: &Path) -> Result<(), String> {
     let ready = Command::new(python)
-        .args(["-c", "import maturin, pytest, hypothesis, mypy.stubtest"])
+        .args([
+            "-c",
+            "import maturin, pytest, hypothesis, mypy.stubtest, kubernetes, yaml, jsonschema",
+        ])
         .output()
         .is_ok_and(|out| out.status.success());
     if ready {

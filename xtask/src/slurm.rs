@@ -4,7 +4,7 @@
 //! [`ensure_installed`] installs Debian's `slurm-wlm` and `munge` (and `iproute2`) when missing
 //! (`cargo xtask test` calls it: the client tools are a test oracle). [`Cluster::start`] makes
 //! the hosts' network (a namespace per host, 192.0.2.10 for the controller and
-//! 192.0.2.11..13 for `node1..node3`, see [`network`]) and runs munged, slurmctld and
+//! 192.0.2.11..13 for `node1..node3`, see [`crate::host_network`]) and runs munged, slurmctld and
 //! `slurmd -N node1..node3` as children of this process with their files under
 //! `target/slurm/run`; [`Cluster::srun`] runs a program on it and returns each rank's output;
 //! stopping or dropping the cluster stops every daemon and removes the network. The task itself
@@ -24,7 +24,6 @@ mod hosts;
 mod install;
 mod leftovers;
 mod munge;
-mod network;
 mod oracle;
 mod placement;
 mod resolver;
@@ -34,10 +33,13 @@ mod tensorflow;
 use std::path::PathBuf;
 use std::time::Instant;
 
+pub(crate) use build::artifact;
 pub(crate) use cluster::Cluster;
 pub(crate) use install::ensure_installed;
 pub(crate) use oracle::oracle_conf;
 pub(crate) use placement::Scenario;
+pub(crate) use srun::RankOutput;
+pub(crate) use tensorflow::check_training;
 
 use crate::tally::{self, Suite};
 use crate::workspace;

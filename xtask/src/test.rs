@@ -11,8 +11,8 @@ use std::process::Command;
 
 use crate::tally::{self, Floors, Tally};
 use crate::{
-    codegen, doc_links, etcd, features, image, interop, package, prometheus, public_api, python,
-    release_workflow, slurm, tf_venv, workspace,
+    codegen, doc_links, etcd, features, image, interop, kubernetes, package, prometheus,
+    public_api, python, release_workflow, slurm, tf_venv, workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
@@ -77,6 +77,8 @@ pub(crate) fn run() -> Result<(), String> {
     tally.add([python::suite()]);
     // The Dockerfile's image, built and run.
     tally.add([image::suite()]);
+    // deploy/kubernetes/'s manifests: validated, resolved in every pod, trained across hosts.
+    tally.add([kubernetes::run()]);
     // The real Slurm cluster last: it needs the daemons, which the unit tests do not.
     tally.add([slurm::run(false)]);
     tally::finish(&tally, &floors, true)

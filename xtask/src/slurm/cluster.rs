@@ -1,6 +1,6 @@
 //! Starting and stopping the local cluster: munged, slurmctld and three slurmd's, all children
 //! of this process, slurmctld and each slurmd on a host of its own (a network namespace, see
-//! `network.rs`), all stopped again, and the network removed, when the [`Cluster`] is stopped
+//! `host_network.rs`), all stopped again, and the network removed, when the [`Cluster`] is stopped
 //! or dropped.
 
 use std::fs;
@@ -12,8 +12,8 @@ use super::config::{self, Layout};
 use super::daemon::{Daemon, MARKER};
 use super::deadline::NotReady;
 use super::hosts::{CONTROLLER, Host, NODE_HOSTS, NODES};
-use super::network::Network;
 use super::{deadline, install, leftovers, munge};
+use crate::host_network::Network;
 
 /// How long the three nodes get to register and turn idle. Seen: about 2 s.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -43,7 +43,7 @@ impl Cluster {
     pub(crate) fn start() -> Result<Cluster, String> {
         install::ensure_installed()?;
         leftovers::kill_marked(None)?;
-        let network = Network::create()?;
+        let network = Network::create(super::hosts::network_plan())?;
         let layout = Layout::new(&super::state_dir());
         if layout.run.exists() {
             fs::remove_dir_all(&layout.run)
@@ -76,7 +76,7 @@ impl Cluster {
         let path =
             install::program(program).ok_or_else(|| format!("{program} is not installed"))?;
         let network = self.network.as_ref().ok_or("the network was removed")?;
-        Ok(network.command(host, &path))
+        Ok(network.command(host.name, &path))
     }
 
     /// A command for a Slurm client tool on the controller's host, reading this cluster's

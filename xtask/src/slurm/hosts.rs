@@ -1,11 +1,13 @@
 //! The local cluster's hosts: the controller and the three nodes, with their names,
 //! addresses and slurmd ports, which the configuration, the network and the cluster all use.
 
-/// The nodes, each a `slurmd -N <name>` in its own network namespace (see `network.rs`),
+use crate::host_network;
+
+/// The nodes, each a `slurmd -N <name>` in its own network namespace (see `host_network.rs`),
 /// listening on its own port (DESIGN.md's 6821-6823).
 pub(crate) const NODES: [(&str, u16); 3] = [("node1", 6821), ("node2", 6822), ("node3", 6823)];
 
-/// One host of the network (see `network.rs`).
+/// One host of the network (see `host_network.rs`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Host {
     /// Its name: `ctl`, or the node name, which `/etc/hosts` maps to its address.
@@ -35,3 +37,20 @@ pub(crate) const NODE_HOSTS: [Host; 3] = [
         address: "192.0.2.13",
     },
 ];
+
+/// The hosts' network: the controller reached by address, each node by its name.
+pub(crate) fn network_plan() -> host_network::Plan {
+    let host = |host: Host, names: &[&str]| host_network::Host {
+        name: host.name.to_owned(),
+        address: host.address.to_owned(),
+        names: names.iter().map(|&name| name.to_owned()).collect(),
+    };
+    let nodes = NODE_HOSTS.into_iter().map(|node| host(node, &[node.name]));
+    host_network::Plan {
+        bridge: "tfcluster-br",
+        mark: "# tfcluster xtask slurm",
+        hosts: std::iter::once(host(CONTROLLER, &[]))
+            .chain(nodes)
+            .collect(),
+    }
+}

@@ -84,7 +84,7 @@ pub(crate) fn run(
             name: "tfcluster run: MultiWorkerMirroredStrategy on 3 hosts",
             srun_args: &["-N3", "-n3"],
             program: &train,
-            check: Box::new(check_training),
+            check: Box::new(|ranks| check_training(ranks, "slurm")),
         },
         suite,
     );
@@ -118,7 +118,7 @@ pub(crate) fn run(
             name: "tfcluster.tf.SlurmClusterResolver: MultiWorkerMirroredStrategy on 3 hosts",
             srun_args: &["-N3", "-n3"],
             program: &train,
-            check: Box::new(check_training),
+            check: Box::new(|ranks| check_training(ranks, "slurm")),
         },
         suite,
     );
@@ -171,8 +171,10 @@ fn tensorflow_disagrees(ranks: &[RankOutput]) -> Result<(), String> {
     Ok(())
 }
 
-/// Every rank trained as worker `rank` of 3 replicas, and all saw the same cluster.
-fn check_training(ranks: &[RankOutput]) -> Result<(), String> {
+/// Every rank trained as worker `rank` of 3 replicas, and all saw the same cluster; each
+/// rank's line is logged under `suite` (the Kubernetes suite's training is checked here too,
+/// its pods' indices as ranks).
+pub(crate) fn check_training(ranks: &[RankOutput], suite: &str) -> Result<(), String> {
     if ranks.len() != 3 {
         return Err(format!("expected 3 ranks, got {}", ranks.len()));
     }
@@ -186,7 +188,7 @@ fn check_training(ranks: &[RankOutput]) -> Result<(), String> {
                 rank.rank, rank.stdout, rank.stderr
             ));
         };
-        eprintln!("xtask: slurm: rank {}: {line}", rank.rank);
+        eprintln!("xtask: {suite}: rank {}: {line}", rank.rank);
         digests.extend(rank.stdout.lines().filter(|l| l.starts_with("cluster ")));
     }
     if digests.len() != 3 || digests.iter().any(|d| *d != digests[0]) {
