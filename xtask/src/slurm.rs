@@ -34,6 +34,7 @@ mod tensorflow;
 use std::path::PathBuf;
 use std::time::Instant;
 
+pub(crate) use build::artifact as build_artifact;
 pub(crate) use cluster::Cluster;
 pub(crate) use install::ensure_installed;
 pub(crate) use oracle::oracle_conf;

@@ -11,8 +11,8 @@ use std::process::Command;
 
 use crate::tally::{self, Floors, Tally};
 use crate::{
-    codegen, doc_links, etcd, features, interop, package, prometheus, public_api, python, slurm,
-    tf_venv, workspace,
+    codegen, doc_links, etcd, features, guide, interop, package, prometheus, public_api, python,
+    slurm, tf_venv, workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
@@ -52,6 +52,8 @@ pub(crate) fn run() -> Result<(), String> {
     let mut tally = Tally::default();
     // Every relative link of the docs resolves: a file, a heading.
     tally.add([doc_links::suite()]);
+    // Every shell example of the README and the guide runs as written (Slurm's: below).
+    tally.add([guide::suite(None)]);
     // Every published crate packages, and builds from its package alone.
     tally.add([package::suite()]);
     // Every binary runs though one fails; the interop tests run once, as their own suite.
