@@ -18,10 +18,13 @@ mod hosts;
 mod scene;
 mod script;
 
+use std::process::Command;
+
 use crate::tally::{self, Floors, Suite};
 use crate::{tf_venv, workspace};
 
 pub(crate) use example::{Example, Scene};
+pub(crate) use scene::Tools;
 
 /// The suite's name in the tally and the floors file.
 const SUITE: &str = "guide: examples";
@@ -63,7 +66,7 @@ pub(crate) fn suite(filter: Option<&str>) -> Suite {
     let prepared = Floors::read().and_then(|floors| {
         let python = tf_venv::python()?;
         let tfcluster = crate::slurm::build_artifact("tfcluster", "--bin", "tfcluster")?;
-        Ok((floors, scene::Tools::new(&tfcluster, &python)?))
+        Ok((floors, Tools::new(&tfcluster, &python)?))
     });
     let (floors, tools) = match prepared {
         Ok(prepared) => prepared,
@@ -147,12 +150,21 @@ fn checked_by(floors: &Floors, suites: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs `example` by `bash` (here; for Slurm, the cluster's controller host's) in a fresh
+/// scene of its own.
+pub(crate) fn run_by(example: &Example, bash: Command, tools: &Tools) -> Result<(), String> {
+    let dir = scene::Dir::new(&example.place)?;
+    dir.fill(&workspace::root())?;
+    let output = script::run(example, vec![script::by(bash, example, dir.path(), tools)])?;
+    expected(example, &output)
+}
+
 /// Runs `example` in a fresh scene of its own.
-fn run_one(example: &Example, tools: &scene::Tools) -> Result<(), String> {
+fn run_one(example: &Example, tools: &Tools) -> Result<(), String> {
     let dir = scene::Dir::new(&example.place)?;
     dir.fill(&workspace::root())?;
     let output = match &example.scene {
-        Scene::Local => script::run(example, vec![script::local(example, dir.path(), tools)]),
+        Scene::Local => return run_by(example, Command::new("bash"), tools),
         Scene::Hosts(names) | Scene::Etcd(names) => {
             let hosts = hosts::Named::create(names)?;
             let _etcd = match &example.scene {

@@ -1,7 +1,8 @@
 //! The guide's shell examples: every ```` ```sh ```` block of `README.md` and `docs/guide/`,
 //! each with the annotation before it that says how the test runs it
 //! (`<!-- example: SCENE; OPTION; ... -->`). A block without one, or with a scene or option
-//! this file does not know, is an error naming its file and line.
+//! this file does not know, is an error naming its file and line. In a comment of several
+//! lines the options are one a line (and may hold `;`).
 //!
 //! Scenes: `local` (this machine), `hosts NAME,...` (network-namespace hosts named in
 //! `/etc/hosts`, the block run on every one at once), `etcd NAME,...` (the same, each host
@@ -168,7 +169,13 @@ fn annotated(place: &str, comment: Option<String>, script: String) -> Result<Exa
         on: Vec::new(),
         in_checkout: false,
     };
-    for option in options.split(';').map(str::trim).filter(|o| !o.is_empty()) {
+    // One option a line in a comment of several lines (an option may then hold `;`).
+    let separator = if body.contains('\n') { '\n' } else { ';' };
+    for option in options
+        .split(separator)
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+    {
         parse_option(&mut example, option).map_err(|e| format!("{place}: {e}"))?;
     }
     if !example.substitutes.is_empty() {
@@ -205,7 +212,8 @@ fn parse_scene(body: &str) -> Result<(Scene, &str), String> {
         }
         return Ok((Scene::CheckedBy(names(suites)?), ""));
     }
-    let (head, options) = body.split_once(';').unwrap_or((body, ""));
+    let separator = if body.contains('\n') { '\n' } else { ';' };
+    let (head, options) = body.split_once(separator).unwrap_or((body, ""));
     let head = head.trim();
     let scene = match head.split_once(' ') {
         None if head == "local" => Scene::Local,
@@ -283,6 +291,10 @@ mod tests {
         assert_eq!(found[0].expects, ["serving"]);
         assert_eq!(found[0].filled(), "pip install y.whl\n");
         assert_eq!(found[1].scene, Scene::NotRun("needs a GPU; really".into()));
+        let text = "<!-- example: local\nfirst a; b\nruns 2s\n-->\n```sh\nls\n```\n";
+        let found: Vec<Example> = examples("h.md", text).into_iter().flatten().collect();
+        assert_eq!(found[0].first, ["a; b"]);
+        assert_eq!(found[0].runs, Some(Duration::from_secs(2)));
     }
 
     #[test]

@@ -26,9 +26,8 @@ pub(crate) struct Run {
     serves: bool,
 }
 
-/// The block run here.
-pub(crate) fn local(example: &Example, dir: &Path, tools: &Tools) -> Run {
-    let mut command = Command::new("bash");
+/// The block run by `bash` (here, or a `bash` on another host with its environment).
+pub(crate) fn by(mut command: Command, example: &Example, dir: &Path, tools: &Tools) -> Run {
     shell(&mut command, &example.filled(), example, dir, tools);
     Run {
         command,
@@ -71,7 +70,7 @@ fn shell(command: &mut Command, text: &str, example: &Example, dir: &Path, tools
 
 /// Runs `commands` at once and returns their output (each host's after a `== host N ==`
 /// line): every one must exit 0 before the deadline, or, for a block that `runs`, not fail
-/// before it is stopped then.
+/// before it is stopped then (or once it has printed every text it `expects`).
 pub(crate) fn run(example: &Example, runs: Vec<Run>) -> Result<String, String> {
     let mut running: Vec<(Child, PathBuf)> = Vec::new();
     let mut servers = Vec::new();
@@ -95,7 +94,8 @@ pub(crate) fn run(example: &Example, runs: Vec<Run>) -> Result<String, String> {
     let deadline = example.runs.unwrap_or(DEFAULT_DEADLINE);
     let started = Instant::now();
     let mut left: Vec<usize> = (0..running.len()).collect();
-    // Done once every block has ended; a server that ends first fails the run.
+    let mut polls = 0_u32;
+    // Done once every block has ended; a server that fails first fails the run.
     while outcome.is_ok() && left.iter().any(|i| !servers.contains(i)) {
         if started.elapsed() > deadline {
             if example.runs.is_none() {
@@ -106,7 +106,8 @@ pub(crate) fn run(example: &Example, runs: Vec<Run>) -> Result<String, String> {
         let mut still = Vec::new();
         for i in left {
             match running[i].0.try_wait() {
-                Ok(Some(status)) if servers.contains(&i) => {
+                // A server may end on its own (a job beside the block that completes).
+                Ok(Some(status)) if servers.contains(&i) && !status.success() => {
                     outcome = Err(format!("the server beside the block ended with {status}"));
                 }
                 Ok(Some(status)) if status.success() => {}
@@ -118,23 +119,39 @@ pub(crate) fn run(example: &Example, runs: Vec<Run>) -> Result<String, String> {
             }
         }
         left = still;
+        // A block that runs on is done once it has printed all it promises.
+        if example.runs.is_some() && !example.expects.is_empty() && polls % 10 == 0 {
+            let output = read(&running);
+            if example.expects.iter().all(|e| output.contains(e.as_str())) {
+                break;
+            }
+        }
+        polls += 1;
         std::thread::sleep(Duration::from_millis(50));
     }
     for (child, _) in &mut running {
         stop(child);
     }
-    let mut output = String::new();
-    for (i, (_, log)) in running.iter().enumerate() {
-        if running.len() > 1 {
-            output.push_str(&format!("== host {i} ==\n"));
-        }
-        output.push_str(&std::fs::read_to_string(log).unwrap_or_default());
+    let output = read(&running);
+    for (_, log) in &running {
         let _ = std::fs::remove_file(log);
     }
     match outcome {
         Ok(()) => Ok(output),
         Err(e) => Err(format!("{e}; its output:\n{}", tail(&output))),
     }
+}
+
+/// What the commands printed so far, each host's after a `== host N ==` line.
+fn read(running: &[(Child, PathBuf)]) -> String {
+    let mut output = String::new();
+    for (i, (_, log)) in running.iter().enumerate() {
+        if running.len() > 1 {
+            output.push_str(&format!("== host {i} ==\n"));
+        }
+        output.push_str(&std::fs::read_to_string(log).unwrap_or_default());
+    }
+    output
 }
 
 /// Starts `command` in a process group of its own, its output (both streams) into `log`.
