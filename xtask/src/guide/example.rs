@@ -11,7 +11,8 @@
 //! `not-run: WHY` (hardware or a platform this machine lacks). Options: `runs Ns` (the block
 //! runs until then and is stopped: it serves or follows forever), `expects TEXT` (its output
 //! holds TEXT; repeatable), `first CMD` (run in the same shell before the block: the server
-//! or variable the text around it says is there), `serving ARGS` (a `tfcluster serve ARGS`
+//! or variable the text around it says is there), `until CMD` (the same, waiting until CMD
+//! succeeds: the job the block watches is up), `serving ARGS` (a `tfcluster serve ARGS`
 //! started first and waited for: the running task the text presumes), `on HOST: CMD` (that
 //! host runs CMD, a server the text says is there, instead of the block), `in-checkout` (it runs in the repository,
 //! which it builds from) and `substitutes OLD => NEW` (a placeholder the user fills, filled).
@@ -250,6 +251,10 @@ fn parse_option(example: &mut Example, option: &str) -> Result<(), String> {
         example
             .on
             .push((host.trim().to_owned(), command.trim().to_owned()));
+    } else if let Some(command) = option.strip_prefix("until ") {
+        example
+            .first
+            .push(format!("until {}; do sleep 0.5; done", command.trim()));
     } else if let Some(args) = option.strip_prefix("serving ") {
         example.serving.push(args.trim().to_owned());
     } else if option == "in-checkout" {
@@ -263,7 +268,7 @@ fn parse_option(example: &mut Example, option: &str) -> Result<(), String> {
             .push((old.trim().to_owned(), new.trim().to_owned()));
     } else {
         return Err(format!(
-            "unknown option {option:?} (runs Ns, expects TEXT, first CMD, serving ARGS, \
+            "unknown option {option:?} (runs Ns, expects TEXT, first CMD, until CMD, serving ARGS, \
              on HOST: CMD, in-checkout, substitutes OLD => NEW)"
         ));
     }

@@ -120,7 +120,7 @@ pub(crate) fn run(example: &Example, runs: Vec<Run>) -> Result<String, String> {
         }
         left = still;
         // A block that runs on is done once it has printed all it promises.
-        if example.runs.is_some() && !example.expects.is_empty() && polls % 10 == 0 {
+        if example.runs.is_some() && !example.expects.is_empty() && polls.is_multiple_of(10) {
             let output = read(&running);
             if example.expects.iter().all(|e| output.contains(e.as_str())) {
                 break;
