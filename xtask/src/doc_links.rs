@@ -47,7 +47,7 @@ pub(crate) fn suite() -> Suite {
 }
 
 /// The Markdown files the check covers, in order.
-fn docs(root: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn docs(root: &Path) -> Result<Vec<PathBuf>, String> {
     let read = |dir: &Path| {
         std::fs::read_dir(dir)
             .map_err(|e| format!("cannot list {}: {e}", dir.display()))
@@ -133,7 +133,8 @@ fn read(file: &Path) -> Result<String, String> {
     std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))
 }
 
-fn parser(text: &str) -> Parser<'_> {
+/// The docs' Markdown parser, as GitHub reads them (tables, heading ids).
+pub(crate) fn parser(text: &str) -> Parser<'_> {
     Parser::new_ext(
         text,
         Options::ENABLE_TABLES | Options::ENABLE_HEADING_ATTRIBUTES,

@@ -18,6 +18,7 @@ mod docs_section;
 mod etcd;
 mod features;
 mod fuzz;
+mod guide;
 mod host_network;
 mod image;
 mod interop;
@@ -79,6 +80,11 @@ tasks:
                      ~10 minutes)
   codegen [--check]  regenerate cluster-proto/src/generated/ and elastic/src/generated/ from each
                      crate's proto/ with protox; --check fails if the committed files differ from what would be generated
+  guide [FILTER]     run every shell example of README.md and docs/guide/ in the scene its
+                     `<!-- example: ... -->` annotation names (this machine, network-namespace
+                     hosts named in /etc/hosts, etcd members on them; the Slurm ones run in the
+                     slurm suite), each a test; part of `test`. FILTER: only the examples
+                     whose FILE:LINE holds it
   links              check every relative link of the Markdown docs (root *.md, docs/, each
                      directory's README.md): the file exists, the anchor names a heading
                      (as GitHub makes heading ids); part of `test`
@@ -171,6 +177,8 @@ fn main() -> ExitCode {
         ["codegen"] => codegen::run(false),
         ["codegen", "--check"] => codegen::run(true),
         ["links"] => doc_links::run(),
+        ["guide"] => guide::run(None),
+        ["guide", filter] => guide::run(Some(filter)),
         ["package"] => package::run(),
         ["public-api"] => public_api::run(false),
         ["public-api", "--check"] => public_api::run(true),

@@ -13,7 +13,8 @@
 //! example; see [`resolver`]) and the TensorFlow ones (`srun -N3 -n3 tfcluster run --from slurm
 //! -- python mwms_train.py`, `srun -N3 -n3 python mwms_train_resolver.py` with the Python
 //! package's `tfcluster.tf.SlurmClusterResolver`, and TensorFlow's own SlurmClusterResolver in
-//! the same steps; see [`tensorflow`]), prints timings and stops it.
+//! the same steps; see [`tensorflow`]) and the guide's Slurm examples ([`guide::run_by`] on
+//! the controller's host), prints timings and stops it.
 
 mod build;
 mod cluster;
@@ -30,7 +31,7 @@ mod resolver;
 mod srun;
 mod tensorflow;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub(crate) use build::artifact;
@@ -41,6 +42,7 @@ pub(crate) use placement::Scenario;
 pub(crate) use srun::RankOutput;
 pub(crate) use tensorflow::check_training;
 
+use crate::guide;
 use crate::tally::{self, Suite};
 use crate::workspace;
 
@@ -102,6 +104,22 @@ fn checks(show_env: bool, suite: &mut Suite) -> Result<(), String> {
         resolver::check_refused(&cluster, &plain),
     );
     tensorflow::run(&cluster, &tfcluster, &python, suite)?;
+    // The guide's Slurm examples, each as a user pastes it on the controller's host.
+    let tools = guide::Tools::new(Path::new(&tfcluster), Path::new(&python))?;
+    for example in guide::slurm_examples()? {
+        let started = Instant::now();
+        let outcome = cluster
+            .client("bash")
+            .and_then(|bash| guide::run_by(&example, bash, &tools));
+        if outcome.is_ok() {
+            eprintln!(
+                "xtask: slurm: the guide's {} passed in {:.2?}",
+                example.place,
+                started.elapsed()
+            );
+        }
+        suite.record(&format!("the guide's {}", example.place), outcome);
+    }
     if show_env {
         for scenario in &scenarios {
             let ranks = cluster.srun(scenario.srun_args, &placement::PRINT_SLURM_ENV)?;

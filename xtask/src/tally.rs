@@ -157,6 +157,11 @@ pub(crate) struct Floors {
 impl Floors {
     /// The workspace's floors file, read before any suite runs so that a bad line fails at
     /// once rather than after the suites.
+    /// The suites the floors name: those the test command runs.
+    pub(crate) fn suites(&self) -> impl Iterator<Item = &str> {
+        self.counts.keys().map(String::as_str)
+    }
+
     pub(crate) fn read() -> Result<Floors, String> {
         let path = workspace::root().join(FLOORS);
         let text = std::fs::read_to_string(&path)

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use crate::tally::{self, Floors, Tally};
 use crate::{
-    codegen, doc_links, etcd, features, image, interop, kubernetes, package, prometheus,
+    codegen, doc_links, etcd, features, guide, image, interop, kubernetes, package, prometheus,
     public_api, python, release_workflow, slurm, tf_venv, workspace,
 };
 
@@ -52,6 +52,8 @@ pub(crate) fn run() -> Result<(), String> {
     let mut tally = Tally::default();
     // Every relative link of the docs resolves: a file, a heading.
     tally.add([doc_links::suite()]);
+    // Every shell example of the README and the guide runs as written (Slurm's: below).
+    tally.add([guide::suite(None)]);
     // Every published crate packages, and builds from its package alone.
     tally.add([package::suite()]);
     // The release automation: linted, and running what the test command runs.
