@@ -47,7 +47,8 @@ mod rendezvous;
 
 use grpc_calls::{channel, gzip_call, runtime};
 use process_meter::{
-    MB, PeakRss, cpu_over, cpu_time, open_files_soft_limit, open_sockets, rss, settle_rss,
+    MB, PeakRss, cpu_over, cpu_time, open_files_soft_limit, open_sockets, rss, settle_cpu,
+    settle_rss,
 };
 use raw_http2::{PREFACE, RawConnection, grpc_request_headers, open_stream};
 
@@ -287,8 +288,9 @@ fn check_peak(report: &mut Report, target: &impl Attacked, watch: Watch) {
     });
 }
 
-/// The attack's connections are closed: memory back to at most 64 MB within 10 s, then less
-/// than 0.2 s of CPU over 2 s.
+/// The attack's connections are closed: memory back to at most 64 MB within 10 s, then, once
+/// the server has handled the closes (its sockets back to a few, its CPU quiet for a 250 ms
+/// slice, within 10 s each), less than 0.2 s of CPU over 2 s.
 fn check_aftermath(report: &mut Report, target: &impl Attacked) {
     let limit = target.after_target();
     let (after, took) = settle_rss(target.pid(), limit, SETTLE_WITHIN);
@@ -323,6 +325,14 @@ fn check_aftermath(report: &mut Report, target: &impl Attacked) {
         "sockets before the idle window",
         format!("{left} ({:.1?} after the RSS settled)", settle.elapsed()),
     );
+    // And once the cleanup's CPU is spent: a slice of 250 ms with under 25 ms of it.
+    let quiet = settle_cpu(
+        target.pid(),
+        Duration::from_millis(250),
+        Duration::from_millis(25),
+        SETTLE_WITHIN,
+    );
+    report.figure("CPU quiet before the idle window", format!("after {quiet:.1?}"));
     let cpu = cpu_over(target.pid(), IDLE_WINDOW);
     report.figure(
         "CPU while idle after the attack",

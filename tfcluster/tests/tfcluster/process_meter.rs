@@ -65,6 +65,17 @@ pub(crate) fn cpu_over(pid: u32, window: Duration) -> Duration {
     }
 }
 
+/// Waits until `pid` spends less than `quiet` of CPU over one `slice`, or `within` has
+/// passed; returns how long it took. What a server does right after an attack (freeing what
+/// it held, closing thousands of sockets) is not idle work, and on a loaded machine it can
+/// run late: the idle measurement starts after it. A server that spins never gets quiet, so
+/// the measurement after `within` still sees the spin.
+pub(crate) fn settle_cpu(pid: u32, slice: Duration, quiet: Duration, within: Duration) -> Duration {
+    let started = Instant::now();
+    while cpu_over(pid, slice) >= quiet && started.elapsed() < within {}
+    started.elapsed()
+}
+
 /// Reads the resident memory of `pid` until it is at most `limit` or `within` has passed:
 /// the last reading and how long it took (`None`: the process is gone).
 pub(crate) fn settle_rss(pid: u32, limit: u64, within: Duration) -> (Option<u64>, Duration) {
