@@ -332,7 +332,10 @@ fn check_aftermath(report: &mut Report, target: &impl Attacked) {
         Duration::from_millis(25),
         SETTLE_WITHIN,
     );
-    report.figure("CPU quiet before the idle window", format!("after {quiet:.1?}"));
+    report.figure(
+        "CPU quiet before the idle window",
+        format!("after {quiet:.1?}"),
+    );
     let cpu = cpu_over(target.pid(), IDLE_WINDOW);
     report.figure(
         "CPU while idle after the attack",
