@@ -76,6 +76,17 @@ fn metadata() -> Result<Value, String> {
     serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata printed no JSON: {e}"))
 }
 
+/// The workspace's `rust-version`, as cargo reads it for `tfcluster` (every crate takes the
+/// workspace's).
+pub(crate) fn rust_version() -> Result<String, String> {
+    let metadata = metadata()?;
+    packages(&metadata)
+        .find(|p| p["name"] == "tfcluster")
+        .and_then(|p| p["rust_version"].as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| "cargo metadata gives tfcluster no rust-version".to_owned())
+}
+
 /// The fields a crate's crates.io page and docs.rs link from; `cargo publish` needs only
 /// some of them, so a missing one would be published unnoticed.
 const FIELDS: [&str; 9] = [

