@@ -98,7 +98,6 @@ pub mod job_counts;
 pub mod job_name;
 mod json;
 mod private;
-mod reserved_ports;
 mod serde_support;
 mod spec;
 mod task_id;
@@ -125,7 +124,6 @@ pub const DECODE_MEMORY_FACTOR: usize = 8;
 /// doubling. Many tiny jobs are the worst case, at about 7.6.
 pub const JSON_MEMORY_FACTOR: usize = 8;
 pub use error::Error;
-pub use reserved_ports::ReservedPorts;
 pub use spec::ClusterSpec;
 pub use task_id::TaskId;
 

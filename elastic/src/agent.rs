@@ -27,7 +27,7 @@
 //! (Python: `tfcluster.progress()`), or SIGSTOPped — is hung: the agent asks for its Python
 //! stack (SIGABRT to its group, which `PYTHONFAULTHANDLER=1` turns into every thread's stack
 //! on its stderr, and SIGCONT), kills its group (SIGKILL once its stderr closed, at most
-//! [`DUMP_WAIT`](crate::supervise::DUMP_WAIT) later) and reports it as
+//! [`DUMP_WAIT`](launcher::supervise::DUMP_WAIT) later) and reports it as
 //! [`TaskStatus::Hung`](crate::TaskStatus::Hung) with its stderr tail, the stack: a failure,
 //! which ends the round and counts against the restarts as any other.
 //!
@@ -57,7 +57,6 @@
 //! take it. The window is a few milliseconds plus the task's start-up (TensorFlow binds when
 //! its server starts); a task that cannot bind fails, and the round restarts with new ports.
 
-mod gpus;
 mod metrics;
 mod wait_watcher;
 
@@ -68,22 +67,21 @@ use std::time::{Duration, Instant};
 use cluster_resolver::Env;
 use cluster_resolver::gpus as resolver_gpus;
 use cluster_spec::__private::error_chain::Chain;
-use cluster_spec::ReservedPorts;
 use futures_util::{Stream, StreamExt};
 use tokio::sync::OnceCell;
 use tracing::Instrument;
 
-pub use gpus::TaskGpus;
 pub use metrics::AgentMetrics;
 pub use wait_watcher::WaitWatcher;
 use wait_watcher::{EndOfWait, Watcher};
 
-use crate::prewarm::WarmPool;
-use crate::supervise::{Signal, SpawnError, Supervisor, TaskLogs, TaskSpec};
+use launcher::supervise::{Signal, SpawnError, Supervisor, TaskLogs, TaskSpec};
+use launcher::{GpuError, Prewarm, PrewarmError, ReservedPorts, TaskEnd, TaskGpus, WarmPool};
+
 use crate::task_env::task_env;
 use crate::{
-    Error, Heartbeats, JobDone, Join, Node, Prewarm, PrewarmError, RendezvousClient, Round,
-    RoundStatus, Waited,
+    Error, Heartbeats, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, TaskStatus,
+    Waited,
 };
 
 /// How long the agent waits for a task's last stderr lines before reporting its exit.
@@ -124,7 +122,7 @@ impl AgentOptions {
             join_timeout: Duration::from_secs(600),
             gpus_per_task: None,
             watchdog: None,
-            watchdog_start: crate::supervise::WATCHDOG_START,
+            watchdog_start: launcher::supervise::WATCHDOG_START,
             prewarm: Prewarm::Off,
             wait_watcher: None,
             task_logs: None,
@@ -237,20 +235,10 @@ pub enum AgentError {
     /// [`Prewarm::Modules`] cannot be found: said before joining.
     #[error(transparent)]
     Prewarm(#[from] PrewarmError),
-    /// The host's GPUs could not be found: `CUDA_VISIBLE_DEVICES` is not UTF-8, or the
-    /// driver (NVML, `nvidia-smi`) failed or ran past its deadline.
-    #[error("cannot find this host's GPUs")]
-    FindGpus(#[source] cluster_resolver::Error),
-    /// The host has fewer GPUs than [`AgentOptions::with_gpus_per_task`] for each local task
-    /// (TensorFlow's wording first, then the numbers). The shortage is this error's own text,
-    /// not a cause below it, so it is no [`source`](std::error::Error::source).
-    #[error("{shortage}; this host's GPUs come from {origin}")]
-    ShareGpus {
-        /// The numbers: GPUs of the host, local tasks, GPUs asked for each.
-        shortage: cluster_resolver::gpus::Error,
-        /// Where the host's GPUs came from, e.g. `CUDA_VISIBLE_DEVICES="0,1,2,3"`.
-        origin: String,
-    },
+    /// The host's GPUs could not be found, or there are fewer than
+    /// [`AgentOptions::with_gpus_per_task`] for each local task.
+    #[error(transparent)]
+    Gpus(#[from] GpuError),
 }
 
 /// One port per local task on every interface (TensorFlow's servers bind every interface
@@ -321,7 +309,9 @@ impl Agent {
             .get_or_try_init(|| async {
                 let tasks = self.options.join.config().tasks_per_node();
                 let per_task = self.options.gpus_per_task;
-                TaskGpus::find(&Env::process(), tasks, per_task, resolver_gpus::host()).await
+                TaskGpus::find(&Env::process(), tasks, per_task, resolver_gpus::host())
+                    .await
+                    .map_err(AgentError::from)
             })
             .await
     }
@@ -331,7 +321,7 @@ impl Agent {
     ///
     /// # Errors
     ///
-    /// [`AgentError::FindGpus`] or [`AgentError::ShareGpus`] when the host cannot give its
+    /// [`AgentError::Gpus`] when the host cannot give its
     /// tasks their GPUs, [`AgentError::Reserve`] when no port can be held, and
     /// [`AgentError::Rendezvous`] when the join or the wait fails (the rendezvous unreachable
     /// past the client's retries, a refusal, no round within the join timeout).
@@ -365,7 +355,7 @@ impl Agent {
     ///
     /// # Errors
     ///
-    /// [`AgentError::FindGpus`] or [`AgentError::ShareGpus`] when the host cannot give its
+    /// [`AgentError::Gpus`] when the host cannot give its
     /// tasks their GPUs, [`AgentError::Reserve`] when no port can be held,
     /// [`AgentError::Spawn`] when a task's environment cannot be made, and
     /// [`AgentError::Rendezvous`] when a call fails (the rendezvous unreachable past the
@@ -647,7 +637,8 @@ impl Agent {
         stop: &mut (impl Stream<Item = Signal> + Unpin),
     ) -> Result<RoundEnded, AgentError> {
         if let Some(logs) = &self.options.task_logs {
-            logs.start_round(self.options.join.rdzv_id(), round.number());
+            logs.start_round(self.options.join.rdzv_id(), round.number())
+                .await;
         }
         // The local task of each started process: one that could not start has none.
         let mut local_of = Vec::with_capacity(round.local_tasks().len());
@@ -680,7 +671,7 @@ impl Agent {
                     // job's story says why.
                     let e = Chain(&e).to_string();
                     tracing::error!(local_task = local, error = %e, "cannot start a local task");
-                    let status = crate::TaskStatus::Error(e);
+                    let status = TaskStatus::Error(e);
                     self.client
                         .report(node, round.number(), local, status, "")
                         .await?;
@@ -693,7 +684,7 @@ impl Agent {
         loop {
             tokio::select! {
                 Some((index, exit)) = tasks.next_exit(), if tasks.running() > 0 => {
-                    let status = tasks.status(index, &exit);
+                    let status = reported(tasks.status(index, &exit));
                     let tail = tasks.stderr_tail(index, TAIL_WAIT).await;
                     // Each round starts from an empty supervisor: its indices are this
                     // round's started processes.
@@ -734,6 +725,18 @@ async fn next_signal(stop: &mut (impl Stream<Item = Signal> + Unpin)) -> Signal 
     match stop.next().await {
         Some(signal) => signal,
         None => std::future::pending().await,
+    }
+}
+
+/// How a task ended, as the rendezvous takes a report of it.
+fn reported(end: TaskEnd) -> TaskStatus {
+    match end {
+        TaskEnd::Exited(code) => TaskStatus::Exited(code),
+        TaskEnd::Signaled(signal) => TaskStatus::Signaled(signal),
+        TaskEnd::Hung { quiet } => TaskStatus::Hung { quiet },
+        TaskEnd::Error(error) => TaskStatus::Error(error),
+        // A way of ending this agent does not know yet: the words say it.
+        other => TaskStatus::Error(other.to_string()),
     }
 }
 

@@ -40,25 +40,23 @@
 //! - [`Agent`]: one host's side of a job — hold a free port per local task, join, wait for a
 //!   round, start each local task with [`task_env`] (its `TF_CONFIG`, `TFCLUSTER_ROUND`,
 //!   `TFCLUSTER_RESTART_COUNT`, `TFCLUSTER_NODE_RANK`, `TFCLUSTER_LOCAL_TASK`, and its share
-//!   of the host's GPUs as `CUDA_VISIBLE_DEVICES`, [`TaskGpus`]), heartbeat,
+//!   of the host's GPUs as `CUDA_VISIBLE_DEVICES`, [`TaskGpus`](launcher::TaskGpus)), heartbeat,
 //!   report each exit with its stderr tail, join again at once when the round ends and stop
 //!   the tasks, until the job succeeds ([`AgentOutcome::Succeeded`]: the tasks get the grace),
 //!   fails past its restarts ([`AgentOutcome::Failed`], with the first failure) or the caller
 //!   stops it ([`AgentOutcome::Stopped`]). A [`WaitWatcher`]
 //!   ([`AgentOptions::with_wait_watcher`]) hears how each wait for a round goes.
 //!   `tfcluster run --rdzv` is this agent.
-//! - [`supervise::Supervisor`]: TensorFlow processes, each in a process group of its own,
-//!   each output line behind `[name]`, stopped as a whole (SIGTERM to each group, the grace,
-//!   SIGKILL, waited for), and with a watchdog ([`supervise::Watchdog`]) those that show no
-//!   progress found hung, asked for their Python stack and killed
-//!   ([`TaskStatus::Hung`]). The agent and `tfcluster run --local` both use it.
+//!   The agent starts, supervises and stops its tasks with the [`launcher`] crate
+//!   (re-exported): process groups, output, the watchdog, warm interpreters, GPUs, ports;
+//!   `tfcluster run --local` uses the same launcher without a rendezvous.
 //! - The job's shape, parsed and checked at the edge with errors that name the value:
 //!   [`NodeRange`] (`--nodes 2:4`), [`Layout`] (`--layout chief=1,ps=2`), [`JobConfig`].
 //!
 //! **Who depends on it:** the `tfcluster` CLI (`run --rdzv`, `rendezvous` to serve one, and
 //! `connect`/`resolve --from rendezvous` to watch one, `status` to see one),
 //! and Rust programs that supervise TensorFlow processes across hosts. It builds on
-//! `cluster-spec` (a round's cluster) and `cluster-resolver` (the `ClusterResolver` trait and
+//! `launcher` (a host's tasks), `cluster-spec` (a round's cluster) and `cluster-resolver` (the `ClusterResolver` trait and
 //! `TF_CONFIG`), and pulls tokio and tonic, and with the `etcd` feature etcd-client (etcd's
 //! v3 API on the same tonic); it does not depend on `remote-connect`. Its server faces the
 //! network through [`grpc_guard`] (re-exported), as remote-connect's TaskServer does: an allow
@@ -271,7 +269,8 @@
 //! ## Metrics
 //!
 //! [`AgentMetrics`] (the agent and its tasks, [`AgentOptions::with_metrics`]),
-//! [`TaskMetrics`] (a [`Supervisor`](supervise::Supervisor)'s tasks, `run --local`) and
+//! [`TaskMetrics`](launcher::TaskMetrics) (a [`Supervisor`](launcher::supervise::Supervisor)'s
+//! tasks, `run --local`) and
 //! [`RendezvousMetrics`] (the built-in server, [`ServerOptions::with_metrics`]) count into
 //! metrics of [`prometheus_client`], registered into a `Registry` the caller passes
 //! (`tfcluster`'s `--metrics ADDR` serves it with the `metrics-endpoint` crate). Names as
@@ -408,13 +407,13 @@
 //!
 //! `benches/rendezvous.rs`: from the last of N agents joining to every agent holding the
 //! round (min = max = N), in one process on loopback, each agent with a connection of its
-//! own, on the shared 2-core development machine (criterion medians, 2026-11-24): about 2.0 ms for
-//! 8 agents and 13 ms for 64 (issue 18's target: 50 ms for 64). The server answers every
+//! own, on a shared 2-core machine (criterion medians): about 2.0 ms for 8 agents and 13 ms
+//! for 64 (the target was 50 ms for 64). The server answers every
 //! parked long poll as the round closes; each agent then rederives and checks the round's
 //! cluster.
 //!
 //! Tokens and node secrets cost a SHA-256 of a few dozen bytes per call on either side: in
-//! one run of the bench on the loaded 2-core machine (2026-11-27, 8 agents, each size also
+//! one run of the bench on a loaded 2-core machine (8 agents, each size also
 //! run as `8_token`, a job with a token), last join to round 2.8 ms open and 2.1 ms with a
 //! token, all joining at once 4.3 and 4.5 ms; on etcd 23 and 18 ms, 68 and 58 ms: within
 //! the run's noise.
@@ -433,7 +432,7 @@
 //! - **Round ends are pushed**, through long polls, rather than found by polling the
 //!   rendezvous every monitor interval (5 s in torchrun).
 //! - **GPUs are handed out.** Each local task gets its share of the host's GPUs as
-//!   `CUDA_VISIBLE_DEVICES` ([`TaskGpus`]); torchrun gives each worker its `LOCAL_RANK` and
+//!   `CUDA_VISIBLE_DEVICES` ([`TaskGpus`](launcher::TaskGpus)); torchrun gives each worker its `LOCAL_RANK` and
 //!   leaves picking a device to the script, which TensorFlow, taking every visible GPU,
 //!   does not do.
 //! - **Restarts are warm.** With [`AgentOptions::with_prewarm`], each local task of a Python
@@ -479,11 +478,9 @@ mod job_status;
 mod layout;
 mod node_range;
 mod outcome;
-mod prewarm;
 mod received;
 mod rendezvous;
 mod resolver;
-pub mod supervise;
 mod task_env;
 mod token;
 mod watched_round;
@@ -511,9 +508,7 @@ pub mod proto {
     pub use crate::grpc::MAX_REQUEST_BYTES;
 }
 
-pub use agent::{
-    Agent, AgentError, AgentMetrics, AgentOptions, AgentOutcome, TaskGpus, WaitWatcher,
-};
+pub use agent::{Agent, AgentError, AgentMetrics, AgentOptions, AgentOutcome, WaitWatcher};
 pub use assignment::{Member, RoundError, TaskAssignment};
 pub use client::{
     ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, WaitProgress, Waited, Watched,
@@ -532,16 +527,19 @@ pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use job_status::{
     JobPhase, JobState, JobStatus, JobSummary, MAX_LISTED, NodeState, NodeStatus,
 };
+/// The launcher the agent starts its tasks with: its [`Supervisor`](launcher::supervise::Supervisor),
+/// [`Prewarm`](launcher::Prewarm) ([`AgentOptions::with_prewarm`]),
+/// [`TaskLogs`](launcher::supervise::TaskLogs) ([`AgentOptions::with_task_logs`]) and
+/// [`TaskGpus`](launcher::TaskGpus).
+pub use launcher;
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};
 pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
-pub use prewarm::{DEFAULT_MODULE, Prewarm, PrewarmError};
 /// The Prometheus client the metrics register into ([`AgentMetrics::register`]).
 pub use prometheus_client;
 pub use rendezvous::{DEFAULT_TIMEOUT, RendezvousMetrics};
 pub use resolver::RendezvousClusterResolver;
-pub use supervise::TaskMetrics;
-pub use task_env::{TaskEnv, task_env};
+pub use task_env::task_env;
 pub use token::{TOKEN_ENV, Token};
 pub use watched_round::WatchedRound;
 pub use watcher::RendezvousWatcher;

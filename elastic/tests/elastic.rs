@@ -5,7 +5,7 @@
 //! unreachable rendezvous, etcd's leader lost mid-round and TLS, the built-in rendezvous over
 //! mTLS, behind an allow list and a connection cap, cutting responses never read — a round's
 //! `ClusterResolver`, observers watching the
-//! rounds; the `Supervisor` of task processes; the agent's stop. Every test runs under a
+//! rounds; the agent's stop. Every test runs under a
 //! deadline.
 
 #[path = "elastic/agent.rs"]
@@ -28,7 +28,5 @@ mod resolver;
 mod rounds;
 #[path = "elastic/status.rs"]
 mod status;
-#[path = "elastic/supervise.rs"]
-mod supervise;
 #[path = "elastic/watch.rs"]
 mod watch;

@@ -35,6 +35,7 @@ pub(crate) fn init(verbose: u8, format: LogFormat, events: &[&str]) {
         "cluster_resolver",
         "cluster_spec",
         "device_filter",
+        "launcher",
         "elastic",
     ];
     let mut default = ours.iter().fold("warn".to_owned(), |mut filter, krate| {

@@ -1,5 +1,5 @@
-//! Every relative link of the Markdown docs (the root's `*.md`, `docs/**/*.md`, each
-//! directory's `README.md`) resolved against the repository: a file or directory that exists,
+//! Every relative link of the Markdown docs (the root's `*.md`, `docs/**/*.md`, every
+//! `README.md` at any depth) resolved against the repository: a file or directory that exists,
 //! and an anchor (`file.md#section`, `#section`) that names a heading of that file as GitHub
 //! makes its id. One check per file, in the test command; links to other sites are not
 //! fetched (CI reaches no network it can count on).
@@ -15,8 +15,9 @@ use crate::workspace;
 /// The suite's name in the tally and the floors file.
 const SUITE: &str = "links: Markdown docs";
 
-/// Directories never searched for docs.
-const SKIPPED: [&str; 2] = ["target", "fuzz"];
+/// Directories never searched for docs: build outputs (a crate's `README.md` in the registry
+/// sources cargo unpacks there is not ours).
+const SKIPPED: [&str; 1] = ["target"];
 
 /// `cargo xtask links`: the check alone.
 pub(crate) fn run() -> Result<(), String> {
@@ -46,7 +47,8 @@ pub(crate) fn suite() -> Suite {
     suite
 }
 
-/// The Markdown files the check covers, in order.
+/// The Markdown files the check covers, in order: the root's `*.md`, every `README.md` at
+/// any depth, and everything under `docs/`.
 pub(crate) fn docs(root: &Path) -> Result<Vec<PathBuf>, String> {
     let read = |dir: &Path| {
         std::fs::read_dir(dir)
@@ -54,34 +56,27 @@ pub(crate) fn docs(root: &Path) -> Result<Vec<PathBuf>, String> {
             .map(|entries| entries.flatten().map(|e| e.path()).collect::<Vec<_>>())
     };
     let is_md = |path: &Path| path.extension().is_some_and(|ext| ext == "md");
+    let docs = root.join("docs");
     let mut files = Vec::new();
-    for path in read(root)? {
-        let name = path
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        if is_md(&path) {
-            files.push(path);
-        } else if path.is_dir() && !name.starts_with('.') && !SKIPPED.contains(&name.as_str()) {
-            let readme = path.join("README.md");
-            if readme.is_file() {
-                files.push(readme);
-            }
-        }
-    }
-    let mut dirs = vec![root.join("docs")];
+    let mut dirs = vec![root.to_owned()];
     while let Some(dir) = dirs.pop() {
         for path in read(&dir)? {
+            let name = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
             if path.is_dir() {
-                dirs.push(path);
-            } else if is_md(&path) {
+                if !name.starts_with('.') && !SKIPPED.contains(&name.as_str()) {
+                    dirs.push(path);
+                }
+            } else if is_md(&path) && (dir == root || name == "README.md" || dir.starts_with(&docs))
+            {
                 files.push(path);
             }
         }
     }
     files.sort();
-    files.dedup();
     Ok(files)
 }
 

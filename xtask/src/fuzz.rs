@@ -1,4 +1,4 @@
-//! `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target of `fuzz/` (or the
+//! `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target of `test-support/fuzz/` (or the
 //! named ones) for N seconds each (60 by default), under the memory cap below; it fails if any
 //! target failed, saying where libFuzzer left each input.
 //!
@@ -90,7 +90,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         "fuzz",
         "build",
         "--fuzz-dir",
-        "fuzz",
+        "test-support/fuzz",
     ]))?;
     let bin_dir = fuzz_dir()
         .join("target")
@@ -123,10 +123,10 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
 }
 
 fn fuzz_dir() -> PathBuf {
-    workspace::root().join("fuzz")
+    workspace::root().join("test-support/fuzz")
 }
 
-/// The targets as `cargo fuzz list` reads them from `fuzz/Cargo.toml`.
+/// The targets as `cargo fuzz list` reads them from `test-support/fuzz/Cargo.toml`.
 fn targets() -> Result<Vec<String>, String> {
     let out = Command::new("cargo")
         .args(["+nightly", "fuzz", "list"])

@@ -13,7 +13,7 @@ use crate::tally::{self, Suite};
 use crate::workspace;
 
 /// The crates that are published, in the order they depend on each other.
-const PUBLISHED: [&str; 9] = [
+const PUBLISHED: [&str; 10] = [
     "cluster-proto",
     "cluster-spec",
     "device-filter",
@@ -21,6 +21,7 @@ const PUBLISHED: [&str; 9] = [
     "grpc-guard",
     "metrics-endpoint",
     "remote-connect",
+    "tfcluster-launcher",
     "tfcluster-elastic",
     "tfcluster",
 ];

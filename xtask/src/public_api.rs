@@ -26,6 +26,7 @@ const CRATES: &[(&str, &str)] = &[
     ("grpc-guard", "grpc-guard"),
     ("metrics-endpoint", "metrics-endpoint"),
     ("remote-connect", "remote-connect"),
+    ("launcher", "tfcluster-launcher"),
     ("elastic", "tfcluster-elastic"),
 ];
 

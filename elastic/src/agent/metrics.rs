@@ -16,7 +16,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::EndReason;
-use crate::supervise::TaskMetrics;
+use launcher::TaskMetrics;
 
 /// Why a round ended, as `tfcluster_restarts_total` labels it.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]

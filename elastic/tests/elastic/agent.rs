@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use elastic::supervise::Signal;
+use elastic::launcher::supervise::Signal;
 use elastic::{Agent, AgentOptions, AgentOutcome, ClientOptions, Join, RendezvousClient};
 
 use crate::common::{client, config, refusing, run, server};

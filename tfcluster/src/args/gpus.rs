@@ -1,6 +1,6 @@
 //! `--gpus-per-task`: how a host's GPUs are shared among the tasks it runs, for both of
 //! `run`'s launchers (`--local` and `--rdzv`), which split them the same way
-//! ([`elastic::TaskGpus`]).
+//! ([`launcher::TaskGpus`]).
 
 /// The GPU flags of `run`.
 #[derive(clap::Args, Debug)]

@@ -1,7 +1,7 @@
 //! `--prewarm` and `--no-prewarm`: whether `run --rdzv`'s agent keeps a warm interpreter per
 //! local task of a Python command, and what it imports.
 
-use elastic::Prewarm;
+use launcher::Prewarm;
 
 /// The warm-restart flags of `run`.
 #[derive(clap::Args, Debug, Clone)]

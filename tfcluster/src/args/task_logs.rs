@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use elastic::supervise::TaskLogs;
+use launcher::supervise::TaskLogs;
 
 use crate::failure::Failure;
 

@@ -243,7 +243,7 @@ fn render(tasks: &[(String, Vec<(String, String)>)], command: &[String], format:
 mod tests {
     use clap::Parser;
 
-    use ::elastic::Prewarm;
+    use launcher::Prewarm;
 
     use super::*;
     use crate::args::rendezvous::target::Rendezvous;

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
 use cluster_spec::__private::error_chain::Chain;
-use elastic::supervise::TaskLogs;
 use elastic::{
-    Agent, AgentError, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, Prewarm,
-    PrewarmError, RendezvousClient, RendezvousServer, ServerOptions, Waited, task_env,
+    Agent, AgentError, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
+    RendezvousServer, ServerOptions, Waited, task_env,
 };
 use elastic::{AgentMetrics, RendezvousMetrics};
+use launcher::supervise::TaskLogs;
+use launcher::{Prewarm, PrewarmError, hostname};
 use metrics_endpoint::Health;
 use metrics_endpoint::prometheus_client::registry::Registry;
 use serde_json::json;
@@ -274,13 +275,6 @@ async fn serve_if_here(
             None
         }
     }
-}
-
-/// This host's name, for the rendezvous's messages.
-pub(crate) fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_owned())
-        .unwrap_or_default()
 }
 
 /// With `--log-dir`, the stderr file of a failed job's first failure: the same path on the

@@ -10,19 +10,19 @@
 //! without the failed peer) and the message names it. A stop is SIGTERM (or the
 //! SIGINT/SIGTERM we received, passed on), then SIGKILL after the grace period, to each
 //! task's whole process group. With a watchdog, a task that shows no progress for its
-//! period is hung ([`elastic::supervise::Watchdog`]): it is asked for its stack and killed,
+//! period is hung ([`launcher::supervise::Watchdog`]): it is asked for its stack and killed,
 //! and fails the job as any failure, the error naming it as hung with the end of its stderr
 //! (the stack). The processes themselves are
-//! [`elastic::supervise`]'s, as the `--rdzv` agent's are; the decision is made here.
+//! [`launcher::supervise`]'s, as the `--rdzv` agent's are; the decision is made here.
 
 use anyhow::anyhow;
 use cluster_resolver::gpus;
 use cluster_resolver::{Env, tf_config_for};
 use cluster_spec::{ClusterSpec, TaskId};
-use elastic::prometheus_client::registry::Registry;
-use elastic::supervise::{Exit, Signal, Supervisor, TaskLogs, TaskSpec};
-use elastic::{TaskEnv, TaskGpus, TaskMetrics, TaskStatus};
+use launcher::supervise::{Exit, Signal, Supervisor, TaskLogs, TaskSpec};
+use launcher::{TaskEnd, TaskEnv, TaskGpus, TaskMetrics};
 use metrics_endpoint::Health;
+use metrics_endpoint::prometheus_client::registry::Registry;
 use tokio::time::{Instant, sleep_until};
 
 use crate::args::metrics::MetricsArgs;
@@ -96,9 +96,9 @@ pub(crate) async fn run(
     // The tasks bind their ports themselves, from now.
     drop(reserved);
     if let Some(logs) = &logs {
-        logs.start_round(LOCAL, 1);
+        logs.start_round(LOCAL, 1).await;
     }
-    let host = crate::run::elastic::hostname();
+    let host = launcher::hostname();
     // The supervisor's indices are these tasks' positions.
     for (task, env) in tasks.iter().zip(envs) {
         let log = logs.as_ref().map(|logs| {
@@ -176,7 +176,7 @@ pub(crate) async fn run(
     // A hung task's stack is the end of its stderr, read before the supervisor lets go.
     let hung = match &ending {
         Some(Ending::Failed { index, status }) => match job.status(*index, status) {
-            hung @ TaskStatus::Hung { .. } => Some((hung, job.stderr_tail(*index, grace).await)),
+            hung @ TaskEnd::Hung { .. } => Some((hung, job.stderr_tail(*index, grace).await)),
             _ => None,
         },
         _ => None,

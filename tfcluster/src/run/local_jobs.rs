@@ -5,7 +5,8 @@ use std::net::Ipv4Addr;
 use std::str::FromStr;
 
 use cluster_spec::job_counts::{self, JobCountsError};
-use cluster_spec::{ClusterSpec, ReservedPorts, TaskId};
+use cluster_spec::{ClusterSpec, TaskId};
+use launcher::ReservedPorts;
 
 /// Jobs and their task counts, in the order given.
 #[derive(Clone, Debug)]

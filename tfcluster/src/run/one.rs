@@ -3,7 +3,7 @@
 //! supervisor's [`spawn_group`]), with our errors.
 
 use anyhow::Context as _;
-use elastic::supervise::{self, Group, exit_code, spawn_group};
+use launcher::supervise::{self, Group, exit_code, spawn_group};
 use tokio::process::{Child, Command};
 
 use crate::args::source::{SourceArgs, SourceKind};

@@ -176,12 +176,12 @@ mod tests {
         let a = "2026-11-24T05:26:27.900Z  INFO elastic::rendezvous: round ended rdzv_id=j round=1\n\
                  2026-11-24T05:26:28.000Z  INFO elastic::agent: round ended round=1 reason=failed\n\
                  2026-11-24T05:26:28.200Z  INFO elastic::rendezvous: round formed rdzv_id=j round=2 nodes=2\n\
-                 2026-11-24T05:26:28.500Z  INFO elastic::supervise: task exited task=a/worker:0\n\
+                 2026-11-24T05:26:28.500Z  INFO launcher::supervise: task exited task=a/worker:0\n\
                  2026-11-24T05:26:29.000Z  INFO elastic::agent: round formed round=2 rank=0\n";
         // Host b's agent rejoined at once; its old task took the grace to exit, after a's
         // new task started.
         let b = "2026-11-24T05:26:27.500Z  INFO elastic::agent: round ended round=1 reason=failed\n\
-                 2026-11-24T05:26:29.100Z  INFO elastic::supervise: task exited task=b/worker:1\n\
+                 2026-11-24T05:26:29.100Z  INFO launcher::supervise: task exited task=b/worker:1\n\
                  2026-11-24T05:26:29.200Z  INFO elastic::agent: round formed round=2 rank=1\n";
         let found = Recovery::of(fault, 1, &marks, &[a, b]).unwrap();
         let near = |got: Option<f64>, want: f64| got.is_some_and(|g| (g - want).abs() < 1.0);

@@ -4,10 +4,10 @@
 use std::time::{Duration, Instant};
 
 use cluster_spec::__private::error_chain::Chain;
-use elastic::TaskStatus;
-use elastic::supervise::{Supervisor, TaskSpec, task_status};
+use launcher::TaskEnd;
+use launcher::supervise::{Supervisor, TaskSpec, task_end};
 
-use crate::common::run;
+use crate::run;
 
 fn sh(name: &str, script: &str) -> TaskSpec {
     TaskSpec {
@@ -34,7 +34,7 @@ fn an_exit_comes_with_its_status_and_stderr_tail() {
             .unwrap();
         let (exited, exit) = tasks.next_exit().await.unwrap();
         assert_eq!(exited, index);
-        assert_eq!(task_status(&exit), TaskStatus::Exited(3));
+        assert_eq!(task_end(&exit), TaskEnd::Exited(3));
         assert_eq!(
             tasks.stderr_tail(index, Duration::from_secs(5)).await,
             "hello\n"

@@ -2,12 +2,12 @@
 //! their output behind their names (and in files of their own with [`TaskLog`], laid out by
 //! [`TaskLogs`]: a directory per job and round), and stopped as a whole: SIGTERM to each group, a grace
 //! period, SIGKILL to each group, and waiting for them. `tfcluster run --local` and the
-//! [`Agent`](crate::Agent) both supervise their tasks with it.
+//! elastic agent both supervise their tasks with it.
 //!
 //! With a watchdog ([`Supervisor::with_watchdog`]), a task that shows no progress (no
 //! output, no touch of its [`PROGRESS_FILE`]) for its period is hung: [`Watchdog::hung`]
 //! finds it, [`Supervisor::kill_hung`] asks for its Python stack (SIGABRT) and kills it, and
-//! [`Supervisor::status`] reports its exit as [`TaskStatus::Hung`].
+//! [`Supervisor::status`] reports its exit as [`TaskEnd::Hung`].
 
 mod group;
 mod metrics;
@@ -36,7 +36,7 @@ pub(crate) use watchdog::Beacon;
 use watchdog::Watch;
 pub use watchdog::{DUMP_WAIT, PROGRESS_FILE, WATCHDOG_START, Watchdog};
 
-use crate::TaskStatus;
+use crate::TaskEnd;
 
 /// A task to start: a name for its output lines, its program and arguments, its extra
 /// environment.
@@ -79,16 +79,16 @@ pub enum SpawnError {
 /// How a task ended: its exit status, or why it could not be waited for.
 pub type Exit = Result<ExitStatus, String>;
 
-/// `exit` as the rendezvous takes it.
-pub fn task_status(exit: &Exit) -> TaskStatus {
+/// How `exit` ended the task.
+pub fn task_end(exit: &Exit) -> TaskEnd {
     use std::os::unix::process::ExitStatusExt;
     match exit {
         Ok(status) => match (status.code(), status.signal()) {
-            (Some(code), _) => TaskStatus::Exited(code),
-            (None, Some(signal)) => TaskStatus::Signaled(signal),
-            (None, None) => TaskStatus::Error(status.to_string()),
+            (Some(code), _) => TaskEnd::Exited(code),
+            (None, Some(signal)) => TaskEnd::Signaled(signal),
+            (None, None) => TaskEnd::Error(status.to_string()),
         },
-        Err(e) => TaskStatus::Error(format!("could not be waited for ({e})")),
+        Err(e) => TaskEnd::Error(format!("could not be waited for ({e})")),
     }
 }
 
@@ -334,20 +334,20 @@ impl Supervisor {
     /// How task `index` ended, as `tfcluster_task_exits_total` labels it.
     fn exit_kind(&self, index: usize, exit: &Exit) -> ExitKind {
         match self.status(index, exit) {
-            TaskStatus::Hung { .. } => ExitKind::hung,
+            TaskEnd::Hung { .. } => ExitKind::hung,
             _ if self.stopping.load(Relaxed) => ExitKind::stopped,
-            TaskStatus::Exited(0) => ExitKind::ok,
-            TaskStatus::Signaled(_) => ExitKind::signalled,
-            TaskStatus::Exited(_) | TaskStatus::Error(_) => ExitKind::failed,
+            TaskEnd::Exited(0) => ExitKind::ok,
+            TaskEnd::Signaled(_) => ExitKind::signalled,
+            TaskEnd::Exited(_) | TaskEnd::Error(_) => ExitKind::failed,
         }
     }
 
-    /// How task `index` ended, as the rendezvous takes it: [`task_status`] of its `exit`, or
-    /// [`TaskStatus::Hung`] when the watchdog found it hung.
-    pub fn status(&self, index: usize, exit: &Exit) -> TaskStatus {
+    /// How task `index` ended: [`task_end`] of its `exit`, or [`TaskEnd::Hung`] when the
+    /// watchdog found it hung.
+    pub fn status(&self, index: usize, exit: &Exit) -> TaskEnd {
         match (self.watch.beacon(index), self.watch.watchdog().after()) {
-            (Some(beacon), Some(quiet)) if beacon.is_hung() => TaskStatus::Hung { quiet },
-            _ => task_status(exit),
+            (Some(beacon), Some(quiet)) if beacon.is_hung() => TaskEnd::Hung { quiet },
+            _ => task_end(exit),
         }
     }
 

@@ -1,5 +1,5 @@
 //! Warm restarts: [`Prewarm`], which modules a warm interpreter imports before its round,
-//! which commands qualify, and what the agent does with them (its doc says).
+//! which commands qualify, and what a launcher does with them ([`WarmPool`]).
 
 mod pool;
 mod warm;
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-pub(crate) use pool::WarmPool;
+pub use pool::WarmPool;
 
 /// The module a `python` command's warm interpreter imports unless told otherwise.
 pub const DEFAULT_MODULE: &str = "tensorflow";
@@ -84,7 +84,7 @@ impl Prewarm {
     }
 }
 
-/// Why an agent's Python command cannot start.
+/// Why a launcher's Python command cannot start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PrewarmError {

@@ -1,4 +1,4 @@
-//! [`WarmPool`]: the agent's warm interpreters, one per local task, kept across rounds.
+//! [`WarmPool`]: a launcher's warm interpreters, one per local task, kept across rounds.
 //!
 //! A local task's next interpreter starts once the one handed the current round has done its
 //! imports: two imports at once would share the host's cores, and the round's own start up
@@ -12,14 +12,14 @@ use tokio::sync::oneshot;
 
 use super::warm::{Imported, Warm};
 use super::{Prewarm, PrewarmError, PythonCommand};
-use crate::TaskGpus;
+use crate::gpus::TaskGpus;
 use crate::supervise::{SpawnError, Supervisor, TaskSpec};
 use crate::task_env::slot_env;
 
 /// One warm interpreter per local task (or none: prewarm off, a command that does not
 /// qualify, modules that do not import); what is left of it is killed when it is dropped.
 #[derive(Debug)]
-pub(crate) struct WarmPool {
+pub struct WarmPool {
     /// What starts an interpreter; `None`: every task starts cold.
     spawner: Option<Arc<Spawner>>,
     slots: Vec<Slot>,
@@ -65,9 +65,19 @@ impl Spawner {
 }
 
 impl WarmPool {
-    /// Checks `command` ([`PythonCommand::check`]) and, when it qualifies and `prewarm` is
-    /// on, starts a warm interpreter for each of `tasks` local tasks.
-    pub(crate) async fn start(
+    /// Checks `command` (a Python command's script must exist, `prewarm`'s modules must be
+    /// found) and, when it qualifies and `prewarm` is on, starts a warm interpreter for each
+    /// of `tasks` local tasks, each with its share of `gpus`.
+    ///
+    /// # Errors
+    ///
+    /// [`PrewarmError::NoScript`] when the script does not exist, [`PrewarmError::Module`]
+    /// when a module of [`Prewarm::Modules`] cannot be found.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: interpreters already started are killed with the dropped future.
+    pub async fn start(
         command: &[String],
         prewarm: &Prewarm,
         gpus: &TaskGpus,
@@ -97,7 +107,7 @@ impl WarmPool {
 
     /// Starts an interpreter for each local task that has none: at once, or in the
     /// background once the one handed the current round has imported.
-    pub(crate) fn fill(&mut self) {
+    pub fn fill(&mut self) {
         let Some(spawner) = &self.spawner else {
             return;
         };
@@ -143,7 +153,7 @@ impl WarmPool {
     ///
     /// Not cancel safe: dropped during a handoff, the interpreter may run the task
     /// unsupervised until its group is killed.
-    pub(crate) async fn start_task(
+    pub async fn start_task(
         &mut self,
         tasks: &mut Supervisor,
         local: u32,

@@ -1,12 +1,30 @@
-//! [`TaskGpus`]: the host's GPUs shared out among the agent's local tasks, as each task's
-//! `CUDA_VISIBLE_DEVICES`.
+//! [`TaskGpus`]: the host's GPUs shared out among a launcher's local tasks, as each task's
+//! `CUDA_VISIBLE_DEVICES`; [`GpuError`], why they could not be.
 
 use std::sync::Arc;
 
 use cluster_resolver::Env;
 use cluster_resolver::gpus::{self, Count, GpuSource, NodeGpus};
 
-use super::AgentError;
+/// Why a host's GPUs cannot be shared out among its tasks.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GpuError {
+    /// The host's GPUs could not be found: `CUDA_VISIBLE_DEVICES` is not UTF-8, or the
+    /// driver (NVML, `nvidia-smi`) failed or ran past its deadline.
+    #[error("cannot find this host's GPUs")]
+    Find(#[source] cluster_resolver::Error),
+    /// The host has fewer GPUs than asked for each local task (TensorFlow's wording first,
+    /// then the numbers). The shortage is this error's own text, not a cause below it, so it
+    /// is no [`source`](std::error::Error::source).
+    #[error("{shortage}; this host's GPUs come from {origin}")]
+    Share {
+        /// The numbers: GPUs of the host, local tasks, GPUs asked for each.
+        shortage: cluster_resolver::gpus::Error,
+        /// Where the host's GPUs came from, e.g. `CUDA_VISIBLE_DEVICES="0,1,2,3"`.
+        origin: String,
+    },
+}
 
 /// Which of the host's GPUs each local task gets, as its `CUDA_VISIBLE_DEVICES`; see
 /// [`TaskGpus::find`].
@@ -16,7 +34,7 @@ pub struct TaskGpus(Share);
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Share {
     /// No GPU found and no count asked for: each task's `CUDA_VISIBLE_DEVICES` is left as
-    /// the agent's.
+    /// the launcher's own.
     Inherit,
     /// Zero GPUs per task asked for: each task's `CUDA_VISIBLE_DEVICES` is `""`.
     Hide,
@@ -25,7 +43,7 @@ enum Share {
 }
 
 impl TaskGpus {
-    /// Every task's `CUDA_VISIBLE_DEVICES` left as the agent's.
+    /// Every task's `CUDA_VISIBLE_DEVICES` left as the launcher's own.
     pub fn inherit() -> Self {
         Self(Share::Inherit)
     }
@@ -37,22 +55,22 @@ impl TaskGpus {
     /// `nvidia-smi`; none when there is no driver).
     ///
     /// - `gpus_per_task` given: local task `i` gets the host's GPUs `i × K .. (i + 1) × K`;
-    ///   fewer than `tasks_per_node × K` GPUs is [`AgentError::ShareGpus`], naming the
+    ///   fewer than `tasks_per_node × K` GPUs is [`GpuError::Share`], naming the
     ///   numbers and where the host's GPUs came from. `Some(0)` hides every GPU from every
     ///   task (`CUDA_VISIBLE_DEVICES=""`) and looks for none.
     /// - Not given: the host's GPUs divided evenly, `G / N` each, rounded down (a GPU left
     ///   over stays unused). With fewer GPUs than tasks that is none each, as TensorFlow's
     ///   Slurm resolver decides, and every task gets `""` (a warning says so). A host
-    ///   without GPUs leaves each task's `CUDA_VISIBLE_DEVICES` as the agent's.
+    ///   without GPUs leaves each task's `CUDA_VISIBLE_DEVICES` as the launcher's own.
     ///
     /// Asks `source`, when it must, on a thread of its own under its deadline
-    /// ([`gpus::count`]), so no async worker blocks on the driver; [`Agent`](super::Agent)
+    /// ([`gpus::count`]), so no async worker blocks on the driver; a launcher
     /// calls it once.
     ///
     /// # Errors
     ///
-    /// [`AgentError::FindGpus`] when `CUDA_VISIBLE_DEVICES` is not UTF-8 or the driver fails or
-    /// runs past its deadline; [`AgentError::ShareGpus`] as said.
+    /// [`GpuError::Find`] when `CUDA_VISIBLE_DEVICES` is not UTF-8 or the driver fails or
+    /// runs past its deadline; [`GpuError::Share`] as said.
     ///
     /// # Cancel safety
     ///
@@ -63,13 +81,13 @@ impl TaskGpus {
         tasks_per_node: u32,
         gpus_per_task: Option<u32>,
         source: Arc<dyn GpuSource>,
-    ) -> Result<Self, AgentError> {
-        let needed = gpus_per_task != Some(0)
-            && NodeGpus::needs_count(env, None).map_err(AgentError::FindGpus)?;
+    ) -> Result<Self, GpuError> {
+        let needed =
+            gpus_per_task != Some(0) && NodeGpus::needs_count(env, None).map_err(GpuError::Find)?;
         let counted = if needed {
             let count = gpus::count(source)
                 .await
-                .map_err(|e| AgentError::FindGpus(e.into()))?;
+                .map_err(|e| GpuError::Find(e.into()))?;
             Some(count)
         } else {
             None
@@ -85,17 +103,17 @@ impl TaskGpus {
         tasks_per_node: u32,
         gpus_per_task: Option<u32>,
         count_gpus: impl FnOnce() -> Result<Count, gpus::Error>,
-    ) -> Result<Self, AgentError> {
+    ) -> Result<Self, GpuError> {
         if gpus_per_task == Some(0) {
             return Ok(Self(Share::Hide));
         }
-        let gpus = NodeGpus::find(env, None, count_gpus).map_err(AgentError::FindGpus)?;
+        let gpus = NodeGpus::find(env, None, count_gpus).map_err(GpuError::Find)?;
         if gpus.count() == 0 && gpus_per_task.is_none() {
             return Ok(Self(Share::Inherit));
         }
         let per_task = gpus
             .per_task(tasks_per_node, gpus_per_task)
-            .map_err(|shortage| AgentError::ShareGpus {
+            .map_err(|shortage| GpuError::Share {
                 shortage,
                 origin: gpus.source(),
             })?;
@@ -120,7 +138,7 @@ impl TaskGpus {
     }
 
     /// How many GPUs each local task gets; `None` when their `CUDA_VISIBLE_DEVICES` is left
-    /// as the agent's.
+    /// as the launcher's own.
     pub fn per_task(&self) -> Option<u32> {
         match &self.0 {
             Share::Inherit => None,
@@ -130,7 +148,7 @@ impl TaskGpus {
     }
 
     /// The `CUDA_VISIBLE_DEVICES` of local task `local`: its GPUs, comma separated, `""`
-    /// for none; `None` to leave it as the agent's.
+    /// for none; `None` to leave it as the launcher's own.
     pub fn of_task(&self, local: u32) -> Option<String> {
         match &self.0 {
             Share::Inherit => None,

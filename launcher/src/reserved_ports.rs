@@ -20,7 +20,7 @@ use socket2::{Domain, Socket, Type};
 /// ```
 /// use std::net::Ipv4Addr;
 ///
-/// let reserved = cluster_spec::ReservedPorts::bind(Ipv4Addr::LOCALHOST.into(), 3)?;
+/// let reserved = launcher::ReservedPorts::bind(Ipv4Addr::LOCALHOST.into(), 3)?;
 /// let mut ports = reserved.ports();
 /// ports.sort_unstable();
 /// ports.dedup();

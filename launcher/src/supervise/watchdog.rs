@@ -9,7 +9,7 @@
 //! group (Python's faulthandler, which the launchers arm with `PYTHONFAULTHANDLER=1`, prints
 //! every thread's stack to stderr on it and dies), SIGCONT to the group (a stopped task must
 //! run to print), up to [`DUMP_WAIT`] for its stderr to close, then SIGKILL to the group.
-//! Its report is then [`TaskStatus::Hung`](crate::TaskStatus::Hung), its stderr tail the
+//! Its report is then [`TaskEnd::Hung`](crate::TaskEnd::Hung), its stderr tail the
 //! stack.
 
 use std::io::Read;

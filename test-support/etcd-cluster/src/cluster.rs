@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use cluster_spec::ReservedPorts;
+use launcher::ReservedPorts;
 use net_hosts::Hosts;
 
 use crate::etcdctl::health_args;

@@ -64,9 +64,26 @@ impl TaskLogs {
     }
 
     /// Makes round `round`'s directory of job `job` and removes the job's older rounds past
-    /// [`with_keep`](Self::with_keep); a failure is a warning, never the round's end (the
-    /// tasks' lines still reach our output).
-    pub fn start_round(&self, job: &str, round: u64) {
+    /// [`with_keep`](Self::with_keep), on tokio's blocking threads (an old round's logs can
+    /// be large, and the agent's heartbeats must not wait for a disk); a failure is a
+    /// warning, never the round's end (the tasks' lines still reach our output).
+    ///
+    /// # Errors
+    ///
+    /// None: a failure is a warning.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped, the directory work still finishes on its thread.
+    pub async fn start_round(&self, job: &str, round: u64) {
+        let (logs, job) = (self.clone(), job.to_owned());
+        if let Err(e) = tokio::task::spawn_blocking(move || logs.start_round_now(&job, round)).await
+        {
+            tracing::warn!(error = %e, "cannot prepare the round's log directory");
+        }
+    }
+
+    fn start_round_now(&self, job: &str, round: u64) {
         let dir = self.round_dir(job, round);
         if let Err(e) = std::fs::create_dir_all(&dir) {
             tracing::warn!(dir = %dir.display(), error = %e, "cannot make the round's log directory; task output goes to ours only");
@@ -237,12 +254,12 @@ mod tests {
         assert!(!log.is_open());
     }
 
-    #[test]
-    fn older_rounds_past_keep_are_removed() {
+    #[tokio::test(flavor = "current_thread")]
+    async fn older_rounds_past_keep_are_removed() {
         let dir = std::env::temp_dir().join(format!("tfcluster-logs-{}", std::process::id()));
         let logs = TaskLogs::new(&dir).with_keep(Some(2));
         for round in 1..=4 {
-            logs.start_round("job", round);
+            logs.start_round("job", round).await;
         }
         let mut left: Vec<String> = std::fs::read_dir(dir.join("job"))
             .unwrap()

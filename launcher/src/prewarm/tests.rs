@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use super::warm::handoff_message;
 use super::*;
-use crate::TaskGpus;
-use crate::TaskStatus;
-use crate::supervise::{Supervisor, TaskSpec, task_status};
+use crate::TaskEnd;
+use crate::gpus::TaskGpus;
+use crate::supervise::{Supervisor, TaskSpec, task_end};
 
 fn argv(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
@@ -101,11 +101,7 @@ sys.exit(int(code))
 
 /// Runs `facts.py` with `CODE=code` as local task 0 of `pool`; its status, stderr tail and
 /// facts.
-async fn run(
-    pool: &mut WarmPool,
-    dir: &Path,
-    code: &str,
-) -> (TaskStatus, String, serde_json::Value) {
+async fn run(pool: &mut WarmPool, dir: &Path, code: &str) -> (TaskEnd, String, serde_json::Value) {
     let out = dir.join(format!("facts-{code}.json"));
     let spec = TaskSpec {
         name: format!("task-{code}"),
@@ -125,7 +121,7 @@ async fn run(
         .unwrap();
     let tail = tasks.stderr_tail(index, Duration::from_secs(1)).await;
     let facts = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    (task_status(&exit), tail, facts)
+    (task_end(&exit), tail, facts)
 }
 
 fn command(dir: &Path) -> Vec<String> {
@@ -171,7 +167,7 @@ async fn a_warm_interpreter_runs_the_script_as_python_would() {
             "raise" => 1,
             code => code.parse().unwrap(),
         };
-        assert_eq!(status, TaskStatus::Exited(expected), "{tail}");
+        assert_eq!(status, TaskEnd::Exited(expected), "{tail}");
         if code == "raise" {
             let traceback = format!(
                 "Traceback (most recent call last):\n  File \"{script}\", line 11, in <module>\n"
@@ -194,7 +190,7 @@ async fn a_warm_interpreter_that_died_starts_its_task_cold() {
         .unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (status, _, facts) = run(&mut pool, &dir, "0").await;
-    assert_eq!(status, TaskStatus::Exited(0));
+    assert_eq!(status, TaskEnd::Exited(0));
     assert_eq!(facts["warm"], serde_json::Value::Null, "{facts}");
 }
 

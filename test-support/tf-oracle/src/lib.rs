@@ -39,7 +39,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(300);
 pub fn python() -> PathBuf {
     match std::env::var_os("TFCLUSTER_PYTHON") {
         Some(path) => PathBuf::from(path),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tf-venv/bin/python"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/tf-venv/bin/python"),
     }
 }
 
