@@ -89,7 +89,7 @@ use std::time::Duration;
 
 use cluster_spec::__private::quote::quote;
 
-pub use crate::error::gpus::Error;
+pub use crate::error::gpus::{Error, NvmlError};
 pub use gpu::Gpu;
 pub use nvidia_smi::{DEFAULT_TIMEOUT as DEFAULT_NVIDIA_SMI_TIMEOUT, NvidiaSmi, QUERY};
 pub use source::{Count, FixedGpus, GpuSource, HostGpus, host};

@@ -67,12 +67,17 @@ impl Network {
     }
 }
 
+/// The longest allow-list entry read: longer than any network written out
+/// (`ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255/128` is 49 bytes).
+const MAX_ENTRY: usize = 64;
+
 /// An entry of an allow list that is no IP address or network.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid network {}: {reason}", cluster_spec::__private::quote::quote(.input, 0))]
+#[error("invalid network {input:?}: {reason}")]
 #[non_exhaustive]
 pub struct InvalidNetwork {
-    /// The entry as given.
+    /// The entry as given; only its first 64 bytes and `…` when it is longer
+    /// (no network is), so no message grows with its input.
     pub input: String,
     /// What is wrong with it.
     pub reason: String,
@@ -86,6 +91,16 @@ impl FromStr for Network {
     type Err = InvalidNetwork;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.len() > MAX_ENTRY {
+            let mut end = MAX_ENTRY;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            return Err(InvalidNetwork {
+                input: format!("{}…", &s[..end]),
+                reason: format!("longer than any network ({} bytes)", s.len()),
+            });
+        }
         let invalid = |reason: &str| InvalidNetwork {
             input: s.to_owned(),
             reason: reason.to_owned(),
@@ -133,6 +148,20 @@ mod tests {
         assert_eq!(net("0.0.0.0/0").to_string(), "0.0.0.0/0");
         assert_eq!(net("::1").to_string(), "::1/128");
         assert_eq!(net("2001:db8::/32").to_string(), "2001:db8::/32");
+    }
+
+    #[test]
+    fn a_long_entry_is_refused_with_a_short_message() {
+        let longest = "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255/128";
+        assert_eq!(
+            net(longest).to_string(),
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128"
+        );
+        let long = format!("10.0.0.0/8{}", "é".repeat(10_000));
+        let e = long.parse::<Network>().unwrap_err();
+        assert_eq!(e.reason, "longer than any network (20010 bytes)");
+        assert!(e.input.starts_with("10.0.0.0/8é") && e.input.ends_with('…'));
+        assert!(e.to_string().len() < 150, "{e}");
     }
 
     #[test]

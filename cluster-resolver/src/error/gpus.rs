@@ -3,7 +3,7 @@
 use cluster_spec::__private::quote::{excerpt, quote};
 
 /// Why [`gpus`](crate::gpus) cannot say which GPUs a node has, or cannot give each of the
-/// node's tasks as many as asked. The Slurm resolver and `elastic`'s agent both fail with it
+/// node's tasks as many as asked. The Slurm resolver and the `launcher`'s GPU share both fail with it
 /// (wrapped in the crate's [`Error::Gpus`](crate::Error::Gpus)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -95,7 +95,7 @@ pub enum Error {
         call: &'static str,
         /// NVML's error.
         #[source]
-        source: nvml_wrapper::error::NvmlError,
+        source: NvmlError,
     },
     /// A GPU source (NVML, `nvidia-smi`) did not answer before its deadline; the query is
     /// left to finish on its own thread.
@@ -113,4 +113,22 @@ pub enum Error {
     /// No thread could be started to ask the GPU source.
     #[error("cannot start a thread to find the GPUs")]
     Thread(#[source] std::io::Error),
+}
+
+/// What NVML said when a call failed: its words, and its cause below (a library that did not
+/// load, ...). Its own type stays out of this crate's API, so an NVML binding update is no
+/// breaking change here.
+#[derive(Debug)]
+pub struct NvmlError(pub(crate) nvml_wrapper::error::NvmlError);
+
+impl std::fmt::Display for NvmlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for NvmlError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
 }

@@ -30,7 +30,10 @@ fn absent(e: &NvmlError) -> bool {
 }
 
 fn failed(call: &'static str) -> impl FnOnce(NvmlError) -> Error {
-    move |source| Error::Nvml { call, source }
+    move |source| Error::Nvml {
+        call,
+        source: super::NvmlError(source),
+    }
 }
 
 impl Nvml {
