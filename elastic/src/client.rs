@@ -3,6 +3,7 @@
 //! for [`ClientOptions::with_retry_for`] and then reported as [`Error::Unreachable`].
 
 mod backend;
+pub(crate) mod call_failed;
 mod heartbeats;
 mod operator;
 mod progress;
@@ -18,7 +19,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tonic::{Code, Status};
 
 pub use heartbeats::Heartbeats;
 pub use progress::WaitProgress;
@@ -26,16 +26,18 @@ pub use round::Round;
 pub use watched::Watched;
 
 use crate::error::duration;
-use crate::grpc::client::{CallFailed, GrpcClient};
+use crate::grpc::client::GrpcClient;
 use crate::outcome::{JobDone, RoundStatus, TaskStatus};
 use crate::received::Received;
 use crate::rendezvous::registry::MAX_STDERR_TAIL;
 use crate::rendezvous::{
-    Beat, Credentials, Found, JoinArgs, Leave, NodeSecret, Observe, Rendezvous, Report, Wait,
+    Beat, CallError, Credentials, Found, JoinArgs, Leave, NodeSecret, Observe, Rendezvous, Report,
+    Wait,
 };
 use crate::watched_round::WatchedRound;
 use crate::{Error, JobConfig, Token};
 use backend::Backend;
+use call_failed::CallFailed;
 use quick_answers::QuickAnswers;
 
 /// The longest single `WaitRound` or `WatchRounds` long poll the client asks for; the server
@@ -765,34 +767,30 @@ impl RendezvousClient {
         let mut this_try = attempt;
         loop {
             let answer = tokio::time::timeout(this_try, f(self.backend.clone(), this_try)).await;
-            let status = match answer {
+            let (error, retry_after) = match answer {
                 // Whatever answered, it is held to the client's bounds before it is used.
                 Ok(Ok(answer)) => {
                     return answer
                         .vetted()
                         .map_err(|e| Error::invalid_response(&self.addr, call, e));
                 }
-                Ok(Err(CallFailed::Status(status))) => status,
+                Ok(Err(CallFailed::Call { error, retry_after })) => (error, retry_after),
                 Ok(Err(CallFailed::Answer(error))) => return Err(error),
-                Err(_) => {
-                    Status::deadline_exceeded(format!("no answer within {}", duration(this_try)))
-                }
+                Err(_) => (
+                    CallError::DeadlineExceeded(format!("no answer within {}", duration(this_try))),
+                    None,
+                ),
             };
-            let status = shut_out(status);
             // Unreachable, no answer in time, a connection the server closed (shutting
             // down), or a refusal the server says will pass (its memory for requests or
             // responses taken, for now): worth another try. Anything else is its answer.
-            let pushback = pushback(&status);
-            if pushback.is_none()
-                && !matches!(
-                    status.code(),
-                    Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled
-                )
-            {
+            let pushback = retry_after.map(|after| after.min(MAX_PUSHBACK));
+            if pushback.is_none() && !error.is_transient() {
                 return Err(Error::Refused {
                     addr: self.addr.clone(),
                     call,
-                    status,
+                    code: error.code(),
+                    message: error.to_string(),
                 });
             }
             let now = Instant::now();
@@ -801,7 +799,8 @@ impl RendezvousClient {
                     addr: self.addr.clone(),
                     call,
                     waited: start.elapsed(),
-                    status,
+                    code: error.code(),
+                    message: error.to_string(),
                 });
             }
             tokio::time::sleep(pushback.unwrap_or(backoff).min(give_up - now)).await;
@@ -810,38 +809,6 @@ impl RendezvousClient {
             this_try = attempt.min(left.max(LAST_TRY));
         }
     }
-}
-
-/// How long a server that refused a call for now asks us to wait before trying again
-/// (gRPC's `grpc-retry-pushback-ms`, which the rendezvous sends with `RESOURCE_EXHAUSTED`
-/// for want of memory), at most [`MAX_PUSHBACK`].
-fn pushback(status: &Status) -> Option<Duration> {
-    let ms: u64 = status
-        .metadata()
-        .get(grpc_guard::PUSHBACK_HEADER)?
-        .to_str()
-        .ok()?
-        .parse()
-        .ok()?;
-    Some(Duration::from_millis(ms).min(MAX_PUSHBACK))
-}
-
-/// `status`, or `PERMISSION_DENIED` where it says the server closed the connection because
-/// this host is outside its allowed networks (the text of its `GOAWAY` in plaintext, the
-/// `access_denied` alert in TLS): that will not change by trying again.
-fn shut_out(status: Status) -> Status {
-    if status.code() != Code::Unavailable {
-        return status;
-    }
-    // The GOAWAY's text is the innermost cause's, not the status's message.
-    let said = crate::error::status_text(&status);
-    if said.contains("allowed networks") || said.contains("AccessDenied") {
-        return Status::permission_denied(format!(
-            "this host is not in the rendezvous's allowed networks (its --allow or \
-             --rdzv-allow): {said}"
-        ));
-    }
-    status
 }
 
 /// A node id that no other node draws: the name's letters (if any) and 64 random bits.

@@ -4,6 +4,7 @@
 //! An area's error lives here, one file each, and the crate root re-exports it; this module
 //! depends on nothing above it.
 
+pub(crate) mod code;
 pub(crate) mod config;
 pub(crate) mod layout;
 pub(crate) mod nodes;
@@ -11,12 +12,12 @@ pub(crate) mod round;
 pub(crate) mod token;
 pub(crate) mod wire;
 
-use std::error::Error as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use cluster_spec::__private::quote::quote;
 
+use code::Code;
 use config::ConfigError;
 use layout::LayoutError;
 use nodes::NodesError;
@@ -30,8 +31,8 @@ use wire::WireError;
 /// types ([`NodesError`], [`LayoutError`], [`ConfigError`], [`RoundError`], [`WireError`],
 /// [`TokenError`]),
 /// wrapped whole here and printed as they print themselves. Talking to a rendezvous fails
-/// with the variants that name the rendezvous's address, the call and, from the server, its
-/// gRPC status.
+/// with the variants that name the rendezvous's address, the call and, from the rendezvous,
+/// its [`Code`] and message (whichever backend: gRPC's statuses and etcd's failures alike).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -103,7 +104,7 @@ pub enum Error {
     #[error(
         "rendezvous at {addr} unreachable for {} ({call}): {}",
         duration(*.waited),
-        status_text(.status)
+        code_text(*.code, .message)
     )]
     Unreachable {
         /// The rendezvous address.
@@ -112,23 +113,27 @@ pub enum Error {
         call: &'static str,
         /// How long the client tried.
         waited: Duration,
-        /// The last failure: its code, message and innermost cause are this error's text (so
-        /// it is no [`source`](std::error::Error::source): tonic's `Status` prints them again,
-        /// and its cause in debug form).
-        status: tonic::Status,
+        /// The last failure's kind: [`Code::Unavailable`] or [`Code::DeadlineExceeded`]
+        /// (or a failure the rendezvous said would pass, such as [`Code::ResourceExhausted`]
+        /// for want of memory).
+        code: Code,
+        /// The last failure's message, with its innermost cause (the `Connection refused`
+        /// under a transport error).
+        message: String,
     },
     /// The rendezvous answered the call with an error.
-    #[error("rendezvous at {addr} refused {call}: {}", status_text(.status))]
+    #[error("rendezvous at {addr} refused {call}: {}", code_text(*.code, .message))]
     Refused {
         /// The rendezvous address.
         addr: String,
         /// The call.
         call: &'static str,
-        /// The server's status: `INVALID_ARGUMENT` or `FAILED_PRECONDITION` for a request the
-        /// job cannot take (a different config, a finished job), `NOT_FOUND` for a node the
-        /// job no longer knows. The server's answer, whose code and message are this error's
-        /// text (so it is no [`source`](std::error::Error::source)).
-        status: tonic::Status,
+        /// Why: [`Code::InvalidArgument`] or [`Code::FailedPrecondition`] for a request the
+        /// job cannot take (a different config, a finished job), [`Code::NotFound`] for a
+        /// node the job no longer knows, [`Code::Unauthenticated`] without the job's token.
+        code: Code,
+        /// The rendezvous's message.
+        message: String,
     },
     /// No round came before the caller's deadline.
     #[error(
@@ -187,13 +192,25 @@ impl Error {
     /// Whether the rendezvous refused the call's token (`UNAUTHENTICATED`: none, or not the
     /// job's or the rendezvous's): retrying with the same token is no use.
     pub fn is_token_refused(&self) -> bool {
-        matches!(self, Self::Refused { status, .. } if status.code() == tonic::Code::Unauthenticated)
+        matches!(
+            self,
+            Self::Refused {
+                code: Code::Unauthenticated,
+                ..
+            }
+        )
     }
 
     /// Whether the rendezvous does not have what the call named (`NOT_FOUND`): a job no node
     /// joined, or one forgotten since; a node the job no longer knows.
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Self::Refused { status, .. } if status.code() == tonic::Code::NotFound)
+        matches!(
+            self,
+            Self::Refused {
+                code: Code::NotFound,
+                ..
+            }
+        )
     }
 
     /// The client's error for an answer to `call` from `addr` that `cause` makes unusable.
@@ -220,29 +237,14 @@ pub(crate) fn duration(d: Duration) -> String {
     }
 }
 
-/// A gRPC status for a message: its code and message, then the innermost cause tonic kept
-/// (the `Connection refused` under a transport error), not tonic's whole debug form.
-pub(crate) fn status_text(status: &tonic::Status) -> String {
-    let mut text = format!("{:?}", status.code());
-    if !status.message().is_empty() {
-        text.push_str(": ");
-        text.push_str(status.message());
+/// A failure's code and message, as a message says them: `FailedPrecondition: different
+/// config`, or the code alone without a message.
+fn code_text(code: Code, message: &str) -> String {
+    if message.is_empty() {
+        code.to_string()
+    } else {
+        format!("{code}: {message}")
     }
-    let mut cause = status.source();
-    let mut innermost = None;
-    while let Some(c) = cause {
-        innermost = Some(c);
-        cause = c.source();
-    }
-    if let Some(c) = innermost {
-        let c = c.to_string();
-        if !status.message().contains(&c) {
-            text.push_str(" (");
-            text.push_str(&c);
-            text.push(')');
-        }
-    }
-    text
 }
 
 #[cfg(test)]
@@ -261,7 +263,8 @@ mod tests {
         let e = Error::Refused {
             addr: "127.0.0.1:29400".into(),
             call: "Join",
-            status: tonic::Status::failed_precondition("different config"),
+            code: Code::FailedPrecondition,
+            message: "different config".into(),
         };
         assert_eq!(
             e.to_string(),

@@ -16,3 +16,7 @@ pub(crate) mod status;
 
 pub use server::MAX_REQUEST_BYTES;
 pub use server::{RendezvousServer, ServerOptions};
+
+/// The check that this layer is the only one naming tonic.
+#[cfg(test)]
+mod boundary;

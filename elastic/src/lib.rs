@@ -400,8 +400,9 @@
 //! serve the rendezvous on …`) and reaches the cause through
 //! [`source`](std::error::Error::source), so an `anyhow` or `eyre` report shows each cause
 //! once; [`Chain`](cluster_spec::__private::error_chain::Chain) shows the whole chain on one line, as a
-//! task's failure and the agent's logs do. A gRPC status is the rendezvous's answer, said in
-//! the message (`refused Join: FailedPrecondition: …`) and kept whole in a field.
+//! task's failure and the agent's logs do. The rendezvous's answer, from either backend, is a
+//! [`Code`] and a message, said in the error's message (`refused Join: FailedPrecondition: …`)
+//! and kept in its fields.
 //!
 //! ## Performance
 //!
@@ -514,6 +515,7 @@ pub use client::{
     ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, WaitProgress, Waited, Watched,
 };
 pub use error::Error;
+pub use error::code::Code;
 pub use error::token::{TokenError, TokenOrigin, TokenProblem};
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]

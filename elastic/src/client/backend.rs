@@ -1,14 +1,15 @@
 //! [`Backend`]: what a client's calls go to — a rendezvous over gRPC (the built-in one, in
 //! some agent or `tfcluster rendezvous`), or, with the `etcd` feature, the rendezvous run in
 //! this process over an etcd cluster. Either is a [`Rendezvous`]; the client sees its
-//! failures alike, as gRPC statuses (the in-process one's through
-//! [`status_of`](crate::grpc::status::status_of)).
+//! failures alike, as the crate's own [`CallError`](crate::rendezvous::CallError) (the gRPC
+//! client's converted from the status it received, at its edge).
 
 #[cfg(feature = "etcd")]
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::grpc::client::{CallFailed, GrpcClient};
+use super::call_failed::CallFailed;
+use crate::grpc::client::GrpcClient;
 use crate::job_status::{JobStatus, JobSummary};
 use crate::outcome::RoundStatus;
 #[cfg(feature = "etcd")]
@@ -36,9 +37,7 @@ macro_rules! calls {
                     match self {
                         Self::Grpc(grpc) => grpc.$call(args, within).await,
                         #[cfg(feature = "etcd")]
-                        Self::Etcd(local) => local.$call(args, within).await.map_err(|e| {
-                            CallFailed::Status(crate::grpc::status::status_of(e))
-                        }),
+                        Self::Etcd(local) => local.$call(args, within).await.map_err(CallFailed::from),
                     }
                 }
             )*

@@ -15,10 +15,9 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{PutOptions, TxnOp};
 use prost::Message;
-use tonic::{Code, Status};
 
 use super::store::{EtcdStore, Lease, Snapshot};
-use crate::grpc::status::status_of;
+use crate::grpc::status::{code_number, code_of_number};
 use crate::proto;
 use crate::proto::stored_join_answer::Answer;
 use crate::rendezvous::credentials::{self, Digest};
@@ -165,7 +164,10 @@ impl EtcdStore {
                     Some(Answer::Refused(r)) => r,
                     _ => proto::StoredRefusal::default(),
                 };
-                Err(Status::new(Code::from(refused.code), refused.message).into())
+                Err(CallError::of_code(
+                    code_of_number(refused.code),
+                    refused.message,
+                ))
             }
         }
     }
@@ -179,7 +181,7 @@ impl EtcdStore {
         rdzv_id: &str,
         snapshot: &Snapshot,
         token: &str,
-    ) -> Result<Option<proto::StoredJoinAnswer>, Status> {
+    ) -> Result<Option<proto::StoredJoinAnswer>, CallError> {
         let clock = Clock::now();
         let now = clock.instant();
         let mut registry = self.load(rdzv_id, snapshot, clock)?;
@@ -205,13 +207,10 @@ impl EtcdStore {
                     leases.insert(joined.node_id.clone(), join.lease);
                     Answer::Joined(wire::joined_to_proto(&joined))
                 }
-                Err(error) => {
-                    let status = status_of(error);
-                    Answer::Refused(proto::StoredRefusal {
-                        code: status.code() as i32,
-                        message: status.message().to_owned(),
-                    })
-                }
+                Err(error) => Answer::Refused(proto::StoredRefusal {
+                    code: code_number(error.code()),
+                    message: error.to_string(),
+                }),
             };
             let answer = proto::StoredJoinAnswer {
                 answer: Some(answer),

@@ -10,7 +10,8 @@
 //! call running out). Joins go through the record's next write ([`joins`](super::joins)), so
 //! the joins of a round's end are a few writes, not one each.
 //!
-//! etcd speaks gRPC: its failures are statuses here, a [`CallError`] at the store's edge.
+//! etcd speaks gRPC: each of its failures is read at once (through
+//! [`grpc::status::parts`](crate::grpc::status::parts)) into the store's [`CallError`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -25,10 +26,10 @@ use etcd_client::{
     SortTarget, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
 };
 use prost::Message;
-use tonic::{Code, Status};
 
 use super::joins;
 use super::options::{EtcdOptions, key_segment, segment_id};
+use crate::error::code::Code;
 use crate::error::duration;
 use crate::job_status::JobSummary;
 use crate::rendezvous::registry::{Clock, Refusal, Registry, Settings};
@@ -200,12 +201,12 @@ impl EtcdStore {
             .compare_exchange(i, next, Ordering::Relaxed, Ordering::Relaxed);
     }
 
-    /// `request` of a member's client within the request deadline, its failure as the status
+    /// `request` of a member's client within the request deadline, its failure as the error
     /// the client acts on: etcd's own status (UNAVAILABLE while it has no leader, retried)
     /// or UNAVAILABLE for a cluster that cannot be reached, naming the endpoints. A member
     /// that does not answer ([`silent`]) is left for the next, each member tried once within
     /// its share of the deadline, so a member that is gone costs a call no more than that.
-    async fn request<T, F, Fut>(&self, what: &str, mut request: F) -> Result<T, Status>
+    async fn request<T, F, Fut>(&self, what: &str, mut request: F) -> Result<T, CallError>
     where
         F: FnMut(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
@@ -215,47 +216,47 @@ impl EtcdStore {
         let mut last = None;
         for _ in 0..members {
             let (i, client) = self.member();
-            let status = match tokio::time::timeout(share, request(client)).await {
+            let error = match tokio::time::timeout(share, request(client)).await {
                 Ok(Ok(answer)) => return Ok(answer),
-                Ok(Err(e)) => self.status(what, e),
+                Ok(Err(e)) => self.error(what, e),
                 Err(_) => self.late(what, share),
             };
-            if !silent(&status) {
-                return Err(status);
+            if !silent(&error) {
+                return Err(error);
             }
             self.fail_over(i);
-            last = Some(status);
+            last = Some(error);
         }
         Err(last.unwrap_or_else(|| self.late(what, share)))
     }
 
-    /// An etcd client error as a status: etcd's own (UNAVAILABLE while it has no leader),
-    /// else UNAVAILABLE, naming the endpoints.
-    fn status(&self, what: &str, e: etcd_client::Error) -> Status {
+    /// An etcd client error as the store's: etcd's own status (UNAVAILABLE while it has no
+    /// leader), else UNAVAILABLE, naming the endpoints.
+    fn error(&self, what: &str, e: etcd_client::Error) -> CallError {
         match e {
             // A connection lost mid-call (a member killed) shows as UNKNOWN or CANCELLED:
             // UNAVAILABLE, so it is retried on another member like any unreachable one.
             etcd_client::Error::GRpcStatus(status) => {
-                let code = match status.code() {
+                let (code, message, cause) = crate::grpc::status::parts(&status);
+                let code = match code {
                     Code::Unknown | Code::Cancelled => Code::Unavailable,
                     code => code,
                 };
                 // A failed connection's cause (a refused certificate) is the status's source.
-                let text = match std::error::Error::source(&status) {
+                let text = match cause {
                     Some(cause) => {
                         let cause = Chain(cause).to_string();
-                        if cause.starts_with(status.message()) {
+                        if cause.starts_with(message) {
                             cause
                         } else {
-                            format!("{}: {cause}", status.message())
+                            format!("{message}: {cause}")
                         }
                     }
-                    None => status.message().to_owned(),
+                    None => message.to_owned(),
                 };
-                let message = format!("etcd at {} ({what}): {text}", self.url);
-                Status::new(code, message)
+                CallError::of_code(code, format!("etcd at {} ({what}): {text}", self.url))
             }
-            e => Status::unavailable(format!(
+            e => CallError::Unavailable(format!(
                 "cannot reach etcd at {} ({what}): {}",
                 self.url,
                 Chain(&e)
@@ -264,8 +265,8 @@ impl EtcdStore {
     }
 
     /// No answer within `deadline`.
-    fn late(&self, what: &str, deadline: Duration) -> Status {
-        Status::deadline_exceeded(format!(
+    fn late(&self, what: &str, deadline: Duration) -> CallError {
+        CallError::DeadlineExceeded(format!(
             "etcd at {} did not answer ({what}) within {}",
             self.url,
             duration(deadline)
@@ -278,7 +279,7 @@ impl EtcdStore {
         &self,
         rdzv_id: &str,
         joining: Option<&joins::Joining>,
-    ) -> Result<Snapshot, Status> {
+    ) -> Result<Snapshot, CallError> {
         let alive_prefix = self.alive_prefix(rdzv_id);
         let joins_prefix = self.joins_prefix(rdzv_id);
         let mut ops = Vec::new();
@@ -346,7 +347,7 @@ impl EtcdStore {
         rdzv_id: &str,
         snapshot: &Snapshot,
         clock: Clock,
-    ) -> Result<Registry, Status> {
+    ) -> Result<Registry, CallError> {
         let stored = snapshot
             .record
             .as_deref()
@@ -371,7 +372,7 @@ impl EtcdStore {
     }
 
     /// A new lease of the nodes' TTL.
-    pub(super) async fn grant(&self) -> Result<i64, Status> {
+    pub(super) async fn grant(&self) -> Result<i64, CallError> {
         let ttl = self.ttl;
         let granted = self
             .request("grant a node's lease", |client| async move {
@@ -392,7 +393,7 @@ impl EtcdStore {
 
     /// Keeps `node`'s lease alive, when this store holds it. An expired lease is forgotten:
     /// the node is lost, and joins again with a new one.
-    pub(super) async fn keep_alive(&self, rdzv_id: &str, node: &str) -> Result<(), Status> {
+    pub(super) async fn keep_alive(&self, rdzv_id: &str, node: &str) -> Result<(), CallError> {
         let key = (rdzv_id.to_owned(), node.to_owned());
         let Some(Lease { id: lease, renewed }) = self.leases().get(&key).copied() else {
             return Ok(());
@@ -433,7 +434,7 @@ impl EtcdStore {
         mod_revision: i64,
         record: Option<Vec<u8>>,
         mut ops: Vec<TxnOp>,
-    ) -> Result<Option<i64>, Status> {
+    ) -> Result<Option<i64>, CallError> {
         let key = self.record_key(rdzv_id);
         ops.insert(
             0,
@@ -477,7 +478,12 @@ impl EtcdStore {
     }
 
     /// Whether a key in `start..end` was written after `revision` (a key deleted is not seen).
-    async fn written_since(&self, start: &str, end: &str, revision: i64) -> Result<bool, Status> {
+    async fn written_since(
+        &self,
+        start: &str,
+        end: &str,
+        revision: i64,
+    ) -> Result<bool, CallError> {
         let options = GetOptions::new()
             .with_range(end)
             .with_count_only()
@@ -492,7 +498,7 @@ impl EtcdStore {
     }
 
     /// Returns when a key of the job changes after `revision`, or at `wake`.
-    async fn changed(&self, rdzv_id: &str, revision: i64, wake: Instant) -> Result<(), Status> {
+    async fn changed(&self, rdzv_id: &str, revision: i64, wake: Instant) -> Result<(), CallError> {
         // The record and the live keys, not the joins beside them: a join wakes no one until
         // it is folded into the record.
         let (start, end) = (self.alive_prefix(rdzv_id), self.watched_end(rdzv_id));
@@ -526,17 +532,17 @@ impl EtcdStore {
                     Ok(Some(_)) => {}
                     Ok(None) => {
                         self.fail_over(watching);
-                        return Err(Status::unavailable(format!(
+                        return Err(CallError::Unavailable(format!(
                             "etcd at {} ended a watch of job {rdzv_id:?}",
                             self.url
                         )));
                     }
                     Err(e) => {
-                        let status = self.status("watch the job", e);
-                        if silent(&status) {
+                        let error = self.error("watch the job", e);
+                        if silent(&error) {
                             self.fail_over(watching);
                         }
-                        return Err(status);
+                        return Err(error);
                     }
                 },
                 () = tokio::time::sleep_until(wake.into()) => return Ok(()),
@@ -627,7 +633,7 @@ impl Store for EtcdStore {
             // One record this version cannot read hides no other job.
             match self.load(rdzv_id, snapshot, clock) {
                 Ok(registry) => summaries.extend(registry.summaries(proof)),
-                Err(e) => tracing::warn!("{}", e.message()),
+                Err(e) => tracing::warn!("{e}"),
             }
             if summaries.len() >= crate::MAX_LISTED {
                 break;
@@ -645,8 +651,12 @@ impl Store for EtcdStore {
 
 impl EtcdStore {
     /// A record this version cannot load: DATA_LOSS, naming the key; not retried.
-    pub(super) fn unusable(&self, rdzv_id: &str, e: &(dyn std::error::Error + 'static)) -> Status {
-        Status::data_loss(format!(
+    pub(super) fn unusable(
+        &self,
+        rdzv_id: &str,
+        e: &(dyn std::error::Error + 'static),
+    ) -> CallError {
+        CallError::BrokenState(format!(
             "the record of job {rdzv_id:?} at {} in etcd at {} does not load: {}",
             self.record_key(rdzv_id),
             self.url,
@@ -661,10 +671,13 @@ const LIST_KEYS: i64 = 100_000;
 /// The least time a member gets to answer a call before the next member is tried.
 const MIN_SHARE: Duration = Duration::from_millis(500);
 
-/// Whether `status` says a member did not answer the call (unreachable, without a leader, a
+/// Whether `error` says a member did not answer the call (unreachable, without a leader, a
 /// connection lost, no answer in time) rather than answered it.
-fn silent(status: &Status) -> bool {
-    matches!(status.code(), Code::Unavailable | Code::DeadlineExceeded)
+fn silent(error: &CallError) -> bool {
+    matches!(
+        error,
+        CallError::Unavailable(_) | CallError::DeadlineExceeded(_)
+    )
 }
 
 /// This host's address on the route to `endpoint` (`HOST:PORT`): a UDP socket connected

@@ -1,15 +1,18 @@
 //! [`GrpcClient`]: the [`Rendezvous`] calls over a tonic stub of a rendezvous elsewhere
 //! (`RendezvousServer` in some agent, or `tfcluster rendezvous`): each call encoded, sent
 //! with the caller's deadline, and its answer decoded and checked — a round's cluster
-//! derived again from its members and compared with the rendezvous's.
+//! derived again from its members and compared with the rendezvous's. A call's failure is
+//! the client's [`CallFailed`] from here on: the status received is converted at this edge
+//! ([`status::received`](super::status::received)).
 
 use std::time::Duration;
 
 use cluster_spec::ClusterSpec;
+use tonic::Request;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Request, Status};
 
 use super::carrier;
+use crate::client::call_failed::CallFailed;
 use crate::job_status::{JobStatus, JobSummary};
 use crate::outcome::RoundStatus;
 use crate::proto;
@@ -31,21 +34,6 @@ pub(crate) struct GrpcClient {
     stub: Stub<Channel>,
     /// The rendezvous address, for messages.
     addr: String,
-}
-
-/// Why a call over gRPC failed.
-#[derive(Debug)]
-pub(crate) enum CallFailed {
-    /// The call's status: the rendezvous unreachable, no answer in time, or its refusal.
-    Status(Status),
-    /// An answer the client cannot use ([`Error::InvalidResponse`]).
-    Answer(Error),
-}
-
-impl From<Status> for CallFailed {
-    fn from(status: Status) -> Self {
-        Self::Status(status)
-    }
 }
 
 impl GrpcClient {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tonic::{Request, Response, Status};
 
 use super::carrier;
-use super::status::status_of;
+use super::status::{code_label, status_of};
 use crate::Error;
 use crate::outcome::RoundStatus;
 use crate::proto;
@@ -24,12 +24,12 @@ pub(super) struct Service<S> {
 }
 
 impl<S> Service<S> {
-    /// Counts `answer` under `method` and its gRPC code, and passes it on.
+    /// Counts `answer` under `method` and its gRPC code's name, and passes it on.
     fn counted<T>(&self, method: Method, answer: Result<T, Status>) -> Result<T, Status> {
         let code = answer
             .as_ref()
             .map_or_else(Status::code, |_| tonic::Code::Ok);
-        self.metrics.answered(method, code);
+        self.metrics.answered(method, code_label(code));
         answer
     }
 }

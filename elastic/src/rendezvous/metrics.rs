@@ -3,7 +3,8 @@
 //! rounds formed, open connections and refusals by limit (those two counted by `grpc-guard`).
 //!
 //! No label has unbounded values: the method is one of the eight RPCs, the code one of gRPC's
-//! seventeen; never a job id, address or error string.
+//! seventeen by its name (`OK`, `NOT_FOUND`, ..., as the gRPC layer names it:
+//! [`code_label`](crate::grpc::status::code_label)); never a job id, address or error string.
 
 use grpc_guard::GuardMetrics;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
@@ -25,58 +26,11 @@ pub(crate) enum Method {
     ListJobs,
 }
 
-/// gRPC's status codes by their names.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-#[allow(non_camel_case_types, clippy::upper_case_acronyms)]
-enum Code {
-    OK,
-    CANCELLED,
-    UNKNOWN,
-    INVALID_ARGUMENT,
-    DEADLINE_EXCEEDED,
-    NOT_FOUND,
-    ALREADY_EXISTS,
-    PERMISSION_DENIED,
-    RESOURCE_EXHAUSTED,
-    FAILED_PRECONDITION,
-    ABORTED,
-    OUT_OF_RANGE,
-    UNIMPLEMENTED,
-    INTERNAL,
-    UNAVAILABLE,
-    DATA_LOSS,
-    UNAUTHENTICATED,
-}
-
-impl From<tonic::Code> for Code {
-    fn from(code: tonic::Code) -> Self {
-        use tonic::Code as T;
-        match code {
-            T::Ok => Self::OK,
-            T::Cancelled => Self::CANCELLED,
-            T::Unknown => Self::UNKNOWN,
-            T::InvalidArgument => Self::INVALID_ARGUMENT,
-            T::DeadlineExceeded => Self::DEADLINE_EXCEEDED,
-            T::NotFound => Self::NOT_FOUND,
-            T::AlreadyExists => Self::ALREADY_EXISTS,
-            T::PermissionDenied => Self::PERMISSION_DENIED,
-            T::ResourceExhausted => Self::RESOURCE_EXHAUSTED,
-            T::FailedPrecondition => Self::FAILED_PRECONDITION,
-            T::Aborted => Self::ABORTED,
-            T::OutOfRange => Self::OUT_OF_RANGE,
-            T::Unimplemented => Self::UNIMPLEMENTED,
-            T::Internal => Self::INTERNAL,
-            T::Unavailable => Self::UNAVAILABLE,
-            T::DataLoss => Self::DATA_LOSS,
-            T::Unauthenticated => Self::UNAUTHENTICATED,
-        }
-    }
-}
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     method: Method,
-    code: Code,
+    /// gRPC's name of the answer's code.
+    code: &'static str,
 }
 
 /// The rendezvous server's metrics; clones count into the same ones. Register them with
@@ -117,8 +71,8 @@ impl RendezvousMetrics {
             .register(registry, "tfcluster_rendezvous", "rendezvous server");
     }
 
-    pub(crate) fn answered(&self, method: Method, code: tonic::Code) {
-        let code = Code::from(code);
+    /// Counts a call to `method` answered with the code gRPC names `code`.
+    pub(crate) fn answered(&self, method: Method, code: &'static str) {
         self.requests
             .get_or_create(&RequestLabels { method, code })
             .inc();

@@ -18,10 +18,10 @@ fn token(text: &str) -> Token {
     Token::new(format!("{text}-0123456789abcdef")).unwrap()
 }
 
-/// The gRPC code of a refused call.
-fn code(error: &elastic::Error) -> Code {
+/// The code of a refused call.
+fn code(error: &elastic::Error) -> elastic::Code {
     match error {
-        elastic::Error::Refused { status, .. } => status.code(),
+        elastic::Error::Refused { code, .. } => *code,
         other => panic!("not refused: {other}"),
     }
 }
@@ -37,13 +37,13 @@ async fn a_job_with_a_token_refuses_joins_and_observers_without_it(backend: Back
         let other = rdzv.client_with(options).await;
         let join = Join::new("job", c.clone(), vec![20_001]);
         let err = other.join(&join).await.unwrap_err();
-        assert_eq!(code(&err), Code::Unauthenticated, "{err}");
+        assert_eq!(code(&err), elastic::Code::Unauthenticated, "{err}");
         assert!(err.to_string().contains("Join to job \"job\""), "{err}");
         let err = other
             .watch_round("job", None, Duration::ZERO)
             .await
             .unwrap_err();
-        assert_eq!(code(&err), Code::Unauthenticated, "{err}");
+        assert_eq!(code(&err), elastic::Code::Unauthenticated, "{err}");
     }
     // Nothing changed: the round runs, and a holder of the token sees it.
     assert_eq!(ours.heartbeat(&a, 1).await.unwrap(), RoundStatus::Running);
@@ -64,7 +64,7 @@ async fn a_join_under_another_nodes_id_is_refused(backend: Backend) {
     let attacker = rdzv.client().await;
     let forged = Join::new("job", c.clone(), vec![20_009]).with_node_id(a.node_id());
     let err = attacker.join(&forged).await.unwrap_err();
-    assert_eq!(code(&err), Code::PermissionDenied, "{err}");
+    assert_eq!(code(&err), elastic::Code::PermissionDenied, "{err}");
     assert!(
         err.to_string().contains(&format!(
             "node \"{}\" of job \"job\": wrong or missing node secret (Join)",
@@ -281,7 +281,7 @@ fn a_servers_own_token_guards_every_job() {
             .join(&Join::new("any-job", c.clone(), vec![20_000]))
             .await
             .unwrap_err();
-        assert_eq!(code(&err), Code::Unauthenticated, "{err}");
+        assert_eq!(code(&err), elastic::Code::Unauthenticated, "{err}");
         assert!(
             err.to_string()
                 .contains("this rendezvous takes only calls with its token")
@@ -290,7 +290,7 @@ fn a_servers_own_token_guards_every_job() {
             .watch_round("any-job", None, Duration::ZERO)
             .await
             .unwrap_err();
-        assert_eq!(code(&err), Code::Unauthenticated, "{err}");
+        assert_eq!(code(&err), elastic::Code::Unauthenticated, "{err}");
         let with = RendezvousClient::new(addr, fast().with_token(token("server"))).unwrap();
         let mut a = join(&with, "any-job", &c, 0).await;
         assert_eq!(round(&with, &mut a).await.number(), 1);
@@ -365,7 +365,7 @@ fn etcd_keeps_the_hashes_of_token_and_secrets_never_them() {
             .watch_round("job", None, Duration::ZERO)
             .await
             .unwrap_err();
-        assert_eq!(code(&err), Code::Unauthenticated, "{err}");
+        assert_eq!(code(&err), elastic::Code::Unauthenticated, "{err}");
         tokio::task::spawn_blocking(move || drop(etcd))
             .await
             .unwrap();

@@ -383,10 +383,10 @@ async fn conflicting_configs_on_one_id_are_refused_naming_both(backend: Backend)
         .join(&Join::new("job", config("2:3", 3), vec![20_001]))
         .await
         .unwrap_err();
-    let elastic::Error::Refused { status, .. } = &err else {
+    let elastic::Error::Refused { code, .. } = &err else {
         panic!("not refused: {err}");
     };
-    assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+    assert_eq!(*code, elastic::Code::FailedPrecondition);
     assert_eq!(
         err.to_string(),
         format!(

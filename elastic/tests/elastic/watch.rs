@@ -12,7 +12,6 @@ use elastic::{
     Error, RendezvousClient, RendezvousWatcher, ServerOptions, TaskStatus, Watched, WatchedRound,
 };
 use futures_util::StreamExt;
-use tonic::Code;
 
 use crate::common::{
     Backend, LAST_CALL, Rdzv, TIMEOUT, config, fast, join, names, on_another_address,
@@ -49,10 +48,10 @@ async fn an_observer_sees_each_round_as_nodes_join_and_leave_then_the_end(backen
     let observer = client.clone();
 
     let err = observer.watch_round("job", None, SHORT).await.unwrap_err();
-    let Error::Refused { status, .. } = &err else {
+    let Error::Refused { code, .. } = &err else {
         panic!("{err}")
     };
-    assert_eq!(status.code(), Code::NotFound, "{err}");
+    assert_eq!(*code, elastic::Code::NotFound, "{err}");
     assert!(err.to_string().contains("\"job\""), "{err}");
 
     let c = config("2:3", 0);
