@@ -507,7 +507,8 @@ mod generated {
 /// grpcio-tools: `python -m grpc_tools.protoc -I elastic/proto --python_out=OUT
 /// --grpc_python_out=OUT tfcluster/rendezvous.proto`. `cargo xtask python` does that and calls
 /// a running rendezvous from the generated client (`python/tests/test_protos.py`). The
-/// `JobStatus` call answers a [`JobStatusResponse`]: protoc refuses a message named as an rpc.
+/// `JobStatus` call answers a [`JobStatusResponse`](proto::JobStatusResponse): protoc refuses
+/// a message named as an rpc.
 pub mod proto {
     pub use crate::generated::protos::tfcluster::rendezvous::*;
 
