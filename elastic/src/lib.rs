@@ -499,6 +499,14 @@ mod generated {
 /// The rendezvous wire messages and tonic stubs, generated from
 /// `proto/tfcluster/rendezvous.proto` (package `tfcluster.rendezvous`): the contract for
 /// agents written in other languages.
+///
+/// The file compiles with the reference compiler, protoc, as with protox (which generates
+/// this module), so other languages' stubs come from it as it is; Python's, with
+/// grpcio-tools: `python -m grpc_tools.protoc -I elastic/proto --python_out=OUT
+/// --grpc_python_out=OUT tfcluster/rendezvous.proto`. `cargo xtask python` does that and calls
+/// a running rendezvous from the generated client (`python/tests/test_protos.py`). The
+/// `JobStatus` call answers a [`JobStatusResponse`](proto::JobStatusResponse): protoc refuses
+/// a message named as an rpc.
 pub mod proto {
     pub use crate::generated::protos::tfcluster::rendezvous::*;
 

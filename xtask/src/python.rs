@@ -16,7 +16,9 @@ use crate::tally::{self, Suite};
 use crate::{docs_section, machine, stats, tf_venv, venv, workspace};
 
 /// What the venv needs besides TensorFlow to build and test the package: maturin builds it,
-/// pytest and hypothesis test it beside TensorFlow, mypy's stubtest checks its stubs; and to
+/// pytest and hypothesis test it beside TensorFlow, mypy's stubtest checks its stubs,
+/// grpcio-tools' protoc (the reference compiler, pinned: its version is the compiler's)
+/// compiles every `.proto` we publish into Python stubs (`python/tests/test_protos.py`); and to
 /// check the Kubernetes manifests (`cargo xtask kubernetes`): the official Kubernetes client's
 /// models, PyYAML and jsonschema, pinned so a new client's models do not change the checks.
 const TOOLS: &[&str] = &[
@@ -24,6 +26,7 @@ const TOOLS: &[&str] = &[
     "pytest",
     "hypothesis>=6,<7",
     "mypy>=1.10,<3",
+    "grpcio-tools==1.85.1",
     "kubernetes==35.0.0",
     "PyYAML==6.0.3",
     "jsonschema==4.25.1",
@@ -126,9 +129,9 @@ const PLAIN_TESTS: [&str; 2] = ["python/tests/test_api.py", "python/tests/test_c
 /// cp39), then on each CPython of [`PYTHONS`] this machine has, a venv of its own
 /// (`target/py-venvs/3.X`, pytest and hypothesis from PyPI) with the wheel installed and
 /// [`PLAIN_TESTS`] run there; with `--with-tensorflow`, TensorFlow 2.21 installed too where
-/// it has a wheel for that Python (about 1.5 GB a venv) and every test but stubtest's run
-/// (stubtest is `cargo xtask python`'s, in the TensorFlow venv). A table of each Python's
-/// outcome; an error when one failed.
+/// it has a wheel for that Python (about 1.5 GB a venv) and every test but stubtest's and
+/// protoc's run (both `cargo xtask python`'s, in the TensorFlow venv: neither depends on the
+/// Python version). A table of each Python's outcome; an error when one failed.
 pub(crate) fn all_pythons(with_tensorflow: bool) -> Result<(), String> {
     let builder = tf_venv::python()?;
     ensure_tools(&builder)?;
@@ -147,13 +150,20 @@ pub(crate) fn all_pythons(with_tensorflow: bool) -> Result<(), String> {
         };
         let python = venv.ensure_from(&base, &[&["pytest", "hypothesis>=6,<7"]])?;
         install_wheel(&python, &wheel)?;
-        // With TensorFlow where it has a wheel for this Python: every test but stubtest's.
+        // With TensorFlow where it has a wheel for this Python: every test but stubtest's and
+        // protoc's.
         let tensorflow = with_tensorflow
             && workspace::run(venv::pip(&python, "install").arg(tf_venv::TENSORFLOW)).is_ok();
         let mut pytest = venv::command(&python);
         pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]);
         if tensorflow {
-            pytest.args(["python/tests", "--ignore", "python/tests/test_stubs.py"]);
+            pytest.args([
+                "python/tests",
+                "--ignore",
+                "python/tests/test_stubs.py",
+                "--ignore",
+                "python/tests/test_protos.py",
+            ]);
         } else {
             pytest.args(["-m", "not tensorflow"]).args(PLAIN_TESTS);
         }
@@ -167,7 +177,7 @@ pub(crate) fn all_pythons(with_tensorflow: bool) -> Result<(), String> {
             .trim_matches(|c: char| c == '=' || c.is_whitespace())
             .to_owned();
         let tests = if tensorflow {
-            "all but stubtest, with TensorFlow 2.21"
+            "all but stubtest and protoc, with TensorFlow 2.21"
         } else {
             "module and CLI"
         };
@@ -279,13 +289,21 @@ pub(crate) fn release() -> Result<(), String> {
     )
 }
 
-/// Installs [`TOOLS`] with pip when the venv cannot import them.
+/// Installs [`TOOLS`] with pip when the venv cannot import them, or holds another
+/// grpcio-tools than the pinned one (another protoc).
 pub(crate) fn ensure_tools(python: &Path) -> Result<(), String> {
+    let grpcio_tools = TOOLS
+        .iter()
+        .find_map(|tool| tool.strip_prefix("grpcio-tools=="))
+        .expect("TOOLS pins grpcio-tools");
+    let check = format!(
+        "import maturin, pytest, hypothesis, mypy.stubtest, grpc_tools.protoc, kubernetes, yaml, \
+         jsonschema\n\
+         from importlib.metadata import version\n\
+         assert version('grpcio-tools') == '{grpcio_tools}'"
+    );
     let ready = Command::new(python)
-        .args([
-            "-c",
-            "import maturin, pytest, hypothesis, mypy.stubtest, kubernetes, yaml, jsonschema",
-        ])
+        .args(["-c", &check])
         .output()
         .is_ok_and(|out| out.status.success());
     if ready {

@@ -307,7 +307,7 @@ pub struct JobStatusRequest {
     pub poll_ms: u64,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
-pub struct JobStatus {
+pub struct JobStatusResponse {
     #[prost(string, tag = "1")]
     pub rdzv_id: ::prost::alloc::string::String,
     /// The job's incarnation (Round.job).
@@ -335,11 +335,11 @@ pub struct JobStatus {
     /// `silent_ms`): it changes when the job does, or a node turns late.
     #[prost(uint64, tag = "13")]
     pub digest: u64,
-    #[prost(oneof = "job_status::Phase", tags = "4, 5, 6")]
-    pub phase: ::core::option::Option<job_status::Phase>,
+    #[prost(oneof = "job_status_response::Phase", tags = "4, 5, 6")]
+    pub phase: ::core::option::Option<job_status_response::Phase>,
 }
-/// Nested message and enum types in `JobStatus`.
-pub mod job_status {
+/// Nested message and enum types in `JobStatusResponse`.
+pub mod job_status_response {
     #[derive(Clone, PartialEq, ::prost::Oneof)]
     pub enum Phase {
         /// No round runs: what the next one waits for.
@@ -835,7 +835,10 @@ pub mod rendezvous_client {
         pub async fn job_status(
             &mut self,
             request: impl tonic::IntoRequest<super::JobStatusRequest>,
-        ) -> std::result::Result<tonic::Response<super::JobStatus>, tonic::Status> {
+        ) -> std::result::Result<
+            tonic::Response<super::JobStatusResponse>,
+            tonic::Status,
+        > {
             self.inner
                 .ready()
                 .await
@@ -947,7 +950,10 @@ pub mod rendezvous_server {
         async fn job_status(
             &self,
             request: tonic::Request<super::JobStatusRequest>,
-        ) -> std::result::Result<tonic::Response<super::JobStatus>, tonic::Status>;
+        ) -> std::result::Result<
+            tonic::Response<super::JobStatusResponse>,
+            tonic::Status,
+        >;
         /// The jobs the rendezvous holds that the caller's token opens: the open jobs, and those
         /// whose token the call carries. At most `MAX_LISTED` (1000), by id.
         async fn list_jobs(
@@ -1305,7 +1311,7 @@ pub mod rendezvous_server {
                         T: Rendezvous,
                     > tonic::server::UnaryService<super::JobStatusRequest>
                     for JobStatusSvc<T> {
-                        type Response = super::JobStatus;
+                        type Response = super::JobStatusResponse;
                         type Future = BoxFuture<
                             tonic::Response<Self::Response>,
                             tonic::Status,

@@ -194,7 +194,7 @@ impl<S: Store> GrpcRendezvous for Service<S> {
     async fn job_status(
         &self,
         request: Request<proto::JobStatusRequest>,
-    ) -> Result<Response<proto::JobStatus>, Status> {
+    ) -> Result<Response<proto::JobStatusResponse>, Status> {
         let answer = async {
             let credentials = carrier::credentials(request.metadata(), "JobStatus")?;
             let req = request.into_inner();

@@ -16,8 +16,8 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-pub(crate) fn job_status_to_proto(status: &JobStatus) -> proto::JobStatus {
-    use proto::job_status::Phase;
+pub(crate) fn job_status_to_proto(status: &JobStatus) -> proto::JobStatusResponse {
+    use proto::job_status_response::Phase;
     use proto::node_status::State;
     let phase = match &status.phase {
         JobPhase::Forming {
@@ -49,7 +49,7 @@ pub(crate) fn job_status_to_proto(status: &JobStatus) -> proto::JobStatus {
             late: n.late,
         })
         .collect();
-    proto::JobStatus {
+    proto::JobStatusResponse {
         rdzv_id: status.rdzv_id.clone(),
         job: status.job,
         config: Some(config_to_proto(&status.config)),
@@ -66,10 +66,10 @@ pub(crate) fn job_status_to_proto(status: &JobStatus) -> proto::JobStatus {
 
 /// A status from the wire, its running round decoded by `round` (which checks its cluster).
 pub(crate) fn job_status_from_proto(
-    status: proto::JobStatus,
+    status: proto::JobStatusResponse,
     round: impl FnOnce(proto::Round) -> Result<WatchedRound, Error>,
 ) -> Result<JobStatus, Error> {
-    use proto::job_status::Phase;
+    use proto::job_status_response::Phase;
     use proto::node_status::State;
     let phase = match status.phase {
         Some(Phase::Forming(p)) => JobPhase::Forming {

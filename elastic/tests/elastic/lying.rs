@@ -143,11 +143,11 @@ impl Rendezvous for Fake {
     async fn job_status(
         &self,
         request: Request<proto::JobStatusRequest>,
-    ) -> Result<Response<proto::JobStatus>, Status> {
+    ) -> Result<Response<proto::JobStatusResponse>, Status> {
         let Lie::DirtyDone = self.lie else {
             return Err(Status::unimplemented("no status here"));
         };
-        Ok(Response::new(proto::JobStatus {
+        Ok(Response::new(proto::JobStatusResponse {
             rdzv_id: request.into_inner().rdzv_id,
             config: Some(proto::JobConfig {
                 min_nodes: 2,
@@ -156,7 +156,7 @@ impl Rendezvous for Fake {
                 ..Default::default()
             }),
             // The 15 MB once (twice is past the client's 16 MB answer).
-            phase: Some(proto::job_status::Phase::Done(proto::JobDone {
+            phase: Some(proto::job_status_response::Phase::Done(proto::JobDone {
                 first_failure: None,
                 ..dirty_done()
             })),

@@ -65,11 +65,11 @@ impl Rendezvous for DirtyEnd {
     async fn job_status(
         &self,
         request: Request<proto::JobStatusRequest>,
-    ) -> Result<Response<proto::JobStatus>, Status> {
+    ) -> Result<Response<proto::JobStatusResponse>, Status> {
         let mut done = dirty_done();
         // The 15 MB once (twice is past the client's 16 MB answer).
         let last_failure = done.first_failure.take();
-        Ok(Response::new(proto::JobStatus {
+        Ok(Response::new(proto::JobStatusResponse {
             rdzv_id: request.into_inner().rdzv_id,
             config: Some(proto::JobConfig {
                 min_nodes: 1,
@@ -78,7 +78,7 @@ impl Rendezvous for DirtyEnd {
                 ..Default::default()
             }),
             last_failure,
-            phase: Some(proto::job_status::Phase::Done(done)),
+            phase: Some(proto::job_status_response::Phase::Done(done)),
             ..Default::default()
         }))
     }
