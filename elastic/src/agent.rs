@@ -76,7 +76,9 @@ pub use wait_watcher::WaitWatcher;
 use wait_watcher::{EndOfWait, Watcher};
 
 use launcher::supervise::{Signal, SpawnError, Supervisor, TaskLogs, TaskSpec};
-use launcher::{GpuError, Prewarm, PrewarmError, ReservedPorts, TaskEnd, TaskGpus, WarmPool};
+use launcher::{
+    GpuError, GpusPerTask, Prewarm, PrewarmError, ReservedPorts, TaskEnd, TaskGpus, WarmPool,
+};
 
 use crate::task_env::task_env;
 use crate::{
@@ -98,7 +100,7 @@ pub struct AgentOptions {
     grace: Duration,
     failure_grace: Duration,
     join_timeout: Duration,
-    gpus_per_task: Option<u32>,
+    gpus_per_task: Option<GpusPerTask>,
     watchdog: Option<Duration>,
     watchdog_start: Duration,
     prewarm: Prewarm,
@@ -189,10 +191,10 @@ impl AgentOptions {
         self
     }
 
-    /// How many of the host's GPUs each local task gets (its `CUDA_VISIBLE_DEVICES`);
-    /// `None`: the host's GPUs divided evenly among the local tasks. See
-    /// [`TaskGpus::find`].
-    pub fn with_gpus_per_task(mut self, gpus_per_task: Option<u32>) -> Self {
+    /// How many of the host's GPUs each local task gets (its `CUDA_VISIBLE_DEVICES`): `K`
+    /// each, or every GPU shared by every task; `None`: the host's GPUs divided evenly among
+    /// the local tasks. See [`TaskGpus::find`].
+    pub fn with_gpus_per_task(mut self, gpus_per_task: Option<GpusPerTask>) -> Self {
         self.gpus_per_task = gpus_per_task;
         self
     }

@@ -15,7 +15,8 @@
 //!   its round and runs the script when handed the task's environment ([`Prewarm`] says
 //!   which commands qualify), so a restart skips Python's start and `import tensorflow`.
 //! - [`TaskEnv`]: a task's environment — its `TF_CONFIG`, its share of the host's GPUs
-//!   ([`TaskGpus`]: `CUDA_VISIBLE_DEVICES`), unbuffered Python output, Python's faulthandler.
+//!   ([`TaskGpus`]: `CUDA_VISIBLE_DEVICES`, K each or every GPU shared: [`GpusPerTask`]),
+//!   unbuffered Python output, Python's faulthandler.
 //! - [`ReservedPorts`]: a port per task, held (bound, never listening) until the tasks start.
 //! - [`hostname`]: the host's name, as logs and a rendezvous know it.
 //!
@@ -100,7 +101,7 @@ pub mod supervise;
 mod task_end;
 mod task_env;
 
-pub use gpus::{GpuError, TaskGpus};
+pub use gpus::{GpuError, GpusPerTask, InvalidGpusPerTask, TF_FORCE_GPU_ALLOW_GROWTH, TaskGpus};
 pub use hostname::hostname;
 pub use prewarm::{DEFAULT_MODULE, Prewarm, PrewarmError, WarmPool};
 pub use reserved_ports::ReservedPorts;

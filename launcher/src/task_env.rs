@@ -4,7 +4,7 @@
 
 use cluster_resolver::gpus::CUDA_VISIBLE_DEVICES;
 
-use crate::gpus::TaskGpus;
+use crate::gpus::{TF_FORCE_GPU_ALLOW_GROWTH, TaskGpus};
 
 /// A task's environment variables, in the order they are set.
 ///
@@ -34,10 +34,16 @@ impl TaskEnv {
     }
 
     /// Adds local task `local_task`'s GPUs as `CUDA_VISIBLE_DEVICES`, unless `gpus` leaves
-    /// the variable as the launcher's own (a host without GPUs).
+    /// the variable as the launcher's own (a host without GPUs, every GPU shared); when every
+    /// task shares every GPU, `TF_FORCE_GPU_ALLOW_GROWTH=true` too, unless the launcher's
+    /// environment sets it.
     pub fn with_gpus(mut self, gpus: &TaskGpus, local_task: u32) -> Self {
         if let Some(devices) = gpus.of_task(local_task) {
             self.0.push((CUDA_VISIBLE_DEVICES.to_owned(), devices));
+        }
+        if gpus.shared() && std::env::var_os(TF_FORCE_GPU_ALLOW_GROWTH).is_none() {
+            self.0
+                .push((TF_FORCE_GPU_ALLOW_GROWTH.to_owned(), "true".to_owned()));
         }
         self
     }

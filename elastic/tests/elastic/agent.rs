@@ -24,7 +24,7 @@ fn a_stop_while_joining_stops_the_agent() {
             )
             .with_grace(Duration::from_secs(1))
             .with_join_timeout(Duration::from_secs(60))
-            .with_gpus_per_task(Some(0)),
+            .with_gpus_per_task(Some(elastic::launcher::GpusPerTask::Each(0))),
         );
         let stop = futures_util::stream::once(async {
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -63,7 +63,7 @@ fn sleeper(server: &elastic::RendezvousServer) -> Agent {
         )
         .with_grace(Duration::from_secs(1))
         .with_join_timeout(Duration::from_secs(60))
-        .with_gpus_per_task(Some(0)),
+        .with_gpus_per_task(Some(elastic::launcher::GpusPerTask::Each(0))),
     )
 }
 

@@ -291,7 +291,7 @@ fn a_dirty_job_end_reaches_the_agent_clean_and_short() {
         let agent = Agent::new(
             client,
             AgentOptions::new(Join::new("job", config(), Vec::new()), vec!["true".into()])
-                .with_gpus_per_task(Some(0)),
+                .with_gpus_per_task(Some(elastic::launcher::GpusPerTask::Each(0))),
         );
         let AgentOutcome::Failed(by_agent) =
             agent.run(futures_util::stream::pending()).await.unwrap()

@@ -43,7 +43,7 @@ const LOCAL: &str = "local";
 pub(crate) async fn task_envs(
     jobs: &LocalJobs,
     spec: &ClusterSpec,
-    gpus_per_task: Option<u32>,
+    gpus_per_task: Option<launcher::GpusPerTask>,
 ) -> Result<Vec<(TaskId, Vec<(String, String)>)>, Failure> {
     let tasks = jobs.tasks();
     let count = u32::try_from(tasks.len()).unwrap_or(u32::MAX);
@@ -66,7 +66,7 @@ pub(crate) async fn run(
     jobs: &LocalJobs,
     command: &[String],
     stops: StopArgs,
-    gpus_per_task: Option<u32>,
+    gpus_per_task: Option<launcher::GpusPerTask>,
     watchdog: WatchdogArgs,
     logs: Option<TaskLogs>,
     metrics: MetricsArgs,

@@ -526,6 +526,22 @@ fn local_tasks_get_their_share_of_the_gpus() {
             "[worker:1] gpus=[]"
         ]
     );
+    // One GPU, three tasks: the even split gives none each; `all` shares it, each task
+    // seeing it and growing its memory as it needs it.
+    let grow = [
+        "--",
+        "sh",
+        "-c",
+        "echo \"gpus=[$CUDA_VISIBLE_DEVICES] grow=$TF_FORCE_GPU_ALLOW_GROWTH\"",
+    ];
+    assert_eq!(
+        shares(&run(&["--gpus-per-task", "all"], &grow), "0"),
+        [
+            "[chief:0] gpus=[0] grow=true",
+            "[worker:0] gpus=[0] grow=true",
+            "[worker:1] gpus=[0] grow=true"
+        ]
+    );
     // More than the host has: TensorFlow's words, and nothing runs.
     let mut out = Launch::start(
         &run(&["--gpus-per-task", "2"], &echo),
