@@ -138,8 +138,8 @@
 //! The first node to join a rendezvous id creates the job with its [`JobConfig`]; a node
 //! joining with another config is refused (`FAILED_PRECONDITION`, naming both values of each
 //! field that differs). A round closes when `max` nodes wait for it, or when at least `min`
-//! wait and no new node came for the last call ([`ServerOptions::with_last_call`], 3 s by
-//! default), or, after a round, once every member of it still in the job waits again (whom
+//! wait and no new node came for the last call ([`ServerOptions::with_last_call`],
+//! [`DEFAULT_LAST_CALL`], 3 s), or, after a round, once every member of it still in the job waits again (whom
 //! to wait for is known then, and a last call would only add to what a failure costs). A
 //! node joining while a round runs waits for the next; if the running round has
 //! fewer than `max` nodes, the join ends it, so the next round takes the node in. Members are
@@ -547,7 +547,7 @@ pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};
 pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
 /// The Prometheus client the metrics register into ([`AgentMetrics::register`]).
 pub use prometheus_client;
-pub use rendezvous::{DEFAULT_TIMEOUT, RendezvousMetrics};
+pub use rendezvous::{DEFAULT_LAST_CALL, DEFAULT_TIMEOUT, RendezvousMetrics};
 pub use resolver::RendezvousClusterResolver;
 pub use task_env::task_env;
 pub use token::{TOKEN_ENV, Token};

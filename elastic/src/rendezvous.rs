@@ -42,6 +42,12 @@ use crate::outcome::RoundStatus;
 /// 2-core machine with no false loss (docs/benchmarks.md).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// How long a round with at least `min` nodes waits for more, unless the rendezvous is told
+/// otherwise ([`ServerOptions::with_last_call`](crate::ServerOptions::with_last_call),
+/// [`EtcdOptions::with_last_call`](crate::EtcdOptions::with_last_call)): long enough for
+/// hosts started together by one script to arrive, short next to a TensorFlow start.
+pub const DEFAULT_LAST_CALL: Duration = Duration::from_secs(3);
+
 /// The rendezvous's calls, whoever answers them: [`Local`] over a store in this process, or
 /// the gRPC client over a rendezvous elsewhere. `within` is how long the caller waits for
 /// the answer (a gRPC client sends it as the call's deadline; a local call is bounded by

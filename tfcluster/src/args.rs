@@ -6,8 +6,10 @@
 //! tasks ([`stops`], the same), finds hung ones ([`watchdog`], the same), keeps their output
 //! in files ([`task_logs`], the same) and keeps them warm ([`prewarm`], `--rdzv`), the
 //! elastic job's own flags ([`elastic`], read by `run` and by its agent in [`crate::run`]),
-//! and `--metrics` ([`metrics`], `run` and `rendezvous serve`).
+//! `--metrics` ([`metrics`], `run` and `rendezvous serve`) and a server's `--allow` ([`allow`],
+//! `serve` and `rendezvous serve`).
 
+pub(crate) mod allow;
 pub(crate) mod elastic;
 pub(crate) mod gpus;
 pub(crate) mod limits;

@@ -98,7 +98,7 @@ impl EtcdOptions {
             prefix: DEFAULT_PREFIX.to_owned(),
             tls: None,
             timeout: crate::DEFAULT_TIMEOUT,
-            last_call: Duration::from_secs(3),
+            last_call: crate::DEFAULT_LAST_CALL,
         })
     }
 

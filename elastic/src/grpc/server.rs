@@ -55,7 +55,7 @@ impl Default for ServerOptions {
     /// [`default_limits`](Self::default_limits).
     fn default() -> Self {
         Self {
-            last_call: Duration::from_secs(3),
+            last_call: crate::DEFAULT_LAST_CALL,
             timeout: crate::DEFAULT_TIMEOUT,
             max_jobs: 1024,
             limits: Self::default_limits(),

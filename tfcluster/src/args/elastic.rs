@@ -9,6 +9,7 @@ use elastic::{JobConfig, Layout, NodeRange};
 use remote_connect::Network;
 
 use crate::args::rendezvous::target::Rendezvous;
+use crate::args::rendezvous::timing::RdzvTimingArgs;
 use crate::args::rendezvous::{JoinRole, RdzvTargetArgs};
 use crate::failure::Failure;
 
@@ -34,20 +35,9 @@ pub(crate) struct ElasticArgs {
     /// the job fails.
     #[arg(long, value_name = "N", default_value_t = 3, requires = "rdzv")]
     max_restarts: u32,
-    /// With --rdzv: how long a host may be silent before it is lost (on etcd: the TTL of its
-    /// lease, in whole seconds), and how long an unreachable rendezvous is retried before the
-    /// agent fails — at the start too: start every host's agent within it of the one that
-    /// serves the built-in rendezvous, or give a longer one. Agents heartbeat three times in
-    /// it, so a host whose agent is gone (killed, its link down) is lost in about this long;
-    /// 3s showed no false loss beside TensorFlow training on a busy 2-core machine
-    /// (docs/benchmarks.md).
-    #[arg(long, value_name = "DUR", default_value = "3s", value_parser = humantime::parse_duration, requires = "rdzv")]
-    pub(crate) rdzv_timeout: Duration,
-    /// With --rdzv: how long a round with at least MIN hosts waits for more. Set by the
-    /// agent that serves the built-in rendezvous, or on etcd by the agent that creates the
-    /// job (the first to join it).
-    #[arg(long, value_name = "DUR", default_value = "3s", value_parser = humantime::parse_duration, requires = "rdzv")]
-    pub(crate) rdzv_last_call: Duration,
+    // The rendezvous's timings (`run`'s group `rdzv_timing` requires --rdzv for them).
+    #[command(flatten)]
+    pub(crate) timing: RdzvTimingArgs,
     /// With --rdzv: how long to wait for each round to form.
     #[arg(long, value_name = "DUR", default_value = "10m", value_parser = humantime::parse_duration, requires = "rdzv")]
     pub(crate) join_timeout: Duration,
@@ -87,8 +77,8 @@ impl ElasticArgs {
             .rendezvous()?
             .map(|rendezvous| match rendezvous {
                 Rendezvous::Etcd(etcd) => Rendezvous::Etcd(
-                    etcd.with_timeout(self.rdzv_timeout)
-                        .with_last_call(self.rdzv_last_call),
+                    etcd.with_timeout(self.timing.timeout())
+                        .with_last_call(self.timing.last_call()),
                 ),
                 built_in => built_in,
             }))

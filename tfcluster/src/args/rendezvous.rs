@@ -6,9 +6,11 @@
 //! job's state or lists the jobs ([`StatusRole`]). The role gives each flag's help
 //! and says whether `--rdzv-id` needs `--rdzv`. What the flags name, checked, is
 //! [`target::Rendezvous`]; the job's token, from `--rdzv-token-file` or
-//! `TFCLUSTER_RDZV_TOKEN`, is [`token`]'s.
+//! `TFCLUSTER_RDZV_TOKEN`, is [`token`]'s; the rendezvous's timings, which `run --rdzv` and
+//! `rendezvous serve` both set, are [`timing`]'s.
 
 pub(crate) mod target;
+pub(crate) mod timing;
 pub(crate) mod token;
 
 use std::marker::PhantomData;

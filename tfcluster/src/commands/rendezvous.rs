@@ -3,14 +3,14 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use elastic::prometheus_client::registry::Registry;
 use elastic::{RendezvousMetrics, RendezvousServer, ServerOptions, Token};
 use metrics_endpoint::Health;
-use remote_connect::Network;
 
+use crate::args::allow::AllowArgs;
 use crate::args::metrics::MetricsArgs;
+use crate::args::rendezvous::timing::RdzvTimingArgs;
 use crate::args::rendezvous::token::{token, warn_open};
 use crate::args::tls::TlsArgs;
 use crate::failure::Failure;
@@ -50,12 +50,8 @@ struct ServeArgs {
     /// Where to listen, `IP:PORT` (port 0: any free one).
     #[arg(long, default_value = "0.0.0.0:29400")]
     listen: SocketAddr,
-    /// How long a host may be silent before it is lost.
-    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
-    rdzv_timeout: Duration,
-    /// How long a round with at least MIN hosts waits for more.
-    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
-    rdzv_last_call: Duration,
+    #[command(flatten)]
+    timing: RdzvTimingArgs,
     /// A file holding the rendezvous's own token (16 to 1024 printable ASCII characters;
     /// one trailing newline is dropped), or TFCLUSTER_RDZV_TOKEN (not both): every call,
     /// on any job, must carry it, and every job served gets it as its token. Without it,
@@ -63,11 +59,8 @@ struct ServeArgs {
     /// job open; serving says so in a warning.
     #[arg(long, value_name = "PATH")]
     token_file: Option<PathBuf>,
-    /// Accept connections only from these agents' addresses or networks, comma-separated
-    /// (`127.0.0.1`, `192.0.2.0/24`, `::1`, `2001:db8::/32`); others are closed at once,
-    /// told why. Default: every host.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    allow: Option<Vec<Network>>,
+    #[command(flatten)]
+    allow: AllowArgs,
     // mTLS: agents then need `run --rdzv-tls-ca/--rdzv-tls-cert/--rdzv-tls-key` with a
     // certificate of this CA, and this server's certificate must name the host they dial.
     #[command(flatten)]
@@ -97,13 +90,13 @@ fn run_serve(args: ServeArgs) -> Result<(), Failure> {
     runtime()?.block_on(async move {
         let stop = Stop::install();
         let mut options = ServerOptions::default()
-            .with_timeout(args.rdzv_timeout)
-            .with_last_call(args.rdzv_last_call);
+            .with_timeout(args.timing.timeout())
+            .with_last_call(args.timing.last_call());
         let open = token.is_none();
         if let Some(token) = token {
             options = options.with_token(token);
         }
-        if let Some(networks) = args.allow {
+        if let Some(networks) = args.allow.allow {
             options = options.with_allow(networks);
         }
         if let Some(tls) = tls {

@@ -93,6 +93,12 @@ tfcluster run --dry-run --format json
   tfcluster run --rdzv node0 --nodes 2 --log-dir /shared/logs --log-keep 3 --quiet-tasks \\
       -- python mwms_train.py   # /shared/logs/default/round-N/worker-I.out and .err")]
 #[command(group = clap::ArgGroup::new("launcher").args(["local", "rdzv"]))]
+// The rendezvous's timings are flattened from a group `rendezvous serve` shares: here they
+// need --rdzv.
+#[command(group = clap::ArgGroup::new("rdzv_timing")
+    .args(["rdzv_timeout", "rdzv_last_call"])
+    .multiple(true)
+    .requires("rdzv"))]
 pub(crate) struct Args {
     /// Where to find the cluster and this task.
     #[arg(long, value_enum, default_value = "auto", conflicts_with_all = ["local", "rdzv"])]

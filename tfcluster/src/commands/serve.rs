@@ -5,8 +5,9 @@ use std::net::SocketAddr;
 use anyhow::anyhow;
 use metrics_endpoint::Health;
 use metrics_endpoint::prometheus_client::registry::Registry;
-use remote_connect::{Network, TaskServer, TaskServerMetrics};
+use remote_connect::{TaskServer, TaskServerMetrics};
 
+use crate::args::allow::AllowArgs;
 use crate::args::limits::LimitArgs;
 use crate::args::metrics::MetricsArgs;
 use crate::args::source::ClusterArgs;
@@ -43,11 +44,8 @@ pub(crate) struct Args {
     /// Listen here (default: all interfaces, the port of this task's address).
     #[arg(long)]
     bind: Option<SocketAddr>,
-    /// Accept connections only from these client addresses or networks, comma-separated
-    /// (`127.0.0.1`, `192.0.2.0/24`, `::1`, `2001:db8::/32`); others are closed at once.
-    /// Default: every client.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    allow: Option<Vec<Network>>,
+    #[command(flatten)]
+    allow: AllowArgs,
     #[command(flatten)]
     tls: TlsArgs,
     #[command(flatten)]
@@ -94,7 +92,7 @@ async fn serve(args: Args) -> Result<(), Failure> {
     if let Some(bind) = args.bind {
         builder = builder.with_bind(bind);
     }
-    if let Some(networks) = args.allow {
+    if let Some(networks) = args.allow.allow {
         builder = builder.with_allow(networks);
     }
     if let Some(tls) = args.tls.config()? {

@@ -40,7 +40,7 @@ const LINGER: Duration = Duration::from_secs(2);
 /// Runs this host's tasks of the job until it ends.
 pub(crate) async fn run(
     args: &ElasticArgs,
-    gpus_per_task: Option<u32>,
+    gpus_per_task: Option<launcher::GpusPerTask>,
     command: &[String],
     supervision: Supervision,
     metrics: MetricsArgs,
@@ -119,7 +119,7 @@ fn refused_token(e: &AgentError) -> bool {
 /// each local task's name and environment (with its `CUDA_VISIBLE_DEVICES`).
 pub(crate) async fn dry_run(
     args: &ElasticArgs,
-    gpus_per_task: Option<u32>,
+    gpus_per_task: Option<launcher::GpusPerTask>,
     command: &[String],
 ) -> Result<Vec<(String, Vec<(String, String)>)>, Failure> {
     let rendezvous = rendezvous_of(args)?;
@@ -171,7 +171,7 @@ fn rendezvous_of(args: &ElasticArgs) -> Result<Rendezvous, Failure> {
 /// a rendezvous unreachable (every etcd member, or the built-in one's host) for that long
 /// fails the agent, naming it.
 async fn client(rendezvous: &Rendezvous, args: &ElasticArgs) -> Result<RendezvousClient, Failure> {
-    let timeout = args.rdzv_timeout;
+    let timeout = args.timing.timeout();
     let options = ClientOptions::default()
         .with_connect_timeout((timeout / 3).min(Duration::from_secs(5)))
         .with_rpc_timeout(timeout.min(Duration::from_secs(10)))
@@ -184,7 +184,7 @@ async fn client(rendezvous: &Rendezvous, args: &ElasticArgs) -> Result<Rendezvou
 async fn agent(
     rendezvous: &Rendezvous,
     args: &ElasticArgs,
-    gpus_per_task: Option<u32>,
+    gpus_per_task: Option<launcher::GpusPerTask>,
     command: &[String],
     supervision: Supervision,
 ) -> Result<Agent, Failure> {
@@ -247,8 +247,8 @@ async fn serve_if_here(
         .ok()?
         .next()?;
     let mut options = ServerOptions::default()
-        .with_timeout(args.rdzv_timeout)
-        .with_last_call(args.rdzv_last_call)
+        .with_timeout(args.timing.timeout())
+        .with_last_call(args.timing.last_call())
         .with_metrics(metrics.clone());
     if let Some(tls) = tls {
         options = options.with_tls(tls.clone());
