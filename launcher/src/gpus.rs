@@ -153,10 +153,8 @@ impl TaskGpus {
         gpus_per_task: Option<GpusPerTask>,
         source: Arc<dyn GpuSource>,
     ) -> Result<Self, GpuError> {
-        let needed = !matches!(
-            gpus_per_task,
-            Some(GpusPerTask::Each(0) | GpusPerTask::All)
-        ) && NodeGpus::needs_count(env, None).map_err(GpuError::Find)?;
+        let needed = !matches!(gpus_per_task, Some(GpusPerTask::Each(0) | GpusPerTask::All))
+            && NodeGpus::needs_count(env, None).map_err(GpuError::Find)?;
         let counted = if needed {
             let count = gpus::count(source)
                 .await
@@ -289,21 +287,28 @@ mod tests {
 
     #[test]
     fn gpus_per_task_takes_consecutive_shares() {
-        let gpus = TaskGpus::find_with(&visible("4,5,6,7,8"), 2, Some(GpusPerTask::Each(1)), no_smi).unwrap();
+        let gpus =
+            TaskGpus::find_with(&visible("4,5,6,7,8"), 2, Some(GpusPerTask::Each(1)), no_smi)
+                .unwrap();
         assert_eq!(shares(&gpus, 2), some(&["4", "5"]));
-        let gpus = TaskGpus::find_with(&visible("4,5,6,7"), 2, Some(GpusPerTask::Each(2)), no_smi).unwrap();
+        let gpus = TaskGpus::find_with(&visible("4,5,6,7"), 2, Some(GpusPerTask::Each(2)), no_smi)
+            .unwrap();
         assert_eq!(shares(&gpus, 2), some(&["4,5", "6,7"]));
     }
 
     #[test]
     fn too_few_gpus_names_the_numbers_and_where_they_came_from() {
-        let e = TaskGpus::find_with(&visible("0,1,2,3"), 2, Some(GpusPerTask::Each(3)), no_smi).unwrap_err();
+        let e = TaskGpus::find_with(&visible("0,1,2,3"), 2, Some(GpusPerTask::Each(3)), no_smi)
+            .unwrap_err();
         assert_eq!(
             e.to_string(),
             "Requested more GPUs per node than available. (2 tasks on a node × 3 GPUs per \
              task > 4 GPUs per node); this host's GPUs come from CUDA_VISIBLE_DEVICES=\"0,1,2,3\""
         );
-        let e = TaskGpus::find_with(&unset(), 1, Some(GpusPerTask::Each(1)), || Ok(Count::nvidia_smi(0))).unwrap_err();
+        let e = TaskGpus::find_with(&unset(), 1, Some(GpusPerTask::Each(1)), || {
+            Ok(Count::nvidia_smi(0))
+        })
+        .unwrap_err();
         assert!(
             e.to_string().ends_with(
                 "(1 tasks on a node × 1 GPUs per task > 0 GPUs per node); this host's GPUs \
