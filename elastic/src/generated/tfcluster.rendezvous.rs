@@ -461,10 +461,9 @@ pub struct StoredJob {
     pub timeout_ms: u64,
     /// The SHA-256 of the job's token (never the token): every call on the job must carry a
     /// token of this hash. Empty: an open job (as every record before tokens).
-    ///
-    /// The job's latest task failure.
     #[prost(bytes = "vec", tag = "16")]
     pub token_sha256: ::prost::alloc::vec::Vec<u8>,
+    /// The job's latest task failure.
     #[prost(message, optional, tag = "17")]
     pub last_failure: ::core::option::Option<Failure>,
 }
