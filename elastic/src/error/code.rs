@@ -15,43 +15,68 @@
 /// [`DataLoss`](Self::DataLoss). The others come from the transport or the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+// Each variant is gRPC's number for it, so the edge converts by number, not by a table.
 pub enum Code {
     /// The call was cancelled (a connection lost mid-call).
-    Cancelled,
+    Cancelled = 1,
     /// A failure of no known kind.
-    Unknown,
+    Unknown = 2,
     /// The request is invalid.
-    InvalidArgument,
+    InvalidArgument = 3,
     /// No answer came in time.
-    DeadlineExceeded,
+    DeadlineExceeded = 4,
     /// The job or node named is not there.
-    NotFound,
+    NotFound = 5,
     /// What the call would create is there already (an address another node holds).
-    AlreadyExists,
+    AlreadyExists = 6,
     /// The caller may not do this (a node's id without its secret, a host outside the
     /// allowed networks).
-    PermissionDenied,
+    PermissionDenied = 7,
     /// A limit is reached (the rendezvous's jobs, its memory for requests for now).
-    ResourceExhausted,
+    ResourceExhausted = 8,
     /// The job cannot take the request in its state.
-    FailedPrecondition,
+    FailedPrecondition = 9,
     /// The operation was aborted.
-    Aborted,
+    Aborted = 10,
     /// A value is out of range.
-    OutOfRange,
+    OutOfRange = 11,
     /// The peer does not have the call (a rendezvous of another version).
-    Unimplemented,
+    Unimplemented = 12,
     /// The peer broke.
-    Internal,
+    Internal = 13,
     /// The rendezvous (or its store) cannot be reached, or cannot answer now.
-    Unavailable,
+    Unavailable = 14,
     /// A stored state does not load.
-    DataLoss,
+    DataLoss = 15,
     /// The call lacks the token of the rendezvous or the job.
-    Unauthenticated,
+    Unauthenticated = 16,
 }
 
 impl Code {
+    /// The code gRPC numbers `number`; 0 (OK, which no failure has) and numbers past gRPC's
+    /// are [`Code::Unknown`].
+    pub(crate) fn from_number(number: i32) -> Self {
+        match number {
+            1 => Self::Cancelled,
+            2 => Self::Unknown,
+            3 => Self::InvalidArgument,
+            4 => Self::DeadlineExceeded,
+            5 => Self::NotFound,
+            6 => Self::AlreadyExists,
+            7 => Self::PermissionDenied,
+            8 => Self::ResourceExhausted,
+            9 => Self::FailedPrecondition,
+            10 => Self::Aborted,
+            11 => Self::OutOfRange,
+            12 => Self::Unimplemented,
+            13 => Self::Internal,
+            14 => Self::Unavailable,
+            15 => Self::DataLoss,
+            16 => Self::Unauthenticated,
+            _ => Self::Unknown,
+        }
+    }
+
     /// The code's name as gRPC's Rust implementations write it (`FailedPrecondition`), which
     /// messages show.
     pub fn as_str(self) -> &'static str {

@@ -13,61 +13,27 @@ use crate::client::call_failed::CallFailed;
 use crate::error::code::Code;
 use crate::rendezvous::CallError;
 
-/// gRPC's code for `code`.
+/// gRPC's code for `code` ([`Code`]'s variants are gRPC's numbers).
 fn grpc_code(code: Code) -> tonic::Code {
-    match code {
-        Code::Cancelled => tonic::Code::Cancelled,
-        Code::Unknown => tonic::Code::Unknown,
-        Code::InvalidArgument => tonic::Code::InvalidArgument,
-        Code::DeadlineExceeded => tonic::Code::DeadlineExceeded,
-        Code::NotFound => tonic::Code::NotFound,
-        Code::AlreadyExists => tonic::Code::AlreadyExists,
-        Code::PermissionDenied => tonic::Code::PermissionDenied,
-        Code::ResourceExhausted => tonic::Code::ResourceExhausted,
-        Code::FailedPrecondition => tonic::Code::FailedPrecondition,
-        Code::Aborted => tonic::Code::Aborted,
-        Code::OutOfRange => tonic::Code::OutOfRange,
-        Code::Unimplemented => tonic::Code::Unimplemented,
-        Code::Internal => tonic::Code::Internal,
-        Code::Unavailable => tonic::Code::Unavailable,
-        Code::DataLoss => tonic::Code::DataLoss,
-        Code::Unauthenticated => tonic::Code::Unauthenticated,
-    }
+    tonic::Code::from(code as i32)
 }
 
 /// The crate's code for gRPC's `code` of a failure: `Ok`, which no failure should have, is
 /// [`Code::Unknown`].
 fn code_of(code: tonic::Code) -> Code {
-    match code {
-        tonic::Code::Ok | tonic::Code::Unknown => Code::Unknown,
-        tonic::Code::Cancelled => Code::Cancelled,
-        tonic::Code::InvalidArgument => Code::InvalidArgument,
-        tonic::Code::DeadlineExceeded => Code::DeadlineExceeded,
-        tonic::Code::NotFound => Code::NotFound,
-        tonic::Code::AlreadyExists => Code::AlreadyExists,
-        tonic::Code::PermissionDenied => Code::PermissionDenied,
-        tonic::Code::ResourceExhausted => Code::ResourceExhausted,
-        tonic::Code::FailedPrecondition => Code::FailedPrecondition,
-        tonic::Code::Aborted => Code::Aborted,
-        tonic::Code::OutOfRange => Code::OutOfRange,
-        tonic::Code::Unimplemented => Code::Unimplemented,
-        tonic::Code::Internal => Code::Internal,
-        tonic::Code::Unavailable => Code::Unavailable,
-        tonic::Code::DataLoss => Code::DataLoss,
-        tonic::Code::Unauthenticated => Code::Unauthenticated,
-    }
+    Code::from_number(code as i32)
 }
 
 #[cfg(feature = "etcd")]
 /// `code` as gRPC numbers it (a refusal in the etcd store's record of a join's answer).
 pub(crate) fn code_number(code: Code) -> i32 {
-    grpc_code(code) as i32
+    code as i32
 }
 
 #[cfg(feature = "etcd")]
 /// The code gRPC numbers `number` (an unknown number is [`Code::Unknown`]).
 pub(crate) fn code_of_number(number: i32) -> Code {
-    code_of(tonic::Code::from(number))
+    Code::from_number(number)
 }
 
 /// The status a caller gets for `error`: its code, and its message unchanged.
