@@ -19,6 +19,11 @@
 //!   unbuffered Python output, Python's faulthandler.
 //! - [`ReservedPorts`]: a port per task, held (bound, never listening) until the tasks start.
 //! - [`hostname`]: the host's name, as logs and a rendezvous know it.
+//! - What a failure restarts: TensorFlow's failure domains ([`RestartScope::restart`]: a
+//!   ParameterServerStrategy worker alone, a parameter server with the chief, an evaluator
+//!   alone, a MultiWorkerMirroredStrategy worker with the round), planned exits
+//!   ([`TaskEnd::is_planned`]), and crash loops ([`CrashLoop`], by a failure's
+//!   [`Signature`]). Pure rules: `run --local` and the rendezvous apply them.
 //!
 //! **Who depends on it:** the `tfcluster` CLI and `elastic` (its agent), and Rust programs
 //! that launch TensorFlow processes themselves. It builds on `cluster-spec` (error wording)
@@ -93,6 +98,8 @@
 //! saves a restart Python's start and `import tensorflow` (docs/benchmarks.md, the
 //! goodput bench).
 
+mod crash_loop;
+mod failure_domain;
 mod gpus;
 mod hostname;
 mod prewarm;
@@ -101,10 +108,14 @@ pub mod supervise;
 mod task_end;
 mod task_env;
 
+pub use crash_loop::{CrashLoop, CrashLoopFound, LastFailure, Signature};
+pub use failure_domain::{
+    DEFAULT_MAX_TASK_RESTARTS, InvalidRestartScope, Restart, RestartPolicy, RestartScope, Strategy,
+};
 pub use gpus::{GpuError, GpusPerTask, InvalidGpusPerTask, TF_FORCE_GPU_ALLOW_GROWTH, TaskGpus};
 pub use hostname::hostname;
 pub use prewarm::{DEFAULT_MODULE, Prewarm, PrewarmError, WarmPool};
 pub use reserved_ports::ReservedPorts;
-pub use supervise::TaskMetrics;
-pub use task_end::TaskEnd;
+pub use supervise::{RestartCause, TaskMetrics};
+pub use task_end::{PLANNED_EXIT_CODES, TaskEnd};
 pub use task_env::TaskEnv;

@@ -54,6 +54,30 @@ impl ReservedPorts {
             .map(Self)
     }
 
+    /// Holds `ports` of `ip` again, which tasks that just died had: their restarts, in place,
+    /// need the same addresses, and this keeps another program from taking one meanwhile.
+    /// With `SO_REUSEADDR`, since the dead task's connections may linger in `TIME_WAIT` on
+    /// the port (TensorFlow's server, gRPC, binds with it too, for the same reason); that
+    /// still keeps off a program that binds without it, and the kernel's choice of a port
+    /// for an outgoing connection.
+    ///
+    /// # Errors
+    ///
+    /// The operating system's error when a port cannot be bound (something else took it).
+    pub fn hold(ip: IpAddr, ports: &[u16]) -> io::Result<Self> {
+        ports
+            .iter()
+            .map(|&port| {
+                let addr = SocketAddr::new(ip, port);
+                let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+                socket.set_reuse_address(true)?;
+                socket.bind(&addr.into())?;
+                Ok(socket)
+            })
+            .collect::<io::Result<Vec<_>>>()
+            .map(Self)
+    }
+
     /// The ports, in the order they were bound.
     pub fn ports(&self) -> Vec<u16> {
         self.0

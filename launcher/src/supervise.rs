@@ -28,13 +28,13 @@ use tokio::time::{Instant, timeout_at};
 
 pub use group::{Group, exit_code, spawn_group};
 use metrics::ExitKind;
-pub use metrics::TaskMetrics;
+pub use metrics::{RestartCause, TaskMetrics};
 use output::{Pump, Sink, Stream, Tail};
 use task_log::LogFile;
 pub use task_log::{TaskLog, TaskLogs};
 pub(crate) use watchdog::Beacon;
 use watchdog::Watch;
-pub use watchdog::{DUMP_WAIT, PROGRESS_FILE, WATCHDOG_START, Watchdog};
+pub use watchdog::{DUMP_WAIT, PROGRESS_FILE, PROGRESS_START, WATCHDOG_START, Watchdog};
 
 use crate::TaskEnd;
 
@@ -349,6 +349,21 @@ impl Supervisor {
             (Some(beacon), Some(quiet)) if beacon.is_hung() => TaskEnd::Hung { quiet },
             _ => task_end(exit),
         }
+    }
+
+    /// Whether task `index` made progress past its start ([`PROGRESS_START`]: output after
+    /// it, or a touch of its [`PROGRESS_FILE`] at any time): a failure without is a start
+    /// that fails, which the crash-loop rule ([`CrashLoop`](crate::CrashLoop)) looks at.
+    pub fn progressed(&self, index: usize) -> bool {
+        self.watch.beacon(index).is_some_and(|b| b.progressed())
+    }
+
+    /// Kills task `index`'s process group (SIGKILL) for a restart, not a stop: its exit
+    /// comes from [`next_exit`](Self::next_exit) as any other, and the other tasks run on.
+    pub fn kill(&self, index: usize) {
+        let task = &self.tasks[index];
+        tracing::debug!(task = %task.name, "killing a task for its restart");
+        task.group.signal(Signal::SIGKILL);
     }
 
     /// Sends `signal` to the process group of every task still running, and SIGKILL to every

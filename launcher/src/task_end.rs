@@ -28,7 +28,19 @@ impl TaskEnd {
     pub fn success(&self) -> bool {
         matches!(self, Self::Exited(0))
     }
+
+    /// Whether the task ended as TensorFlow's `PreemptionCheckpointHandler` ends it after
+    /// saving on a preemption notice: exit status 42 ([`PLANNED_EXIT_CODES`]; 143 on GCE's
+    /// maintenance events). A planned restart, not a failure: it counts against no bound.
+    pub fn is_planned(&self) -> bool {
+        matches!(self, Self::Exited(code) if PLANNED_EXIT_CODES.contains(code))
+    }
 }
+
+/// The exit statuses of a task that saved and exited on a preemption notice: TensorFlow's
+/// `PreemptionCheckpointHandler` exits with 42 off GCP and 143 on GCE maintenance events
+/// (`tensorflow/python/distribute/failure_handling/failure_handling.py`).
+pub const PLANNED_EXIT_CODES: [i32; 2] = [42, 143];
 
 impl fmt::Display for TaskEnd {
     /// `exited with status 1`, `was killed by signal 9`, `could not run: …`,
@@ -51,6 +63,8 @@ mod tests {
     fn each_end_reads_as_a_failure_report_says_it() {
         assert!(TaskEnd::Exited(0).success());
         assert!(!TaskEnd::Signaled(9).success());
+        assert!(TaskEnd::Exited(42).is_planned() && TaskEnd::Exited(143).is_planned());
+        assert!(!TaskEnd::Exited(1).is_planned() && !TaskEnd::Signaled(15).is_planned());
         assert_eq!(TaskEnd::Exited(3).to_string(), "exited with status 3");
         assert_eq!(TaskEnd::Signaled(9).to_string(), "was killed by signal 9");
         let hung = TaskEnd::Hung {

@@ -38,6 +38,11 @@ const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(100), Duration:
 /// took up to about 50 s on a loaded 2-core machine running six of them.
 pub const WATCHDOG_START: Duration = Duration::from_secs(60);
 
+/// How long a task's start is, for telling whether it made progress
+/// ([`Supervisor::progressed`](super::Supervisor::progressed)): what it prints in its first
+/// 30 s is TensorFlow's import and warnings and the strategy's set-up, not training.
+pub const PROGRESS_START: Duration = Duration::from_secs(30);
+
 /// One task's progress: when it last gave a beacon. Shared by its output pumps (which beat
 /// for each line), the supervisor's waiter (which marks its exit) and the [`Watchdog`].
 #[derive(Clone, Debug)]
@@ -51,6 +56,8 @@ struct BeaconState {
     last_ms: AtomicU64,
     /// Its progress file and the mtime last seen there, when a watchdog is on.
     file: Option<(PathBuf, Mutex<Option<SystemTime>>)>,
+    /// Its progress file's mtime when it was made: a later one is a touch.
+    created: Option<SystemTime>,
     /// Set once the task exited: an exited task is not hung.
     exited: AtomicBool,
     /// Set once the watchdog found it hung: it is reported so once, and as hung.
@@ -62,6 +69,7 @@ impl Beacon {
         Self(Arc::new(BeaconState {
             started: Instant::now(),
             last_ms: AtomicU64::new(0),
+            created: file.as_ref().and_then(|(_, mtime)| *mtime),
             file: file.map(|(path, mtime)| (path, Mutex::new(mtime))),
             exited: AtomicBool::new(false),
             hung: AtomicBool::new(false),
@@ -91,6 +99,18 @@ impl Beacon {
     /// Whether the watchdog found it hung.
     pub(crate) fn is_hung(&self) -> bool {
         self.0.hung.load(Ordering::Relaxed)
+    }
+
+    /// Whether the task made progress past its start: output after [`PROGRESS_START`], or a
+    /// touch of its progress file (looked at now: the watchdog may not have polled it yet).
+    pub(crate) fn progressed(&self) -> bool {
+        let last = Duration::from_millis(self.0.last_ms.load(Ordering::Relaxed));
+        let touched = self.0.file.as_ref().is_some_and(|(path, _)| {
+            std::fs::metadata(path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|mtime| Some(mtime) != self.0.created)
+        });
+        last > PROGRESS_START || touched
     }
 
     /// How long since its last beacon.
@@ -316,6 +336,31 @@ mod tests {
         assert!(beacon.is_hung());
         let again = tokio::time::timeout(Duration::from_millis(600), dog.hung()).await;
         assert!(again.is_err(), "found hung twice");
+    }
+
+    #[test]
+    fn progress_is_output_past_the_start_or_a_touch() {
+        let mut watch = Watch::new(Some(Duration::from_secs(60)), WATCHDOG_START);
+        let (beacon, var) = watch.prepare().unwrap();
+        beacon.beat();
+        assert!(!beacon.progressed(), "output at the start is not progress");
+        beacon
+            .0
+            .last_ms
+            .store(PROGRESS_START.as_millis() as u64 + 1, Ordering::Relaxed);
+        assert!(beacon.progressed());
+        let (beacon, var2) = watch.prepare().unwrap();
+        assert_ne!(var, var2);
+        assert!(!beacon.progressed());
+        let path = var2.unwrap().1;
+        let later = SystemTime::now() + Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert!(beacon.progressed(), "a touch is progress at any time");
     }
 
     #[tokio::test]
