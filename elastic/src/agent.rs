@@ -77,10 +77,11 @@ use wait_watcher::{EndOfWait, Watcher};
 
 use launcher::supervise::{Signal, SpawnError, Supervisor, TaskLogs, TaskSpec};
 use launcher::{
-    GpuError, GpusPerTask, Prewarm, PrewarmError, ReservedPorts, TaskEnd, TaskGpus, WarmPool,
+    GpuError, GpusPerTask, Prewarm, PrewarmError, ReservedPorts, Restart, RestartCause, TaskGpus,
+    WarmPool,
 };
 
-use crate::task_env::task_env;
+use crate::task_env::round_task_env;
 use crate::{
     Error, Heartbeats, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, TaskStatus,
     Waited,
@@ -644,59 +645,63 @@ impl Agent {
         }
         // The local task of each started process: one that could not start has none.
         let mut local_of = Vec::with_capacity(round.local_tasks().len());
-        for (local, task) in round.local_tasks().iter().enumerate() {
-            let local = local as u32;
-            let log = self.options.task_logs.as_ref().map(|logs| {
-                logs.task(
-                    self.options.join.rdzv_id(),
-                    round.number(),
-                    &task.task.job,
-                    task.task.task,
-                )
-                .with_header(format!(
-                    "# tfcluster: {} on {}, round {}",
-                    task.task,
-                    node.host(),
-                    round.number()
-                ))
-            });
-            let spec = TaskSpec {
-                name: task.name_on(node.host()),
-                argv: self.options.command.clone(),
-                env: task_env(round, local, gpus)?,
-                log,
-            };
-            match warm.start_task(tasks, local, spec).await {
-                Ok(_) => local_of.push(local),
-                Err(e) => {
-                    // Reported as the task's failure: the round ends for every node, and the
-                    // job's story says why.
-                    let e = Chain(&e).to_string();
-                    tracing::error!(local_task = local, error = %e, "cannot start a local task");
-                    let status = TaskStatus::Error(e);
-                    self.client
-                        .report(node, round.number(), local, status, "")
-                        .await?;
-                }
-            }
+        for local in 0..round.local_tasks().len() as u32 {
+            self.start_local(tasks, warm, node, round, local, gpus, 0, &mut local_of)
+                .await?;
         }
         let watchdog = tasks.watchdog();
         // The next round's interpreters import while this one runs.
         warm.fill();
+        // The local chief, killed for a parameter server's restart: started again once its
+        // exit comes (not reported: it did not fail).
+        let mut chief_to_restart: Option<(u32, u32)> = None;
         loop {
             tokio::select! {
                 Some((index, exit)) = tasks.next_exit(), if tasks.running() > 0 => {
-                    let status = reported(tasks.status(index, &exit));
-                    let tail = tasks.stderr_tail(index, TAIL_WAIT).await;
                     // Each round starts from an empty supervisor: its indices are this
                     // round's started processes.
-                    if let Err(e) = self
-                        .client
-                        .report(node, round.number(), local_of[index], status, &tail)
-                        .await
+                    let local: u32 = local_of[index];
+                    if let Some((chief, restarts)) = chief_to_restart
+                        && chief == local
                     {
-                        tracing::warn!(error = %Chain(&e), "cannot report a task's exit");
+                        chief_to_restart = None;
+                        self.start_local(tasks, warm, node, round, local, gpus, restarts, &mut local_of).await?;
+                        warm.fill();
+                        continue;
                     }
+                    let end = tasks.status(index, &exit);
+                    // Its address is its in-place restart's: held until then.
+                    let held = (!end.success())
+                        .then(|| hold_port(&round.local_tasks()[local as usize].address))
+                        .flatten();
+                    let tail = tasks.stderr_tail(index, TAIL_WAIT).await;
+                    let answer = self
+                        .client
+                        .report_exit(node, round.number(), local, end.clone().into(), &tail, tasks.progressed(index))
+                        .await;
+                    let answer = match answer {
+                        Ok(answer) => answer,
+                        Err(e) => {
+                            tracing::warn!(error = %Chain(&e), "cannot report a task's exit");
+                            continue;
+                        }
+                    };
+                    let Some(in_place) = answer.in_place else {
+                        continue;
+                    };
+                    self.options.metrics.tasks().restarted(in_place, RestartCause::of(&end));
+                    tracing::warn!(task = %round.local_tasks()[local as usize].task, restarts = answer.task_restarts, scope = %in_place, "restarting the task in place");
+                    if in_place == Restart::WithChief
+                        && let Some(chief) = round.local_tasks().iter().position(|t| t.task.job == "chief")
+                        && let Some(running) = local_of.iter().rposition(|&l| l == chief as u32)
+                    {
+                        tracing::warn!("a parameter server failed: restarting the chief too (it restores the variables from its checkpoint)");
+                        chief_to_restart = Some((chief as u32, answer.task_restarts));
+                        tasks.kill(running);
+                    }
+                    drop(held);
+                    self.start_local(tasks, warm, node, round, local, gpus, answer.task_restarts, &mut local_of).await?;
+                    warm.fill();
                 }
                 ended = beats.ended() => {
                     return match ended? {
@@ -720,6 +725,67 @@ impl Agent {
             }
         }
     }
+
+    /// Starts local task `local` of `round` (restarted in place `restarts` times in it),
+    /// warm when its interpreter is ready, and records it in `local_of`; a task that cannot
+    /// start is reported as failed (ending the round, or restarted as any failure).
+    // What a start needs, each borrowed apart (the supervisor and the pool across rounds).
+    #[allow(clippy::too_many_arguments)]
+    async fn start_local(
+        &self,
+        tasks: &mut Supervisor,
+        warm: &mut WarmPool,
+        node: &Node,
+        round: &Round,
+        local: u32,
+        gpus: &TaskGpus,
+        restarts: u32,
+        local_of: &mut Vec<u32>,
+    ) -> Result<(), AgentError> {
+        let task = &round.local_tasks()[local as usize];
+        let log = self.options.task_logs.as_ref().map(|logs| {
+            logs.task(
+                self.options.join.rdzv_id(),
+                round.number(),
+                &task.task.job,
+                task.task.task,
+            )
+            .with_header(format!(
+                "# tfcluster: {} on {}, round {}",
+                task.task,
+                node.host(),
+                round.number()
+            ))
+        });
+        let spec = TaskSpec {
+            name: task.name_on(node.host()),
+            argv: self.options.command.clone(),
+            env: round_task_env(round, local, gpus, restarts)?,
+            log,
+        };
+        match warm.start_task(tasks, local, spec).await {
+            Ok(_) => local_of.push(local),
+            Err(e) => {
+                // Reported as the task's failure: the round ends for every node, and the
+                // job's story says why.
+                let e = Chain(&e).to_string();
+                tracing::error!(local_task = local, error = %e, "cannot start a local task");
+                let status = TaskStatus::Error(e);
+                self.client
+                    .report(node, round.number(), local, status, "")
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The port of `address` (`host:port`) held again for its task's restart, when it can be.
+fn hold_port(address: &str) -> Option<ReservedPorts> {
+    let port = address.rsplit_once(':')?.1.parse().ok()?;
+    ReservedPorts::hold(Ipv4Addr::UNSPECIFIED.into(), &[port])
+        .inspect_err(|e| tracing::debug!(port, error = %e, "cannot hold a dead task's port"))
+        .ok()
 }
 
 /// The next signal on `stop`; none ever once it ended.
@@ -727,18 +793,6 @@ async fn next_signal(stop: &mut (impl Stream<Item = Signal> + Unpin)) -> Signal 
     match stop.next().await {
         Some(signal) => signal,
         None => std::future::pending().await,
-    }
-}
-
-/// How a task ended, as the rendezvous takes a report of it.
-fn reported(end: TaskEnd) -> TaskStatus {
-    match end {
-        TaskEnd::Exited(code) => TaskStatus::Exited(code),
-        TaskEnd::Signaled(signal) => TaskStatus::Signaled(signal),
-        TaskEnd::Hung { quiet } => TaskStatus::Hung { quiet },
-        TaskEnd::Error(error) => TaskStatus::Error(error),
-        // A way of ending this agent does not know yet: the words say it.
-        other => TaskStatus::Error(other.to_string()),
     }
 }
 

@@ -27,7 +27,7 @@ pub use watched::Watched;
 
 use crate::error::duration;
 use crate::grpc::client::GrpcClient;
-use crate::outcome::{JobDone, RoundStatus, TaskStatus};
+use crate::outcome::{JobDone, ReportAnswer, RoundStatus, TaskStatus};
 use crate::received::Received;
 use crate::rendezvous::registry::MAX_STDERR_TAIL;
 use crate::rendezvous::{
@@ -607,9 +607,11 @@ impl RendezvousClient {
     }
 
     /// Reports how local task `local_task` of `round` ended. A failure ends the round (and
-    /// is the job's story if it is its first); the success of the job's first task (chief,
-    /// else worker 0) ends the job. Returns whether the report counted: one for a round that
-    /// already ended changes nothing. The last 8 KiB of `stderr_tail` are kept.
+    /// is the job's story if it is its first) unless the job's failure domains restart the
+    /// task in place ([`report_exit`](Self::report_exit) says so); the success of the job's
+    /// first task (chief, else worker 0) ends the job. Returns whether the report counted:
+    /// one for a round that already ended changes nothing. The last 8 KiB of `stderr_tail`
+    /// are kept.
     ///
     /// # Errors
     ///
@@ -618,8 +620,8 @@ impl RendezvousClient {
     ///
     /// # Cancel safety
     ///
-    /// A report dropped after it was sent may have counted. Reporting the same end again is
-    /// harmless: a report for a round that already ended changes nothing.
+    /// A report dropped after it was sent may have counted. Reporting the same end again
+    /// changes nothing once the round ended; a failure restarted in place counts again.
     pub async fn report(
         &self,
         node: &Node,
@@ -628,6 +630,34 @@ impl RendezvousClient {
         status: TaskStatus,
         stderr_tail: &str,
     ) -> Result<bool, Error> {
+        let answer = self
+            .report_exit(node, round, local_task, status, stderr_tail, false)
+            .await?;
+        Ok(answer.counted)
+    }
+
+    /// [`report`](Self::report), with whether the task made progress before it ended (output
+    /// past its start, a touch of its progress file: [`Supervisor::progressed`]), which the
+    /// crash-loop rule asks, and the whole answer: what this node restarts in place.
+    ///
+    /// [`Supervisor::progressed`]: launcher::supervise::Supervisor::progressed
+    ///
+    /// # Errors
+    ///
+    /// Those of [`report`](Self::report).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`report`](Self::report)'s.
+    pub async fn report_exit(
+        &self,
+        node: &Node,
+        round: u64,
+        local_task: u32,
+        status: TaskStatus,
+        stderr_tail: &str,
+        progressed: bool,
+    ) -> Result<ReportAnswer, Error> {
         let mut start = stderr_tail.len().saturating_sub(MAX_STDERR_TAIL);
         while !stderr_tail.is_char_boundary(start) {
             start += 1;
@@ -640,6 +670,7 @@ impl RendezvousClient {
             local_task,
             status,
             stderr_tail: stderr_tail[start..].to_owned(),
+            progressed,
         };
         let reported = self
             .call(
@@ -652,7 +683,12 @@ impl RendezvousClient {
                 },
             )
             .await?;
-        Ok(reported.counted)
+        Ok(ReportAnswer {
+            counted: reported.counted,
+            note: reported.note,
+            in_place: reported.in_place,
+            task_restarts: reported.task_restarts,
+        })
     }
 
     /// Leaves the job; a round this node is in ends. Leaving twice is fine.

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use launcher::{RestartPolicy, Strategy};
+
 pub use crate::error::config::ConfigError;
 use crate::{Layout, NodeRange};
 
@@ -17,7 +19,7 @@ pub const MAX_TASKS_PER_NODE: u32 = 256;
 pub const MAX_TASKS: u32 = 16_384;
 
 /// A job's shape: the node range of its rounds, the tasks each node runs, the layout of
-/// non-worker jobs, and how many failures it survives.
+/// non-worker jobs, how many failures it survives, and what a failure restarts.
 ///
 /// The first node to join a rendezvous id creates the job with its config; a node joining
 /// with a different one is refused, the message naming both values of each field that
@@ -50,6 +52,7 @@ pub struct JobConfig {
     tasks_per_node: u32,
     layout: Layout,
     max_restarts: u32,
+    restarts: RestartPolicy,
 }
 
 impl JobConfig {
@@ -60,6 +63,7 @@ impl JobConfig {
             tasks_per_node,
             layout: Layout::workers_only(),
             max_restarts: 0,
+            restarts: RestartPolicy::default(),
         };
         config.check()?;
         Ok(config)
@@ -77,6 +81,23 @@ impl JobConfig {
     pub fn with_max_restarts(mut self, max_restarts: u32) -> Self {
         self.max_restarts = max_restarts;
         self
+    }
+
+    /// With failures restarted as `restarts` says (by default: TensorFlow's failure domains,
+    /// [`RestartPolicy::default`]).
+    pub fn with_restarts(mut self, restarts: RestartPolicy) -> Self {
+        self.restarts = restarts;
+        self
+    }
+
+    /// How failures are restarted.
+    pub fn restarts(&self) -> RestartPolicy {
+        self.restarts
+    }
+
+    /// The job's strategy, as its layout tells ([`Strategy::of_jobs`]).
+    pub fn strategy(&self) -> Strategy {
+        Strategy::of_jobs(self.layout.jobs().into_iter().map(|(job, _)| job))
     }
 
     /// The node range of the job's rounds.
@@ -125,6 +146,9 @@ impl JobConfig {
                 self.max_restarts, other.max_restarts
             ));
         }
+        if self.restarts != other.restarts {
+            out.push(format!("{} (this node: {})", self.restarts, other.restarts));
+        }
         out
     }
 
@@ -172,7 +196,12 @@ impl fmt::Display for JobConfig {
             self.tasks_per_node,
             self.layout.to_string(),
             self.max_restarts
-        )
+        )?;
+        // Said only when chosen, so the common config reads as it always has.
+        if self.restarts != RestartPolicy::default() {
+            write!(f, ", {}", self.restarts)?;
+        }
+        Ok(())
     }
 }
 

@@ -37,6 +37,8 @@ pub struct JobStatus {
     pub last_failure: Option<Failure>,
     /// The latest round end.
     pub last_end: Option<RoundEnd>,
+    /// The running round's tasks restarted in place, in the order first restarted.
+    pub task_restarts: Vec<TaskRestarts>,
     /// How long a node may be silent before it is lost.
     pub heartbeat_timeout: Duration,
     /// A hash of the status but the times that pass by themselves (how long a node has
@@ -44,6 +46,24 @@ pub struct JobStatus {
     /// Given back to [`job_status`](crate::RendezvousClient::job_status), it makes the call
     /// wait for the next change.
     pub digest: u64,
+}
+
+/// A task restarted in place in the running round (TensorFlow's failure domains: a
+/// ParameterServerStrategy worker, the chief, a parameter server with the chief, an
+/// evaluator).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct TaskRestarts {
+    /// Its job, e.g. `worker`.
+    pub job: String,
+    /// Its index in that job.
+    pub index: u32,
+    /// Its in-place restarts in the round, planned ones included.
+    pub restarts: u32,
+    /// Those counted against the job's `max_task_restarts` (planned exits are not).
+    pub failures: u32,
+    /// The failure (or planned exit) that last restarted it.
+    pub last_failure: Failure,
 }
 
 /// Where a job is.
@@ -205,7 +225,7 @@ impl JobStatus {
             )
                 .hash(&mut h);
         }
-        (&self.last_failure, &self.last_end).hash(&mut h);
+        (&self.last_failure, &self.last_end, &self.task_restarts).hash(&mut h);
         // Never 0, which asks for an answer at once.
         h.finish().max(1)
     }

@@ -535,7 +535,7 @@ pub use grpc::{RendezvousServer, ServerOptions};
 pub use grpc_guard;
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use job_status::{
-    JobPhase, JobState, JobStatus, JobSummary, MAX_LISTED, NodeState, NodeStatus,
+    JobPhase, JobState, JobStatus, JobSummary, MAX_LISTED, NodeState, NodeStatus, TaskRestarts,
 };
 /// The launcher the agent starts its tasks with: its [`Supervisor`](launcher::supervise::Supervisor),
 /// [`Prewarm`](launcher::Prewarm) ([`AgentOptions::with_prewarm`]),
@@ -544,7 +544,7 @@ pub use job_status::{
 pub use launcher;
 pub use layout::{Layout, LayoutError, LayoutErrorKind};
 pub use node_range::{MAX_NODES, NodeRange, NodesError, NodesErrorKind};
-pub use outcome::{EndReason, Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
+pub use outcome::{EndReason, Failure, JobDone, ReportAnswer, RoundEnd, RoundStatus, TaskStatus};
 /// The Prometheus client the metrics register into ([`AgentMetrics::register`]).
 pub use prometheus_client;
 pub use rendezvous::{DEFAULT_LAST_CALL, DEFAULT_TIMEOUT, RendezvousMetrics};

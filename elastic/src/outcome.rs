@@ -4,6 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use launcher::{Restart, TaskEnd};
+
 /// How a task ended, as its agent reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -39,6 +41,52 @@ impl fmt::Display for TaskStatus {
             Self::Hung { quiet } => write!(f, "hung: no progress for {quiet:?}"),
         }
     }
+}
+
+/// The launcher's words for how a task ended, in the rendezvous's: the agent reports its
+/// tasks' ends with it.
+impl From<TaskEnd> for TaskStatus {
+    fn from(end: TaskEnd) -> Self {
+        match end {
+            TaskEnd::Exited(code) => Self::Exited(code),
+            TaskEnd::Signaled(signal) => Self::Signaled(signal),
+            TaskEnd::Hung { quiet } => Self::Hung { quiet },
+            TaskEnd::Error(error) => Self::Error(error),
+            // A way of ending this version does not know yet: the words say it.
+            other => Self::Error(other.to_string()),
+        }
+    }
+}
+
+/// A reported end in the launcher's words, for its rules ([`launcher::Signature`],
+/// [`TaskEnd::is_planned`]).
+impl From<&TaskStatus> for TaskEnd {
+    fn from(status: &TaskStatus) -> Self {
+        match status {
+            TaskStatus::Exited(code) => Self::Exited(*code),
+            TaskStatus::Signaled(signal) => Self::Signaled(*signal),
+            TaskStatus::Hung { quiet } => Self::Hung { quiet: *quiet },
+            TaskStatus::Error(error) => Self::Error(error.clone()),
+        }
+    }
+}
+
+/// What the rendezvous answers a task's report
+/// ([`RendezvousClient::report_exit`](crate::RendezvousClient::report_exit)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReportAnswer {
+    /// Whether the report changed the job (one for a round that already ended does not).
+    pub counted: bool,
+    /// What it did, or why it did not count.
+    pub note: String,
+    /// What the reporting node restarts in place: the task alone ([`Restart::Task`]), or
+    /// with the chief it also runs ([`Restart::WithChief`]); `None`: nothing (the round
+    /// ended, or it was a success).
+    pub in_place: Option<Restart>,
+    /// The task's in-place restarts in this round, this one included: its
+    /// `TFCLUSTER_RESTART_COUNT` adds them to the round's.
+    pub task_restarts: u32,
 }
 
 /// A task failure, as the rendezvous keeps the first one of a job: which task, where, how.
@@ -92,11 +140,14 @@ pub enum EndReason {
     TaskHung,
     /// The job's first task (chief, else worker 0) succeeded: the job is done.
     JobSucceeded,
+    /// A task exited as planned after saving on a preemption notice (status 42 or 143:
+    /// TensorFlow's `PreemptionCheckpointHandler`): a restart that is not a failure.
+    TaskPlanned,
 }
 
 impl EndReason {
     /// The reason in a word, as `--format json` writes it: `node_joined`, `node_left`,
-    /// `node_lost`, `task_failed`, `task_hung` or `job_succeeded`.
+    /// `node_lost`, `task_failed`, `task_hung`, `job_succeeded` or `task_planned`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::NodeJoined => "node_joined",
@@ -105,6 +156,7 @@ impl EndReason {
             Self::TaskFailed => "task_failed",
             Self::TaskHung => "task_hung",
             Self::JobSucceeded => "job_succeeded",
+            Self::TaskPlanned => "task_planned",
         }
     }
 
@@ -124,6 +176,7 @@ impl fmt::Display for EndReason {
             Self::TaskFailed => "a task failed",
             Self::TaskHung => "a task hung",
             Self::JobSucceeded => "the job succeeded",
+            Self::TaskPlanned => "a task exited as planned (preempted, after saving)",
         })
     }
 }

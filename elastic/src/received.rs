@@ -212,8 +212,8 @@ impl Received for RoundStatus {
 impl Received for Reported {
     fn vetted(self) -> Result<Self, WireError> {
         Ok(Self {
-            counted: self.counted,
             note: clean_text(&self.note, MAX_TEXT),
+            ..self
         })
     }
 }

@@ -11,12 +11,17 @@ use crate::outcome::{EndReason, Failure, JobDone, RoundEnd, TaskStatus};
 use crate::proto;
 use crate::rendezvous::{Credentials, Found, JoinArgs, Joined, NodeSecret};
 use crate::watched_round::WatchedRound;
+use launcher::{DEFAULT_MAX_TASK_RESTARTS, Restart, RestartPolicy, RestartScope};
+
 use crate::{Error, JobConfig, Layout, Member, NodeRange};
 
 pub use crate::error::wire::WireError;
 pub(crate) use job_status::{
     job_status_from_proto, job_status_to_proto, summaries_from_proto, summaries_to_proto,
 };
+// The etcd backend's record keeps them.
+#[cfg(feature = "etcd")]
+pub(crate) use job_status::{task_restarts_from_proto, task_restarts_to_proto};
 
 mod job_status;
 
@@ -125,6 +130,49 @@ pub(crate) fn config_to_proto(config: &JobConfig) -> proto::JobConfig {
             })
             .collect(),
         max_restarts: config.max_restarts(),
+        restart_scope: scope_to_proto(config.restarts().scope) as i32,
+        max_task_restarts: config.restarts().max_task_restarts,
+        allow_crash_loops: config.restarts().allow_crash_loops,
+    }
+}
+
+fn scope_to_proto(scope: RestartScope) -> proto::RestartScope {
+    match scope {
+        RestartScope::Auto => proto::RestartScope::Auto,
+        RestartScope::Task => proto::RestartScope::Task,
+        RestartScope::Round => proto::RestartScope::Round,
+    }
+}
+
+fn scope_from_proto(value: i32) -> Result<RestartScope, WireError> {
+    match proto::RestartScope::try_from(value) {
+        Ok(proto::RestartScope::Auto) => Ok(RestartScope::Auto),
+        Ok(proto::RestartScope::Task) => Ok(RestartScope::Task),
+        Ok(proto::RestartScope::Round) => Ok(RestartScope::Round),
+        Err(_) => Err(WireError::Unknown {
+            field: "restart scope",
+            value,
+        }),
+    }
+}
+
+pub(crate) fn in_place_to_proto(in_place: Option<Restart>) -> proto::InPlace {
+    match in_place {
+        Some(Restart::Task) => proto::InPlace::Task,
+        Some(Restart::WithChief) => proto::InPlace::WithChief,
+        None | Some(Restart::Round) => proto::InPlace::None,
+    }
+}
+
+pub(crate) fn in_place_from_proto(value: i32) -> Result<Option<Restart>, WireError> {
+    match proto::InPlace::try_from(value) {
+        Ok(proto::InPlace::None) => Ok(None),
+        Ok(proto::InPlace::Task) => Ok(Some(Restart::Task)),
+        Ok(proto::InPlace::WithChief) => Ok(Some(Restart::WithChief)),
+        Err(_) => Err(WireError::Unknown {
+            field: "in-place restart",
+            value,
+        }),
     }
 }
 
@@ -141,9 +189,19 @@ pub(crate) fn config_from_proto(config: Option<proto::JobConfig>) -> Result<JobC
         .collect::<Vec<_>>()
         .join(",")
         .parse()?;
+    let restarts = RestartPolicy {
+        scope: scope_from_proto(config.restart_scope)?,
+        // 0: a peer that predates the bound, or left it unset.
+        max_task_restarts: match config.max_task_restarts {
+            0 => DEFAULT_MAX_TASK_RESTARTS,
+            n => n,
+        },
+        allow_crash_loops: config.allow_crash_loops,
+    };
     Ok(JobConfig::new(nodes, config.tasks_per_node)?
         .with_layout(layout)?
-        .with_max_restarts(config.max_restarts))
+        .with_max_restarts(config.max_restarts)
+        .with_restarts(restarts))
 }
 
 pub(crate) fn ports_from_proto(ports: &[u32]) -> Result<Vec<u16>, Error> {
@@ -259,6 +317,7 @@ pub(crate) fn end_to_proto(end: &RoundEnd) -> proto::RoundEnd {
         EndReason::NodeLost => proto::EndReason::NodeLost,
         EndReason::TaskFailed => proto::EndReason::TaskFailed,
         EndReason::TaskHung => proto::EndReason::TaskHung,
+        EndReason::TaskPlanned => proto::EndReason::TaskPlanned,
         EndReason::JobSucceeded => proto::EndReason::JobSucceeded,
     };
     proto::RoundEnd {
@@ -276,6 +335,7 @@ pub(crate) fn end_from_proto(end: proto::RoundEnd) -> Result<RoundEnd, Error> {
         Ok(proto::EndReason::NodeLost) => EndReason::NodeLost,
         Ok(proto::EndReason::TaskFailed) => EndReason::TaskFailed,
         Ok(proto::EndReason::TaskHung) => EndReason::TaskHung,
+        Ok(proto::EndReason::TaskPlanned) => EndReason::TaskPlanned,
         Ok(proto::EndReason::JobSucceeded) => EndReason::JobSucceeded,
         Ok(proto::EndReason::Unspecified) | Err(_) => {
             return Err(WireError::EndReason { value: end.reason }.into());

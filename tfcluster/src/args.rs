@@ -16,6 +16,7 @@ pub(crate) mod limits;
 pub(crate) mod metrics;
 pub(crate) mod prewarm;
 pub(crate) mod rendezvous;
+pub(crate) mod restarts;
 pub(crate) mod source;
 pub(crate) mod stops;
 pub(crate) mod task_logs;

@@ -1,5 +1,6 @@
 //! [`AgentMetrics`]: what an elastic agent counts (`--metrics` on `run --rdzv`): its rounds,
-//! their ends by cause, the round forming, its heartbeats, and its tasks ([`TaskMetrics`]).
+//! their ends by cause (`tfcluster_restarts_total{scope="round"}`, beside its in-place
+//! restarts), the round forming, its heartbeats, and its tasks ([`TaskMetrics`]).
 //!
 //! No label has unbounded values: causes and statuses are closed enums, never an address,
 //! node id, error string or token.
@@ -8,31 +9,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::EndReason;
-use launcher::TaskMetrics;
-
-/// Why a round ended, as `tfcluster_restarts_total` labels it.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-#[allow(non_camel_case_types)]
-enum Cause {
-    task_failed,
-    hung,
-    host_lost,
-    joined,
-    left,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct CauseLabels {
-    cause: Cause,
-}
+use launcher::{Restart, RestartCause, TaskMetrics};
 
 /// The agent's metrics; clones count into the same ones. Register them with
 /// [`AgentMetrics::register`] and give them to [`AgentOptions::with_metrics`](crate::AgentOptions::with_metrics).
@@ -40,7 +23,6 @@ struct CauseLabels {
 pub struct AgentMetrics {
     tasks: TaskMetrics,
     rounds: Counter,
-    restarts: Family<CauseLabels, Counter>,
     round: Gauge,
     members: Gauge,
     formation: Histogram,
@@ -54,7 +36,6 @@ impl Default for AgentMetrics {
         Self {
             tasks: TaskMetrics::default(),
             rounds: Counter::default(),
-            restarts: Family::default(),
             round: Gauge::default(),
             members: Gauge::default(),
             // 10 ms to about 20 min: a round forms in a last call (3 s) or a join timeout.
@@ -78,11 +59,6 @@ impl AgentMetrics {
             "tfcluster_rounds",
             "Rounds this agent took part in",
             metrics.rounds.clone(),
-        );
-        registry.register(
-            "tfcluster_restarts",
-            "Rounds that ended while this agent was in them, by cause",
-            metrics.restarts.clone(),
         );
         registry.register(
             "tfcluster_round",
@@ -137,14 +113,15 @@ impl AgentMetrics {
     /// A round ended for `reason`; a job's success is no restart.
     pub(crate) fn round_ended(&self, reason: EndReason) {
         let cause = match reason {
-            EndReason::TaskFailed => Cause::task_failed,
-            EndReason::TaskHung => Cause::hung,
-            EndReason::NodeLost => Cause::host_lost,
-            EndReason::NodeJoined => Cause::joined,
-            EndReason::NodeLeft => Cause::left,
+            EndReason::TaskFailed => RestartCause::task_failed,
+            EndReason::TaskHung => RestartCause::hung,
+            EndReason::TaskPlanned => RestartCause::planned,
+            EndReason::NodeLost => RestartCause::host_lost,
+            EndReason::NodeJoined => RestartCause::joined,
+            EndReason::NodeLeft => RestartCause::left,
             EndReason::JobSucceeded => return,
         };
-        self.restarts.get_or_create(&CauseLabels { cause }).inc();
+        self.tasks.restarted(Restart::Round, cause);
     }
 
     pub(crate) fn heartbeat(&self, round_trip: Duration, failed_attempts: u32) {

@@ -29,6 +29,15 @@ pub enum WireError {
         /// The value sent.
         value: i32,
     },
+    /// A value of an enum this version does not know (a restart scope, an in-place
+    /// restart).
+    #[error("unknown {field} {value}")]
+    Unknown {
+        /// The field, as a message names it (`"restart scope"`).
+        field: &'static str,
+        /// The value sent.
+        value: i32,
+    },
     /// A job state this version does not know.
     #[error("unknown job state {value:?}")]
     JobState {

@@ -16,6 +16,16 @@ pub struct JobConfig {
     /// Rounds a failure (a task failing, a node going silent) may end before the job fails.
     #[prost(uint32, tag = "5")]
     pub max_restarts: u32,
+    /// What a task's failure restarts (TensorFlow's failure domains).
+    #[prost(enumeration = "RestartScope", tag = "6")]
+    pub restart_scope: i32,
+    /// How many times one task may be restarted in place in a round; 0: the default, 10.
+    #[prost(uint32, tag = "7")]
+    pub max_task_restarts: u32,
+    /// Go on restarting a crash loop (the same failure on two hosts, or twice in a row on one
+    /// without progress) instead of failing the job at once.
+    #[prost(bool, tag = "8")]
+    pub allow_crash_loops: bool,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LayoutJob {
@@ -277,6 +287,10 @@ pub struct ReportRequest {
     /// The end of the task's standard error, for the failure's story.
     #[prost(string, tag = "6")]
     pub stderr_tail: ::prost::alloc::string::String,
+    /// Whether the task made progress before it ended (output past its first 30 s, or a touch
+    /// of its progress file): a failure without, twice in a row, is a crash loop.
+    #[prost(bool, tag = "7")]
+    pub progressed: bool,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ReportResponse {
@@ -285,6 +299,13 @@ pub struct ReportResponse {
     pub counted: bool,
     #[prost(string, tag = "2")]
     pub note: ::prost::alloc::string::String,
+    /// What the reporting node restarts in place; NONE: nothing (the round ended, or the
+    /// report was of a success).
+    #[prost(enumeration = "InPlace", tag = "3")]
+    pub in_place: i32,
+    /// The task's in-place restarts in this round, this one included.
+    #[prost(uint32, tag = "4")]
+    pub task_restarts: u32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LeaveRequest {
@@ -335,6 +356,9 @@ pub struct JobStatusResponse {
     /// `silent_ms`): it changes when the job does, or a node turns late.
     #[prost(uint64, tag = "13")]
     pub digest: u64,
+    /// The running round's tasks restarted in place, in the order first restarted.
+    #[prost(message, repeated, tag = "14")]
+    pub task_restarts: ::prost::alloc::vec::Vec<TaskRestarts>,
     #[prost(oneof = "job_status_response::Phase", tags = "4, 5, 6")]
     pub phase: ::core::option::Option<job_status_response::Phase>,
 }
@@ -351,6 +375,23 @@ pub mod job_status_response {
         #[prost(message, tag = "6")]
         Done(super::JobDone),
     }
+}
+/// A task restarted in place in the running round.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct TaskRestarts {
+    #[prost(string, tag = "1")]
+    pub job: ::prost::alloc::string::String,
+    #[prost(uint32, tag = "2")]
+    pub index: u32,
+    /// Its in-place restarts, planned ones included.
+    #[prost(uint32, tag = "3")]
+    pub restarts: u32,
+    /// The failure (or planned exit) that last restarted it.
+    #[prost(message, optional, tag = "4")]
+    pub last_failure: ::core::option::Option<Failure>,
+    /// Those of its restarts counted against max_task_restarts (planned ones are not).
+    #[prost(uint32, tag = "5")]
+    pub failures: u32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct NodeStatus {
@@ -466,6 +507,15 @@ pub struct StoredJob {
     /// The job's latest task failure.
     #[prost(message, optional, tag = "17")]
     pub last_failure: ::core::option::Option<Failure>,
+    /// The running round's tasks restarted in place.
+    #[prost(message, repeated, tag = "18")]
+    pub task_restarts: ::prost::alloc::vec::Vec<TaskRestarts>,
+    /// The last failure the crash-loop rule saw: its host and signature (empty: none, or a
+    /// failure that was not the program's).
+    #[prost(string, tag = "19")]
+    pub crash_host: ::prost::alloc::string::String,
+    #[prost(string, tag = "20")]
+    pub crash_signature: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StoredNode {
@@ -550,6 +600,41 @@ pub struct StoredRefusal {
     #[prost(string, tag = "2")]
     pub message: ::prost::alloc::string::String,
 }
+/// What a task's failure restarts. AUTO: by the job's strategy, told by its layout (a `ps`
+/// job is ParameterServerStrategy: a worker or the chief restarts alone, in place, a
+/// parameter server with the chief; without, MultiWorkerMirroredStrategy: the round). An
+/// `evaluator` restarts alone under AUTO and TASK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum RestartScope {
+    Auto = 0,
+    /// Every failed task alone (a parameter server with the chief).
+    Task = 1,
+    /// Every failure ends the round.
+    Round = 2,
+}
+impl RestartScope {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Auto => "RESTART_SCOPE_AUTO",
+            Self::Task => "RESTART_SCOPE_TASK",
+            Self::Round => "RESTART_SCOPE_ROUND",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "RESTART_SCOPE_AUTO" => Some(Self::Auto),
+            "RESTART_SCOPE_TASK" => Some(Self::Task),
+            "RESTART_SCOPE_ROUND" => Some(Self::Round),
+            _ => None,
+        }
+    }
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum EndReason {
@@ -566,6 +651,9 @@ pub enum EndReason {
     JobSucceeded = 5,
     /// A task hung: the launcher's watchdog saw no progress and killed it.
     TaskHung = 6,
+    /// A task exited as planned after saving on a preemption notice (status 42 or 143): not a
+    /// failure, not counted against max_restarts.
+    TaskPlanned = 7,
 }
 impl EndReason {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -581,6 +669,7 @@ impl EndReason {
             Self::TaskFailed => "TASK_FAILED",
             Self::JobSucceeded => "JOB_SUCCEEDED",
             Self::TaskHung => "TASK_HUNG",
+            Self::TaskPlanned => "TASK_PLANNED",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -593,6 +682,39 @@ impl EndReason {
             "TASK_FAILED" => Some(Self::TaskFailed),
             "JOB_SUCCEEDED" => Some(Self::JobSucceeded),
             "TASK_HUNG" => Some(Self::TaskHung),
+            "TASK_PLANNED" => Some(Self::TaskPlanned),
+            _ => None,
+        }
+    }
+}
+/// A restart in place, on the node that reported the failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum InPlace {
+    None = 0,
+    /// The failed task alone: same index, address and TF_CONFIG.
+    Task = 1,
+    /// The failed task (a parameter server) and the chief, which runs on the same node.
+    WithChief = 2,
+}
+impl InPlace {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::None => "IN_PLACE_NONE",
+            Self::Task => "IN_PLACE_TASK",
+            Self::WithChief => "IN_PLACE_WITH_CHIEF",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "IN_PLACE_NONE" => Some(Self::None),
+            "IN_PLACE_TASK" => Some(Self::Task),
+            "IN_PLACE_WITH_CHIEF" => Some(Self::WithChief),
             _ => None,
         }
     }

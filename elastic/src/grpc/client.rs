@@ -252,6 +252,7 @@ impl Rendezvous for GrpcClient {
             local_task: report.local_task,
             status: Some(wire::status_to_proto(&report.status)),
             stderr_tail: report.stderr_tail,
+            progressed: report.progressed,
         };
         let response = self
             .stub
@@ -262,6 +263,10 @@ impl Rendezvous for GrpcClient {
         Ok(Reported {
             counted: response.counted,
             note: response.note,
+            in_place: wire::in_place_from_proto(response.in_place).map_err(|e| {
+                CallFailed::Answer(Error::invalid_response(&self.addr, "Report", e))
+            })?,
+            task_restarts: response.task_restarts,
         })
     }
 
@@ -359,15 +364,23 @@ mod tests {
             (text(), small()).prop_map(|(job, count)| proto::LayoutJob { job, count }),
             0..3,
         );
-        proptest::option::of((small(), small(), small(), layout, any::<u32>()).prop_map(
-            |(min_nodes, max_nodes, tasks_per_node, layout, max_restarts)| proto::JobConfig {
-                min_nodes,
-                max_nodes,
-                tasks_per_node,
-                layout,
-                max_restarts,
-            },
-        ))
+        let restarts = (-1..4i32, any::<u32>(), any::<bool>());
+        proptest::option::of(
+            (small(), small(), small(), layout, any::<u32>(), restarts).prop_map(
+                |(min_nodes, max_nodes, tasks_per_node, layout, max_restarts, restarts)| {
+                    proto::JobConfig {
+                        min_nodes,
+                        max_nodes,
+                        tasks_per_node,
+                        layout,
+                        max_restarts,
+                        restart_scope: restarts.0,
+                        max_task_restarts: restarts.1,
+                        allow_crash_loops: restarts.2,
+                    }
+                },
+            ),
+        )
     }
 
     fn round() -> impl Strategy<Value = proto::Round> {

@@ -161,11 +161,14 @@ impl<S: Store> GrpcRendezvous for Service<S> {
                 round: req.round,
                 local_task: req.local_task,
                 stderr_tail: req.stderr_tail,
+                progressed: req.progressed,
             };
             let reported = self.local.report(report, WITHIN).await.map_err(status_of)?;
             Ok(Response::new(proto::ReportResponse {
                 counted: reported.counted,
                 note: reported.note,
+                in_place: wire::in_place_to_proto(reported.in_place) as i32,
+                task_restarts: reported.task_restarts,
             }))
         }
         .await;

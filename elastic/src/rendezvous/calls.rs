@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use launcher::Restart;
+
 use super::credentials::{Credentials, NodeSecret};
 use crate::JobConfig;
 use crate::outcome::{JobDone, TaskStatus};
@@ -118,6 +120,8 @@ pub(crate) struct Report {
     pub(crate) local_task: u32,
     pub(crate) status: TaskStatus,
     pub(crate) stderr_tail: String,
+    /// Whether the task made progress before it ended: the crash-loop rule's question.
+    pub(crate) progressed: bool,
     /// The job's token and the node's secret, as the call carries them.
     pub(crate) credentials: Credentials,
 }
@@ -129,6 +133,23 @@ pub(crate) struct Reported {
     pub(crate) counted: bool,
     /// What it did, or why it did not count.
     pub(crate) note: String,
+    /// What the node restarts in place: `None`, nothing (the round ended, or it was a
+    /// success).
+    pub(crate) in_place: Option<Restart>,
+    /// The task's in-place restarts in this round, this one included.
+    pub(crate) task_restarts: u32,
+}
+
+impl Reported {
+    /// A report that restarts nothing in place.
+    pub(crate) fn noted(counted: bool, note: impl Into<String>) -> Self {
+        Self {
+            counted,
+            note: note.into(),
+            in_place: None,
+            task_restarts: 0,
+        }
+    }
 }
 
 /// A node leaving its job.

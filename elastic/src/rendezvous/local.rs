@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{Instrument, Span};
 
-use super::registry::{Refusal, Waited};
+use super::registry::{Refusal, TaskReport, Waited};
 use super::{
     Beat, CallError, Found, JoinArgs, Joined, Leave, ListQuery, NodeSecret, Observe, Rendezvous,
     Report, Reported, StatusQuery, Store, Wait,
@@ -209,16 +209,15 @@ impl<S: Store> Rendezvous for Local<S> {
                 Instant::now(),
                 |registry, now| {
                     registry.authorize(&report.rdzv_id, Some(&report.node_id), "Report", &proof)?;
-                    let (counted, note) = registry.report(
-                        &report.rdzv_id,
-                        &report.node_id,
-                        report.round,
-                        report.local_task,
-                        report.status.clone(),
-                        report.stderr_tail.clone(),
-                        now,
-                    )?;
-                    Ok((Reported { counted, note }, false))
+                    let task = TaskReport {
+                        round: report.round,
+                        local_task: report.local_task,
+                        status: report.status.clone(),
+                        stderr_tail: report.stderr_tail.clone(),
+                        progressed: report.progressed,
+                    };
+                    let reported = registry.report(&report.rdzv_id, &report.node_id, task, now)?;
+                    Ok((reported, false))
                 },
             )
             .instrument(span)

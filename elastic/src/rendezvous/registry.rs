@@ -40,9 +40,9 @@ use std::time::Instant;
 use cluster_spec::__private::quote::quote;
 use tokio::sync::watch;
 
-use crate::outcome::{RoundStatus, TaskStatus};
+use crate::outcome::RoundStatus;
 use crate::rendezvous::credentials::Proof;
-pub(crate) use calls::{JoinArgs, Joined, Refusal, Settings, Waited};
+pub(crate) use calls::{JoinArgs, Joined, Refusal, Reported, Settings, TaskReport, Waited};
 use calls::{unknown_job, unknown_node};
 use job::{Job, Phase};
 use node::NodeState;
@@ -233,28 +233,24 @@ impl Registry {
         job.ended_round(round).map(RoundStatus::Ended)
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn report(
         &mut self,
         rdzv_id: &str,
         node_id: &str,
-        round: u64,
-        local_task: u32,
-        status: TaskStatus,
-        stderr_tail: String,
+        report: TaskReport,
         now: Instant,
-    ) -> Result<(bool, String), Refusal> {
+    ) -> Result<Reported, Refusal> {
         let timeout = self.settings.timeout;
         let job = self.job(rdzv_id)?;
         if let Phase::Done(done) = &job.phase {
-            return Ok((false, format!("not counted: {done}")));
+            return Ok(Reported::noted(false, format!("not counted: {done}")));
         }
         let node = job
             .nodes
             .get_mut(node_id)
             .ok_or_else(|| unknown_node(rdzv_id, node_id, timeout))?;
         node.last_seen = now;
-        job.task_ended(node_id, round, local_task, status, stderr_tail, now)
+        job.task_ended(node_id, report, now)
     }
 
     pub(crate) fn leave(&mut self, rdzv_id: &str, node_id: &str, now: Instant) {

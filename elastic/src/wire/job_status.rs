@@ -7,7 +7,9 @@ use super::{
     WireError, config_from_proto, config_to_proto, done_from_proto, done_to_proto, end_from_proto,
     end_to_proto, failure_from_proto, failure_to_proto, ports_from_proto, round_to_proto,
 };
-use crate::job_status::{JobPhase, JobState, JobStatus, JobSummary, NodeState, NodeStatus};
+use crate::job_status::{
+    JobPhase, JobState, JobStatus, JobSummary, NodeState, NodeStatus, TaskRestarts,
+};
 use crate::watched_round::WatchedRound;
 use crate::{Error, proto};
 
@@ -59,6 +61,11 @@ pub(crate) fn job_status_to_proto(status: &JobStatus) -> proto::JobStatusRespons
         nodes,
         last_failure: status.last_failure.as_ref().map(failure_to_proto),
         last_end: status.last_end.as_ref().map(end_to_proto),
+        task_restarts: status
+            .task_restarts
+            .iter()
+            .map(task_restarts_to_proto)
+            .collect(),
         heartbeat_timeout_ms: ms(status.heartbeat_timeout),
         digest: status.digest,
     }
@@ -121,8 +128,36 @@ pub(crate) fn job_status_from_proto(
         nodes,
         last_failure: status.last_failure.map(failure_from_proto).transpose()?,
         last_end: status.last_end.map(end_from_proto).transpose()?,
+        task_restarts: status
+            .task_restarts
+            .into_iter()
+            .map(task_restarts_from_proto)
+            .collect::<Result<_, _>>()?,
         heartbeat_timeout: Duration::from_millis(status.heartbeat_timeout_ms),
         digest: status.digest,
+    })
+}
+
+pub(crate) fn task_restarts_to_proto(t: &TaskRestarts) -> proto::TaskRestarts {
+    proto::TaskRestarts {
+        job: t.job.clone(),
+        index: t.index,
+        restarts: t.restarts,
+        failures: t.failures,
+        last_failure: Some(failure_to_proto(&t.last_failure)),
+    }
+}
+
+pub(crate) fn task_restarts_from_proto(t: proto::TaskRestarts) -> Result<TaskRestarts, Error> {
+    let last_failure = t.last_failure.ok_or(WireError::Missing {
+        field: "a restarted task's last failure",
+    })?;
+    Ok(TaskRestarts {
+        job: t.job,
+        index: t.index,
+        restarts: t.restarts,
+        failures: t.failures,
+        last_failure: failure_from_proto(last_failure)?,
     })
 }
 

@@ -172,6 +172,7 @@ fn forged_node_calls_over_grpc_are_refused_and_change_nothing() {
                     status: Some(proto::task_status::Status::ExitCode(0)),
                 }),
                 stderr_tail: String::new(),
+                progressed: false,
             };
             let status = stub
                 .report(forged(report, token, secret))
@@ -194,6 +195,7 @@ fn forged_node_calls_over_grpc_are_refused_and_change_nothing() {
                     tasks_per_node: 1,
                     layout: Vec::new(),
                     max_restarts: 0,
+                    ..Default::default()
                 }),
                 host: "192.0.2.66".into(),
                 ports: vec![6666],
@@ -239,6 +241,7 @@ fn forged_node_calls_over_grpc_are_refused_and_change_nothing() {
                 tasks_per_node: 1,
                 layout: Vec::new(),
                 max_restarts: 0,
+                ..Default::default()
             }),
             host: "127.0.0.1".into(),
             ports: vec![20_005],

@@ -8,6 +8,7 @@ use crate::args::elastic::ElasticArgs;
 use crate::args::gpus::GpuArgs;
 use crate::args::metrics::MetricsArgs;
 use crate::args::prewarm::PrewarmArgs;
+use crate::args::restarts::RestartArgs;
 use crate::args::source::{SourceArgs, SourceKind};
 use crate::args::stops::StopArgs;
 use crate::args::task_logs::TaskLogArgs;
@@ -33,9 +34,14 @@ use crate::runtime::runtime;
 /// and on a host with GPUs its share of them as CUDA_VISIBLE_DEVICES (split evenly, or
 /// `--gpus-per-task`), so the tasks do not all take every GPU. The job succeeds when the chief (or worker 0 without a chief) exits 0 and no other task
 /// failed; the others then have `--grace` to exit on their own and are stopped after it
-/// (ParameterServerStrategy's servers run until stopped; that is no failure). When a task
-/// fails first, the others are killed (SIGKILL, or SIGTERM and SIGKILL after
-/// `--failure-grace`) and the error names it (exit status 1). SIGINT or SIGTERM stops every task the same way (exit status 128 + the
+/// (ParameterServerStrategy's servers run until stopped; that is no failure). A failed task
+/// is restarted alone, in place (same address and TF_CONFIG, TFCLUSTER_RESTART_COUNT one
+/// higher), where TensorFlow survives that (`--restart-scope`): a ParameterServerStrategy
+/// worker or chief, a parameter server with the chief, an evaluator; at most
+/// `--max-task-restarts` times each, and a crash loop (the same traceback twice without
+/// progress) stops the job. Any other failure (a MultiWorkerMirroredStrategy worker) fails
+/// the job: the others are killed (SIGKILL, or SIGTERM and SIGKILL after `--failure-grace`)
+/// and the error names it (exit status 1). SIGINT or SIGTERM stops every task the same way (exit status 128 + the
 /// signal; a second signal kills at once). Python's output is unbuffered unless
 /// PYTHONUNBUFFERED is set, so lines come as they are printed, and Python's faulthandler is
 /// armed (PYTHONFAULTHANDLER=1) unless PYTHONFAULTHANDLER is set, so a task that crashes or
@@ -53,12 +59,18 @@ use crate::runtime::runtime;
 /// port with its TF_CONFIG and TFCLUSTER_ROUND, TFCLUSTER_RESTART_COUNT,
 /// TFCLUSTER_NODE_RANK, TFCLUSTER_LOCAL_TASK, and on a host with GPUs its share of them as
 /// CUDA_VISIBLE_DEVICES (split evenly, or `--gpus-per-task`); output lines are behind
-/// `[host/job:index]`. A failed task (a hung one too, with `--watchdog`: reported as hung,
-/// its stack in the stderr tail), or a lost host, ends the round on every host: all
-/// tasks are killed (SIGKILL, or SIGTERM first and SIGKILL after `--failure-grace`) and
+/// `[host/job:index]`. A failed task is restarted alone, in place, where TensorFlow's
+/// strategy survives that (`--restart-scope`, as with --local; counted per task in
+/// TFCLUSTER_RESTART_COUNT and `tfcluster status`). Any other failed task (a hung one too,
+/// with `--watchdog`: reported as hung, its stack in the stderr tail), a task past
+/// `--max-task-restarts`, or a lost host, ends the round on every host: all tasks are
+/// killed (SIGKILL, or SIGTERM first and SIGKILL after `--failure-grace`) and
 /// started again in the next round, up to `--max-restarts` times; then the job fails (exit status 1, naming
 /// the first failure: task, host, status, the end of its stderr; written as JSON to
-/// `--error-file`). A host joining below MAX ends the round too, and the next one includes
+/// `--error-file`). A crash loop (the same failure on two hosts, or twice on one without
+/// progress) fails the job at once, naming it (`--allow-crash-loops` goes on). A task that
+/// exits 42 or 143 (PreemptionCheckpointHandler saved first) is a planned restart, counted
+/// against nothing. A host joining below MAX ends the round too, and the next one includes
 /// it; that is no failure and counts as no restart, and its tasks are stopped cleanly
 /// (SIGTERM, SIGKILL after `--grace`), so PreemptionCheckpointHandler can save first. The job succeeds when the chief (or
 /// worker 0) exits 0 (exit status 0). Restarts are warm when CMD is a Python program: each
@@ -123,6 +135,8 @@ pub(crate) struct Args {
     #[command(flatten)]
     watchdog: WatchdogArgs,
     #[command(flatten)]
+    restarts: RestartArgs,
+    #[command(flatten)]
     prewarm: PrewarmArgs,
     #[command(flatten)]
     task_logs: TaskLogArgs,
@@ -166,12 +180,19 @@ async fn launch(args: Args) -> Result<(), Failure> {
     }
     if args.elastic.target.rdzv.is_some() {
         if args.dry_run {
-            let tasks = elastic::dry_run(&args.elastic, gpus_per_task, &args.command).await?;
+            let tasks = elastic::dry_run(
+                &args.elastic,
+                gpus_per_task,
+                args.restarts.policy(),
+                &args.command,
+            )
+            .await?;
             return emit(&render(&tasks, &args.command, args.format));
         }
         let supervision = Supervision {
             stops: args.stops,
             watchdog: args.watchdog,
+            restarts: args.restarts.policy(),
             prewarm: args.prewarm.prewarm(),
             task_logs: args.task_logs.logs()?,
             metrics: ::elastic::AgentMetrics::default(),
@@ -195,17 +216,15 @@ async fn launch(args: Args) -> Result<(), Failure> {
                 .collect::<Vec<_>>();
             return emit(&render(&tasks, &args.command, args.format));
         }
-        let logs = args.task_logs.logs()?;
-        return local::run(
-            jobs,
-            &args.command,
-            args.stops,
+        let options = local::LocalOptions {
+            stops: args.stops,
             gpus_per_task,
-            args.watchdog,
-            logs,
-            args.metrics,
-        )
-        .await;
+            watchdog: args.watchdog,
+            restarts: args.restarts.policy(),
+            logs: args.task_logs.logs()?,
+            metrics: args.metrics,
+        };
+        return local::run(jobs, &args.command, options).await;
     }
     let env = one::task_env(args.from, &args.source, args.job, args.task).await?;
     if args.dry_run {

@@ -241,6 +241,21 @@ fn status_text(rendezvous: &Rendezvous, status: &JobStatus) -> String {
             let _ = writeln!(out, "  {}", line.trim_end());
         }
     }
+    if !status.task_restarts.is_empty() {
+        let _ = writeln!(
+            out,
+            "  tasks restarted in place this round ({}, at most {} failures each):",
+            config.restarts().scope,
+            config.restarts().max_task_restarts
+        );
+        for t in &status.task_restarts {
+            let _ = writeln!(
+                out,
+                "    {}:{}: {} restarts ({} counted), last: {}",
+                t.job, t.index, t.restarts, t.failures, t.last_failure.status
+            );
+        }
+    }
     if let Some(failure) = &status.last_failure {
         let _ = writeln!(out, "  last failure: {failure}");
         let lines: Vec<&str> = failure.stderr_tail.lines().collect();
@@ -353,27 +368,21 @@ fn status_json(rendezvous: &Rendezvous, status: &JobStatus) -> Value {
             .map(|n| n.node_id.as_str())
             .collect()
     };
-    let last_failure = status.last_failure.as_ref().map(|f| {
-        let (exit_code, signal) = match &f.status {
-            TaskStatus::Exited(code) => (json!(code), Value::Null),
-            TaskStatus::Signaled(signal) => (Value::Null, json!(signal)),
-            _ => (Value::Null, Value::Null),
-        };
-        json!({
-            "round": f.round,
-            "task": format!("{}:{}", f.job, f.index),
-            "job": f.job,
-            "index": f.index,
-            "node_id": f.node_id,
-            "name": f.name,
-            "host": f.host,
-            "local_task": f.local_task,
-            "status": f.status.to_string(),
-            "exit_code": exit_code,
-            "signal": signal,
-            "stderr_tail": f.stderr_tail,
+    let last_failure = status.last_failure.as_ref().map(failure_json);
+    let task_restarts: Vec<Value> = status
+        .task_restarts
+        .iter()
+        .map(|t| {
+            json!({
+                "task": format!("{}:{}", t.job, t.index),
+                "job": t.job,
+                "index": t.index,
+                "restarts": t.restarts,
+                "failures": t.failures,
+                "last_failure": failure_json(&t.last_failure),
+            })
         })
-    });
+        .collect();
     let last_end = status.last_end.as_ref().map(|e| {
         json!({
             "round": e.round,
@@ -391,6 +400,8 @@ fn status_json(rendezvous: &Rendezvous, status: &JobStatus) -> Value {
         "rounds_formed": status.rounds_formed,
         "restart_count": status.restart_count,
         "max_restarts": config.max_restarts(),
+        "restart_scope": config.restarts().scope.as_str(),
+        "max_task_restarts": config.restarts().max_task_restarts,
         "min_nodes": config.nodes().min(),
         "max_nodes": config.nodes().max(),
         "tasks_per_node": config.tasks_per_node(),
@@ -403,8 +414,32 @@ fn status_json(rendezvous: &Rendezvous, status: &JobStatus) -> Value {
         "waiting": ids(|n| matches!(n.state, NodeState::Waiting(_))),
         "late": ids(|n| n.late),
         "last_failure": last_failure,
+        "task_restarts": task_restarts,
         "last_end": last_end,
         "digest": status.digest.to_string(),
+    })
+}
+
+/// A failure as `status --format json` writes it.
+fn failure_json(f: &elastic::Failure) -> Value {
+    let (exit_code, signal) = match &f.status {
+        TaskStatus::Exited(code) => (json!(code), Value::Null),
+        TaskStatus::Signaled(signal) => (Value::Null, json!(signal)),
+        _ => (Value::Null, Value::Null),
+    };
+    json!({
+        "round": f.round,
+        "task": format!("{}:{}", f.job, f.index),
+        "job": f.job,
+        "index": f.index,
+        "node_id": f.node_id,
+        "name": f.name,
+        "host": f.host,
+        "local_task": f.local_task,
+        "status": f.status.to_string(),
+        "exit_code": exit_code,
+        "signal": signal,
+        "stderr_tail": f.stderr_tail,
     })
 }
 

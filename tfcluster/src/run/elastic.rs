@@ -12,6 +12,7 @@ use elastic::{
     RendezvousServer, ServerOptions, Waited, task_env,
 };
 use elastic::{AgentMetrics, RendezvousMetrics};
+use launcher::RestartPolicy;
 use launcher::supervise::TaskLogs;
 use launcher::{Prewarm, PrewarmError, hostname};
 use metrics_endpoint::Health;
@@ -120,6 +121,7 @@ fn refused_token(e: &AgentError) -> bool {
 pub(crate) async fn dry_run(
     args: &ElasticArgs,
     gpus_per_task: Option<launcher::GpusPerTask>,
+    restarts: RestartPolicy,
     command: &[String],
 ) -> Result<Vec<(String, Vec<(String, String)>)>, Failure> {
     let rendezvous = rendezvous_of(args)?;
@@ -134,6 +136,8 @@ pub(crate) async fn dry_run(
             watchdog: None,
             watchdog_start: Duration::ZERO,
         },
+        // The job's config, which every host must agree on, holds it.
+        restarts,
         prewarm: Prewarm::Off,
         task_logs: None,
         metrics: AgentMetrics::default(),
@@ -191,13 +195,18 @@ async fn agent(
     let Supervision {
         stops,
         watchdog,
+        restarts,
         prewarm,
         task_logs,
         metrics,
     } = supervision;
     let client = client(rendezvous, args).await?;
-    let mut join = Join::new(args.target.rdzv_id().to_owned(), args.config()?, Vec::new())
-        .with_name(hostname());
+    let config = args.config()?.with_restarts(restarts);
+    if let Some(warning) = restarts.scope.warning(config.strategy()) {
+        tracing::warn!("{warning}");
+    }
+    let mut join =
+        Join::new(args.target.rdzv_id().to_owned(), config, Vec::new()).with_name(hostname());
     if let Some(host) = &args.host {
         join = join.with_host(host.clone());
     }
@@ -224,6 +233,8 @@ async fn agent(
 pub(crate) struct Supervision {
     pub(crate) stops: StopArgs,
     pub(crate) watchdog: WatchdogArgs,
+    /// What a failure restarts: part of the job's config.
+    pub(crate) restarts: RestartPolicy,
     pub(crate) prewarm: Prewarm,
     pub(crate) task_logs: Option<TaskLogs>,
     /// What the agent counts (`--metrics`).

@@ -6,8 +6,14 @@ TensorFlow's own examples do; the chief checks that TensorFlow agrees on its ide
 the variables on the parameter servers, schedules training steps on the workers and waits for
 them.
 
-Every task prints `cluster DIGEST` (the tests compare them across tasks); the chief prints
-`pss ok ...` and exits non-zero on any mismatch.
+Every task prints `cluster DIGEST` (the tests compare them across tasks), `pid PID` and
+`restart count TFCLUSTER_RESTART_COUNT`; the chief prints `pss ok ...` (with its pid and the steps the
+parameter servers executed, at least STEPS: a step lost with its worker runs again elsewhere)
+and exits non-zero on any mismatch.
+
+With PSS_PAUSE=1, the chief trains half the steps, prints `pss half`, and waits for the file
+`$CKPT_DIR/go` before the other half: a test kills a worker meanwhile, and the training must
+go on.
 """
 
 import hashlib
@@ -27,6 +33,9 @@ task = (resolver.task_type, resolver.task_id)
 assert task == (tf_config["task"]["type"], tf_config["task"]["index"]), task
 seen = json.dumps(resolver.cluster_spec().as_dict(), sort_keys=True)
 print(f"cluster {hashlib.sha256(seen.encode()).hexdigest()[:12]}", flush=True)
+restart = os.environ.get("TFCLUSTER_RESTART_COUNT", "")
+print(f"pid {os.getpid()}", flush=True)
+print(f"restart count {restart}", flush=True)
 
 if resolver.task_type in ("worker", "ps"):
     server = tf.distribute.Server(
@@ -51,6 +60,7 @@ w_true = tf.constant([[1.0], [-2.0], [3.0], [0.5]])
 with strategy.scope():
     w = tf.Variable(tf.zeros([4, 1]))
     b = tf.Variable(0.0)
+    executed = tf.Variable(0, dtype=tf.int64)
 placed = sorted({w.device, b.device})
 assert all("/job:ps/" in d for d in placed), placed
 
@@ -72,17 +82,28 @@ def train_step(iterator):
         gw, gb = tape.gradient(loss, [w, b])
         w.assign_sub(0.05 * gw)
         b.assign_sub(0.05 * gb)
+        executed.assign_add(1)
         return loss
 
     return strategy.run(replica_fn, args=next(iterator))
 
 
-losses = [coordinator.schedule(train_step, args=(iterator,)) for _ in range(STEPS)]
+go = os.path.join(os.environ["CKPT_DIR"], "go") if os.environ.get("PSS_PAUSE") else None
+first_part = STEPS // 2 if go else STEPS
+losses = [coordinator.schedule(train_step, args=(iterator,)) for _ in range(first_part)]
+if go:
+    coordinator.join()
+    print("pss half", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.05)
+    losses += [coordinator.schedule(train_step, args=(iterator,)) for _ in range(STEPS - first_part)]
 coordinator.join()
+assert executed.numpy() >= STEPS, executed.numpy()
 first, last = losses[0].fetch(), losses[-1].fetch()
 assert last < first, (first, last)
 print(
     f"pss ok chief:0 workers={workers} ps={ps} replicas={strategy.num_replicas_in_sync} "
-    f"steps={STEPS} loss {first:.3f} -> {last:.4f} in {time.monotonic() - started:.1f}s",
+    f"steps={STEPS} executed={executed.numpy()} pid={os.getpid()} "
+    f"loss {first:.3f} -> {last:.4f} in {time.monotonic() - started:.1f}s",
     flush=True,
 )

@@ -253,9 +253,10 @@ fn a_host_joining_lets_preemption_checkpoint_handler_save_and_the_next_round_res
 }
 
 #[test]
-fn a_script_that_always_fails_stops_every_host_after_max_restarts() {
+fn a_script_that_always_fails_is_a_crash_loop_stopped_after_one_restart() {
     // Fails a second after its start (so that every task of the round has started before
-    // the first failure stops the others), saying why on stderr: no TensorFlow needed.
+    // the first failure stops the others), saying why on stderr: no TensorFlow needed. The
+    // same failure in round 2 is a crash loop: the job stops there, not after 5 restarts.
     let command = [
         "sh",
         "-c",
@@ -265,12 +266,13 @@ fn a_script_that_always_fails_stops_every_host_after_max_restarts() {
     let mut job = Job::new(
         "fail",
         3,
-        &flags("3", &["--max-restarts", "1"]),
+        &flags("3", &["--max-restarts", "5"]),
         &command,
         &[],
     );
     job.start_all(3);
     job.expect_exits(&[0, 1, 2], 1);
+    let crash_loop = "a crash loop: \"exited with status 7: no data for task N\" ";
     let mut starts: Vec<String> = job.lines("start").into_iter().map(|(_, r)| r).collect();
     starts.sort();
     assert_eq!(
@@ -285,6 +287,7 @@ fn a_script_that_always_fails_stops_every_host_after_max_restarts() {
             stderr.contains("the job failed in round 2"),
             "host {h}: {stderr}"
         );
+        assert!(stderr.contains(crash_loop), "host {h}: {stderr}");
         assert!(
             stderr.contains("first failure: task "),
             "host {h}: {stderr}"
@@ -310,7 +313,7 @@ fn a_script_that_always_fails_stops_every_host_after_max_restarts() {
 }
 
 #[test]
-fn parameter_server_training_on_three_hosts() {
+fn parameter_server_training_on_three_hosts_survives_a_worker_killed_in_place() {
     let script = super::tf_script("pss_train.py");
     let command: Vec<&str> = script.iter().map(String::as_str).collect();
     let mut job = Job::new(
@@ -318,21 +321,56 @@ fn parameter_server_training_on_three_hosts() {
         3,
         &flags("3", &["--layout", "chief=1,ps=1"]),
         &command,
-        &[],
+        &[("PSS_PAUSE", "1")],
     );
     job.start_all(3);
+    job.wait_for("half the steps", JOB_TIMEOUT, |job| {
+        job.stdout().contains("/chief:0] pss half")
+    });
+    // The chief (the coordinator) and the ps run on host 0, the workers on hosts 1 and 2.
+    let chief = job.pid_of("chief:0");
+    let victim = job.pid_of("worker:3");
+    let killed = Instant::now();
+    kill(victim, Signal::SIGKILL).expect("the worker runs");
+    job.wait_for("the worker started again", RESTART_WITHIN, |job| {
+        job.lines("restart count").len() >= 7
+    });
+    let restarted_in = killed.elapsed();
+    std::fs::write(job.shared_dir().join("go"), "").expect("the go file");
     job.expect_exits(&[0, 1, 2], 0);
     let stdout = job.stdout();
-    let chief = format!(
-        "[{}/chief:0] pss ok chief:0 workers=4 ps=1",
-        job.hosts().address(0)
+    let host = |h| job.hosts().address(h).to_string();
+    let ok = format!("[{}/chief:0] pss ok chief:0 workers=4 ps=1", host(0));
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(&ok))
+        .unwrap_or_else(|| panic!("no {ok}:\n{stdout}"));
+    // The coordinator's process ran throughout, and every step was done.
+    assert!(line.contains(&format!(" pid={chief} ")), "{line}");
+    assert!(line.contains(" steps=40 executed="), "{line}");
+    let restarts: Vec<(String, String)> = job.lines("restart count");
+    let of = |task: &str| -> Vec<&str> {
+        restarts
+            .iter()
+            .filter(|(t, _)| t.ends_with(task))
+            .map(|(_, r)| r.as_str())
+            .collect()
+    };
+    assert_eq!(
+        of("/worker:3"),
+        ["0", "1"],
+        "worker 3 restarted once, in place"
     );
-    assert!(stdout.contains(&chief), "{stdout}");
+    assert_eq!(of("/chief:0"), ["0"], "the chief ran once");
+    assert_eq!(restarts.len(), 7, "one restart of six tasks: {restarts:?}");
     let digests: std::collections::BTreeSet<String> = job
         .lines("cluster")
         .into_iter()
         .map(|(_, digest)| digest)
         .collect();
     assert_eq!(digests.len(), 1, "every task saw one cluster:\n{stdout}");
+    let stderr = job.stderr();
+    assert!(stderr.contains("restarting the task in place"), "{stderr}");
+    eprintln!("a worker killed: started again in place in {restarted_in:?}");
     job.assert_nothing_left();
 }

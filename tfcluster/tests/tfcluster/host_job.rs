@@ -88,6 +88,11 @@ impl Job {
         Self::new(test, count, flags, &command, env)
     }
 
+    /// The directory every host shares as `CKPT_DIR`.
+    pub(super) fn shared_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("ckpt")
+    }
+
     /// The job's hosts.
     pub(super) fn hosts(&self) -> &net_hosts::Hosts {
         &self.hosts

@@ -316,6 +316,7 @@ fn attack_forged_node_calls_and_calls_without_the_token() {
                 status: Some(task_status::Status::ExitCode(0)),
             }),
             stderr_tail: "\u{1b}[2Jforged".into(),
+            progressed: false,
         };
         let join = |node_id: &str| proto::JoinRequest {
             rdzv_id: rdzv_id.clone(),

@@ -55,12 +55,65 @@ fn multi_worker_mirrored_custom_loop_trains() {
 }
 
 #[test]
-fn parameter_server_strategy_with_a_coordinator_trains() {
+fn parameter_server_strategy_trains_on_through_a_worker_killed_and_restarted_in_place() {
     // The workers and the ps serve until stopped: a short grace after the chief's success.
-    let stdout = train("chief=1,worker=2,ps=1", "2s", "pss_train.py");
-    same_cluster(&stdout, 4);
+    let [python, script] = super::tf_script("pss_train.py");
+    let dir = super::scratch("pss-local");
+    let ckpt = dir.path().to_str().expect("a UTF-8 path");
+    let mut job = Launch::start(
+        &[
+            "run",
+            "--local",
+            "chief=1,worker=2,ps=1",
+            "--grace",
+            "2s",
+            "--",
+            &python,
+            &script,
+        ],
+        &[("PSS_PAUSE", "1"), ("CKPT_DIR", ckpt)],
+    );
+    job.lines_with("] pss half", 1, TIMEOUT);
+    let pid_of = |task: &str| -> i32 {
+        let prefix = format!("[{task}] pid ");
+        let stdout = job.stdout();
+        let line = stdout.lines().find(|l| l.starts_with(&prefix));
+        let pid = line.unwrap_or_else(|| job.fail(&format!("no pid line of {task}")));
+        pid[prefix.len()..].trim().parse().expect("a pid")
+    };
+    let chief = pid_of("chief:0");
+    let victim = nix::unistd::Pid::from_raw(pid_of("worker:1"));
+    nix::sys::signal::kill(victim, nix::sys::signal::Signal::SIGKILL).expect("the worker runs");
+    job.lines_with("[worker:1] restart count 1", 1, TIMEOUT);
+    std::fs::write(dir.path().join("go"), "").expect("the go file");
+    let status = job.wait(TIMEOUT);
+    if !status.success() {
+        job.fail(&format!("training failed: {status}"));
+    }
+    let stdout = job.stdout();
+    same_cluster(&stdout, 5);
+    let ok = "[chief:0] pss ok chief:0 workers=2 ps=1 replicas=1 steps=40 executed=";
+    let line = stdout.lines().find(|l| l.starts_with(ok));
+    let line = line.unwrap_or_else(|| job.fail("the chief did not finish"));
     assert!(
-        stdout.contains("[chief:0] pss ok chief:0 workers=2 ps=1 replicas=1 steps=40"),
+        line.contains(&format!(" pid={chief} ")),
+        "the same chief: {line}"
+    );
+    // Each task started once with restart count 0, and worker 1 once more, in place, with 1.
+    let mut restarts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("] restart count "))
+        .collect();
+    restarts.sort_unstable();
+    assert_eq!(
+        restarts,
+        [
+            "[chief:0] restart count 0",
+            "[ps:0] restart count 0",
+            "[worker:0] restart count 0",
+            "[worker:1] restart count 0",
+            "[worker:1] restart count 1",
+        ],
         "{stdout}"
     );
     for task in ["worker:0", "worker:1", "ps:0"] {

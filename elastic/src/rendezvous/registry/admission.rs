@@ -183,7 +183,7 @@ fn check_node_id(id: &str) -> Result<(), Refusal> {
 mod tests {
     use std::time::Instant;
 
-    use super::super::tests::{config, ended, join_as, registry, round_of};
+    use super::super::tests::{config, ended, join_as, registry, report, round_of};
     use super::super::{JoinArgs, Refusal};
     use crate::outcome::TaskStatus;
     use crate::rendezvous::{Credentials, Proof};
@@ -311,8 +311,7 @@ mod tests {
         join_as(&mut r, &c, "b", 1001, t0).unwrap();
         assert_eq!(round_of(&mut r, "a", 0, t0).unwrap().0, 1);
         // a's task dies and lets go of port 1000; b rejoins first and is given it.
-        r.report("job", "a", 1, 0, TaskStatus::Signaled(9), String::new(), t0)
-            .unwrap();
+        report(&mut r, "a", 1, 0, TaskStatus::Signaled(9), "", t0).unwrap();
         ended(&mut r, "b", 1, t0);
         join_as(&mut r, &c, "b", 1000, t0).unwrap();
         // Now b holds it: a, joining again, must not take it back.

@@ -107,7 +107,8 @@ fn denied(rdzv_id: &str, node_id: &str, call: &str) -> Refusal {
 mod tests {
     use std::time::Instant;
 
-    use super::super::tests::{config, join_as, node_proof, registry, round_of};
+    use super::super::Reported;
+    use super::super::tests::{config, join_as, node_proof, registry, report, round_of};
     use super::super::{JoinArgs, Refusal, Registry};
     use crate::outcome::{RoundStatus, TaskStatus};
     use crate::rendezvous::credentials::{Credentials, Digest, Proof};
@@ -174,9 +175,8 @@ mod tests {
         r.authorize("job", None, "WatchRounds", &Proof::default())
             .unwrap();
         // Its report still counts.
-        let (counted, _) = r
-            .report("job", "a", 1, 0, TaskStatus::Exited(0), String::new(), t0)
-            .unwrap();
+        let Reported { counted, .. } =
+            report(&mut r, "a", 1, 0, TaskStatus::Exited(0), "", t0).unwrap();
         assert!(counted);
     }
 

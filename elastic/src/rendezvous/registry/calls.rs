@@ -9,8 +9,8 @@ use cluster_spec::__private::quote::quote;
 
 use super::formed::FormedRound;
 use crate::error::duration;
-use crate::outcome::JobDone;
-pub(crate) use crate::rendezvous::calls::{JoinArgs, Joined, Pending};
+use crate::outcome::{JobDone, TaskStatus};
+pub(crate) use crate::rendezvous::calls::{JoinArgs, Joined, Pending, Reported};
 use crate::rendezvous::credentials::Digest;
 
 /// The timings and limits of a registry.
@@ -54,6 +54,17 @@ pub(crate) enum Refusal {
     /// The call names a node whose secret it lacks (`PERMISSION_DENIED`).
     #[error("{0}")]
     PermissionDenied(String),
+}
+
+/// How a local task of a node's round ended: what a report tells the rules.
+#[derive(Debug, Clone)]
+pub(crate) struct TaskReport {
+    pub(crate) round: u64,
+    pub(crate) local_task: u32,
+    pub(crate) status: TaskStatus,
+    pub(crate) stderr_tail: String,
+    /// Whether the task made progress before it ended (the crash-loop rule's question).
+    pub(crate) progressed: bool,
 }
 
 /// What a wait finds.

@@ -11,7 +11,10 @@ use tokio::sync::watch;
 use super::calls::Refusal;
 use super::formed::FormedRound;
 use super::node::{Node, NodeState};
+use launcher::CrashLoop;
+
 use crate::JobConfig;
+use crate::job_status::TaskRestarts;
 use crate::outcome::{EndReason, Failure, JobDone, RoundEnd};
 use crate::rendezvous::credentials::Digest;
 
@@ -45,6 +48,10 @@ pub(super) struct Job {
     pub(super) first_failure: Option<Failure>,
     /// The latest task failure, for an operator's view of the job.
     pub(super) last_failure: Option<Failure>,
+    /// The running round's tasks restarted in place.
+    pub(super) task_restarts: Vec<TaskRestarts>,
+    /// The failures seen one after the other, for a crash loop.
+    pub(super) crash_loop: CrashLoop,
     /// When the last node started waiting: a round with `min` nodes closes `last_call` after.
     pub(super) last_arrival: Instant,
     /// Since when the job has had no node; it is forgotten after the timeout.
@@ -75,6 +82,8 @@ impl Job {
             ended: VecDeque::new(),
             first_failure: None,
             last_failure: None,
+            task_restarts: Vec::new(),
+            crash_loop: CrashLoop::default(),
             last_arrival: now,
             empty_since: None,
             changed: watch::Sender::new(0),
@@ -131,6 +140,8 @@ impl Job {
         if reason.is_failure() {
             self.restart_count += 1;
         }
+        // The next round's tasks start afresh.
+        self.task_restarts.clear();
         tracing::info!(rdzv_id = %self.id, round = number, %reason, %detail, "round ended");
         let end = RoundEnd {
             round: number,
@@ -168,22 +179,39 @@ impl Job {
         };
         self.notify();
     }
+
+    /// Ends the running round for `reason` and the job with it, failed: `detail` says why
+    /// (a crash loop), whatever restarts are left.
+    pub(super) fn fail_job(&mut self, reason: EndReason, detail: String, now: Instant) {
+        let Phase::Running(round) = &self.phase else {
+            return;
+        };
+        let round = round.number;
+        self.end_round(reason, detail.clone(), now);
+        self.phase = Phase::Done(JobDone {
+            succeeded: false,
+            detail,
+            first_failure: self.first_failure.clone(),
+            round,
+        });
+        self.notify();
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::time::Instant;
 
-    use super::super::tests::{config, ended, join_as, registry, round_of};
+    use super::super::Reported;
+    use super::super::tests::{config, ended, join_as, registry, report, round_of};
     use crate::outcome::{EndReason, RoundStatus, TaskStatus};
 
     #[test]
     fn failures_count_until_max_restarts_then_the_job_fails_with_the_first() {
         let (mut r, t0, c) = (registry(), Instant::now(), config(1, 1, "", 1));
         join_as(&mut r, &c, "a", 1000, t0).unwrap();
-        let (counted, _) = r
-            .report("job", "a", 1, 0, TaskStatus::Exited(3), "boom\n".into(), t0)
-            .unwrap();
+        let Reported { counted, .. } =
+            report(&mut r, "a", 1, 0, TaskStatus::Exited(3), "boom\n", t0).unwrap();
         assert!(counted);
         let end = ended(&mut r, "a", 1, t0);
         assert_eq!(
@@ -195,22 +223,12 @@ mod tests {
             )
         );
         // A report for the ended round changes nothing.
-        let (counted, note) = r
-            .report(
-                "job",
-                "a",
-                1,
-                0,
-                TaskStatus::Signaled(15),
-                String::new(),
-                t0,
-            )
-            .unwrap();
+        let Reported { counted, note, .. } =
+            report(&mut r, "a", 1, 0, TaskStatus::Signaled(15), "", t0).unwrap();
         assert!(!counted, "{note}");
         join_as(&mut r, &c, "a", 1000, t0).unwrap();
         assert_eq!(round_of(&mut r, "a", 1, t0).unwrap().1, 1);
-        r.report("job", "a", 2, 0, TaskStatus::Signaled(9), String::new(), t0)
-            .unwrap();
+        report(&mut r, "a", 2, 0, TaskStatus::Signaled(9), "", t0).unwrap();
         let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, t0).unwrap() else {
             panic!("the job goes on past max restarts");
         };

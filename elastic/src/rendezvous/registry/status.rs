@@ -70,6 +70,7 @@ impl Registry {
             nodes,
             last_failure: job.last_failure.clone(),
             last_end: job.ended.back().cloned(),
+            task_restarts: job.task_restarts.clone(),
             heartbeat_timeout: timeout,
             digest: 0,
         };
@@ -118,7 +119,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::super::JoinArgs;
-    use super::super::tests::{config, join_as, registry};
+    use super::super::tests::{config, join_as, registry, report};
     use crate::job_status::{JobPhase, JobState, NodeState};
     use crate::outcome::{EndReason, TaskStatus};
     use crate::rendezvous::credentials::{Credentials, Digest, Proof};
@@ -152,8 +153,7 @@ mod tests {
         assert_ne!(running.digest, forming.digest);
         assert_eq!(r.status("job", t0).unwrap().digest, running.digest);
 
-        r.report("job", "b", 1, 0, TaskStatus::Exited(7), "oops\n".into(), t0)
-            .unwrap();
+        report(&mut r, "b", 1, 0, TaskStatus::Exited(7), "oops\n", t0).unwrap();
         let failed = r.status("job", t0).unwrap();
         assert_eq!(failed.restart_count, 1);
         let last = failed.last_failure.as_ref().unwrap();
@@ -191,7 +191,7 @@ mod tests {
         let hung = TaskStatus::Hung {
             quiet: Duration::from_secs(30),
         };
-        r.report("job", "a", 1, 0, hung, String::new(), t0).unwrap();
+        report(&mut r, "a", 1, 0, hung, "", t0).unwrap();
         let end = r.status("job", t0).unwrap().last_end.unwrap();
         assert_eq!((end.reason, end.restart_count), (EndReason::TaskHung, 1));
     }

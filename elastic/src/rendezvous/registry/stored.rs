@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use launcher::{CrashLoop, LastFailure, Signature};
 use tokio::sync::watch;
 
 use super::Registry;
@@ -170,6 +171,18 @@ impl Registry {
                 .last_failure
                 .map(wire::failure_from_proto)
                 .transpose()?,
+            task_restarts: stored
+                .task_restarts
+                .into_iter()
+                .map(wire::task_restarts_from_proto)
+                .collect::<Result<_, _>>()?,
+            crash_loop: CrashLoop {
+                last: (!stored.crash_host.is_empty()).then(|| LastFailure {
+                    host: stored.crash_host,
+                    signature: (!stored.crash_signature.is_empty())
+                        .then(|| Signature::from_stored(stored.crash_signature)),
+                }),
+            },
             last_arrival: clock.instant_of_ms(stored.last_arrival_ms),
             empty_since: (stored.empty_since_ms != 0)
                 .then(|| clock.instant_of_ms(stored.empty_since_ms)),
@@ -232,6 +245,22 @@ impl Registry {
             ended: job.ended.iter().map(wire::end_to_proto).collect(),
             first_failure: job.first_failure.as_ref().map(wire::failure_to_proto),
             last_failure: job.last_failure.as_ref().map(wire::failure_to_proto),
+            task_restarts: job
+                .task_restarts
+                .iter()
+                .map(wire::task_restarts_to_proto)
+                .collect(),
+            crash_host: job
+                .crash_loop
+                .last
+                .as_ref()
+                .map_or_else(String::new, |l| l.host.clone()),
+            crash_signature: job
+                .crash_loop
+                .last
+                .as_ref()
+                .and_then(|l| l.signature.as_ref())
+                .map_or_else(String::new, |s| s.as_str().to_owned()),
             last_arrival_ms: clock.to_ms(job.last_arrival),
             empty_since_ms: job.empty_since.map_or(0, |t| clock.to_ms(t)),
             rounds: rounds
@@ -279,7 +308,8 @@ mod tests {
     use std::collections::HashSet;
     use std::time::Duration;
 
-    use super::super::tests::{config, join_as, registry};
+    use super::super::Reported;
+    use super::super::tests::{config, join_as, registry, report};
     use super::*;
     use crate::TaskStatus;
 
@@ -299,9 +329,8 @@ mod tests {
         join_as(&mut r, &c, "a", 2001, t0).unwrap();
         join_as(&mut r, &c, "b", 2002, t0).unwrap();
         r.tick(t0 + Duration::from_secs(10));
-        let (counted, _) = r
-            .report("job", "a", 1, 0, TaskStatus::Exited(3), "boom".into(), t0)
-            .unwrap();
+        let Reported { counted, .. } =
+            report(&mut r, "a", 1, 0, TaskStatus::Exited(3), "boom", t0).unwrap();
         assert!(counted);
         join_as(&mut r, &c, "a", 2001, t0).unwrap();
         let first = r.store("job", clock).unwrap();
@@ -310,6 +339,36 @@ mod tests {
         assert_eq!(loaded.store("job", clock).unwrap(), first);
         assert_eq!((first.restart_count, first.rounds_formed), (1, 1));
         assert!(first.first_failure.is_some());
+        assert_eq!(first.crash_signature, "exited with status 3: boom");
+    }
+
+    #[test]
+    fn in_place_restarts_are_kept_in_the_record() {
+        let mut r = registry();
+        let clock = Clock::now();
+        let t0 = clock.instant();
+        let c = config(2, 2, "chief=1,ps=1", 0);
+        join_as(&mut r, &c, "a", 2001, t0).unwrap();
+        join_as(&mut r, &c, "b", 2002, t0).unwrap();
+        // b runs ps:0 alone: a chief's (a) failure restarts it in place.
+        let answer = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), "OSError: 5", t0).unwrap();
+        assert_eq!(answer.task_restarts, 1);
+        let first = r.store("job", clock).unwrap();
+        assert_eq!(first.task_restarts.len(), 1);
+        assert_eq!(first.crash_host, "node a on 127.0.0.1");
+        let mut loaded = reload(&r, &["a", "b"], clock);
+        assert_eq!(loaded.store("job", clock).unwrap(), first);
+        // The loaded job remembers both: the second restart, and the crash loop it makes.
+        let again = report(
+            &mut loaded,
+            "a",
+            1,
+            0,
+            TaskStatus::Exited(1),
+            "OSError: 6",
+            t0,
+        );
+        assert_eq!(again.unwrap().in_place, None, "a crash loop");
     }
 
     #[test]

@@ -1,37 +1,49 @@
 //! What a task's reported end does: the job's first task succeeding ends the job, another
-//! task succeeding changes nothing, and any task failing ends its round (the job keeps the
-//! first failure and the latest, with the tail of its stderr).
+//! task succeeding changes nothing; a failure is restarted in place when its failure domain
+//! allows (the job's [`RestartPolicy`](launcher::RestartPolicy): a ParameterServerStrategy
+//! worker or chief alone, a parameter server with the chief on its node, an evaluator
+//! alone; at most `max_task_restarts` times a task in a round), else it ends its round. A
+//! planned exit (42, 143) counts against nothing; a crash loop ([`launcher::CrashLoop`])
+//! fails the job at once. The job keeps the first failure and the latest, with the tail of
+//! its stderr.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::calls::Refusal;
+use launcher::{Restart, Signature, TaskEnd};
+
+use super::calls::{Refusal, Reported, TaskReport};
 use super::job::{Job, Phase};
 use super::node::NodeState;
+use crate::job_status::TaskRestarts;
 use crate::outcome::{EndReason, Failure, TaskStatus};
 
 /// The most bytes of a task's standard error kept for the job's story (its end).
 pub(crate) const MAX_STDERR_TAIL: usize = 8 * 1024;
 
 impl Job {
-    /// Local task `local_task` of node `node_id`, which the caller found in this job, ended
-    /// with `status` in round `round`. Returns whether it counted, and why.
+    /// A local task of node `node_id` (which the caller found in this job) ended as `report`
+    /// says. Returns whether it counted, why, and what the node restarts in place.
     pub(super) fn task_ended(
         &mut self,
         node_id: &str,
-        round: u64,
-        local_task: u32,
-        status: TaskStatus,
-        stderr_tail: String,
+        report: TaskReport,
         now: Instant,
-    ) -> Result<(bool, String), Refusal> {
+    ) -> Result<Reported, Refusal> {
+        let TaskReport {
+            round,
+            local_task,
+            status,
+            stderr_tail,
+            progressed,
+        } = report;
         let node = &self.nodes[node_id];
         let current = match &self.phase {
             Phase::Running(r) if r.number == round && node.state == NodeState::Member => {
                 Arc::clone(r)
             }
             _ => {
-                return Ok((
+                return Ok(Reported::noted(
                     false,
                     format!("not counted: round {round} is not running with node {node_id}"),
                 ));
@@ -44,16 +56,17 @@ impl Job {
             )));
         }
         let rank = current.rank(node_id).unwrap_or_default();
-        let task = &current.round.assignment().node_tasks(rank)[local_task as usize];
+        let node_tasks = current.round.assignment().node_tasks(rank);
+        let task = &node_tasks[local_task as usize];
         let who = node.describe(node_id);
         let task_name = task.task.short_name();
         if status.success() {
             if task == current.round.assignment().first_task() {
                 let detail = format!("task {task_name} ({who}) succeeded");
                 self.end_round(EndReason::JobSucceeded, detail, now);
-                return Ok((true, "the job succeeded".into()));
+                return Ok(Reported::noted(true, "the job succeeded"));
             }
-            return Ok((
+            return Ok(Reported::noted(
                 true,
                 format!(
                     "task {task_name} succeeded; the job ends when task {}:0 does",
@@ -72,15 +85,85 @@ impl Job {
             status,
             stderr_tail: tail(stderr_tail, MAX_STDERR_TAIL),
         };
-        let detail = failure.to_string();
+        let mut detail = failure.to_string();
+        let end = TaskEnd::from(&failure.status);
+        let planned = end.is_planned();
+        let policy = self.config.restarts();
         let reason = match failure.status {
+            _ if planned => EndReason::TaskPlanned,
             TaskStatus::Hung { .. } => EndReason::TaskHung,
             _ => EndReason::TaskFailed,
         };
-        self.first_failure.get_or_insert_with(|| failure.clone());
-        self.last_failure = Some(failure);
+        if !planned {
+            self.first_failure.get_or_insert_with(|| failure.clone());
+            self.last_failure = Some(failure.clone());
+            let signature = Signature::of(&end, &failure.stderr_tail);
+            // By node, not address: agents sharing an address are hosts of their own.
+            let found = self.crash_loop.failed(&who, signature, progressed);
+            if let Some(found) = found.filter(|_| !policy.allow_crash_loops) {
+                self.fail_job(
+                    reason,
+                    format!(
+                        "{found}: the job stops rather than restart it (allow_crash_loops goes \
+                         on); the last: {detail}"
+                    ),
+                    now,
+                );
+                return Ok(Reported::noted(true, format!("the job stops: {found}")));
+            }
+        }
+        // A parameter server restarts with the chief only where the chief runs too.
+        let in_place = match policy.scope.restart(self.config.strategy(), &failure.job) {
+            Restart::WithChief if node_tasks.iter().any(|t| t.task.job == "chief") => {
+                Some(Restart::WithChief)
+            }
+            Restart::Task => Some(Restart::Task),
+            Restart::WithChief | Restart::Round => None,
+        };
+        if let Some(in_place) = in_place {
+            let at = match self
+                .task_restarts
+                .iter()
+                .position(|t| t.job == failure.job && t.index == failure.index)
+            {
+                Some(at) => at,
+                None => {
+                    self.task_restarts.push(TaskRestarts {
+                        job: failure.job.clone(),
+                        index: failure.index,
+                        restarts: 0,
+                        failures: 0,
+                        last_failure: failure.clone(),
+                    });
+                    self.task_restarts.len() - 1
+                }
+            };
+            let restarted = &mut self.task_restarts[at];
+            let failures = restarted.failures + u32::from(!planned);
+            if failures <= policy.max_task_restarts {
+                restarted.restarts += 1;
+                restarted.failures = failures;
+                restarted.last_failure = failure;
+                let restarts = restarted.restarts;
+                tracing::info!(rdzv_id = %self.id, round, task = %task_name, restarts, scope = %in_place, %detail, "restarting a task in place");
+                self.notify();
+                return Ok(Reported {
+                    counted: true,
+                    note: format!(
+                        "task {task_name} restarts in place ({in_place}), its restart {restarts} \
+                         in round {round}"
+                    ),
+                    in_place: Some(in_place),
+                    task_restarts: restarts,
+                });
+            }
+            detail = format!(
+                "{detail}, its failure {failures} in the round, more than max task restarts {}",
+                policy.max_task_restarts
+            );
+        }
         self.end_round(reason, detail, now);
-        Ok((true, format!("round {round} ended")))
+        Ok(Reported::noted(true, format!("round {round} ended")))
     }
 }
 
@@ -100,10 +183,13 @@ fn tail(mut text: String, max: usize) -> String {
 mod tests {
     use std::time::Instant;
 
-    use super::super::Waited;
-    use super::super::tests::{config, join_as, registry};
+    use launcher::{Restart, RestartPolicy, RestartScope};
+
+    use super::super::tests::{config, ended, join_as, node_proof, registry, report};
+    use super::super::{JoinArgs, Registry, Reported, Waited};
     use super::tail;
-    use crate::outcome::{RoundStatus, TaskStatus};
+    use crate::outcome::{EndReason, RoundStatus, TaskStatus};
+    use crate::{JobConfig, NodeRange};
 
     #[test]
     fn the_first_task_succeeding_ends_the_job() {
@@ -111,9 +197,8 @@ mod tests {
         join_as(&mut r, &c, "a", 1000, t0).unwrap();
         join_as(&mut r, &c, "b", 1001, t0).unwrap();
         // b runs worker 0: its success is not the job's.
-        let (counted, note) = r
-            .report("job", "b", 1, 0, TaskStatus::Exited(0), String::new(), t0)
-            .unwrap();
+        let Reported { counted, note, .. } =
+            report(&mut r, "b", 1, 0, TaskStatus::Exited(0), "", t0).unwrap();
         assert!(counted);
         assert_eq!(
             note,
@@ -123,13 +208,198 @@ mod tests {
             r.heartbeat("job", "b", 1, t0).unwrap(),
             RoundStatus::Running
         );
-        r.report("job", "a", 1, 0, TaskStatus::Exited(0), String::new(), t0)
-            .unwrap();
+        report(&mut r, "a", 1, 0, TaskStatus::Exited(0), "", t0).unwrap();
         let Waited::Done(done) = r.wait("job", "b", 1, t0).unwrap() else {
             panic!("not done");
         };
         assert!(done.succeeded);
         assert_eq!(done.detail, "task chief:0 (node a on 127.0.0.1) succeeded");
+    }
+
+    /// A ParameterServerStrategy job of three one-task nodes: a runs chief:0, b ps:0, c
+    /// worker:0; in round 1.
+    fn pss(restarts: RestartPolicy) -> (Registry, Instant) {
+        let (mut r, t0) = (registry(), Instant::now());
+        let c = config(3, 3, "chief=1,ps=1", 5).with_restarts(restarts);
+        for (id, port) in [("a", 1000), ("b", 1001), ("c", 1002)] {
+            join_as(&mut r, &c, id, port, t0).unwrap();
+        }
+        assert_eq!(
+            r.heartbeat("job", "c", 1, t0).unwrap(),
+            RoundStatus::Running
+        );
+        (r, t0)
+    }
+
+    #[test]
+    fn a_parameter_server_strategy_worker_restarts_in_place_up_to_its_bound() {
+        let bound = RestartPolicy {
+            max_task_restarts: 2,
+            ..RestartPolicy::default()
+        };
+        let (mut r, t0) = pss(bound);
+        for n in 1..=2 {
+            let answer = report(&mut r, "c", 1, 0, TaskStatus::Signaled(9), "", t0).unwrap();
+            assert_eq!(
+                (answer.in_place, answer.task_restarts),
+                (Some(Restart::Task), n)
+            );
+            assert_eq!(
+                r.heartbeat("job", "a", 1, t0).unwrap(),
+                RoundStatus::Running
+            );
+        }
+        // A planned exit is restarted too, and not counted against the bound.
+        let planned = report(&mut r, "c", 1, 0, TaskStatus::Exited(42), "", t0).unwrap();
+        assert_eq!(planned.task_restarts, 3);
+        let status = r.status("job", t0).unwrap();
+        let restarted = &status.task_restarts[0];
+        assert_eq!(
+            (
+                restarted.job.as_str(),
+                restarted.index,
+                restarted.restarts,
+                restarted.failures
+            ),
+            ("worker", 0, 3, 2)
+        );
+        assert_eq!(status.restart_count, 0, "no round restarted");
+        let third = report(&mut r, "c", 1, 0, TaskStatus::Signaled(9), "", t0).unwrap();
+        assert_eq!(third.in_place, None);
+        let end = ended(&mut r, "a", 1, t0);
+        assert_eq!((end.reason, end.restart_count), (EndReason::TaskFailed, 1));
+        assert!(
+            end.detail
+                .ends_with("its failure 3 in the round, more than max task restarts 2"),
+            "{}",
+            end.detail
+        );
+        assert!(r.status("job", t0).unwrap().task_restarts.is_empty());
+    }
+
+    #[test]
+    fn a_parameter_server_restarts_with_the_chief_only_on_its_node() {
+        // b runs ps:0 alone: its chief is elsewhere, so the round restarts.
+        let (mut r, t0) = pss(RestartPolicy::default());
+        let answer = report(&mut r, "b", 1, 0, TaskStatus::Signaled(9), "", t0).unwrap();
+        assert_eq!(answer.in_place, None);
+        assert_eq!(ended(&mut r, "a", 1, t0).reason, EndReason::TaskFailed);
+        // One node running the chief and the parameter server restarts both in place.
+        let (mut r, t0) = (registry(), Instant::now());
+        let c = JobConfig::new(NodeRange::new(2, 2).unwrap(), 2)
+            .unwrap()
+            .with_layout("chief=1,ps=1".parse().unwrap())
+            .unwrap();
+        for (id, ports) in [("a", vec![1000, 1001]), ("b", vec![1002, 1003])] {
+            let args = JoinArgs {
+                rdzv_id: "job".into(),
+                config: c.clone(),
+                node_id: Some(id.into()),
+                host: "127.0.0.1".into(),
+                ports,
+                name: String::new(),
+                peer: None,
+                credentials: Default::default(),
+            };
+            r.join(args, &node_proof(id), t0).unwrap();
+        }
+        let answer = report(&mut r, "a", 1, 1, TaskStatus::Signaled(9), "", t0).unwrap();
+        assert_eq!(answer.in_place, Some(Restart::WithChief));
+        // The chief alone restarts in place too.
+        let answer = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), "", t0).unwrap();
+        assert_eq!(answer.in_place, Some(Restart::Task));
+    }
+
+    #[test]
+    fn under_mirrored_strategy_a_worker_ends_the_round_and_the_evaluator_restarts_alone() {
+        let (mut r, t0, c) = (registry(), Instant::now(), config(2, 2, "evaluator=1", 3));
+        join_as(&mut r, &c, "a", 1000, t0).unwrap();
+        join_as(&mut r, &c, "b", 1001, t0).unwrap();
+        let answer = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), "OSError", t0).unwrap();
+        assert_eq!(answer.in_place, Some(Restart::Task), "the evaluator");
+        assert_eq!(
+            r.heartbeat("job", "b", 1, t0).unwrap(),
+            RoundStatus::Running
+        );
+        let answer = report(&mut r, "b", 1, 0, TaskStatus::Exited(1), "", t0).unwrap();
+        assert_eq!(answer.in_place, None, "worker 0");
+        assert_eq!(ended(&mut r, "a", 1, t0).reason, EndReason::TaskFailed);
+        // `round` restarts even the evaluator with the round.
+        let round = RestartPolicy {
+            scope: RestartScope::Round,
+            ..RestartPolicy::default()
+        };
+        let (mut r, t0) = pss(round);
+        let answer = report(&mut r, "c", 1, 0, TaskStatus::Signaled(9), "", t0).unwrap();
+        assert_eq!(answer.in_place, None);
+    }
+
+    #[test]
+    fn a_planned_exit_ends_a_mirrored_round_without_counting() {
+        let (mut r, t0, c) = (registry(), Instant::now(), config(2, 2, "", 0));
+        join_as(&mut r, &c, "a", 1000, t0).unwrap();
+        join_as(&mut r, &c, "b", 1001, t0).unwrap();
+        report(&mut r, "b", 1, 0, TaskStatus::Exited(143), "saved", t0).unwrap();
+        let end = ended(&mut r, "a", 1, t0);
+        assert_eq!((end.reason, end.restart_count), (EndReason::TaskPlanned, 0));
+        // With max restarts 0, a failure would have failed the job; the next round forms.
+        let status = r.status("job", t0).unwrap();
+        assert!(status.last_failure.is_none());
+        assert!(matches!(status.phase, crate::JobPhase::Forming { .. }));
+    }
+
+    #[test]
+    fn the_same_traceback_on_two_hosts_fails_the_job_at_once() {
+        let (mut r, t0, c) = (registry(), Instant::now(), config(2, 2, "", 9));
+        join_as(&mut r, &c, "a", 1000, t0).unwrap();
+        join_as(&mut r, &c, "b", 1001, t0).unwrap();
+        let boom = "Traceback (most recent call last):\nValueError: bad batch 17\n";
+        report(&mut r, "a", 1, 0, TaskStatus::Exited(1), boom, t0).unwrap();
+        ended(&mut r, "b", 1, t0);
+        join_as(&mut r, &c, "a", 1000, t0).unwrap();
+        join_as(&mut r, &c, "b", 1001, t0).unwrap();
+        let boom = boom.replace("17", "18");
+        let answer = report(&mut r, "b", 2, 0, TaskStatus::Exited(1), &boom, t0).unwrap();
+        assert!(
+            answer.note.starts_with("the job stops: a crash loop"),
+            "{}",
+            answer.note
+        );
+        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, t0).unwrap() else {
+            panic!("the job goes on");
+        };
+        assert!(!done.succeeded);
+        assert!(
+            done.detail.starts_with(
+                "a crash loop: \"exited with status 1: ValueError: bad batch N\" on node a on \
+                 127.0.0.1, then on node b on 127.0.0.1: the job stops"
+            ),
+            "{}",
+            done.detail
+        );
+        assert_eq!(done.first_failure.unwrap().node_id, "a");
+    }
+
+    #[test]
+    fn crash_loops_may_be_allowed() {
+        let allowed = RestartPolicy {
+            allow_crash_loops: true,
+            ..RestartPolicy::default()
+        };
+        let (mut r, t0) = pss(allowed);
+        for _ in 0..3 {
+            let answer =
+                report(&mut r, "c", 1, 0, TaskStatus::Exited(1), "OSError: x", t0).unwrap();
+            assert_eq!(answer.in_place, Some(Restart::Task));
+        }
+        let (mut r, t0) = pss(RestartPolicy::default());
+        report(&mut r, "c", 1, 0, TaskStatus::Exited(1), "OSError: x", t0).unwrap();
+        let answer = report(&mut r, "c", 1, 0, TaskStatus::Exited(1), "OSError: x", t0).unwrap();
+        assert_eq!(answer.in_place, None, "twice in a row without progress");
+        assert!(matches!(
+            r.heartbeat("job", "a", 1, t0).unwrap(),
+            RoundStatus::JobDone(_)
+        ));
     }
 
     #[test]

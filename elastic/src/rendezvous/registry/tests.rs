@@ -53,6 +53,27 @@ pub(super) fn join_as(
     )
 }
 
+/// Node `id`'s report that its local task `local` of `round` ended with `status`, its
+/// stderr ending with `tail`, after no progress.
+pub(super) fn report(
+    r: &mut Registry,
+    id: &str,
+    round: u64,
+    local: u32,
+    status: crate::TaskStatus,
+    tail: &str,
+    now: Instant,
+) -> Result<Reported, Refusal> {
+    let task = TaskReport {
+        round,
+        local_task: local,
+        status,
+        stderr_tail: tail.to_owned(),
+        progressed: false,
+    };
+    r.report("job", id, task, now)
+}
+
 /// What node `id` proves in these tests: no token (an open job), its own secret.
 pub(super) fn node_proof(id: &str) -> Proof {
     Proof {
