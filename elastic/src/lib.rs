@@ -146,8 +146,18 @@
 //! ordered by when each first joined the job, and keep that order across rounds: rank 0, and
 //! with it the chief or worker 0, stays on one host for as long as it stays.
 //!
-//! A round ends when a member reports a failed task ([`TaskStatus`]: exit status, signal, or a
-//! task that could not start; with the tail of its stderr), when a member is silent for
+//! A failed task is restarted alone, in place, where TensorFlow survives that: the job's
+//! [`RestartPolicy`](launcher::RestartPolicy) ([`JobConfig::with_restarts`]; by default
+//! TensorFlow's failure domains, [`launcher::RestartScope::restart`]) makes a
+//! ParameterServerStrategy worker or chief, a parameter server whose node runs the chief
+//! too, or an evaluator restart in place, at most `max_task_restarts` times a task in a round
+//! ([`ReportAnswer::in_place`] tells its agent; [`JobStatus::task_restarts`] shows them). A
+//! failure that is the program's, recurring on two nodes or twice on one without progress
+//! ([`launcher::CrashLoop`]), fails the job at once; an exit with status 42 or 143 (a
+//! preemption, saved first) is planned and counts against nothing ([`EndReason::TaskPlanned`]).
+//!
+//! Any other failure ends its round: a member reports a failed task ([`TaskStatus`]: exit status, signal, or a
+//! task that could not start; with the tail of its stderr), or a member is silent for
 //! [`ServerOptions::with_timeout`] ([`DEFAULT_TIMEOUT`], 3 s), leaves, or joins again, or when a new node
 //! joins below `max`. Failures and lost nodes count as restarts; past the config's
 //! `max_restarts` the job fails, and every node learns the job's first failure (task, host,
@@ -280,7 +290,7 @@
 //! | name | type | labels | meaning |
 //! |---|---|---|---|
 //! | `tfcluster_rounds_total` | counter | | rounds this agent took part in |
-//! | `tfcluster_restarts_total` | counter | `cause`: `task_failed`, `hung`, `host_lost`, `joined`, `left` | rounds that ended while this agent was in them, by the end's reason |
+//! | `tfcluster_restarts_total` | counter | `scope`: `round`, `task`, `task+chief`; `cause`: `task_failed`, `hung`, `planned`, `host_lost`, `joined`, `left` | rounds that ended while this agent was in them (`round`), and this agent's tasks restarted in place, by reason |
 //! | `tfcluster_round` | gauge | | the agent's current round number |
 //! | `tfcluster_round_members` | gauge | | nodes in that round |
 //! | `tfcluster_round_formation_seconds` | histogram | | from joining (or joining again) to the round |

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use elastic::launcher::Restart;
 use elastic::{EndReason, Join, RoundStatus, TaskStatus, Waited};
 
 use crate::common::{
@@ -229,13 +230,15 @@ async fn a_failure_ends_the_round_and_every_node_sees_the_restart_count(backend:
             .zip(&rounds)
             .map(|(n, r)| client.heartbeats(n, r))
             .collect();
+        // Another failure each time: the same one twice would be a crash loop.
+        let tail = ["ValueError: bad\n", "OSError: disk full\n"][restart as usize];
         let counted = client
             .report(
                 &nodes[1],
                 rounds[1].number(),
                 0,
                 TaskStatus::Exited(1),
-                "Traceback ...\nValueError: bad\n",
+                tail,
             )
             .await
             .unwrap();
@@ -462,7 +465,74 @@ async fn a_waiting_node_hears_how_its_round_forms(backend: Backend) {
     rdzv.shutdown().await;
 }
 
+async fn a_parameter_server_strategy_worker_restarts_in_place_and_a_crash_loop_ends_the_job(
+    backend: Backend,
+) {
+    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+    let client = rdzv.client().await;
+    // Three one-task nodes: chief:0, ps:0, worker:0.
+    let c = config("3", 5)
+        .with_layout("chief=1,ps=1".parse().unwrap())
+        .unwrap();
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        nodes.push(join(&client, "job", &c, i).await);
+    }
+    let mut rounds = Vec::new();
+    for node in &mut nodes {
+        rounds.push(round(&client, node).await);
+    }
+    let number = rounds[2].number();
+    let boom = "ValueError: bad batch 3\n";
+    let answer = client
+        .report_exit(&nodes[2], number, 0, TaskStatus::Exited(1), boom, true)
+        .await
+        .unwrap();
+    assert_eq!(
+        (answer.in_place, answer.task_restarts),
+        (Some(Restart::Task), 1)
+    );
+    // The round runs on, and the operator's status shows the restart.
+    assert_eq!(
+        client.heartbeat(&nodes[0], number).await.unwrap(),
+        RoundStatus::Running
+    );
+    let status = client
+        .job_status("job", None, Duration::ZERO)
+        .await
+        .unwrap();
+    let restarted = &status.task_restarts[0];
+    assert_eq!(
+        (
+            restarted.job.as_str(),
+            restarted.restarts,
+            restarted.failures
+        ),
+        ("worker", 1, 1)
+    );
+    assert_eq!(restarted.last_failure.stderr_tail, boom);
+    // The same failure again without progress: a crash loop, which ends the job at once.
+    let answer = client
+        .report_exit(&nodes[2], number, 0, TaskStatus::Exited(1), boom, false)
+        .await
+        .unwrap();
+    assert_eq!(answer.in_place, None);
+    let RoundStatus::JobDone(done) = client.heartbeat(&nodes[0], number).await.unwrap() else {
+        panic!("the job goes on");
+    };
+    assert!(
+        done.detail.starts_with(
+            "a crash loop: \"exited with status 1: ValueError: bad batch N\" twice in a row on \
+             node "
+        ),
+        "{}",
+        done.detail
+    );
+    rdzv.shutdown().await;
+}
+
 on_both_backends!(
+    a_parameter_server_strategy_worker_restarts_in_place_and_a_crash_loop_ends_the_job,
     closes_at_max_at_once,
     a_waiting_node_hears_how_its_round_forms,
     closes_after_the_last_call_with_min,

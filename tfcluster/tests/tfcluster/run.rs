@@ -588,3 +588,131 @@ fn a_missing_program_is_named() {
         );
     }
 }
+
+/// A `--local` task for the failure-domain tests, by role: each worker (or the evaluator)
+/// prints `start JOB RESTART_COUNT` and acts by its restart count from `$PLAN`
+/// (`0=exit42,1=fail:OSError,*=serve`: `exitN` exits N, `fail:TEXT` prints TEXT on stderr and
+/// exits 3, `serve` touches `$DIR/up` and serves); the chief waits for `$DIR/up` and exits 0;
+/// anything else serves.
+const ROLES: &str = r#"
+case "$TF_CONFIG" in
+  *'"type":"chief"'*)
+    while [ ! -e "$DIR/up" ]; do sleep 0.05; done; exit 0 ;;
+  *'"type":"worker"'*|*'"type":"evaluator"'*)
+    echo "start ${TF_CONFIG##*\"type\":\"} $TFCLUSTER_RESTART_COUNT"
+    action=$(echo "$PLAN" | tr , '\n' | sed -n "s/^$TFCLUSTER_RESTART_COUNT=//p")
+    [ -n "$action" ] || action=$(echo "$PLAN" | tr , '\n' | sed -n 's/^\*=//p')
+    case "$action" in
+      exit*) exit "${action#exit}" ;;
+      fail:*) echo "${action#fail:}" >&2; exit 3 ;;
+      serve) touch "$DIR/up"; exec sleep 1000 ;;
+    esac ;;
+  *) exec sleep 1000 ;;
+esac
+"#;
+
+/// `tfcluster run --local JOBS FLAGS -- sh -c ROLES` with `PLAN`, waited for: its exit
+/// status, and it.
+fn roles(jobs: &str, flags: &[&str], plan: &str) -> (Option<i32>, Launch) {
+    let dir = super::scratch("roles");
+    let dir_text = dir.path().to_str().expect("a UTF-8 path").to_owned();
+    let args = [
+        &["run", "--local", jobs, "--grace", "1s"][..],
+        flags,
+        &["--", "sh", "-c", ROLES],
+    ]
+    .concat();
+    let mut job = Launch::start(&args, &[("PLAN", plan), ("DIR", &dir_text)]);
+    (job.wait(TIMEOUT).code(), job)
+}
+
+/// The `start` lines the tasks printed, in order: `JOB","index":I}... COUNT` trimmed to the
+/// restart counts.
+fn starts(job: &Launch) -> Vec<String> {
+    job.stdout()
+        .lines()
+        .filter(|l| l.contains("] start "))
+        .map(|l| l.rsplit(' ').next().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_parameter_server_worker_restarts_in_place_and_a_planned_exit_costs_nothing() {
+    // Exit 42 (planned), then a failure (the one restart --max-task-restarts 1 allows),
+    // then it serves: the chief, which ran throughout, succeeds.
+    let (code, job) = roles(
+        "chief=1,worker=1,ps=1",
+        &["--max-task-restarts", "1"],
+        "0=exit42,1=fail:OSError: disk,*=serve",
+    );
+    assert_eq!(code, Some(0), "{}", job.stderr());
+    assert_eq!(starts(&job), ["0", "1", "2"], "{}", job.stdout());
+    let stderr = job.stderr();
+    assert_eq!(
+        stderr.matches("restarting the task in place").count(),
+        2,
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_task_past_its_restarts_fails_the_job_saying_so() {
+    let (code, job) = roles(
+        "chief=1,worker=1,ps=1",
+        &["--max-task-restarts", "1"],
+        "0=fail:OSError: disk,1=fail:ValueError: bad,*=serve",
+    );
+    assert_eq!(code, Some(1), "{}", job.stderr());
+    assert_eq!(starts(&job), ["0", "1"], "{}", job.stdout());
+    let stderr = job.stderr();
+    assert!(
+        stderr.contains(
+            "task worker:0 (/job:worker/replica:0/task:0) failed: exit status: 3 (its failure 2, \
+             more than --max-task-restarts 1); the other tasks were stopped"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_same_failure_twice_without_progress_is_a_crash_loop() {
+    let (code, job) = roles(
+        "chief=1,worker=1,ps=1",
+        &[],
+        "*=fail:ValueError: bad batch 7",
+    );
+    assert_eq!(code, Some(1), "{}", job.stderr());
+    assert_eq!(starts(&job), ["0", "1"], "stopped after one restart");
+    let stderr = job.stderr();
+    assert!(
+        stderr.contains(
+            "(a crash loop: \"exited with status 3: ValueError: bad batch N\" twice in a row on "
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--allow-crash-loops goes on"), "{stderr}");
+    // Allowed, it runs to the bound instead.
+    let (code, job) = roles(
+        "chief=1,worker=1,ps=1",
+        &["--allow-crash-loops", "--max-task-restarts", "2"],
+        "*=fail:ValueError: bad batch 7",
+    );
+    assert_eq!(code, Some(1), "{}", job.stderr());
+    assert_eq!(starts(&job), ["0", "1", "2"]);
+}
+
+#[test]
+fn the_evaluator_restarts_alone_under_mirrored_strategy() {
+    // No ps: MultiWorkerMirroredStrategy. The worker waits for the evaluator to serve again.
+    let (code, job) = roles(
+        "chief=1,evaluator=1",
+        &[],
+        "0=fail:OSError: no checkpoint,*=serve",
+    );
+    assert_eq!(code, Some(0), "{}", job.stderr());
+    assert_eq!(starts(&job), ["0", "1"], "{}", job.stdout());
+    // A worker's failure there stops the job, as before.
+    let (code, job) = roles("chief=1,worker=1", &[], "*=fail:OSError: x");
+    assert_eq!(code, Some(1), "{}", job.stderr());
+    assert_eq!(starts(&job), ["0"]);
+}

@@ -209,3 +209,80 @@ fn status_of_a_rendezvous_that_is_down_fails_within_its_timeout_naming_it() {
         usage.stderr()
     );
 }
+
+/// A ParameterServerStrategy job's task: worker 1 (node 1's local task 1) fails once, at its
+/// first start; the chief exits 0 once `$DIR/done` exists; the others serve.
+const PSS_TASK: &str = r#"
+echo "started $TFCLUSTER_NODE_RANK $TFCLUSTER_LOCAL_TASK $TFCLUSTER_RESTART_COUNT"
+if [ "$TFCLUSTER_NODE_RANK$TFCLUSTER_LOCAL_TASK$TFCLUSTER_RESTART_COUNT" = 110 ]; then
+  echo "failing on purpose" >&2; exit 3
+fi
+case "$TF_CONFIG" in
+  *'"type":"chief"'*) while [ ! -e "$DIR/done" ]; do sleep 0.05; done; exit 0 ;;
+esac
+exec sleep 1000
+"#;
+
+#[test]
+fn status_shows_a_task_restarted_in_place_while_its_round_runs() {
+    let dir = scratch("status-in-place");
+    let flags = [
+        "--tasks-per-node",
+        "2",
+        "--layout",
+        "chief=1,ps=1",
+        "--grace",
+        "1s",
+    ];
+    let (mut agents, rdzv) = two_agents_at(dir.path(), &[], &flags, &["sh", "-c", PSS_TASK]);
+    let target = ["--rdzv", rdzv.as_str(), "--rdzv-id", "default"];
+    // Five starts: four, and worker 1 again in place (restart count 1).
+    let started = Instant::now();
+    let shown = loop {
+        let shown = status_json(&target);
+        if shown["task_restarts"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+        {
+            break shown;
+        }
+        if started.elapsed() > TIMEOUT {
+            agents[0].fail(&format!("no task restarted: {shown}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        (&shown["state"], &shown["round"]),
+        (&"running".into(), &1.into())
+    );
+    assert_eq!(shown["restart_count"], 0, "no round restarted");
+    assert_eq!(shown["restart_scope"], "auto");
+    let restarted = &shown["task_restarts"][0];
+    assert_eq!(
+        (
+            &restarted["task"],
+            &restarted["restarts"],
+            &restarted["failures"]
+        ),
+        (&"worker:1".into(), &1.into(), &1.into()),
+        "{shown}"
+    );
+    assert_eq!(restarted["last_failure"]["exit_code"], 3, "{shown}");
+    let mut text = Launch::start(&[&["status"], &target[..]].concat(), &[]);
+    assert_eq!(text.wait(TIMEOUT).code(), Some(0), "{}", text.stderr());
+    assert!(
+        text.stdout()
+            .contains("    worker:1: 1 restarts (1 counted), last: exited with status 3\n"),
+        "{}",
+        text.stdout()
+    );
+    touch(dir.path(), "done");
+    expect_exits(&mut agents, TIMEOUT, [0, 0]);
+    let restarts: Vec<String> = agents
+        .iter()
+        .flat_map(|a| a.stdout().lines().map(str::to_owned).collect::<Vec<_>>())
+        .filter_map(|l| Some(l.split_once("] started ")?.1.to_owned()))
+        .collect();
+    assert_eq!(restarts.len(), 5, "{restarts:?}");
+    assert!(restarts.contains(&"1 1 1".to_owned()), "{restarts:?}");
+}
