@@ -77,8 +77,8 @@ use wait_watcher::{EndOfWait, Watcher};
 
 use launcher::supervise::{Signal, SpawnError, Supervisor, TaskLogs, TaskSpec};
 use launcher::{
-    GpuError, GpusPerTask, Prewarm, PrewarmError, ReservedPorts, Restart, RestartCause, TaskGpus,
-    WarmPool,
+    GpuError, GpusPerTask, HealthCheck, HealthCheckFailed, Prewarm, PrewarmError, ReservedPorts,
+    Restart, RestartCause, TaskEnd, TaskGpus, WarmPool,
 };
 
 use crate::task_env::round_task_env;
@@ -92,6 +92,12 @@ const TAIL_WAIT: Duration = Duration::from_millis(300);
 
 /// How long an agent on its way out waits for the rendezvous to take its leave.
 const LEAVE_WITHIN: Duration = Duration::from_millis(500);
+
+/// How often a host that failed its health check runs it again.
+const HEALTH_RETRY: Duration = Duration::from_secs(10);
+
+/// The status of `sh -c` whose command was not found: a check that can never pass.
+const NOT_FOUND: i32 = 127;
 
 /// What the agent runs and how: see [`Agent::new`].
 #[derive(Debug, Clone)]
@@ -108,6 +114,7 @@ pub struct AgentOptions {
     wait_watcher: Option<Watcher>,
     task_logs: Option<TaskLogs>,
     metrics: AgentMetrics,
+    health_check: Option<HealthCheck>,
 }
 
 impl AgentOptions {
@@ -130,7 +137,17 @@ impl AgentOptions {
             wait_watcher: None,
             task_logs: None,
             metrics: AgentMetrics::default(),
+            health_check: None,
         }
+    }
+
+    /// A check the host must pass before each join: one that fails keeps the host out of
+    /// the job (it leaves, if it was in) and runs again every 10 s until it passes, for at
+    /// most the join timeout ([`AgentError::Unhealthy`] then). A command that does not
+    /// exist (`sh` says 127) fails the agent at its start. Default: none.
+    pub fn with_health_check(mut self, check: Option<HealthCheck>) -> Self {
+        self.health_check = check;
+        self
     }
 
     /// How long a local task may show no progress (no output, no touch of its progress file)
@@ -242,6 +259,19 @@ pub enum AgentError {
     /// [`AgentOptions::with_gpus_per_task`] for each local task.
     #[error(transparent)]
     Gpus(#[from] GpuError),
+    /// The health check's command does not exist (or cannot start): it could never pass.
+    #[error("{0} (the command cannot run here, so the host could never join)")]
+    HealthCheck(HealthCheckFailed),
+    /// The host failed its health check for the whole join timeout.
+    #[error(
+        "the host failed its health check for {waited:?} (the join timeout), the last time: {failed}"
+    )]
+    Unhealthy {
+        /// The last failure.
+        failed: HealthCheckFailed,
+        /// How long it kept failing.
+        waited: Duration,
+    },
 }
 
 /// One port per local task on every interface (TensorFlow's servers bind every interface
@@ -270,7 +300,7 @@ enum Between {
     /// The next round (or the job's end); the last round's tasks are gone.
     Next(Next),
     /// Joining again or waiting failed; the tasks may still be stopping.
-    Failed(Error),
+    Failed(AgentError),
     /// A signal came; the tasks may still be stopping.
     Stopped(Signal),
 }
@@ -412,8 +442,15 @@ impl Agent {
         let mut waiting_since = Instant::now();
         // A join dropped by the stop may have taken effect: the node, never heard from again,
         // is lost at its heartbeat timeout.
+        let healthy = self.check_runs().await?;
         let mut node = tokio::select! {
-            node = self.client.join(&join) => node?,
+            node = async {
+                if !healthy {
+                    tokio::time::sleep(HEALTH_RETRY).await;
+                    self.until_healthy().await?;
+                }
+                Ok::<_, AgentError>(self.client.join(&join).await?)
+            } => node?,
             signal = next_signal(stop) => return Ok(AgentOutcome::Stopped(signal)),
         };
         span.record("node", node.node_id());
@@ -489,7 +526,7 @@ impl Agent {
                             tasks.stop(grace).await;
                             tasks.finish(self.options.grace).await;
                             self.leave(&node).await;
-                            return Err(e.into());
+                            return Err(e);
                         }
                         Between::Stopped(signal) => {
                             let left = self.leave(&node);
@@ -555,8 +592,8 @@ impl Agent {
             tasks.finish(self.options.grace).await;
         });
         let mut waiting = pin!(async {
-            self.client.rejoin(node).await?;
-            self.next_round(node).await
+            self.checked_rejoin(node).await?;
+            Ok::<_, AgentError>(self.next_round(node).await?)
         });
         let (mut gone, mut waited) = (false, None);
         while !(gone && waited.is_some()) {
@@ -570,6 +607,75 @@ impl Agent {
             }
         }
         Between::Next(waited.expect("the loop ends with it"))
+    }
+
+    /// Runs the health check before the first join: whether the host passed it (true
+    /// without one). Fails when its command cannot run at all (`sh` cannot start it), so the
+    /// host would never join: said at the start, not retried for ever.
+    async fn check_runs(&self) -> Result<bool, AgentError> {
+        let Some(check) = &self.options.health_check else {
+            return Ok(true);
+        };
+        match check.run().await {
+            Ok(()) => Ok(true),
+            Err(
+                failed @ (HealthCheckFailed::Failed {
+                    end: TaskEnd::Exited(NOT_FOUND),
+                    ..
+                }
+                | HealthCheckFailed::Start { .. }),
+            ) => Err(AgentError::HealthCheck(failed)),
+            Err(failed) => {
+                tracing::warn!(error = %failed, retry = ?HEALTH_RETRY, "the host failed its health check: it does not join until it passes");
+                Ok(false)
+            }
+        }
+    }
+
+    /// Returns once the host passes its health check (at once without one), running it
+    /// again every [`HEALTH_RETRY`] while it fails, each failure said; fails once it has
+    /// failed for the join timeout (a host out of the job would never learn it ended).
+    async fn until_healthy(&self) -> Result<(), AgentError> {
+        let Some(check) = &self.options.health_check else {
+            return Ok(());
+        };
+        let started = Instant::now();
+        loop {
+            let Err(failed) = check.run().await else {
+                return Ok(());
+            };
+            let waited = started.elapsed();
+            if waited >= self.options.join_timeout {
+                return Err(AgentError::Unhealthy { failed, waited });
+            }
+            tracing::warn!(error = %failed, retry = ?HEALTH_RETRY, "the host failed its health check: it does not join until it passes");
+            tokio::time::sleep(HEALTH_RETRY.min(self.options.join_timeout - waited)).await;
+        }
+    }
+
+    /// Joins the job again for its next round, once the host passes its health check; a
+    /// host that fails it leaves the job first (the next round forms without it), and joins
+    /// as a new node once it passes.
+    async fn checked_rejoin(&self, node: &mut Node) -> Result<(), AgentError> {
+        let Some(check) = &self.options.health_check else {
+            return Ok(self.client.rejoin(node).await?);
+        };
+        match check.run().await {
+            Ok(()) => Ok(self.client.rejoin(node).await?),
+            Err(failed) => {
+                tracing::warn!(error = %failed, "the host failed its health check: leaving the job until it passes");
+                self.leave(node).await;
+                tokio::time::sleep(HEALTH_RETRY).await;
+                self.until_healthy().await?;
+                let join = self.options.join.clone().with_ports(node.ports().to_vec());
+                *node = self.client.join(&join).await?;
+                tracing::info!(
+                    node = node.node_id(),
+                    "the host passed its health check: joined again"
+                );
+                Ok(())
+            }
+        }
     }
 
     /// Leaves the job without waiting long: the agent is on its way out, and a rendezvous

@@ -5,7 +5,7 @@ use std::fmt;
 use launcher::{RestartPolicy, Strategy};
 
 pub use crate::error::config::ConfigError;
-use crate::{Layout, NodeRange};
+use crate::{BadHostPolicy, Layout, NodeRange};
 
 /// The most tasks one node may run.
 pub const MAX_TASKS_PER_NODE: u32 = 256;
@@ -19,7 +19,8 @@ pub const MAX_TASKS_PER_NODE: u32 = 256;
 pub const MAX_TASKS: u32 = 16_384;
 
 /// A job's shape: the node range of its rounds, the tasks each node runs, the layout of
-/// non-worker jobs, how many failures it survives, and what a failure restarts.
+/// non-worker jobs, how many failures it survives, what a failure restarts, and when a host
+/// is set aside.
 ///
 /// The first node to join a rendezvous id creates the job with its config; a node joining
 /// with a different one is refused, the message naming both values of each field that
@@ -53,6 +54,7 @@ pub struct JobConfig {
     layout: Layout,
     max_restarts: u32,
     restarts: RestartPolicy,
+    bad_hosts: BadHostPolicy,
 }
 
 impl JobConfig {
@@ -64,6 +66,7 @@ impl JobConfig {
             layout: Layout::workers_only(),
             max_restarts: 0,
             restarts: RestartPolicy::default(),
+            bad_hosts: BadHostPolicy::default(),
         };
         config.check()?;
         Ok(config)
@@ -93,6 +96,17 @@ impl JobConfig {
     /// How failures are restarted.
     pub fn restarts(&self) -> RestartPolicy {
         self.restarts
+    }
+
+    /// With hosts whose tasks keep failing set aside as `bad_hosts` says.
+    pub fn with_bad_hosts(mut self, bad_hosts: BadHostPolicy) -> Self {
+        self.bad_hosts = bad_hosts;
+        self
+    }
+
+    /// When a host is set aside.
+    pub fn bad_hosts(&self) -> BadHostPolicy {
+        self.bad_hosts
     }
 
     /// The job's strategy, as its layout tells ([`Strategy::of_jobs`]).
@@ -149,6 +163,12 @@ impl JobConfig {
         if self.restarts != other.restarts {
             out.push(format!("{} (this node: {})", self.restarts, other.restarts));
         }
+        if self.bad_hosts != other.bad_hosts {
+            out.push(format!(
+                "{} (this node: {})",
+                self.bad_hosts, other.bad_hosts
+            ));
+        }
         out
     }
 
@@ -200,6 +220,9 @@ impl fmt::Display for JobConfig {
         // Said only when chosen, so the common config reads as it always has.
         if self.restarts != RestartPolicy::default() {
             write!(f, ", {}", self.restarts)?;
+        }
+        if self.bad_hosts != BadHostPolicy::default() {
+            write!(f, ", {}", self.bad_hosts)?;
         }
         Ok(())
     }

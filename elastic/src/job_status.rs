@@ -39,6 +39,9 @@ pub struct JobStatus {
     pub last_end: Option<RoundEnd>,
     /// The running round's tasks restarted in place, in the order first restarted.
     pub task_restarts: Vec<TaskRestarts>,
+    /// Hosts set aside now ([`BadHostPolicy`](crate::BadHostPolicy)): left out of the next
+    /// rounds until their cooldown ends.
+    pub hosts_aside: Vec<HostAside>,
     /// How long a node may be silent before it is lost.
     pub heartbeat_timeout: Duration,
     /// A hash of the status but the times that pass by themselves (how long a node has
@@ -64,6 +67,20 @@ pub struct TaskRestarts {
     pub failures: u32,
     /// The failure (or planned exit) that last restarted it.
     pub last_failure: Failure,
+}
+
+/// A host set aside: its tasks failed too often while other hosts' did not.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct HostAside {
+    /// The host (the address its tasks are reached at).
+    pub host: String,
+    /// How long until it may be in a round again.
+    pub remaining: Duration,
+    /// How many times it was set aside, this time included.
+    pub times: u32,
+    /// Why: its failures, and the last of them.
+    pub reason: String,
 }
 
 /// Where a job is.
@@ -226,6 +243,10 @@ impl JobStatus {
                 .hash(&mut h);
         }
         (&self.last_failure, &self.last_end, &self.task_restarts).hash(&mut h);
+        // Not the time left: it counts down by itself.
+        for aside in &self.hosts_aside {
+            (&aside.host, aside.times, &aside.reason).hash(&mut h);
+        }
         // Never 0, which asks for an answer at once.
         h.finish().max(1)
     }

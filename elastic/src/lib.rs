@@ -479,6 +479,7 @@
 
 mod agent;
 mod assignment;
+mod bad_host_policy;
 mod client;
 mod error;
 #[cfg(feature = "etcd")]
@@ -529,6 +530,7 @@ pub mod proto {
 
 pub use agent::{Agent, AgentError, AgentMetrics, AgentOptions, AgentOutcome, WaitWatcher};
 pub use assignment::{Member, RoundError, TaskAssignment};
+pub use bad_host_policy::BadHostPolicy;
 pub use client::{
     ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, WaitProgress, Waited, Watched,
 };
@@ -545,7 +547,8 @@ pub use grpc::{RendezvousServer, ServerOptions};
 pub use grpc_guard;
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use job_status::{
-    JobPhase, JobState, JobStatus, JobSummary, MAX_LISTED, NodeState, NodeStatus, TaskRestarts,
+    HostAside, JobPhase, JobState, JobStatus, JobSummary, MAX_LISTED, NodeState, NodeStatus,
+    TaskRestarts,
 };
 /// The launcher the agent starts its tasks with: its [`Supervisor`](launcher::supervise::Supervisor),
 /// [`Prewarm`](launcher::Prewarm) ([`AgentOptions::with_prewarm`]),

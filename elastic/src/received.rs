@@ -7,7 +7,9 @@
 
 use std::time::Duration;
 
-use crate::job_status::{JobPhase, JobStatus, JobSummary, MAX_LISTED, NodeStatus};
+use crate::job_status::{
+    HostAside, JobPhase, JobStatus, JobSummary, MAX_LISTED, NodeStatus, TaskRestarts,
+};
 use crate::outcome::{Failure, JobDone, RoundEnd, RoundStatus, TaskStatus};
 use crate::rendezvous::registry::MAX_STDERR_TAIL;
 use crate::rendezvous::{Found, Joined, Pending, Reported};
@@ -257,12 +259,50 @@ impl Received for JobStatus {
                 })
             })
             .collect::<Result<Vec<_>, WireError>>()?;
+        if self.task_restarts.len() > crate::MAX_TASKS as usize {
+            return Err(WireError::OutOfRange {
+                field: "the restarted task count",
+                value: self.task_restarts.len().to_string(),
+                range: format!("0 ..= {}", crate::MAX_TASKS),
+            });
+        }
+        let task_restarts = self
+            .task_restarts
+            .into_iter()
+            .map(|t| {
+                Ok(TaskRestarts {
+                    job: plain("a restarted task's job", t.job, MAX_ID)?,
+                    last_failure: t.last_failure.cleaned(),
+                    ..t
+                })
+            })
+            .collect::<Result<Vec<_>, WireError>>()?;
+        if self.hosts_aside.len() > MAX_NODES as usize {
+            return Err(WireError::OutOfRange {
+                field: "the count of hosts set aside",
+                value: self.hosts_aside.len().to_string(),
+                range: format!("0 ..= {MAX_NODES}"),
+            });
+        }
+        let hosts_aside = self
+            .hosts_aside
+            .into_iter()
+            .map(|a| {
+                Ok(HostAside {
+                    host: plain("a host set aside", a.host, MAX_HOST)?,
+                    reason: clean_text(&a.reason, MAX_TEXT),
+                    ..a
+                })
+            })
+            .collect::<Result<Vec<_>, WireError>>()?;
         Ok(Self {
             rdzv_id: plain("the rendezvous id", self.rdzv_id, MAX_ID)?,
             phase,
             nodes,
             last_failure: self.last_failure.map(Failure::cleaned),
             last_end: self.last_end.map(RoundEnd::cleaned),
+            task_restarts,
+            hosts_aside,
             ..self
         })
     }

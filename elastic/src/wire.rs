@@ -13,7 +13,7 @@ use crate::rendezvous::{Credentials, Found, JoinArgs, Joined, NodeSecret};
 use crate::watched_round::WatchedRound;
 use launcher::{DEFAULT_MAX_TASK_RESTARTS, Restart, RestartPolicy, RestartScope};
 
-use crate::{Error, JobConfig, Layout, Member, NodeRange};
+use crate::{BadHostPolicy, Error, JobConfig, Layout, Member, NodeRange};
 
 pub use crate::error::wire::WireError;
 pub(crate) use job_status::{
@@ -133,7 +133,15 @@ pub(crate) fn config_to_proto(config: &JobConfig) -> proto::JobConfig {
         restart_scope: scope_to_proto(config.restarts().scope) as i32,
         max_task_restarts: config.restarts().max_task_restarts,
         allow_crash_loops: config.restarts().allow_crash_loops,
+        bad_host_failures: config.bad_hosts().failures,
+        bad_host_window_ms: ms(config.bad_hosts().window),
+        bad_host_cooldown_ms: ms(config.bad_hosts().cooldown),
     }
+}
+
+/// Milliseconds as the wire carries them.
+pub(crate) fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn scope_to_proto(scope: RestartScope) -> proto::RestartScope {
@@ -198,10 +206,25 @@ pub(crate) fn config_from_proto(config: Option<proto::JobConfig>) -> Result<JobC
         },
         allow_crash_loops: config.allow_crash_loops,
     };
+    // 0: a peer that predates the rule, or left a field unset.
+    let default = BadHostPolicy::default();
+    let or = |value: u64, default: Duration| match value {
+        0 => default,
+        ms => Duration::from_millis(ms),
+    };
+    let bad_hosts = BadHostPolicy {
+        failures: match config.bad_host_failures {
+            0 => default.failures,
+            n => n,
+        },
+        window: or(config.bad_host_window_ms, default.window),
+        cooldown: or(config.bad_host_cooldown_ms, default.cooldown),
+    };
     Ok(JobConfig::new(nodes, config.tasks_per_node)?
         .with_layout(layout)?
         .with_max_restarts(config.max_restarts)
-        .with_restarts(restarts))
+        .with_restarts(restarts)
+        .with_bad_hosts(bad_hosts))
 }
 
 pub(crate) fn ports_from_proto(ports: &[u32]) -> Result<Vec<u16>, Error> {

@@ -19,6 +19,7 @@
 //!   unbuffered Python output, Python's faulthandler.
 //! - [`ReservedPorts`]: a port per task, held (bound, never listening) until the tasks start.
 //! - [`hostname`]: the host's name, as logs and a rendezvous know it.
+//! - [`HealthCheck`]: a command a host must pass (with a deadline) before it joins a round.
 //! - What a failure restarts: TensorFlow's failure domains ([`RestartScope::restart`]: a
 //!   ParameterServerStrategy worker alone, a parameter server with the chief, an evaluator
 //!   alone, a MultiWorkerMirroredStrategy worker with the round), planned exits
@@ -101,6 +102,7 @@
 mod crash_loop;
 mod failure_domain;
 mod gpus;
+mod health_check;
 mod hostname;
 mod prewarm;
 mod reserved_ports;
@@ -113,6 +115,7 @@ pub use failure_domain::{
     DEFAULT_MAX_TASK_RESTARTS, InvalidRestartScope, Restart, RestartPolicy, RestartScope, Strategy,
 };
 pub use gpus::{GpuError, GpusPerTask, InvalidGpusPerTask, TF_FORCE_GPU_ALLOW_GROWTH, TaskGpus};
+pub use health_check::{HealthCheck, HealthCheckFailed};
 pub use hostname::hostname;
 pub use prewarm::{DEFAULT_MODULE, Prewarm, PrewarmError, WarmPool};
 pub use reserved_ports::ReservedPorts;

@@ -10,6 +10,7 @@
 //! `serve` and `rendezvous serve`).
 
 pub(crate) mod allow;
+pub(crate) mod bad_hosts;
 pub(crate) mod elastic;
 pub(crate) mod gpus;
 pub(crate) mod limits;

@@ -26,6 +26,15 @@ pub struct JobConfig {
     /// without progress) instead of failing the job at once.
     #[prost(bool, tag = "8")]
     pub allow_crash_loops: bool,
+    /// A host whose tasks failed this many times within `bad_host_window_ms`, while no other
+    /// host's did as often, is left out of the next rounds for `bad_host_cooldown_ms`, doubled
+    /// each time it is set aside again. 0: the defaults (3, 10 minutes, 5 minutes).
+    #[prost(uint32, tag = "9")]
+    pub bad_host_failures: u32,
+    #[prost(uint64, tag = "10")]
+    pub bad_host_window_ms: u64,
+    #[prost(uint64, tag = "11")]
+    pub bad_host_cooldown_ms: u64,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LayoutJob {
@@ -359,6 +368,9 @@ pub struct JobStatusResponse {
     /// The running round's tasks restarted in place, in the order first restarted.
     #[prost(message, repeated, tag = "14")]
     pub task_restarts: ::prost::alloc::vec::Vec<TaskRestarts>,
+    /// Hosts set aside now: left out of the next rounds until their cooldown ends.
+    #[prost(message, repeated, tag = "15")]
+    pub hosts_aside: ::prost::alloc::vec::Vec<HostAside>,
     #[prost(oneof = "job_status_response::Phase", tags = "4, 5, 6")]
     pub phase: ::core::option::Option<job_status_response::Phase>,
 }
@@ -375,6 +387,20 @@ pub mod job_status_response {
         #[prost(message, tag = "6")]
         Done(super::JobDone),
     }
+}
+/// A host set aside: its tasks failed too often while other hosts' did not.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct HostAside {
+    #[prost(string, tag = "1")]
+    pub host: ::prost::alloc::string::String,
+    /// How long until it may be in a round again.
+    #[prost(uint64, tag = "2")]
+    pub remaining_ms: u64,
+    /// How many times it was set aside, this time included.
+    #[prost(uint32, tag = "3")]
+    pub times: u32,
+    #[prost(string, tag = "4")]
+    pub reason: ::prost::alloc::string::String,
 }
 /// A task restarted in place in the running round.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -516,6 +542,25 @@ pub struct StoredJob {
     pub crash_host: ::prost::alloc::string::String,
     #[prost(string, tag = "20")]
     pub crash_signature: ::prost::alloc::string::String,
+    /// The hosts whose tasks failed: when, and whether they are set aside.
+    #[prost(message, repeated, tag = "21")]
+    pub hosts: ::prost::alloc::vec::Vec<StoredHost>,
+}
+/// A host's failures, as the bad-host rule counts them.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StoredHost {
+    #[prost(string, tag = "1")]
+    pub host: ::prost::alloc::string::String,
+    /// When its tasks failed, within the window.
+    #[prost(uint64, repeated, tag = "2")]
+    pub failures_ms: ::prost::alloc::vec::Vec<u64>,
+    /// Set aside until then (0: it is not).
+    #[prost(uint64, tag = "3")]
+    pub aside_until_ms: u64,
+    #[prost(uint32, tag = "4")]
+    pub times_aside: u32,
+    #[prost(string, tag = "5")]
+    pub reason: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StoredNode {

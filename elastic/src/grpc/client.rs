@@ -377,6 +377,8 @@ mod tests {
                         restart_scope: restarts.0,
                         max_task_restarts: restarts.1,
                         allow_crash_loops: restarts.2,
+                        // The bad-host rule's fields are plain numbers, 0 the defaults.
+                        ..Default::default()
                     }
                 },
             ),

@@ -1,6 +1,6 @@
 //! [`RendezvousMetrics`]: what the built-in rendezvous server counts (`--metrics` on
 //! `rendezvous serve` and on the agent that serves): requests by method and gRPC code, jobs,
-//! rounds formed, open connections and refusals by limit (those two counted by `grpc-guard`).
+//! rounds formed, hosts set aside, open connections and refusals by limit (those two counted by `grpc-guard`).
 //!
 //! No label has unbounded values: the method is one of the eight RPCs, the code one of gRPC's
 //! seventeen by its name (`OK`, `NOT_FOUND`, ..., as the gRPC layer names it:
@@ -42,6 +42,7 @@ pub struct RendezvousMetrics {
     requests: Family<RequestLabels, Counter>,
     jobs: Gauge,
     rounds_formed: Counter,
+    hosts_set_aside: Counter,
     guard: GuardMetrics,
 }
 
@@ -66,6 +67,11 @@ impl RendezvousMetrics {
             "Rounds formed, of every job",
             metrics.rounds_formed.clone(),
         );
+        registry.register(
+            "tfcluster_rendezvous_hosts_set_aside",
+            "Hosts set aside (their tasks failed too often while other hosts' did not), of every job",
+            metrics.hosts_set_aside.clone(),
+        );
         metrics
             .guard
             .register(registry, "tfcluster_rendezvous", "rendezvous server");
@@ -84,6 +90,10 @@ impl RendezvousMetrics {
 
     pub(crate) fn round_formed(&self) {
         self.rounds_formed.inc();
+    }
+
+    pub(crate) fn host_set_aside(&self) {
+        self.hosts_set_aside.inc();
     }
 
     /// What `grpc-guard` counts for this server.

@@ -16,6 +16,7 @@
 
 mod admission;
 mod auth;
+mod bad_hosts;
 mod calls;
 mod formed;
 mod forming;
@@ -250,7 +251,13 @@ impl Registry {
             .get_mut(node_id)
             .ok_or_else(|| unknown_node(rdzv_id, node_id, timeout))?;
         node.last_seen = now;
-        job.task_ended(node_id, report, now)
+        let set_aside = |job: &Job| job.hosts.values().map(|h| h.times_aside).sum::<u32>();
+        let before = set_aside(job);
+        let reported = job.task_ended(node_id, report, now);
+        if set_aside(job) > before {
+            self.settings.metrics.host_set_aside();
+        }
+        reported
     }
 
     pub(crate) fn leave(&mut self, rdzv_id: &str, node_id: &str, now: Instant) {

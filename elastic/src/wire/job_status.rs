@@ -5,18 +5,13 @@ use std::time::Duration;
 
 use super::{
     WireError, config_from_proto, config_to_proto, done_from_proto, done_to_proto, end_from_proto,
-    end_to_proto, failure_from_proto, failure_to_proto, ports_from_proto, round_to_proto,
+    end_to_proto, failure_from_proto, failure_to_proto, ms, ports_from_proto, round_to_proto,
 };
 use crate::job_status::{
-    JobPhase, JobState, JobStatus, JobSummary, NodeState, NodeStatus, TaskRestarts,
+    HostAside, JobPhase, JobState, JobStatus, JobSummary, NodeState, NodeStatus, TaskRestarts,
 };
 use crate::watched_round::WatchedRound;
 use crate::{Error, proto};
-
-/// Milliseconds as the wire carries them.
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
 
 pub(crate) fn job_status_to_proto(status: &JobStatus) -> proto::JobStatusResponse {
     use proto::job_status_response::Phase;
@@ -65,6 +60,16 @@ pub(crate) fn job_status_to_proto(status: &JobStatus) -> proto::JobStatusRespons
             .task_restarts
             .iter()
             .map(task_restarts_to_proto)
+            .collect(),
+        hosts_aside: status
+            .hosts_aside
+            .iter()
+            .map(|a| proto::HostAside {
+                host: a.host.clone(),
+                remaining_ms: ms(a.remaining),
+                times: a.times,
+                reason: a.reason.clone(),
+            })
             .collect(),
         heartbeat_timeout_ms: ms(status.heartbeat_timeout),
         digest: status.digest,
@@ -133,6 +138,16 @@ pub(crate) fn job_status_from_proto(
             .into_iter()
             .map(task_restarts_from_proto)
             .collect::<Result<_, _>>()?,
+        hosts_aside: status
+            .hosts_aside
+            .into_iter()
+            .map(|a| HostAside {
+                host: a.host,
+                remaining: Duration::from_millis(a.remaining_ms),
+                times: a.times,
+                reason: a.reason,
+            })
+            .collect(),
         heartbeat_timeout: Duration::from_millis(status.heartbeat_timeout_ms),
         digest: status.digest,
     })

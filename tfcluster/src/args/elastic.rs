@@ -8,6 +8,7 @@ use std::time::Duration;
 use elastic::{JobConfig, Layout, NodeRange};
 use remote_connect::Network;
 
+use crate::args::bad_hosts::BadHostArgs;
 use crate::args::rendezvous::target::Rendezvous;
 use crate::args::rendezvous::timing::RdzvTimingArgs;
 use crate::args::rendezvous::{JoinRole, RdzvTargetArgs};
@@ -35,6 +36,9 @@ pub(crate) struct ElasticArgs {
     /// the job fails.
     #[arg(long, value_name = "N", default_value_t = 3, requires = "rdzv")]
     max_restarts: u32,
+    // Hosts left out: those whose tasks keep failing, and this one while its check fails.
+    #[command(flatten)]
+    pub(crate) bad_hosts: BadHostArgs,
     // The rendezvous's timings (`run`'s group `rdzv_timing` requires --rdzv for them).
     #[command(flatten)]
     pub(crate) timing: RdzvTimingArgs,
@@ -65,7 +69,9 @@ impl ElasticArgs {
             Some(layout) => config.with_layout(layout.clone())?,
             None => config,
         };
-        Ok(config.with_max_restarts(self.max_restarts))
+        Ok(config
+            .with_max_restarts(self.max_restarts)
+            .with_bad_hosts(self.bad_hosts.policy()))
     }
 
     /// The rendezvous the flags name (`None` without --rdzv); on etcd with --rdzv-timeout

@@ -256,6 +256,15 @@ fn status_text(rendezvous: &Rendezvous, status: &JobStatus) -> String {
             );
         }
     }
+    for aside in &status.hosts_aside {
+        let _ = writeln!(
+            out,
+            "  host {} set aside for {} more: {}",
+            aside.host,
+            secs(aside.remaining),
+            aside.reason
+        );
+    }
     if let Some(failure) = &status.last_failure {
         let _ = writeln!(out, "  last failure: {failure}");
         let lines: Vec<&str> = failure.stderr_tail.lines().collect();
@@ -415,6 +424,18 @@ fn status_json(rendezvous: &Rendezvous, status: &JobStatus) -> Value {
         "late": ids(|n| n.late),
         "last_failure": last_failure,
         "task_restarts": task_restarts,
+        "hosts_aside": status
+            .hosts_aside
+            .iter()
+            .map(|a| {
+                json!({
+                    "host": a.host,
+                    "remaining_s": a.remaining.as_secs_f64(),
+                    "times": a.times,
+                    "reason": a.reason,
+                })
+            })
+            .collect::<Vec<_>>(),
         "last_end": last_end,
         "digest": status.digest.to_string(),
     })

@@ -222,6 +222,7 @@ async fn agent(
             .with_prewarm(prewarm)
             .with_task_logs(task_logs)
             .with_metrics(metrics)
+            .with_health_check(args.bad_hosts.health_check())
             .with_wait_watcher(std::sync::Arc::new(Waiting::new(
                 &rendezvous.to_string(),
                 args.target.rdzv_id(),

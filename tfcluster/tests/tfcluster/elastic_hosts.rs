@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::host_job::{JOB_TIMEOUT, Job, done};
+use super::host_job::{JOB_TIMEOUT, Job, done, job_address};
 
 /// Every agent starts its tasks again within this long of a failure (the grace is 5 s).
 const RESTART_WITHIN: Duration = Duration::from_secs(30);
@@ -372,5 +372,91 @@ fn parameter_server_training_on_three_hosts_survives_a_worker_killed_in_place() 
     let stderr = job.stderr();
     assert!(stderr.contains("restarting the task in place"), "{stderr}");
     eprintln!("a worker killed: started again in place in {restarted_in:?}");
+    job.assert_nothing_left();
+}
+
+/// A task that SIGKILLs itself a second after its start on the host whose address is
+/// `$BAD_HOST` (no crash-loop signature: a kill from outside, as an OOM killer's), and
+/// elsewhere exits 0 in round 3 or later (every worker ends: the job succeeds) or serves.
+const FLAKY_HOST: &str = r#"
+echo "start $TFCLUSTER_ROUND"
+if ip -4 -o addr show | grep -q " $BAD_HOST/"; then sleep 1; kill -9 $$; fi
+if [ "$TFCLUSTER_ROUND" -ge 3 ]; then exit 0; fi
+exec sleep 1000
+"#;
+
+#[test]
+fn a_host_whose_tasks_keep_failing_is_set_aside_and_the_job_finishes_on_the_others() {
+    let bad = job_address(2).to_string();
+    let mut job = Job::new(
+        "set-aside",
+        3,
+        &flags("2:3", &["--bad-host-failures", "2", "--max-restarts", "5"]),
+        &["sh", "-c", FLAKY_HOST],
+        &[("BAD_HOST", &bad)],
+    );
+    assert_eq!(job.hosts().address(2).to_string(), bad);
+    job.start_all(3);
+    job.expect_exits(&[0, 1, 2], 0);
+    let starts: Vec<(String, String)> = job.lines("start");
+    // Rounds 1 and 2 on three hosts, round 3 on the two others.
+    let in_round = |r: &str| {
+        let mut hosts: Vec<String> = starts
+            .iter()
+            .filter(|(_, round)| round == r)
+            .map(|(task, _)| task.split('/').next().unwrap().to_owned())
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        hosts
+    };
+    let all: Vec<String> = (0..3).map(|h| job.hosts().address(h).to_string()).collect();
+    assert_eq!(in_round("1"), all, "{starts:?}");
+    assert_eq!(in_round("2"), all, "{starts:?}");
+    assert_eq!(in_round("3"), all[..2], "{starts:?}");
+    let stderr = job.stderr();
+    // The rendezvous (host 0's agent serves it) logs it with the reason.
+    assert!(
+        stderr.contains(&format!(
+            "a host is set aside rdzv_id=default host=\"{bad}\""
+        )) && stderr.contains("its tasks failed 2 times within 600.0 s while no other host's did"),
+        "{stderr}"
+    );
+    job.assert_nothing_left();
+}
+
+#[test]
+fn a_host_failing_its_health_check_stays_out_and_the_job_runs_without_it() {
+    let bad = job_address(2);
+    let check = format!("! ip -4 -o addr show | grep -q ' {bad}/'");
+    let command = ["sh", "-c", "echo start $TFCLUSTER_ROUND; sleep 1"];
+    let mut job = Job::new(
+        "health",
+        3,
+        &flags("2:3", &["--health-check", &check, "--join-timeout", "12s"]),
+        &command,
+        &[],
+    );
+    job.start_all(3);
+    // Hosts 0 and 1 run the job and succeed; host 2 never joined, and gives up at its join
+    // timeout, saying why.
+    job.expect_exits(&[0, 1], 0);
+    job.expect_exits(&[2], 1);
+    let hosts: Vec<String> = job.lines("start").into_iter().map(|(t, _)| t).collect();
+    assert_eq!(hosts.len(), 4, "two tasks on each of two hosts: {hosts:?}");
+    assert!(
+        hosts.iter().all(|t| !t.starts_with(&format!("{bad}/"))),
+        "{hosts:?}"
+    );
+    let stderr = job.agent(2).stderr();
+    assert!(
+        stderr.contains("the host failed its health check: it does not join until it passes"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the host failed its health check for ")
+            && stderr.contains(&format!("health check `{check}` exited with status 1")),
+        "{stderr}"
+    );
     job.assert_nothing_left();
 }

@@ -516,6 +516,19 @@ fn a_missing_program_fails_the_job_naming_it() {
 }
 
 #[test]
+fn a_health_check_that_cannot_run_fails_the_agent_at_its_start() {
+    let flags = ["--health-check", "/no/such/check --gpu", "--", "true"];
+    let mut agent = lone_agent(&flags, &[], &[]);
+    assert_eq!(agent.wait(TIMEOUT).code(), Some(1), "{}", agent.stderr());
+    let stderr = agent.stderr();
+    assert!(
+        stderr.contains("health check `/no/such/check --gpu` exited with status 127: ")
+            && stderr.contains("(the command cannot run here, so the host could never join)"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_layout_places_chief_and_ps_first_and_the_chief_ends_the_job_on_both_hosts() {
     let dir = scratch("layout");
     let started = Instant::now();

@@ -21,6 +21,13 @@ use super::launch::Launch;
 /// The hosts' addresses: 192.0.2.128 onwards (apart from the other tests' networks, though
 /// each set of hosts is a network of its own anyway).
 const FIRST: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 128);
+/// Host `i`'s address in a job, known before the job is made (for the environment or flags
+/// that name one host).
+pub(super) fn job_address(i: u8) -> Ipv4Addr {
+    let [a, b, c, d] = FIRST.octets();
+    Ipv4Addr::new(a, b, c, d + i)
+}
+
 /// A job's longest wait: TensorFlow imports and trains on a loaded two-core machine.
 pub(super) const JOB_TIMEOUT: Duration = Duration::from_secs(300);
 

@@ -22,6 +22,12 @@ impl Job {
             .filter(|(_, n)| matches!(n.state, NodeState::Waiting(_)))
     }
 
+    /// The waiting nodes a round may take at `now`: not those of a host set aside.
+    fn eligible(&self, now: Instant) -> impl Iterator<Item = (&String, &Node)> {
+        self.waiting()
+            .filter(move |(_, n)| !self.is_aside(&n.host, now))
+    }
+
     /// Whether a round has run and every node still in the job waits for the next one: none
     /// is idle after the last round's end (a lost node was dropped; one that left, too).
     fn all_back(&self) -> bool {
@@ -33,10 +39,10 @@ impl Job {
     }
 
     pub(super) fn pending(&self, now: Instant, last_call: Duration) -> Pending {
-        let waiting = self.waiting().count() as u32;
+        let waiting = self.eligible(now).count() as u32;
         let (min, max) = (self.config.nodes().min(), self.config.nodes().max());
         let round = self.next_round();
-        let detail = match &self.phase {
+        let mut detail = match &self.phase {
             Phase::Running(r) => format!(
                 "round {} is running with {} of max {max} nodes; waiting for round {round}",
                 r.number,
@@ -56,6 +62,16 @@ impl Job {
                 )
             }
         };
+        for aside in self.hosts_aside(now) {
+            if self.waiting().any(|(_, n)| n.host == aside.host) {
+                detail.push_str(&format!(
+                    "; {} is set aside for {} more: {}",
+                    aside.host,
+                    duration(aside.remaining),
+                    aside.reason
+                ));
+            }
+        }
         Pending {
             round,
             waiting,
@@ -73,8 +89,15 @@ impl Job {
             return self.empty_since.map(|since| since + settings.timeout);
         }
         let forming = matches!(self.phase, Phase::Forming);
-        (forming && self.waiting().count() >= self.config.nodes().min() as usize)
-            .then(|| self.last_arrival + settings.last_call)
+        if !forming {
+            return None;
+        }
+        let now = Instant::now();
+        // A host set aside coming back may let the round close.
+        let back = self.next_return(now);
+        let last_call = (self.eligible(now).count() >= self.config.nodes().min() as usize)
+            .then(|| self.last_arrival + settings.last_call);
+        [back, last_call].into_iter().flatten().min()
     }
 
     /// Closes the next round when `max` nodes wait, or at least `min` and the last call has
@@ -95,8 +118,7 @@ impl Job {
             self.config.nodes().max() as usize,
         );
         let mut waiting: Vec<(Instant, u64, &String)> = self
-            .nodes
-            .iter()
+            .eligible(now)
             .filter_map(|(id, n)| match n.state {
                 NodeState::Waiting(since) => Some((since, n.seq, id)),
                 _ => None,

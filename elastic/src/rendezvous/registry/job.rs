@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
+use super::bad_hosts::Hosts;
 use super::calls::Refusal;
 use super::formed::FormedRound;
 use super::node::{Node, NodeState};
@@ -52,6 +53,8 @@ pub(super) struct Job {
     pub(super) task_restarts: Vec<TaskRestarts>,
     /// The failures seen one after the other, for a crash loop.
     pub(super) crash_loop: CrashLoop,
+    /// The hosts whose tasks failed, and those set aside.
+    pub(super) hosts: Hosts,
     /// When the last node started waiting: a round with `min` nodes closes `last_call` after.
     pub(super) last_arrival: Instant,
     /// Since when the job has had no node; it is forgotten after the timeout.
@@ -84,6 +87,7 @@ impl Job {
             last_failure: None,
             task_restarts: Vec::new(),
             crash_loop: CrashLoop::default(),
+            hosts: Hosts::new(),
             last_arrival: now,
             empty_since: None,
             changed: watch::Sender::new(0),

@@ -71,6 +71,7 @@ impl Registry {
             last_failure: job.last_failure.clone(),
             last_end: job.ended.back().cloned(),
             task_restarts: job.task_restarts.clone(),
+            hosts_aside: job.hosts_aside(now),
             heartbeat_timeout: timeout,
             digest: 0,
         };

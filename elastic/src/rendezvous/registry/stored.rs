@@ -12,6 +12,7 @@ use launcher::{CrashLoop, LastFailure, Signature};
 use tokio::sync::watch;
 
 use super::Registry;
+use super::bad_hosts::HostRecord;
 use super::calls::Settings;
 use super::formed::FormedRound;
 use super::job::{Job, Phase};
@@ -176,6 +177,24 @@ impl Registry {
                 .into_iter()
                 .map(wire::task_restarts_from_proto)
                 .collect::<Result<_, _>>()?,
+            hosts: stored
+                .hosts
+                .into_iter()
+                .map(|h| {
+                    let record = HostRecord {
+                        failures: h
+                            .failures_ms
+                            .iter()
+                            .map(|&ms| clock.instant_of_ms(ms))
+                            .collect(),
+                        aside_until: (h.aside_until_ms != 0)
+                            .then(|| clock.instant_of_ms(h.aside_until_ms)),
+                        times_aside: h.times_aside,
+                        reason: h.reason,
+                    };
+                    (h.host, record)
+                })
+                .collect(),
             crash_loop: CrashLoop {
                 last: (!stored.crash_host.is_empty()).then(|| LastFailure {
                     host: stored.crash_host,
@@ -249,6 +268,17 @@ impl Registry {
                 .task_restarts
                 .iter()
                 .map(wire::task_restarts_to_proto)
+                .collect(),
+            hosts: job
+                .hosts
+                .iter()
+                .map(|(host, r)| proto::StoredHost {
+                    host: host.clone(),
+                    failures_ms: r.failures.iter().map(|&t| clock.to_ms(t)).collect(),
+                    aside_until_ms: r.aside_until.map_or(0, |t| clock.to_ms(t)),
+                    times_aside: r.times_aside,
+                    reason: r.reason.clone(),
+                })
                 .collect(),
             crash_host: job
                 .crash_loop

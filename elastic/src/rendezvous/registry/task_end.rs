@@ -97,6 +97,9 @@ impl Job {
         if !planned {
             self.first_failure.get_or_insert_with(|| failure.clone());
             self.last_failure = Some(failure.clone());
+            if self.host_failed(&failure.host, &detail, now).is_some() {
+                self.notify();
+            }
             let signature = Signature::of(&end, &failure.stderr_tail);
             // By node, not address: agents sharing an address are hosts of their own.
             let found = self.crash_loop.failed(&who, signature, progressed);

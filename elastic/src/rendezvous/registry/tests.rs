@@ -37,12 +37,24 @@ pub(super) fn join_as(
     port: u16,
     now: Instant,
 ) -> Result<Joined, Refusal> {
+    join_on(r, c, id, "127.0.0.1", port, now)
+}
+
+/// Node `id` joins (or joins again) from `host`.
+pub(super) fn join_on(
+    r: &mut Registry,
+    c: &JobConfig,
+    id: &str,
+    host: &str,
+    port: u16,
+    now: Instant,
+) -> Result<Joined, Refusal> {
     r.join(
         JoinArgs {
             rdzv_id: "job".into(),
             config: c.clone(),
             node_id: Some(id.into()),
-            host: "127.0.0.1".into(),
+            host: host.into(),
             ports: vec![port],
             name: String::new(),
             peer: None,
