@@ -11,8 +11,13 @@
 //! is `side.rs`'s, the one place they are written. Every process and namespace it made is
 //! gone at its end, on an error or a Ctrl-C too (`interrupt.rs`).
 //!
-//! `--quick` makes each fault once and runs goodput for 2 minutes, to check the harness; it
-//! writes nothing. `--minutes N` sets the goodput run's length (default 10).
+//! Then the same for ParameterServerStrategy (`pss.rs`): a worker killed every 30 s for 5
+//! minutes, whole rounds restarted beside the worker alone in place, and a crash loop with
+//! the rule that stops it and without; `--pss` runs that part alone.
+//!
+//! `--quick` makes each fault once and runs goodput for 2 minutes (the ParameterServerStrategy
+//! part 2 minutes too), to check the harness; it writes nothing. `--minutes N` sets the
+//! MultiWorkerMirroredStrategy goodput run's length (default 10).
 
 mod fault;
 mod goodput;
@@ -21,6 +26,7 @@ mod job;
 mod marks;
 mod measure;
 mod memory;
+mod pss;
 mod recovery;
 mod report;
 mod side;
@@ -36,17 +42,21 @@ use side::{Flags, Side};
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Options {
     quick: bool,
+    /// The ParameterServerStrategy part alone.
+    pss: bool,
     plan: Plan,
 }
 
 impl Options {
     fn parse(args: &[&str]) -> Result<Self, String> {
         let mut quick = false;
+        let mut pss = false;
         let mut minutes = None;
         let mut rest = args.iter();
         while let Some(&arg) = rest.next() {
             match arg {
                 "--quick" => quick = true,
+                "--pss" => pss = true,
                 "--minutes" => {
                     let value = rest
                         .next()
@@ -61,7 +71,7 @@ impl Options {
                 }
                 _ => {
                     return Err(format!(
-                        "bench-goodput {args:?}: expected [--quick] [--minutes N]"
+                        "bench-goodput {args:?}: expected [--quick] [--pss] [--minutes N]"
                     ));
                 }
             }
@@ -69,6 +79,7 @@ impl Options {
         let minutes = minutes.unwrap_or(if quick { 2 } else { 10 });
         Ok(Self {
             quick,
+            pss,
             plan: Plan {
                 repeats: if quick { 1 } else { 3 },
                 goodput: Duration::from_secs(60 * minutes),
@@ -77,14 +88,63 @@ impl Options {
     }
 }
 
-/// `cargo xtask bench-goodput [--quick] [--minutes N]`: builds, measures both sides, prints
-/// the report and, unless `--quick`, writes it to `docs/benchmarks.md`.
+/// `cargo xtask bench-goodput [--quick] [--pss] [--minutes N]`: builds, measures both sides,
+/// prints the report and, unless `--quick`, writes it to `docs/benchmarks.md`.
 pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     let options = Options::parse(args)?;
     interrupt::arm()?;
-    let load_before = machine::load();
     workspace::build_release(&["-p", "tfcluster", "--bin", "tfcluster"])?;
     let python = tf_venv::python()?;
+    if !options.pss {
+        mirrored(options, &python)?;
+    }
+    parameter_servers(options, &python)
+}
+
+/// The ParameterServerStrategy part: both restart scopes, then the crash loop both ways;
+/// writes its own section of `docs/benchmarks.md` unless `--quick`.
+fn parameter_servers(options: Options, python: &std::path::Path) -> Result<(), String> {
+    let load_before = machine::load();
+    let length = Duration::from_secs(if options.quick { 120 } else { 300 });
+    let dir = target_dir().join("bench-goodput").join("pss");
+    let mut sides = Vec::new();
+    for scope in pss::Scope::BOTH {
+        sides.push(pss::measure(
+            scope,
+            python,
+            length,
+            &dir.join(format!("{scope:?}")),
+        )?);
+    }
+    let mut loops = Vec::new();
+    for allow in [true, false] {
+        let (seconds, command) =
+            pss::crash_loop_seconds(allow, &dir.join(format!("loop-{allow}")))?;
+        loops.push((allow, seconds, command));
+    }
+    let report = format!(
+        "{}
+Machine: {}; load before {}, after {}.
+",
+        pss::render(&sides, &loops, length),
+        machine::describe(),
+        load_before,
+        machine::load()
+    );
+    print!("{report}");
+    if options.quick {
+        eprintln!("xtask: --quick: docs/benchmarks.md is left as it was");
+        return Ok(());
+    }
+    let path = workspace::root().join("docs/benchmarks.md");
+    docs_section::write(&path, "bench-goodput-pss", &report)?;
+    eprintln!("xtask: wrote its section of {}", path.display());
+    Ok(())
+}
+
+/// The MultiWorkerMirroredStrategy part: today's launcher beside the new behaviours.
+fn mirrored(options: Options, python: &std::path::Path) -> Result<(), String> {
+    let load_before = machine::load();
     let flags = Flags::probe()?;
     if !flags.missing().is_empty() {
         eprintln!(
@@ -99,7 +159,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
         sides.push(measure::side(
             side,
             &flags,
-            &python,
+            python,
             options.plan,
             &dir.join(side.slug()),
             &mut notes,

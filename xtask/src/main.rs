@@ -61,7 +61,7 @@ tasks:
                      ratios and writes its section of docs/benchmarks.md (release build; ~8
                      minutes). --only measures one of ours alone and writes nothing. Not part
                      of `test`
-  bench-goodput [--quick] [--minutes N]
+  bench-goodput [--quick] [--pss] [--minutes N]
                      what a failure costs TensorFlow 2.21 MultiWorkerMirroredStrategy training
                      under `run --rdzv` on three network-namespace hosts (root, iproute2; the
                      venv at target/tf-venv), today's launcher beside the new behaviours: for a
@@ -71,8 +71,13 @@ tasks:
                      start, TensorFlow ready, restore), steps redone; goodput over N minutes
                      (default 10) with a task killed every 60 s; the agents' and warm
                      interpreters' memory. Prints medians and writes its section of
-                     docs/benchmarks.md (release build; ~40 minutes). --quick: each fault
-                     once, 2 minutes of goodput, writes nothing. Not part of `test`
+                     docs/benchmarks.md (release build; ~40 minutes). Then ParameterServerStrategy
+                     (chief, 2 parameter servers, 6 workers on 3 hosts): a worker killed every
+                     30 s for 5 minutes, whole rounds restarted beside the worker alone in place
+                     (steps lost, chief and ps restarts, kill to serving again, goodput), and
+                     a crash loop's wall time with the rule and without; --pss runs that part
+                     alone (~20 minutes). --quick: each fault once, 2 minutes of goodput,
+                     writes nothing. Not part of `test`
   bench-vs-tf        the same work in TensorFlow 2.21 and tfcluster, one after the other (a
                      10,000-task spec, a 100,000-host hostlist, connecting 16 tasks both ways,
                      a task server process, our connect at 16 to 1,024 tasks); prints medians

@@ -537,8 +537,16 @@ fn stalled_wave(report: &mut Report, target: &Rendezvous, wave: &str) {
     report.require(opened >= MIN_STREAMS, || {
         format!("{wave}: the attack opened {opened} streams, {MIN_STREAMS} at least")
     });
-    std::thread::sleep(Duration::from_secs(2));
-    let read: u64 = connections.iter().map(RawConnection::bytes_read).sum();
+    // The answers come as the server gets to them: waited for until enough have (well under
+    // a second on a quiet machine), for at most 30 s on a busy one.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let read = loop {
+        let read: u64 = connections.iter().map(RawConnection::bytes_read).sum();
+        if read >= MIN_READ || Instant::now() >= deadline {
+            break read;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     report.figure(&format!("{wave}: bytes the attack read"), read);
     report.require(read >= MIN_READ, || {
         format!("{wave}: the attack read {read} bytes of answers, {MIN_READ} at least")

@@ -35,17 +35,23 @@ impl Goodput {
                 .map_or(0, |m| m.value)
         };
         let inside: Vec<&&Mark> = steps.iter().filter(|m| m.ns > start_ns).collect();
-        let gaps: Vec<f64> = inside
+        // A mark may end several steps (ParameterServerStrategy's chief marks each batch):
+        // the mean step time is over the steps of consecutive marks of one process.
+        let (gap_ms, gap_steps) = inside
             .windows(2)
             .filter(|w| {
-                w[0].round == w[1].round && w[0].task == w[1].task && w[1].value == w[0].value + 1
+                w[0].round == w[1].round && w[0].task == w[1].task && w[1].value > w[0].value
             })
-            .map(|w| (w[1].ns - w[0].ns) as f64 / 1e6)
-            .collect();
-        if gaps.is_empty() || end_ns <= start_ns {
+            .fold((0.0, 0u64), |(ms, steps), w| {
+                (
+                    ms + (w[1].ns - w[0].ns) as f64 / 1e6,
+                    steps + (w[1].value - w[0].value),
+                )
+            });
+        if gap_steps == 0 || end_ns <= start_ns {
             return None;
         }
-        let step_ms = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let step_ms = gap_ms / gap_steps as f64;
         let productive = progress(end_ns).saturating_sub(progress(start_ns));
         let wall_ms = (end_ns - start_ns) as f64 / 1e6;
         Some(Self {
@@ -86,5 +92,17 @@ mod tests {
         assert!((found.step_ms - 1000.0).abs() < 1e-6, "{found:?}");
         assert!((found.ratio - 30.0 / 49.0).abs() < 1e-9, "{found:?}");
         assert_eq!(Goodput::of(&marks[..1], 0, 10), None);
+    }
+
+    #[test]
+    fn a_mark_may_end_several_steps() {
+        // ParameterServerStrategy's chief marks every 10 steps, each batch 2 s: 0.2 s a step.
+        let marks: Vec<Mark> = (1..=10)
+            .map(|i| step("h/chief:0", 1, 2.0 * i as f64, 10 * i))
+            .collect();
+        let found = Goodput::of(&marks, 1_000_000_000, 21_000_000_000).unwrap();
+        assert!((found.step_ms - 200.0).abs() < 1e-6, "{found:?}");
+        assert_eq!(found.productive, 100);
+        assert!((found.ratio - 1.0).abs() < 1e-9, "{found:?}");
     }
 }

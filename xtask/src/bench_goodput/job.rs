@@ -45,6 +45,21 @@ impl Job {
         python: &Path,
         dir: PathBuf,
     ) -> Result<Self, String> {
+        let flags: Vec<&str> = COMMON.iter().chain(&side.flags(flags)).copied().collect();
+        let script = crate::workspace::root().join(SCRIPT).display().to_string();
+        let command = [python.display().to_string(), script];
+        Self::running(side.slug(), &flags, &command, dir)
+    }
+
+    /// A job of id `rdzv_id` whose agents run with `flags` (beside `--rdzv`, host 0's
+    /// address) and whose tasks run `command` with `CKPT_DIR`, its files under `dir` (made
+    /// anew); no agent started.
+    pub(super) fn running(
+        rdzv_id: &str,
+        flags: &[&str],
+        command: &[String],
+        dir: PathBuf,
+    ) -> Result<Self, String> {
         let _ = fs::remove_dir_all(&dir);
         let ckpt = dir.join("ckpt");
         fs::create_dir_all(&ckpt).map_err(|e| format!("cannot make {}: {e}", ckpt.display()))?;
@@ -56,15 +71,13 @@ impl Job {
                     .to_owned()
             })?;
         let rdzv = hosts.address(0).to_string();
-        let mut args: Vec<String> = ["-v", "run", "--rdzv", &rdzv, "--rdzv-id", side.slug()]
+        let mut args: Vec<String> = ["-v", "run", "--rdzv", &rdzv, "--rdzv-id", rdzv_id]
             .iter()
-            .chain(COMMON)
-            .chain(&side.flags(flags))
+            .chain(flags)
             .map(|s| (*s).to_owned())
             .collect();
         args.push("--".into());
-        args.push(python.display().to_string());
-        args.push(crate::workspace::root().join(SCRIPT).display().to_string());
+        args.extend(command.iter().cloned());
         let env = vec![
             ("CKPT_DIR".to_owned(), ckpt.display().to_string()),
             // Plain log lines, to read; TensorFlow's own chatter kept to errors.
@@ -81,14 +94,45 @@ impl Job {
         })
     }
 
+    /// Waits up to `timeout` for every agent to exit; whether they all did.
+    pub(super) fn wait_all(&mut self, timeout: Duration) -> Result<bool, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            interrupt::check()?;
+            let mut running = 0;
+            for agent in self.agents.iter_mut().flatten() {
+                if matches!(agent.0.try_wait(), Ok(None)) {
+                    running += 1;
+                }
+            }
+            if running == 0 {
+                return Ok(true);
+            }
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub(super) fn hosts(&self) -> &net_hosts::Hosts {
         &self.hosts
     }
 
-    /// The command line every agent runs, for the report (the script by its name).
+    /// The command line every agent runs, for the report (a script by its file's name).
     pub(super) fn command_line(&self) -> String {
-        let flags = self.args.split(|a| a == "--").next().unwrap_or_default();
-        format!("tfcluster {} -- python goodput_train.py", flags.join(" "))
+        let mut parts = self.args.split(|a| a == "--");
+        let flags = parts.next().unwrap_or_default();
+        let command: Vec<String> = parts
+            .next()
+            .unwrap_or_default()
+            .iter()
+            .map(|a| match a.rsplit_once('/') {
+                Some((_, name)) if a.ends_with(".py") || a.contains("python") => name.to_owned(),
+                _ => a.clone(),
+            })
+            .collect();
+        format!("tfcluster {} -- {}", flags.join(" "), command.join(" "))
     }
 
     /// Starts every host's agent, host 0's first so that it serves the rendezvous before the

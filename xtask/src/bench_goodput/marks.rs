@@ -1,4 +1,4 @@
-//! The marks `goodput_train.py` prints, as they reach an agent's stdout behind the task's
+//! The marks `goodput_train.py` and `pss_goodput_train.py` print, as they reach an agent's stdout behind the task's
 //! prefix: `[HOST/JOB:INDEX] goodput ROUND WHAT TIME [VALUE]`.
 
 /// What a mark says happened.
@@ -16,6 +16,8 @@ pub(super) enum What {
     Step,
     /// A checkpoint saved (the chief); its value is the step.
     Saved,
+    /// A ParameterServerStrategy worker or parameter server serves (`pss_goodput_train.py`).
+    Serving,
 }
 
 /// One mark.
@@ -45,6 +47,7 @@ impl Mark {
             "restored" => What::Restored,
             "step" => What::Step,
             "saved" => What::Saved,
+            "serving" => What::Serving,
             _ => return None,
         };
         let ns = seconds_ns(words.next()?)?;
