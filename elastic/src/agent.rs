@@ -796,7 +796,7 @@ impl Agent {
                         continue;
                     };
                     self.options.metrics.tasks().restarted(in_place, RestartCause::of(&end));
-                    tracing::warn!(task = %round.local_tasks()[local as usize].task, restarts = answer.task_restarts, scope = %in_place, "restarting the task in place");
+                    tracing::warn!(task = %round.local_tasks()[local as usize].task.short_name(), restarts = answer.task_restarts, scope = %in_place, "restarting the task in place");
                     if in_place == Restart::WithChief
                         && let Some(chief) = round.local_tasks().iter().position(|t| t.task.job == "chief")
                         && let Some(running) = local_of.iter().rposition(|&l| l == chief as u32)
