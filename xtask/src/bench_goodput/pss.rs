@@ -235,7 +235,9 @@ pub(super) fn crash_loop_seconds(allow: bool, dir: &Path) -> Result<(f64, String
 
 /// The report's section: the two sides, then the crash loop.
 pub(super) fn render(sides: &[Figures], loops: &[(bool, f64, String)], length: Duration) -> String {
-    let mut out = String::new();
+    let mut out = String::from(
+        "## ParameterServerStrategy under failures: the worker in place, or the round\n\n",
+    );
     let _ = writeln!(
         out,
         "ParameterServerStrategy (`pss_goodput_train.py`: a `ClusterCoordinator` loop, a \
