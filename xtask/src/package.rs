@@ -45,6 +45,9 @@ pub(crate) fn suite() -> Suite {
         "every published crate has the fields crates.io and docs.rs show",
         metadata.as_ref().map_err(Clone::clone).and_then(described),
     );
+    if let Ok(metadata) = &metadata {
+        forget_unpacked(metadata);
+    }
     let mut command = Command::new("cargo");
     // Uncommitted files are packaged too: the check is of the working tree.
     command.args(["package", "--allow-dirty"]);
@@ -60,6 +63,44 @@ pub(crate) fn suite() -> Suite {
         suite.record(&format!("cargo package -p {krate}"), outcome.clone());
     }
     suite
+}
+
+/// Removes the copies of our crates that an earlier `cargo package` unpacked from its local
+/// registry (`$CARGO_HOME/registry/src/-HASH/NAME-VERSION`, the hash of the registry's
+/// path): cargo unpacks a version only when no copy is there, so a checkout packaging the
+/// same version again, changed, would build its dependents against the old sources.
+/// crates.io's copies (`index.crates.io-*`) are never touched.
+fn forget_unpacked(metadata: &Value) {
+    let home = std::env::var_os("CARGO_HOME").map_or_else(
+        || std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo"),
+        std::path::PathBuf::from,
+    );
+    let Ok(registries) = std::fs::read_dir(home.join("registry/src")) else {
+        return;
+    };
+    let ours: Vec<String> = packages(metadata)
+        .filter(|p| PUBLISHED.contains(&p["name"].as_str().unwrap_or_default()))
+        .map(|p| {
+            format!(
+                "{}-{}",
+                p["name"].as_str().unwrap_or_default(),
+                p["version"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    for registry in registries.flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for name in &ours {
+            let unpacked = registry.path().join(name);
+            if unpacked.exists()
+                && let Err(e) = std::fs::remove_dir_all(&unpacked)
+            {
+                eprintln!("xtask: cannot remove {}: {e}", unpacked.display());
+            }
+        }
+    }
 }
 
 /// `cargo xtask package`: the check alone.
