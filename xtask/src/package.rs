@@ -5,6 +5,7 @@
 //! code must be inside the crate). And every other crate is `publish = false`. Part of the
 //! test command; nothing is published.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
@@ -65,41 +66,48 @@ pub(crate) fn suite() -> Suite {
     suite
 }
 
-/// Removes the copies of our crates that an earlier `cargo package` unpacked from its local
-/// registry (`$CARGO_HOME/registry/src/-HASH/NAME-VERSION`, the hash of the registry's
-/// path): cargo unpacks a version only when no copy is there, so a checkout packaging the
-/// same version again, changed, would build its dependents against the old sources.
+/// Forgets what an earlier `cargo package` made of our crates from its local registry: the
+/// copies it unpacked (`$CARGO_HOME/registry/src/-HASH/NAME-VERSION`) and what it built of
+/// them (`cargo clean -p NAME`). Cargo takes a registry's version as never changing: it
+/// unpacks it only when no copy is there and rebuilds it only by its version, so a crate
+/// changed under the same version would build its dependents against the old one.
 /// crates.io's copies (`index.crates.io-*`) are never touched.
 fn forget_unpacked(metadata: &Value) {
     let home = std::env::var_os("CARGO_HOME").map_or_else(
-        || std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo"),
-        std::path::PathBuf::from,
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo"),
+        PathBuf::from,
     );
-    let Ok(registries) = std::fs::read_dir(home.join("registry/src")) else {
-        return;
-    };
-    let ours: Vec<String> = packages(metadata)
-        .filter(|p| PUBLISHED.contains(&p["name"].as_str().unwrap_or_default()))
-        .map(|p| {
-            format!(
-                "{}-{}",
-                p["name"].as_str().unwrap_or_default(),
-                p["version"].as_str().unwrap_or_default()
-            )
-        })
+    let ours: Vec<(&str, &str)> = packages(metadata)
+        .filter_map(|p| Some((p["name"].as_str()?, p["version"].as_str()?)))
+        .filter(|(name, _)| PUBLISHED.contains(name))
         .collect();
-    for registry in registries.flatten() {
-        if !registry.file_name().to_string_lossy().starts_with('-') {
-            continue;
+    let remove = |path: &Path| {
+        if let Err(e) = std::fs::remove_dir_all(path) {
+            eprintln!("xtask: cannot remove {}: {e}", path.display());
         }
-        for name in &ours {
-            let unpacked = registry.path().join(name);
-            if unpacked.exists()
-                && let Err(e) = std::fs::remove_dir_all(&unpacked)
-            {
-                eprintln!("xtask: cannot remove {}: {e}", unpacked.display());
+    };
+    if let Ok(registries) = std::fs::read_dir(home.join("registry/src")) {
+        for registry in registries.flatten() {
+            if !registry.file_name().to_string_lossy().starts_with('-') {
+                continue;
+            }
+            for (name, version) in &ours {
+                let unpacked = registry.path().join(format!("{name}-{version}"));
+                if unpacked.exists() {
+                    remove(&unpacked);
+                }
             }
         }
+    }
+    // What was built of them from the local registry is taken as fresh by its version
+    // alone: cleaned (their workspace builds with it; a fresh clone has none anyway).
+    let mut clean = Command::new("cargo");
+    clean.arg("clean").arg("-q");
+    for (name, _) in &ours {
+        clean.args(["-p", name]);
+    }
+    if let Err(e) = clean.current_dir(workspace::root()).status() {
+        eprintln!("xtask: cannot run cargo clean: {e}");
     }
 }
 
