@@ -163,7 +163,13 @@ def test_a_client_generated_by_protoc_joins_waits_and_asks_the_job_status(tmp_pa
             assert round_.number == 1
             assert round_.rank == 0
             assert round_.restart_count == 0
-            assert round_.config == config
+            # The fields a client left 0 are their defaults, which the rendezvous writes out.
+            defaults = pb.JobConfig(max_task_restarts=10, bad_host_failures=3,
+                                    bad_host_window_ms=600_000, bad_host_cooldown_ms=300_000)
+            agreed = pb.JobConfig()
+            agreed.CopyFrom(config)
+            agreed.MergeFrom(defaults)
+            assert round_.config == agreed
             assert [(m.node_id, m.host, list(m.ports), m.name) for m in round_.members] == [
                 (joined.node_id, "127.0.0.1", [port], "py")]
             assert json.loads(round_.cluster_json) == {"worker": [f"127.0.0.1:{port}"]}
@@ -172,7 +178,7 @@ def test_a_client_generated_by_protoc_joins_waits_and_asks_the_job_status(tmp_pa
             assert isinstance(status, pb.JobStatusResponse)
             assert status.rdzv_id == "protoc"
             assert status.job == round_.job != 0
-            assert status.config == config
+            assert status.config == agreed
             assert status.WhichOneof("phase") == "running", status
             assert status.running.number == 1
             assert [m.node_id for m in status.running.members] == [joined.node_id]
