@@ -68,13 +68,7 @@ mod tests {
     use super::*;
 
     fn step(task: &str, round: u32, s: f64, value: u64) -> Mark {
-        Mark {
-            task: task.into(),
-            round,
-            what: What::Step,
-            ns: (s * 1e9) as u128,
-            value,
-        }
+        Mark::at(task, round, What::Step, s, value)
     }
 
     #[test]

@@ -64,6 +64,18 @@ impl Mark {
         })
     }
 
+    /// A mark of `task` at `s` seconds since the epoch, for tests.
+    #[cfg(test)]
+    pub(super) fn at(task: &str, round: u32, what: What, s: f64, value: u64) -> Self {
+        Self {
+            task: task.into(),
+            round,
+            what,
+            ns: (s * 1e9) as u128,
+            value,
+        }
+    }
+
     /// Whether the task is its job's first (`worker:0`, TensorFlow's chief here).
     pub(super) fn is_chief(&self) -> bool {
         self.task.ends_with("/worker:0") || self.task.ends_with("/chief:0")

@@ -298,13 +298,7 @@ mod tests {
     use super::*;
 
     fn mark(task: &str, round: u32, what: What, s: f64, value: u64) -> Mark {
-        Mark {
-            task: task.into(),
-            round,
-            what,
-            ns: (s * 1e9) as u128,
-            value,
-        }
+        Mark::at(task, round, what, s, value)
     }
 
     #[test]
