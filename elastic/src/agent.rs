@@ -761,6 +761,9 @@ impl Agent {
         // The local chief, killed for a parameter server's restart: started again once its
         // exit comes (not reported: it did not fail).
         let mut chief_to_restart: Option<(u32, u32)> = None;
+        // The rendezvous's asks to restart the chief (for a parameter server on another
+        // node) that a restart of the chief here already carried out.
+        let mut chief_asks_done = 0;
         loop {
             tokio::select! {
                 Some((index, exit)) = tasks.next_exit(), if tasks.running() > 0 => {
@@ -795,22 +798,26 @@ impl Agent {
                     let Some(in_place) = answer.in_place else {
                         continue;
                     };
+                    chief_asks_done = chief_asks_done.max(answer.chief_restarts);
                     self.options.metrics.tasks().restarted(in_place, RestartCause::of(&end));
                     tracing::warn!(task = %round.local_tasks()[local as usize].task.short_name(), restarts = answer.task_restarts, scope = %in_place, "restarting the task in place");
-                    if in_place == Restart::WithChief
-                        && let Some(chief) = round.local_tasks().iter().position(|t| t.task.job == "chief")
-                        && let Some(running) = local_of.iter().rposition(|&l| l == chief as u32)
-                    {
-                        tracing::warn!("a parameter server failed: restarting the chief too (it restores the variables from its checkpoint)");
-                        chief_to_restart = Some((chief as u32, answer.task_restarts));
-                        tasks.kill(running);
+                    if in_place == Restart::WithChief {
+                        chief_to_restart = chief_to_restart.or_else(|| restart_chief(tasks, round, &local_of, answer.task_restarts));
                     }
                     drop(held);
                     self.start_local(tasks, warm, node, round, local, gpus, answer.task_restarts, &mut local_of).await?;
                     warm.fill();
                 }
-                ended = beats.ended() => {
-                    return match ended? {
+                status = beats.next() => {
+                    return match status? {
+                        RoundStatus::RestartChief(asks) => {
+                            if asks > chief_asks_done {
+                                chief_asks_done = asks;
+                                self.options.metrics.tasks().restarted(Restart::WithChief, RestartCause::task_failed);
+                                chief_to_restart = chief_to_restart.or_else(|| restart_chief(tasks, round, &local_of, asks));
+                            }
+                            continue;
+                        }
                         RoundStatus::Running => Ok(RoundEnded::Ended(self.options.grace)),
                         RoundStatus::Ended(end) => {
                             let grace = if end.reason.is_failure() {
@@ -884,6 +891,28 @@ impl Agent {
         }
         Ok(())
     }
+}
+
+/// Kills the running local chief of `round` (`local_of`: each started process's local
+/// task) for a parameter server's restart: a chief to start again once its exit comes, with
+/// `restarts` in-place restarts; `None` when no chief runs here.
+fn restart_chief(
+    tasks: &mut Supervisor,
+    round: &Round,
+    local_of: &[u32],
+    restarts: u32,
+) -> Option<(u32, u32)> {
+    let chief = round
+        .local_tasks()
+        .iter()
+        .position(|t| t.task.job == "chief")? as u32;
+    let running = local_of.iter().rposition(|&l| l == chief)?;
+    tracing::warn!(
+        "a parameter server failed: restarting the chief too (it restores the variables from \
+         its checkpoint)"
+    );
+    tasks.kill(running);
+    Some((chief, restarts))
 }
 
 /// The port of `address` (`host:port`) held again for its task's restart, when it can be.

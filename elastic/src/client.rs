@@ -570,7 +570,9 @@ impl RendezvousClient {
         })
     }
 
-    /// Tells the rendezvous this node is alive, and learns whether `round` still runs.
+    /// Tells the rendezvous this node is alive, and learns whether `round` still runs (or,
+    /// for the node that runs the chief, still runs with asks to restart the chief:
+    /// [`RoundStatus::RestartChief`]).
     ///
     /// # Errors
     ///
@@ -583,8 +585,9 @@ impl RendezvousClient {
     /// Cancel safe: a heartbeat only tells the rendezvous the node is alive.
     pub async fn heartbeat(&self, node: &Node, round: u64) -> Result<RoundStatus, Error> {
         let (give_up, attempt) = (self.give_up(), self.options.rpc_timeout);
-        self.heartbeat_until(node, round, Duration::ZERO, give_up, attempt, &mut 0)
+        self.heartbeat_until(node, round, Duration::ZERO, 0, give_up, attempt)
             .await
+            .0
     }
 
     /// Heartbeats for `round` in the background until the round ends, the job is done, or
@@ -688,6 +691,7 @@ impl RendezvousClient {
             note: reported.note,
             in_place: reported.in_place,
             task_restarts: reported.task_restarts,
+            chief_restarts: reported.chief_restarts,
         })
     }
 
@@ -738,23 +742,26 @@ impl RendezvousClient {
         .await
     }
 
-    /// One heartbeat the server may hold for `poll` while the round runs, retried until
-    /// `give_up`, each try bounded by `attempt`.
+    /// One heartbeat the server may hold for `poll` while the round runs (the node having
+    /// carried out `chief_restarts_seen` asks to restart its chief), retried until
+    /// `give_up`, each try bounded by `attempt`. Returns the answer and the attempts that
+    /// failed.
     pub(crate) async fn heartbeat_until(
         &self,
         node: &Node,
         round: u64,
         poll: Duration,
+        chief_restarts_seen: u32,
         give_up: Instant,
         attempt: Duration,
-        failed_attempts: &mut u32,
-    ) -> Result<RoundStatus, Error> {
+    ) -> (Result<RoundStatus, Error>, u32) {
         let beat = Beat {
             credentials: self.credentials(Some(&node.secret)),
             rdzv_id: node.join.rdzv_id.clone(),
             node_id: node.node_id.clone(),
             round,
             poll,
+            chief_restarts_seen,
         };
         let mut attempts = 0u32;
         let answer = self
@@ -765,8 +772,8 @@ impl RendezvousClient {
             })
             .await;
         // Each attempt before the one that answered failed; all of them when none did.
-        *failed_attempts = attempts - u32::from(answer.is_ok());
-        answer
+        let failed = attempts - u32::from(answer.is_ok());
+        (answer, failed)
     }
 
     /// What a call carries: the client's token, and the calling node's `secret`.

@@ -149,9 +149,11 @@
 //! A failed task is restarted alone, in place, where TensorFlow survives that: the job's
 //! [`RestartPolicy`](launcher::RestartPolicy) ([`JobConfig::with_restarts`]; by default
 //! TensorFlow's failure domains, [`launcher::RestartScope::restart`]) makes a
-//! ParameterServerStrategy worker or chief, a parameter server whose node runs the chief
-//! too, or an evaluator restart in place, at most `max_task_restarts` times a task in a round
-//! ([`ReportAnswer::in_place`] tells its agent; [`JobStatus::task_restarts`] shows them). A
+//! ParameterServerStrategy worker or chief, a parameter server (with the chief: on its node
+//! together, else the chief's node is asked, [`RoundStatus::RestartChief`] from
+//! [`Heartbeats::next`]), or an evaluator restart in place, at most `max_task_restarts` times
+//! a task in a round ([`ReportAnswer::in_place`] tells its agent; [`JobStatus::task_restarts`]
+//! shows them). A
 //! failure that is the program's, recurring on two nodes or twice on one without progress
 //! ([`launcher::CrashLoop`]), fails the job at once; an exit with status 42 or 143 (a
 //! preemption, saved first) is planned and counts against nothing ([`EndReason::TaskPlanned`]).

@@ -87,6 +87,10 @@ pub struct ReportAnswer {
     /// The task's in-place restarts in this round, this one included: its
     /// `TFCLUSTER_RESTART_COUNT` adds them to the round's.
     pub task_restarts: u32,
+    /// For the chief's own failure: the round's asks to restart the chief
+    /// ([`RoundStatus::RestartChief`]) its restart on this answer carries out; an ask no
+    /// greater is already done.
+    pub chief_restarts: u32,
 }
 
 /// A task failure, as the rendezvous keeps the first one of a job: which task, where, how.
@@ -240,6 +244,11 @@ impl fmt::Display for JobDone {
 pub enum RoundStatus {
     /// The round still runs.
     Running,
+    /// The round still runs, and the job asks the node that runs the chief to restart it in
+    /// place: a parameter server on another node failed and restarted there (its variables
+    /// are gone; the chief restores them from its checkpoint). The number counts the
+    /// round's asks; a heartbeat that carried an ask out says so, and each is asked once.
+    RestartChief(u32),
     /// The round ended; the node joins again for the next one.
     Ended(RoundEnd),
     /// The job is done; nothing more will run.

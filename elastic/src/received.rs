@@ -205,6 +205,7 @@ impl Received for RoundStatus {
     fn vetted(self) -> Result<Self, WireError> {
         Ok(match self {
             Self::Running => Self::Running,
+            Self::RestartChief(asks) => Self::RestartChief(asks),
             Self::Ended(end) => Self::Ended(end.cleaned()),
             Self::JobDone(done) => Self::JobDone(done.vetted()?),
         })

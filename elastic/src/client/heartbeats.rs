@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -16,6 +16,8 @@ use crate::outcome::RoundStatus;
 #[derive(Debug)]
 pub struct Heartbeats {
     ended: Option<oneshot::Receiver<Result<RoundStatus, Error>>>,
+    /// The round's asks to restart the chief so far (the count of the latest).
+    chief_restarts: watch::Receiver<u32>,
     task: JoinHandle<()>,
 }
 
@@ -27,6 +29,7 @@ impl Heartbeats {
         metrics: crate::AgentMetrics,
     ) -> Self {
         let (tx, rx) = oneshot::channel();
+        let (asks_tx, asks_rx) = watch::channel(0);
         let timeout = node.heartbeat_timeout().max(Duration::from_millis(30));
         // Three beats per timeout: one lost or slow beat does not make the node look gone.
         let interval = timeout / 3;
@@ -34,18 +37,24 @@ impl Heartbeats {
         let task = tokio::spawn(async move {
             let mut last_heard = Instant::now();
             let mut quick = QuickAnswers::default();
+            // The asks to restart the chief passed on: the next beat says so, and the
+            // rendezvous holds it again.
+            let mut seen = 0;
             loop {
                 let sent = Instant::now();
                 // A beat may be retried until the node would be declared gone; past that,
                 // the rendezvous is unreachable for this node's purposes.
                 let give_up = last_heard + timeout;
-                let mut failed = 0;
-                let beat =
-                    client.heartbeat_until(&node, round, interval, give_up, attempt, &mut failed);
-                let answer = beat.await;
+                let beat = client.heartbeat_until(&node, round, interval, seen, give_up, attempt);
+                let (answer, failed) = beat.await;
                 metrics.heartbeat(sent.elapsed(), failed);
                 match answer {
                     Ok(RoundStatus::Running) => last_heard = Instant::now(),
+                    Ok(RoundStatus::RestartChief(asks)) => {
+                        last_heard = Instant::now();
+                        seen = seen.max(asks);
+                        asks_tx.send_replace(seen);
+                    }
                     Ok(end) => {
                         let _ = tx.send(Ok(end));
                         return;
@@ -64,6 +73,7 @@ impl Heartbeats {
         });
         Self {
             ended: Some(rx),
+            chief_restarts: asks_rx,
             task,
         }
     }
@@ -71,7 +81,8 @@ impl Heartbeats {
     /// Waits until the round ends: [`RoundStatus::Ended`] or [`RoundStatus::JobDone`], or an
     /// error when the rendezvous was unreachable for the heartbeat timeout or no longer
     /// knows this node. Cancel safe (use it in `tokio::select!` beside the tasks); after it
-    /// has returned, it returns [`Error::HeartbeatsFinished`].
+    /// has returned, it returns [`Error::HeartbeatsFinished`]. Asks to restart the chief
+    /// are passed over: [`next`](Self::next) returns them.
     ///
     /// # Errors
     ///
@@ -82,12 +93,40 @@ impl Heartbeats {
     ///
     /// Cancel safe: the heartbeats run in their own task, and the answer waits for the next call.
     pub async fn ended(&mut self) -> Result<RoundStatus, Error> {
+        loop {
+            match self.next().await {
+                Ok(RoundStatus::RestartChief(_)) => {}
+                end => return end,
+            }
+        }
+    }
+
+    /// Waits for what the heartbeats learn next: the round's end, as
+    /// [`ended`](Self::ended) returns it, or, for the node that runs the chief, an ask to
+    /// restart it ([`RoundStatus::RestartChief`], with the round's asks so far; each ask is
+    /// returned once).
+    ///
+    /// # Errors
+    ///
+    /// As [`ended`](Self::ended)'s.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an answer not yet returned waits for the next call.
+    pub async fn next(&mut self) -> Result<RoundStatus, Error> {
         let Some(rx) = self.ended.as_mut() else {
             return Err(Error::HeartbeatsFinished);
         };
-        let result = rx.await.unwrap_or(Err(Error::HeartbeatsFinished));
+        let asks = &mut self.chief_restarts;
+        let ended = tokio::select! {
+            biased;
+            ended = rx => ended,
+            Ok(()) = asks.changed() => {
+                return Ok(RoundStatus::RestartChief(*asks.borrow_and_update()));
+            }
+        };
         self.ended = None;
-        result
+        ended.unwrap_or(Err(Error::HeartbeatsFinished))
     }
 }
 

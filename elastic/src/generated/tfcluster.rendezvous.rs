@@ -250,9 +250,19 @@ pub struct HeartbeatRequest {
     /// answers as soon as the round ends, so every member learns the end at once.
     #[prost(uint64, tag = "4")]
     pub poll_ms: u64,
+    /// The asks to restart the chief (`restart_chief` below) this node has carried out in the
+    /// round: the server answers at once while the round has more.
+    #[prost(uint32, tag = "5")]
+    pub chief_restarts_seen: u32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct HeartbeatResponse {
+    /// With `running`, to the node that runs the chief: the round's asks so far to restart the
+    /// chief in place (0: none), each for a parameter server restarted in place on another
+    /// node (the parameter server's variables are gone; the chief restores its checkpoint).
+    /// More than the request's `chief_restarts_seen`: restart the chief now.
+    #[prost(uint32, tag = "4")]
+    pub restart_chief: u32,
     #[prost(oneof = "heartbeat_response::State", tags = "1, 2, 3")]
     pub state: ::core::option::Option<heartbeat_response::State>,
 }
@@ -315,6 +325,10 @@ pub struct ReportResponse {
     /// The task's in-place restarts in this round, this one included.
     #[prost(uint32, tag = "4")]
     pub task_restarts: u32,
+    /// The round's asks to restart the chief (see HeartbeatResponse.restart_chief) that a
+    /// restart of the chief on this answer carries out.
+    #[prost(uint32, tag = "5")]
+    pub chief_restarts: u32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LeaveRequest {
@@ -545,6 +559,12 @@ pub struct StoredJob {
     /// The hosts whose tasks failed: when, and whether they are set aside.
     #[prost(message, repeated, tag = "21")]
     pub hosts: ::prost::alloc::vec::Vec<StoredHost>,
+    /// The running round's asks to restart the chief for a parameter server restarted on
+    /// another node, and those the chief's node has carried out.
+    #[prost(uint32, tag = "22")]
+    pub chief_asks: u32,
+    #[prost(uint32, tag = "23")]
+    pub chief_asks_done: u32,
 }
 /// A host's failures, as the bad-host rule counts them.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

@@ -220,6 +220,7 @@ impl Rendezvous for GrpcClient {
             node_id: beat.node_id,
             round: beat.round,
             poll_ms: beat.poll.as_millis() as u64,
+            chief_restarts_seen: beat.chief_restarts_seen,
         };
         let response = self
             .stub
@@ -228,7 +229,11 @@ impl Rendezvous for GrpcClient {
             .await?;
         let bad =
             |e: Error| CallFailed::Answer(Error::invalid_response(&self.addr, "Heartbeat", e));
-        match response.into_inner().state {
+        let response = response.into_inner();
+        match response.state {
+            Some(State::Running(_)) if response.restart_chief > beat.chief_restarts_seen => {
+                Ok(RoundStatus::RestartChief(response.restart_chief))
+            }
             Some(State::Running(_)) => Ok(RoundStatus::Running),
             Some(State::Ended(end)) => {
                 Ok(RoundStatus::Ended(wire::end_from_proto(end).map_err(bad)?))
@@ -267,6 +272,7 @@ impl Rendezvous for GrpcClient {
                 CallFailed::Answer(Error::invalid_response(&self.addr, "Report", e))
             })?,
             task_restarts: response.task_restarts,
+            chief_restarts: response.chief_restarts,
         })
     }
 

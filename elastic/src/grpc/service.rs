@@ -127,19 +127,22 @@ impl<S: Store> GrpcRendezvous for Service<S> {
                 node_id: req.node_id,
                 round: req.round,
                 poll: poll(req.poll_ms),
+                chief_restarts_seen: req.chief_restarts_seen,
             };
             let status = self
                 .local
                 .heartbeat(beat, WITHIN)
                 .await
                 .map_err(status_of)?;
-            let state = match status {
-                RoundStatus::Running => State::Running(true),
-                RoundStatus::Ended(end) => State::Ended(wire::end_to_proto(&end)),
-                RoundStatus::JobDone(done) => State::Done(wire::done_to_proto(&done)),
+            let (state, restart_chief) = match status {
+                RoundStatus::Running => (State::Running(true), 0),
+                RoundStatus::RestartChief(asks) => (State::Running(true), asks),
+                RoundStatus::Ended(end) => (State::Ended(wire::end_to_proto(&end)), 0),
+                RoundStatus::JobDone(done) => (State::Done(wire::done_to_proto(&done)), 0),
             };
             Ok(Response::new(proto::HeartbeatResponse {
                 state: Some(state),
+                restart_chief,
             }))
         }
         .await;
@@ -169,6 +172,7 @@ impl<S: Store> GrpcRendezvous for Service<S> {
                 note: reported.note,
                 in_place: wire::in_place_to_proto(reported.in_place) as i32,
                 task_restarts: reported.task_restarts,
+                chief_restarts: reported.chief_restarts,
             }))
         }
         .await;

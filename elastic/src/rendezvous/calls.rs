@@ -107,6 +107,9 @@ pub(crate) struct Beat {
     pub(crate) round: u64,
     /// How long the rendezvous may hold the call while the round runs (0: answer at once).
     pub(crate) poll: Duration,
+    /// The asks to restart the chief ([`RoundStatus::RestartChief`](crate::RoundStatus))
+    /// the node has carried out in the round.
+    pub(crate) chief_restarts_seen: u32,
     /// The job's token and the node's secret, as the call carries them.
     pub(crate) credentials: Credentials,
 }
@@ -138,6 +141,9 @@ pub(crate) struct Reported {
     pub(crate) in_place: Option<Restart>,
     /// The task's in-place restarts in this round, this one included.
     pub(crate) task_restarts: u32,
+    /// For a chief restarted in place: the round's asks to restart it that this restart
+    /// carries out.
+    pub(crate) chief_restarts: u32,
 }
 
 impl Reported {
@@ -148,6 +154,7 @@ impl Reported {
             note: note.into(),
             in_place: None,
             task_restarts: 0,
+            chief_restarts: 0,
         }
     }
 }

@@ -189,8 +189,13 @@ impl<S: Store> Rendezvous for Local<S> {
                 self.deadline(beat.poll),
                 |registry, now| {
                     registry.authorize(&beat.rdzv_id, Some(&beat.node_id), "Heartbeat", &proof)?;
-                    let status =
-                        registry.heartbeat(&beat.rdzv_id, &beat.node_id, beat.round, now)?;
+                    let status = registry.heartbeat(
+                        &beat.rdzv_id,
+                        &beat.node_id,
+                        beat.round,
+                        beat.chief_restarts_seen,
+                        now,
+                    )?;
                     let running = status == RoundStatus::Running;
                     Ok((status, running))
                 },

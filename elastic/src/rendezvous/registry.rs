@@ -203,11 +203,14 @@ impl Registry {
         })
     }
 
+    /// A heartbeat of node `node_id` in `round`, which has carried out `chief_restarts_seen`
+    /// asks to restart its chief.
     pub(crate) fn heartbeat(
         &mut self,
         rdzv_id: &str,
         node_id: &str,
         round: u64,
+        chief_restarts_seen: u32,
         now: Instant,
     ) -> Result<RoundStatus, Refusal> {
         let timeout = self.settings.timeout;
@@ -223,13 +226,23 @@ impl Registry {
         if let Phase::Running(current) = &job.phase
             && current.number == round
         {
-            return if node.state == NodeState::Member {
-                Ok(RoundStatus::Running)
-            } else {
-                Err(Refusal::FailedPrecondition(format!(
+            if node.state != NodeState::Member {
+                return Err(Refusal::FailedPrecondition(format!(
                     "node {node_id} is not a member of round {round}"
-                )))
-            };
+                )));
+            }
+            if job.chief_asks == 0 || current.chief_node() != Some(node_id) {
+                return Ok(RoundStatus::Running);
+            }
+            let done = chief_restarts_seen.min(job.chief_asks);
+            if done > job.chief_asks_done {
+                job.chief_asks_done = done;
+            }
+            return Ok(if job.chief_asks > chief_restarts_seen {
+                RoundStatus::RestartChief(job.chief_asks)
+            } else {
+                RoundStatus::Running
+            });
         }
         job.ended_round(round).map(RoundStatus::Ended)
     }

@@ -156,6 +156,7 @@ fn forged_node_calls_over_grpc_are_refused_and_change_nothing() {
                 node_id: node_id.clone(),
                 round: 1,
                 poll_ms: 0,
+                chief_restarts_seen: 0,
             };
             let status = stub
                 .heartbeat(forged(beat, token, secret))

@@ -531,7 +531,47 @@ async fn a_parameter_server_strategy_worker_restarts_in_place_and_a_crash_loop_e
     rdzv.shutdown().await;
 }
 
+async fn a_parameter_server_restarts_in_place_and_the_chief_s_node_is_asked_at_once(
+    backend: Backend,
+) {
+    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+    let client = rdzv.client().await;
+    // Three one-task nodes: chief:0, ps:0, worker:0.
+    let c = config("3", 5)
+        .with_layout("chief=1,ps=1".parse().unwrap())
+        .unwrap();
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        nodes.push(join(&client, "job", &c, i).await);
+    }
+    let mut rounds = Vec::new();
+    for node in &mut nodes {
+        rounds.push(round(&client, node).await);
+    }
+    let number = rounds[0].number();
+    let mut chief_beats = client.heartbeats(&nodes[0], &rounds[0]);
+    let answer = client
+        .report_exit(&nodes[1], number, 0, TaskStatus::Signaled(9), "", true)
+        .await
+        .unwrap();
+    assert_eq!(answer.in_place, Some(Restart::Task), "{}", answer.note);
+    // The chief's node, whose heartbeat the rendezvous holds, hears the ask at once, and
+    // once; the worker's node hears none.
+    let asked = Instant::now();
+    let heard = tokio::time::timeout(TIMEOUT, chief_beats.next()).await;
+    assert_eq!(heard.unwrap().unwrap(), RoundStatus::RestartChief(1));
+    assert!(asked.elapsed() < TIMEOUT / 2, "{:?}", asked.elapsed());
+    let again = tokio::time::timeout(Duration::from_secs(1), chief_beats.next()).await;
+    assert!(again.is_err(), "asked twice: {again:?}");
+    assert_eq!(
+        client.heartbeat(&nodes[2], number).await.unwrap(),
+        RoundStatus::Running
+    );
+    rdzv.shutdown().await;
+}
+
 on_both_backends!(
+    a_parameter_server_restarts_in_place_and_the_chief_s_node_is_asked_at_once,
     a_parameter_server_strategy_worker_restarts_in_place_and_a_crash_loop_ends_the_job,
     closes_at_max_at_once,
     a_waiting_node_hears_how_its_round_forms,

@@ -17,6 +17,10 @@ Prints the lines the tests read: `pid PID` at start; `cluster DIGEST workers=N r
 restarts=K`; `restored STEP`; `checkpointed STEP round=R` (the chief, after each checkpoint);
 `done TASK workers=N round=R restarts=K restored=STEP loss A -> B`. Exits non-zero on any
 mismatch.
+
+An `evaluator` task (TensorFlow's side-car evaluation, outside the training cluster) trains
+nothing: it prints `evaluator restarts=K`, then `evaluated STEP loss L` for each new
+checkpoint of the chief's, and exits 0 once it has evaluated step STEPS.
 """
 
 import hashlib
@@ -40,6 +44,26 @@ restarts = int(os.environ["TFCLUSTER_RESTART_COUNT"])
 
 tf_config = json.loads(os.environ["TF_CONFIG"])
 cluster = tf_config["cluster"]
+W_TRUE = [[1.0], [-2.0], [3.0], [0.5]]
+
+# No tensor before the strategy: MultiWorkerMirroredStrategy configures collectives first.
+if tf_config["task"]["type"] == "evaluator":
+    print(f"evaluator restarts={restarts}", flush=True)
+    w, b, step = tf.Variable(tf.zeros([4, 1])), tf.Variable(0.0), tf.Variable(0, dtype=tf.int64)
+    checkpoint = tf.train.Checkpoint(w=w, b=b, step=step)
+    x = tf.random.stateless_normal([BATCH, 4], seed=[3, 3])
+    y = tf.matmul(x, tf.constant(W_TRUE)) + 0.5
+    evaluated = None
+    while evaluated is None or int(step.numpy()) < STEPS:
+        latest = tf.train.latest_checkpoint(ckpt_dir)
+        if latest and latest != evaluated:
+            checkpoint.restore(latest).expect_partial()
+            loss = float(tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y)))
+            print(f"evaluated {int(step.numpy())} loss {loss:.4f}", flush=True)
+            evaluated = latest
+        time.sleep(0.1)
+    raise SystemExit(0)
+
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 resolver = strategy.cluster_resolver
 task_type, task_id = resolver.task_type, resolver.task_id
@@ -81,7 +105,7 @@ if latest:
 restored = int(step.numpy())
 print(f"restored {restored}", flush=True)
 
-w_true = tf.constant([[1.0], [-2.0], [3.0], [0.5]])
+w_true = tf.constant(W_TRUE)
 # Each worker draws its own batches; a restarted round draws new ones.
 rng = tf.random.Generator.from_seed(1000 * round_number + 10 * task_id + (5 if task_type == "chief" else 0))
 

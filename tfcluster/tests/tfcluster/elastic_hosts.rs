@@ -253,6 +253,83 @@ fn a_host_joining_lets_preemption_checkpoint_handler_save_and_the_next_round_res
 }
 
 #[test]
+fn an_evaluator_killed_restarts_alone_while_mirrored_training_runs_on() {
+    // TensorFlow's side-car evaluator is outside MultiWorkerMirroredStrategy's cluster: its
+    // death restarts it alone, and no training task stops (each prints its pid once).
+    let env = [("STEP_SECONDS", "0.2"), ("EXPECT_RESTART_COUNT", "0")];
+    let mut job = Job::training(
+        "evaluator",
+        2,
+        &flags("2", &["--layout", "evaluator=1"]),
+        &env,
+    );
+    job.start_all(2);
+    job.wait_for("an evaluation", JOB_TIMEOUT, |job| {
+        !job.lines("evaluated").is_empty()
+    });
+    kill(job.pid_of("evaluator:0"), Signal::SIGKILL).expect("the evaluator runs");
+    job.wait_for("the evaluator again", RESTART_WITHIN, |job| {
+        job.lines("evaluator").len() == 2
+    });
+    job.expect_exits(&[0, 1], 0);
+    let stdout = job.stdout();
+    let evaluator: Vec<String> = job.lines("evaluator").into_iter().map(|(_, r)| r).collect();
+    assert_eq!(evaluator, ["restarts=0", "restarts=1"], "{stdout}");
+    let done = done(&job);
+    assert_eq!(done.len(), 3, "{stdout}");
+    for (task, workers, round, restarts, _) in &done {
+        assert_eq!((*workers, *round, *restarts), (3, 1, 0), "{task}");
+    }
+    let pids = job.lines("pid");
+    assert_eq!(
+        pids.len(),
+        5,
+        "three training tasks once, the evaluator twice: {pids:?}"
+    );
+    job.assert_nothing_left();
+}
+
+#[test]
+fn a_preemption_notice_to_one_task_is_a_planned_restart_that_costs_no_restart() {
+    // SIGTERM to one worker, as a spot VM's notice: TensorFlow's PreemptionCheckpointHandler
+    // saves at one step on every worker, which exit 42. With --max-restarts 0, a counted
+    // failure would end the job; the planned one restarts it, which resumes there.
+    let script = super::tf_script("preemption_train.py");
+    let command: Vec<&str> = script.iter().map(String::as_str).collect();
+    let mut job = Job::new(
+        "preempt-42",
+        2,
+        &flags("2", &["--max-restarts", "0"]),
+        &command,
+        &[],
+    );
+    job.start_all(2);
+    job.wait_for("training in round 1", JOB_TIMEOUT, |job| {
+        job.lines("step").len() >= 4 * 3
+    });
+    kill(job.pid_of("worker:1"), Signal::SIGTERM).expect("the worker runs");
+    job.expect_exits(&[0, 1], 0);
+    let stdout = job.stdout();
+    let saved: Vec<(String, String)> = job.lines("preempted");
+    assert_eq!(saved.len(), 4, "every task saved:\n{stdout}");
+    let step = &saved[0].1;
+    assert!(
+        saved
+            .iter()
+            .all(|(_, rest)| rest == step && rest.ends_with(" round=1")),
+        "one step on every worker: {saved:?}"
+    );
+    let step: u64 = step.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let done = done(&job);
+    assert_eq!(done.len(), 4, "{stdout}");
+    for (task, workers, round, restarts, restored) in &done {
+        assert_eq!((*workers, *round, *restarts), (4, 2, 0), "{task}");
+        assert_eq!(*restored, step, "{task} resumed from the handler's step");
+    }
+    job.assert_nothing_left();
+}
+
+#[test]
 fn a_script_that_always_fails_is_a_crash_loop_stopped_after_one_restart() {
     // Fails a second after its start (so that every task of the round has started before
     // the first failure stops the others), saying why on stderr: no TensorFlow needed. The
@@ -372,6 +449,77 @@ fn parameter_server_training_on_three_hosts_survives_a_worker_killed_in_place() 
     let stderr = job.stderr();
     assert!(stderr.contains("restarting the task in place"), "{stderr}");
     eprintln!("a worker killed: started again in place in {restarted_in:?}");
+    job.assert_nothing_left();
+}
+
+#[test]
+fn a_parameter_server_killed_restarts_with_the_chief_on_another_host_which_restores_its_checkpoint()
+{
+    let script = super::tf_script("pss_train.py");
+    let command: Vec<&str> = script.iter().map(String::as_str).collect();
+    let mut job = Job::new(
+        "pss-ps",
+        3,
+        &flags("3", &["--layout", "chief=1,ps=2"]),
+        &command,
+        &[("PSS_PAUSE", "1"), ("PSS_CHECKPOINT", "1")],
+    );
+    job.start_all(3);
+    job.wait_for("half the steps, checkpointed", JOB_TIMEOUT, |job| {
+        job.stdout().contains("/chief:0] pss half")
+    });
+    // chief:0 and ps:0 run on one host, ps:1 on another: its death asks the chief's.
+    let host_of = |task: &str| {
+        let (name, _) = job
+            .lines("pid")
+            .into_iter()
+            .find(|(t, _)| t.ends_with(&format!("/{task}")))
+            .unwrap_or_else(|| panic!("no {task}"));
+        name.split('/').next().unwrap().to_owned()
+    };
+    assert_ne!(host_of("chief:0"), host_of("ps:1"));
+    let chief = job.pid_of("chief:0");
+    kill(job.pid_of("ps:1"), Signal::SIGKILL).expect("the parameter server runs");
+    job.wait_for("the chief restored", RESTART_WITHIN, |job| {
+        job.stdout().contains("/chief:0] pss restored executed=")
+    });
+    std::fs::write(job.shared_dir().join("go"), "").expect("the go file");
+    job.expect_exits(&[0, 1, 2], 0);
+    let stdout = job.stdout();
+    let restored: Vec<(String, String)> = job.lines("pss restored");
+    assert_eq!(restored.len(), 1, "{stdout}");
+    let executed: u64 = restored[0]
+        .1
+        .trim_start_matches("executed=")
+        .parse()
+        .unwrap();
+    assert!(
+        executed >= 20,
+        "the checkpoint holds the first half: {executed}"
+    );
+    let ok = stdout
+        .lines()
+        .find(|l| l.contains("/chief:0] pss ok chief:0 workers=3 ps=2"))
+        .unwrap_or_else(|| panic!("no pss ok:\n{stdout}"));
+    // A new coordinator finished the second half on the restored variables.
+    assert!(!ok.contains(&format!(" pid={chief} ")), "{ok}");
+    assert!(ok.contains(" steps=40 executed="), "{ok}");
+    let restarts = job.lines("restart count");
+    let of = |task: &str| -> Vec<&str> {
+        restarts
+            .iter()
+            .filter(|(t, _)| t.ends_with(task))
+            .map(|(_, r)| r.as_str())
+            .collect()
+    };
+    assert_eq!(of("/ps:1"), ["0", "1"], "ps:1 restarted in place");
+    assert_eq!(of("/chief:0"), ["0", "1"], "the chief restarted with it");
+    assert_eq!(restarts.len(), 8, "no other task restarted: {restarts:?}");
+    let stderr = job.stderr();
+    assert!(
+        stderr.contains("a parameter server failed: restarting the chief too"),
+        "{stderr}"
+    );
     job.assert_nothing_left();
 }
 

@@ -361,6 +361,7 @@ fn attack_forged_node_calls_and_calls_without_the_token() {
                 node_id: first.node_id.clone(),
                 round: round.number,
                 poll_ms: 0,
+                chief_restarts_seen: 0,
             };
             let r = s.heartbeat(request(beat, Some(TOKEN), None)).await;
             kinds[4].1.record(r, Code::PermissionDenied);

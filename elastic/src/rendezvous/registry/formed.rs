@@ -43,4 +43,14 @@ impl FormedRound {
     pub(super) fn rank(&self, node_id: &str) -> Option<u32> {
         self.ranks.get(node_id).copied()
     }
+
+    /// The member that runs task `chief:0`, if the round has one.
+    pub(super) fn chief_node(&self) -> Option<&str> {
+        let assignment = self.round.assignment();
+        let chief = assignment.tasks().iter().find(|t| t.task.job == "chief")?;
+        self.ranks
+            .iter()
+            .find(|(_, rank)| assignment.node_tasks(**rank).contains(chief))
+            .map(|(node, _)| node.as_str())
+    }
 }

@@ -51,6 +51,10 @@ pub(super) struct Job {
     pub(super) last_failure: Option<Failure>,
     /// The running round's tasks restarted in place.
     pub(super) task_restarts: Vec<TaskRestarts>,
+    /// The running round's asks that the chief restart in place (each for a parameter
+    /// server restarted on another node), and those the chief's node carried out.
+    pub(super) chief_asks: u32,
+    pub(super) chief_asks_done: u32,
     /// The failures seen one after the other, for a crash loop.
     pub(super) crash_loop: CrashLoop,
     /// The hosts whose tasks failed, and those set aside.
@@ -86,6 +90,8 @@ impl Job {
             first_failure: None,
             last_failure: None,
             task_restarts: Vec::new(),
+            chief_asks: 0,
+            chief_asks_done: 0,
             crash_loop: CrashLoop::default(),
             hosts: Hosts::new(),
             last_arrival: now,
@@ -146,6 +152,7 @@ impl Job {
         }
         // The next round's tasks start afresh.
         self.task_restarts.clear();
+        (self.chief_asks, self.chief_asks_done) = (0, 0);
         tracing::info!(rdzv_id = %self.id, round = number, %reason, %detail, "round ended");
         let end = RoundEnd {
             round: number,
@@ -233,7 +240,7 @@ mod tests {
         join_as(&mut r, &c, "a", 1000, t0).unwrap();
         assert_eq!(round_of(&mut r, "a", 1, t0).unwrap().1, 1);
         report(&mut r, "a", 2, 0, TaskStatus::Signaled(9), "", t0).unwrap();
-        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, t0).unwrap() else {
+        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, 0, t0).unwrap() else {
             panic!("the job goes on past max restarts");
         };
         assert!(!done.succeeded);

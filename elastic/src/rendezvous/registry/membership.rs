@@ -161,7 +161,7 @@ mod tests {
             "round 1 is full (max 2 nodes): waiting for a later round"
         );
         assert_eq!(
-            r.heartbeat("job", "a", 1, t0).unwrap(),
+            r.heartbeat("job", "a", 1, 0, t0).unwrap(),
             RoundStatus::Running
         );
         // b leaves: the round ends without counting a restart; c was first to wait, and a
@@ -205,7 +205,7 @@ mod tests {
         join_as(&mut r, &c, "a", 1000, t0).unwrap();
         join_as(&mut r, &c, "b", 1001, t0).unwrap();
         let t1 = t0 + TIMEOUT / 2;
-        r.heartbeat("job", "a", 1, t1).unwrap();
+        r.heartbeat("job", "a", 1, 0, t1).unwrap();
         r.tick(t0 + TIMEOUT + Duration::from_millis(1));
         let end = ended(&mut r, "a", 1, t1 + TIMEOUT / 2);
         assert_eq!((end.reason, end.restart_count), (EndReason::NodeLost, 1));
@@ -214,7 +214,7 @@ mod tests {
             "node b on 127.0.0.1 silent for more than 15.0 s"
         );
         assert!(matches!(
-            r.heartbeat("job", "b", 1, t1),
+            r.heartbeat("job", "b", 1, 0, t1),
             Err(Refusal::NotFound(_))
         ));
         let t2 = t1 + TIMEOUT / 2;

@@ -177,6 +177,9 @@ impl Registry {
                 .into_iter()
                 .map(wire::task_restarts_from_proto)
                 .collect::<Result<_, _>>()?,
+            // Done never exceeds asked, whatever a record says.
+            chief_asks: stored.chief_asks,
+            chief_asks_done: stored.chief_asks_done.min(stored.chief_asks),
             hosts: stored
                 .hosts
                 .into_iter()
@@ -269,6 +272,8 @@ impl Registry {
                 .iter()
                 .map(wire::task_restarts_to_proto)
                 .collect(),
+            chief_asks: job.chief_asks,
+            chief_asks_done: job.chief_asks_done,
             hosts: job
                 .hosts
                 .iter()
@@ -399,6 +404,28 @@ mod tests {
             t0,
         );
         assert_eq!(again.unwrap().in_place, None, "a crash loop");
+    }
+
+    #[test]
+    fn an_ask_to_restart_the_chief_is_kept_in_the_record() {
+        let mut r = registry();
+        let clock = Clock::now();
+        let t0 = clock.instant();
+        let c = config(2, 2, "chief=1,ps=1", 0);
+        join_as(&mut r, &c, "a", 2001, t0).unwrap();
+        join_as(&mut r, &c, "b", 2002, t0).unwrap();
+        // b's parameter server fails: a, which runs the chief, is asked to restart it.
+        report(&mut r, "b", 1, 0, TaskStatus::Signaled(9), "", t0).unwrap();
+        let first = r.store("job", clock).unwrap();
+        assert_eq!((first.chief_asks, first.chief_asks_done), (1, 0));
+        let mut loaded = reload(&r, &["a", "b"], clock);
+        assert_eq!(loaded.store("job", clock).unwrap(), first);
+        assert_eq!(
+            loaded.heartbeat("job", "a", 1, 0, t0).unwrap(),
+            crate::RoundStatus::RestartChief(1)
+        );
+        loaded.heartbeat("job", "a", 1, 1, t0).unwrap();
+        assert_eq!(loaded.store("job", clock).unwrap().chief_asks_done, 1);
     }
 
     #[test]

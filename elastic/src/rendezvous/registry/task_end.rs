@@ -1,9 +1,11 @@
 //! What a task's reported end does: the job's first task succeeding ends the job, another
 //! task succeeding changes nothing; a failure is restarted in place when its failure domain
 //! allows (the job's [`RestartPolicy`](launcher::RestartPolicy): a ParameterServerStrategy
-//! worker or chief alone, a parameter server with the chief on its node, an evaluator
-//! alone; at most `max_task_restarts` times a task in a round), else it ends its round. A
-//! planned exit (42, 143) counts against nothing; a crash loop ([`launcher::CrashLoop`])
+//! worker or chief alone, a parameter server with the chief — on its node together, else
+//! the chief's node is asked at its next heartbeat — an evaluator alone; at most
+//! `max_task_restarts` times a task in a round), else it ends its round. A planned exit
+//! (42, 143) counts against nothing, nor does the chief's failure while an ask to restart
+//! it is under way (its parameter server died); a crash loop ([`launcher::CrashLoop`])
 //! fails the job at once. The job keeps the first failure and the latest, with the tail of
 //! its stderr.
 
@@ -88,13 +90,17 @@ impl Job {
         let mut detail = failure.to_string();
         let end = TaskEnd::from(&failure.status);
         let planned = end.is_planned();
+        // The chief failing because its parameter server died, before its node carried out
+        // the ask to restart it: the ask's restart, not a failure of its own.
+        let is_chief = failure.job == "chief";
+        let asked = is_chief && self.chief_asks > self.chief_asks_done;
         let policy = self.config.restarts();
         let reason = match failure.status {
             _ if planned => EndReason::TaskPlanned,
             TaskStatus::Hung { .. } => EndReason::TaskHung,
             _ => EndReason::TaskFailed,
         };
-        if !planned {
+        if !planned && !asked {
             self.first_failure.get_or_insert_with(|| failure.clone());
             self.last_failure = Some(failure.clone());
             if self.host_failed(&failure.host, &detail, now).is_some() {
@@ -115,14 +121,17 @@ impl Job {
                 return Ok(Reported::noted(true, format!("the job stops: {found}")));
             }
         }
-        // A parameter server restarts with the chief only where the chief runs too.
+        // A parameter server restarts with the chief: on its node together, else alone with
+        // an ask to the chief's node. A layout without a chief restarts the round.
+        let chief_node = current.chief_node();
+        let ask_chief = chief_node.is_some_and(|chief| chief != node_id);
         let in_place = match policy.scope.restart(self.config.strategy(), &failure.job) {
-            Restart::WithChief if node_tasks.iter().any(|t| t.task.job == "chief") => {
-                Some(Restart::WithChief)
-            }
+            Restart::WithChief if ask_chief => Some(Restart::Task),
+            Restart::WithChief if chief_node.is_some() => Some(Restart::WithChief),
             Restart::Task => Some(Restart::Task),
             Restart::WithChief | Restart::Round => None,
         };
+        let ask_chief = ask_chief && in_place == Some(Restart::Task) && failure.job == "ps";
         if let Some(in_place) = in_place {
             let at = match self
                 .task_restarts
@@ -142,22 +151,39 @@ impl Job {
                 }
             };
             let restarted = &mut self.task_restarts[at];
-            let failures = restarted.failures + u32::from(!planned);
+            let failures = restarted.failures + u32::from(!planned && !asked);
             if failures <= policy.max_task_restarts {
                 restarted.restarts += 1;
                 restarted.failures = failures;
                 restarted.last_failure = failure;
                 let restarts = restarted.restarts;
                 tracing::info!(rdzv_id = %self.id, round, task = %task_name, restarts, scope = %in_place, %detail, "restarting a task in place");
+                let mut note = format!(
+                    "task {task_name} restarts in place ({in_place}), its restart {restarts} in \
+                     round {round}"
+                );
+                if let Some(chief) = chief_node.filter(|_| ask_chief) {
+                    self.chief_asks += 1;
+                    let on = self.nodes.get(chief).map(|n| n.describe(chief));
+                    note.push_str(&format!(
+                        "; the chief restarts too, on {}",
+                        on.unwrap_or_default()
+                    ));
+                }
+                // A chief restarting carries out every ask so far.
+                let chief_restarts = if is_chief {
+                    self.chief_asks_done = self.chief_asks;
+                    self.chief_asks
+                } else {
+                    0
+                };
                 self.notify();
                 return Ok(Reported {
                     counted: true,
-                    note: format!(
-                        "task {task_name} restarts in place ({in_place}), its restart {restarts} \
-                         in round {round}"
-                    ),
+                    note,
                     in_place: Some(in_place),
                     task_restarts: restarts,
+                    chief_restarts,
                 });
             }
             detail = format!(
@@ -208,7 +234,7 @@ mod tests {
             "task worker:0 succeeded; the job ends when task chief:0 does"
         );
         assert_eq!(
-            r.heartbeat("job", "b", 1, t0).unwrap(),
+            r.heartbeat("job", "b", 1, 0, t0).unwrap(),
             RoundStatus::Running
         );
         report(&mut r, "a", 1, 0, TaskStatus::Exited(0), "", t0).unwrap();
@@ -228,7 +254,7 @@ mod tests {
             join_as(&mut r, &c, id, port, t0).unwrap();
         }
         assert_eq!(
-            r.heartbeat("job", "c", 1, t0).unwrap(),
+            r.heartbeat("job", "c", 1, 0, t0).unwrap(),
             RoundStatus::Running
         );
         (r, t0)
@@ -248,7 +274,7 @@ mod tests {
                 (Some(Restart::Task), n)
             );
             assert_eq!(
-                r.heartbeat("job", "a", 1, t0).unwrap(),
+                r.heartbeat("job", "a", 1, 0, t0).unwrap(),
                 RoundStatus::Running
             );
         }
@@ -281,12 +307,58 @@ mod tests {
     }
 
     #[test]
-    fn a_parameter_server_restarts_with_the_chief_only_on_its_node() {
-        // b runs ps:0 alone: its chief is elsewhere, so the round restarts.
+    fn a_parameter_server_restarts_alone_and_the_chief_s_node_is_asked_to_restart_it() {
+        // b runs ps:0 alone: it restarts in place, and a (the chief's node) is asked.
         let (mut r, t0) = pss(RestartPolicy::default());
         let answer = report(&mut r, "b", 1, 0, TaskStatus::Signaled(9), "", t0).unwrap();
+        assert_eq!(answer.in_place, Some(Restart::Task));
+        assert!(
+            answer
+                .note
+                .ends_with("; the chief restarts too, on node a on 127.0.0.1"),
+            "{}",
+            answer.note
+        );
+        let beat = |r: &mut Registry, node, seen| r.heartbeat("job", node, 1, seen, t0).unwrap();
+        assert_eq!(
+            beat(&mut r, "c", 0),
+            RoundStatus::Running,
+            "not the chief's"
+        );
+        assert_eq!(beat(&mut r, "a", 0), RoundStatus::RestartChief(1));
+        assert_eq!(beat(&mut r, "a", 1), RoundStatus::Running, "carried out");
+        // The chief failing after its restart is a failure of its own.
+        let chief = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), "E", t0).unwrap();
+        assert_eq!(
+            (chief.in_place, chief.chief_restarts),
+            (Some(Restart::Task), 1)
+        );
+        let failures = |r: &Registry| {
+            let status = r.status("job", t0).unwrap();
+            let chief = status.task_restarts.iter().find(|t| t.job == "chief");
+            chief.map(|t| (t.restarts, t.failures))
+        };
+        assert_eq!(failures(&r), Some((1, 1)));
+        // The chief failing (its parameter server gone) before its node carried out an ask:
+        // the ask's restart, counted as no failure; the ask is done.
+        report(&mut r, "b", 1, 0, TaskStatus::Signaled(9), "", t0).unwrap();
+        let boom =
+            "tensorflow.python.distribute.coordinator.cluster_coordinator.PSUnavailableError";
+        let chief = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), boom, t0).unwrap();
+        assert_eq!(
+            (chief.in_place, chief.chief_restarts),
+            (Some(Restart::Task), 2)
+        );
+        assert_eq!(failures(&r), Some((2, 1)));
+        assert_eq!(beat(&mut r, "a", 2), RoundStatus::Running);
+        // A layout without a chief restarts the round.
+        let (mut r, t0) = (registry(), Instant::now());
+        let c = config(2, 2, "ps=1", 5);
+        join_as(&mut r, &c, "a", 1000, t0).unwrap();
+        join_as(&mut r, &c, "b", 1001, t0).unwrap();
+        let answer = report(&mut r, "a", 1, 0, TaskStatus::Signaled(9), "", t0).unwrap();
         assert_eq!(answer.in_place, None);
-        assert_eq!(ended(&mut r, "a", 1, t0).reason, EndReason::TaskFailed);
+        assert_eq!(ended(&mut r, "b", 1, t0).reason, EndReason::TaskFailed);
         // One node running the chief and the parameter server restarts both in place.
         let (mut r, t0) = (registry(), Instant::now());
         let c = JobConfig::new(NodeRange::new(2, 2).unwrap(), 2)
@@ -321,7 +393,7 @@ mod tests {
         let answer = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), "OSError", t0).unwrap();
         assert_eq!(answer.in_place, Some(Restart::Task), "the evaluator");
         assert_eq!(
-            r.heartbeat("job", "b", 1, t0).unwrap(),
+            r.heartbeat("job", "b", 1, 0, t0).unwrap(),
             RoundStatus::Running
         );
         let answer = report(&mut r, "b", 1, 0, TaskStatus::Exited(1), "", t0).unwrap();
@@ -368,7 +440,7 @@ mod tests {
             "{}",
             answer.note
         );
-        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, t0).unwrap() else {
+        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, 0, t0).unwrap() else {
             panic!("the job goes on");
         };
         assert!(!done.succeeded);
@@ -400,7 +472,7 @@ mod tests {
         let answer = report(&mut r, "c", 1, 0, TaskStatus::Exited(1), "OSError: x", t0).unwrap();
         assert_eq!(answer.in_place, None, "twice in a row without progress");
         assert!(matches!(
-            r.heartbeat("job", "a", 1, t0).unwrap(),
+            r.heartbeat("job", "a", 1, 0, t0).unwrap(),
             RoundStatus::JobDone(_)
         ));
     }
