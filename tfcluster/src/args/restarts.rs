@@ -19,7 +19,8 @@ pub(crate) struct RestartArgs {
     /// restarts every failed task alone whatever the strategy (a warning says why that will
     /// not help MultiWorkerMirroredStrategy); `round`: every failure restarts everything
     /// (torchrun's model; --local stops the job). With --rdzv, a parameter server restarts
-    /// with the chief in place when they share a host, else the round restarts.
+    /// in place on its host and the chief in place on its own (the rendezvous asks the
+    /// chief's host); a layout without a chief restarts the round.
     #[arg(
         long,
         value_name = "SCOPE",
