@@ -40,6 +40,7 @@ mod table;
 mod tally;
 mod test;
 mod tf_venv;
+mod timings;
 mod venv;
 mod wall_clock;
 mod workspace;

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
+use crate::timings::Timings;
 use crate::workspace;
 
 /// The floors file, relative to the workspace root.
@@ -26,6 +27,9 @@ pub(crate) struct Suite {
     pub(crate) failed: Vec<String>,
     /// Each skipped (pytest) or ignored (libtest) test's name.
     pub(crate) skipped: Vec<String>,
+    /// How long its tests ran, when its runner says (libtest's `finished in`); the table of
+    /// [`crate::timings`] has the rest.
+    pub(crate) seconds: Option<f64>,
 }
 
 impl Suite {
@@ -134,8 +138,9 @@ impl Tally {
         self.suites
             .iter()
             .map(|s| {
+                let seconds = s.seconds.map_or(String::new(), |t| format!("{t:.1} s"));
                 format!(
-                    "{:>6} passed {:>3} failed {:>3} skipped  {}",
+                    "{:>6} passed {:>3} failed {:>3} skipped {seconds:>8}  {}",
                     s.passed,
                     s.failed.len(),
                     s.skipped.len(),
@@ -211,18 +216,30 @@ pub(crate) fn alone(suites: impl IntoIterator<Item = Suite>) -> Result<(), Strin
     let floors = Floors::read()?;
     let mut tally = Tally::default();
     tally.add(suites);
-    finish(&tally, &floors, false)
+    finish(&tally, &floors, false, None)
 }
 
-/// Prints each suite's line and every failure, then the closing line, `xtask: N passed, N
-/// failed`, last of all. `whole` when the tally is the whole test command's, so that a floor
-/// whose suite did not run counts; a task that runs some suites alone passes `false`.
-/// Fails (with nothing left to say: the closing line said it) when anything failed.
-pub(crate) fn finish(tally: &Tally, floors: &Floors, whole: bool) -> Result<(), String> {
+/// Prints each suite's line, the table of `timings` (when there is one) and every failure,
+/// then the closing line, `xtask: N passed, N failed`, last of all. `whole` when the tally is
+/// the whole test command's, so that a floor whose suite did not run counts; a task that runs
+/// some suites alone passes `false`. Fails (with nothing left to say: the closing line said
+/// it) when anything failed.
+pub(crate) fn finish(
+    tally: &Tally,
+    floors: &Floors,
+    whole: bool,
+    timings: Option<&Timings>,
+) -> Result<(), String> {
     let (passed, failed, problems) = tally.close(floors, whole);
     println!("\nxtask: suites:");
     for line in tally.lines() {
         println!("  {line}");
+    }
+    if let Some(timings) = timings {
+        println!("\nxtask: where the time went:");
+        for line in timings.table() {
+            println!("  {line}");
+        }
     }
     if !problems.is_empty() {
         println!("\nxtask: failures:");
@@ -259,6 +276,9 @@ pub(crate) fn cargo_suites(label: &str, output: &str, succeeded: bool) -> Vec<Su
         } else if let Some(suite) = suites.last_mut() {
             if let Some(line) = trimmed.strip_prefix("test result: ") {
                 suite.passed = count(line, " passed");
+                suite.seconds = line
+                    .rsplit_once("finished in ")
+                    .and_then(|(_, t)| t.strip_suffix('s')?.parse().ok());
                 result = true;
             } else if let Some(test) = trimmed.strip_prefix("test ") {
                 if let Some(name) = test.strip_suffix(" ... FAILED") {
@@ -384,6 +404,8 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
         assert_eq!(suites[2].passed, 0);
         assert!(suites[2].failed[0].contains("crashed"), "{:?}", suites[2]);
         assert_eq!(suites[3].passed, 1);
+        let seconds: Vec<Option<f64>> = suites.iter().map(|s| s.seconds).collect();
+        assert_eq!(seconds, [Some(0.01), Some(1.0), None, Some(0.5)]);
     }
 
     #[test]
