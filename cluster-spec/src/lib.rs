@@ -4,7 +4,8 @@
 //! *tasks* numbered from 0, each task reachable at a `host:port` address. [`ClusterSpec`] is
 //! that model with the semantics of `tf.train.ClusterSpec`: dense and sparse jobs, the
 //! TF_CONFIG JSON shape, conversion to and from the `ClusterDef` proto that goes on the wire,
-//! TensorFlow's `repr` and TensorFlow's error messages.
+//! TensorFlow's `repr` and TensorFlow's error messages. [`HostPort`] reads a server named as
+//! `HOST[:PORT]` (a rendezvous, an etcd member) by the same address grammar.
 //!
 //! This is the layer every other crate of the workspace builds on. Depend on it alone when you
 //! only need to describe, validate, read or write a cluster: it pulls `cluster-proto` (prost
@@ -94,6 +95,7 @@ mod builder;
 mod cluster_def;
 mod error;
 mod grammar;
+mod host_port;
 pub mod job_counts;
 pub mod job_name;
 mod json;
@@ -124,6 +126,7 @@ pub const DECODE_MEMORY_FACTOR: usize = 8;
 /// doubling. Many tiny jobs are the worst case, at about 7.6.
 pub const JSON_MEMORY_FACTOR: usize = 8;
 pub use error::Error;
+pub use host_port::{HostPort, HostPortError};
 pub use spec::ClusterSpec;
 pub use task_id::TaskId;
 

@@ -75,7 +75,7 @@ pub enum Error {
         /// The endpoint given.
         value: String,
         /// What is wrong with it.
-        reason: &'static str,
+        reason: String,
     },
     /// The etcd client refused the endpoints or the TLS settings (a certificate that does not
     /// parse); why is the [`source`](std::error::Error::source).

@@ -6,6 +6,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use cluster_spec::{HostPort, HostPortError};
+
 use crate::Error;
 
 /// etcd's client port, when an endpoint names none.
@@ -90,7 +92,7 @@ impl EtcdOptions {
         if endpoints.is_empty() {
             return Err(Error::InvalidEtcdEndpoint {
                 value: String::new(),
-                reason: "no endpoint given",
+                reason: "no endpoint given".to_owned(),
             });
         }
         Ok(Self {
@@ -177,49 +179,20 @@ impl FromStr for EtcdOptions {
     }
 }
 
-/// One endpoint, `HOST:PORT` with the default port filled in.
+/// One endpoint, `HOST:PORT` with the default port filled in (a client URL's scheme
+/// dropped: TLS decides it).
 fn endpoint(value: &str) -> Result<String, Error> {
-    let bad = |reason| Error::InvalidEtcdEndpoint {
+    let bad = |reason: &str| Error::InvalidEtcdEndpoint {
         value: value.to_owned(),
-        reason,
+        reason: reason.to_owned(),
     };
-    let value = value.trim();
-    let value = ["http://", "https://"]
+    let bare = value.trim();
+    let bare = ["http://", "https://"]
         .iter()
-        .find_map(|scheme| value.strip_prefix(scheme))
-        .unwrap_or(value);
-    if value.is_empty() {
-        return Err(bad("an endpoint is empty"));
-    }
-    if value.chars().any(|c| c.is_whitespace() || c == '/') {
-        return Err(bad("expected HOST[:PORT]"));
-    }
-    // `[v6]:port`, `[v6]`, `host:port`, `host`.
-    let (host, port) = if let Some(rest) = value.strip_prefix('[') {
-        let (host, after) = rest
-            .split_once(']')
-            .ok_or(bad("an IPv6 address lacks its ]"))?;
-        (format!("[{host}]"), after.strip_prefix(':'))
-    } else if value.matches(':').count() > 1 {
-        (format!("[{value}]"), None)
-    } else {
-        match value.split_once(':') {
-            Some((host, port)) => (host.to_owned(), Some(port)),
-            None => (value.to_owned(), None),
-        }
-    };
-    if host.is_empty() || host == "[]" {
-        return Err(bad("the host is empty"));
-    }
-    let port = match port {
-        None => ETCD_PORT,
-        Some(p) => p
-            .parse::<u16>()
-            .ok()
-            .filter(|&p| p != 0)
-            .ok_or(bad("the port is not from 1 to 65535"))?,
-    };
-    Ok(format!("{host}:{port}"))
+        .find_map(|scheme| bare.strip_prefix(scheme))
+        .unwrap_or(bare);
+    let host_port: HostPort = bare.parse().map_err(|e: HostPortError| bad(e.reason()))?;
+    Ok(host_port.with_port_or(ETCD_PORT))
 }
 
 /// A job id as one segment of a key: `/` and `%` escaped, so no id's keys are under another's.
@@ -264,7 +237,7 @@ mod tests {
         let err = "a:99999".parse::<EtcdOptions>().unwrap_err().to_string();
         assert_eq!(
             err,
-            "invalid etcd endpoint \"a:99999\": the port is not from 1 to 65535"
+            "invalid etcd endpoint \"a:99999\": the port must be from 1 to 65535"
         );
     }
 

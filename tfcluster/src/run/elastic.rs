@@ -254,7 +254,7 @@ async fn serve_if_here(
     let Rendezvous::BuiltIn(endpoint, tls) = rendezvous else {
         return None;
     };
-    let addr = tokio::net::lookup_host((endpoint.host.as_str(), endpoint.port))
+    let addr = tokio::net::lookup_host(endpoint.to_string())
         .await
         .ok()?
         .next()?;

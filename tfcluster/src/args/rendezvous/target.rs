@@ -7,6 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use anyhow::anyhow;
+use cluster_spec::{HostPort, HostPortError};
 use elastic::{ClientOptions, EtcdOptions, RendezvousClient};
 use remote_connect::TlsConfig;
 
@@ -16,20 +17,18 @@ use crate::failure::Failure;
 /// The rendezvous port when `--rdzv` names none (torchrun's).
 pub(crate) const DEFAULT_PORT: u16 = 29400;
 
-/// `HOST[:PORT]`: a rendezvous endpoint.
+/// `HOST[:PORT]` ([`HostPort`]'s grammar): a rendezvous endpoint, at [`DEFAULT_PORT`] when
+/// no port is given.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Endpoint {
+    /// The host, an IPv6 address in brackets.
     pub(crate) host: String,
     pub(crate) port: u16,
 }
 
 impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.host.contains(':') {
-            write!(f, "[{}]:{}", self.host, self.port)
-        } else {
-            write!(f, "{}:{}", self.host, self.port)
-        }
+        write!(f, "{}:{}", self.host, self.port)
     }
 }
 
@@ -37,33 +36,10 @@ impl FromStr for Endpoint {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let bad = || format!("{text:?}: expected HOST[:PORT], e.g. node0:29400 or [::1]:29400");
-        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-            let (host, rest) = rest.split_once(']').ok_or_else(bad)?;
-            match rest {
-                "" => (host, None),
-                _ => (host, Some(rest.strip_prefix(':').ok_or_else(bad)?)),
-            }
-        } else {
-            match text.split_once(':') {
-                Some((host, port)) if !port.contains(':') => (host, Some(port)),
-                Some(_) => (text, None),
-                None => (text, None),
-            }
-        };
-        if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c == '/') {
-            return Err(bad());
-        }
-        let port =
-            match port {
-                None => DEFAULT_PORT,
-                Some(port) => port.parse().ok().filter(|&p| p > 0).ok_or_else(|| {
-                    format!("{text:?}: the port must be a number from 1 to 65535")
-                })?,
-            };
+        let host_port: HostPort = text.parse().map_err(|e: HostPortError| e.to_string())?;
         Ok(Self {
-            host: host.to_owned(),
-            port,
+            host: host_port.host().to_owned(),
+            port: host_port.port().unwrap_or(DEFAULT_PORT),
         })
     }
 }
@@ -311,7 +287,7 @@ mod tests {
     #[test]
     fn bad_values_name_the_value() {
         for (bad, says) in [
-            ("h:0", "\"h:0\": the port must be"),
+            ("h:0", "\"h:0\" is not HOST[:PORT]: the port must be"),
             ("etcd://a:0", "invalid etcd endpoint \"a:0\""),
             ("etcd://", "invalid etcd endpoint"),
             ("a,b:x", "invalid etcd endpoint \"b:x\""),
