@@ -30,8 +30,8 @@ const PUBLISHED: [&str; 10] = [
 /// The suite's name in the tally and the floors file.
 const SUITE: &str = "package: published crates";
 
-/// One check per published crate (they are packaged and built together: one failure fails
-/// them all), and one that the rest are `publish = false`.
+/// One check per published crate, passed when cargo verified it (built it from its package)
+/// and went on, and one that the rest are `publish = false`.
 pub(crate) fn suite() -> Suite {
     let mut suite = Suite::new(SUITE);
     let metadata = metadata();
@@ -55,15 +55,46 @@ pub(crate) fn suite() -> Suite {
     for krate in PUBLISHED {
         command.args(["-p", krate]);
     }
-    let outcome = match workspace::run_merged(&mut command) {
-        Ok((_, true)) => Ok(()),
-        Ok((out, false)) => Err(tail(&out)),
-        Err(e) => Err(e),
+    let outcomes = match workspace::run_merged(&mut command) {
+        Ok((out, succeeded)) => verified(&out, succeeded),
+        Err(e) => PUBLISHED.iter().map(|k| (*k, Err(e.clone()))).collect(),
     };
-    for krate in PUBLISHED {
-        suite.record(&format!("cargo package -p {krate}"), outcome.clone());
+    for (krate, outcome) in outcomes {
+        suite.record(&format!("cargo package -p {krate}"), outcome);
     }
     suite
+}
+
+/// Each published crate's outcome, read from one `cargo package` run's output: cargo
+/// verifies the crates one after the other (`Verifying NAME vX.Y.Z`), and stops at the first
+/// that fails. A crate passed when its verification began and the run went on past it (to
+/// the next crate's, or to its successful end); the crate being verified when the run failed
+/// failed with the end of the output; a crate never verified failed too, saying so.
+fn verified(output: &str, succeeded: bool) -> Vec<(&'static str, Result<(), String>)> {
+    let started: Vec<&str> = output
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("Verifying "))
+        .filter_map(|rest| rest.split_once(" v").map(|(name, _)| name))
+        .collect();
+    PUBLISHED
+        .iter()
+        .map(|&krate| {
+            let at = started.iter().position(|&name| name == krate);
+            let outcome = match at {
+                None => Err(format!(
+                    "cargo package never verified it (no `Verifying {krate}` line){}",
+                    if succeeded {
+                        String::new()
+                    } else {
+                        format!(":\n{}", tail(output))
+                    }
+                )),
+                Some(at) if !succeeded && at + 1 == started.len() => Err(tail(output)),
+                Some(_) => Ok(()),
+            };
+            (krate, outcome)
+        })
+        .collect()
 }
 
 /// Forgets what an earlier `cargo package` made of our crates from its local registry: the
@@ -200,4 +231,36 @@ fn unpublished(metadata: &Value) -> Result<(), String> {
 fn tail(out: &str) -> String {
     let lines: Vec<&str> = out.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PUBLISHED, verified};
+
+    /// `cargo package`'s lines for the first `n` crates of [`PUBLISHED`].
+    fn run(n: usize) -> String {
+        PUBLISHED[..n]
+            .iter()
+            .map(|k| format!("   Verifying {k} v0.1.0 (/w/{k})\n   Compiling {k} v0.1.0\n"))
+            .collect()
+    }
+
+    #[test]
+    fn each_crate_counts_by_its_own_verification() {
+        let all = verified(&run(PUBLISHED.len()), true);
+        assert!(all.iter().all(|(_, o)| o.is_ok()), "{all:?}");
+        // The third fails: two passed, it failed with the output's end, the rest never ran.
+        let out = run(3) + "error[E0425]: cannot find value `x`\n";
+        let some = verified(&out, false);
+        let failed: Vec<&str> = some
+            .iter()
+            .filter(|(_, o)| o.is_err())
+            .map(|(k, _)| *k)
+            .collect();
+        assert_eq!(failed, PUBLISHED[2..]);
+        assert!(some[2].1.as_ref().unwrap_err().contains("E0425"));
+        assert!(some[3].1.as_ref().unwrap_err().starts_with("cargo package never verified it"));
+        // A run that says it succeeded but never named a crate passes none.
+        assert!(verified("", true).iter().all(|(_, o)| o.is_err()));
+    }
 }

@@ -30,6 +30,9 @@ pub(crate) struct Suite {
     /// How long its tests ran, when its runner says (libtest's `finished in`); the table of
     /// [`crate::timings`] has the rest.
     pub(crate) seconds: Option<f64>,
+    /// Each check this suite leaves to another suite, which runs it (a guide example
+    /// `checked-by` one): neither passed nor failed here, and shown beside the count.
+    pub(crate) elsewhere: Vec<String>,
 }
 
 impl Suite {
@@ -139,8 +142,12 @@ impl Tally {
             .iter()
             .map(|s| {
                 let seconds = s.seconds.map_or(String::new(), |t| format!("{t:.1} s"));
+                let elsewhere = match s.elsewhere.len() {
+                    0 => String::new(),
+                    n => format!(" ({n} checked by other suites, not counted here)"),
+                };
                 format!(
-                    "{:>6} passed {:>3} failed {:>3} skipped {seconds:>8}  {}",
+                    "{:>6} passed {:>3} failed {:>3} skipped {seconds:>8}  {}{elsewhere}",
                     s.passed,
                     s.failed.len(),
                     s.skipped.len(),
