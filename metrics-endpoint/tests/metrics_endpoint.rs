@@ -121,11 +121,13 @@ async fn idle_connections_and_a_slow_client_do_not_keep_a_scrape_out() {
         }
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // Answered at once (milliseconds on a quiet machine); kept out, it would wait for a
+    // slot until the idle connections' 30 s header timeout.
     let started = Instant::now();
     let metrics = get(addr, "/metrics").await;
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );

@@ -67,10 +67,14 @@ fn sleeper(server: &elastic::RendezvousServer) -> Agent {
     )
 }
 
-/// An agent of a 2-node job that waits alone (the second host never comes) stops within a
-/// second of a SIGTERM.
+/// The most a stop may take here: a quiet run takes milliseconds; an agent that waited out
+/// its held call instead (the rendezvous holds a wait up to 10 s) would take longer.
+const STOPPED_WITHIN: Duration = Duration::from_secs(5);
+
+/// An agent of a 2-node job that waits alone (the second host never comes) stops at once on
+/// a SIGTERM.
 #[test]
-fn a_stop_while_waiting_alone_stops_the_agent_within_a_second() {
+fn a_stop_while_waiting_alone_stops_the_agent_at_once() {
     run(async {
         let server = server().await;
         let agent = sleeper(&server);
@@ -89,14 +93,14 @@ fn a_stop_while_waiting_alone_stops_the_agent_within_a_second() {
             matches!(outcome, Ok(AgentOutcome::Stopped(Signal::SIGTERM))),
             "{outcome:?}"
         );
-        assert!(ended - sent < Duration::from_secs(1), "{:?}", ended - sent);
+        assert!(ended - sent < STOPPED_WITHIN, "{:?}", ended - sent);
     });
 }
 
 /// After its round ended (the other node left), an agent waiting alone for the next round
-/// stops within a second of a SIGTERM: it does not wait the round out.
+/// stops at once on a SIGTERM: it does not wait the round out.
 #[test]
-fn a_stop_after_a_round_ended_stops_the_agent_within_a_second() {
+fn a_stop_after_a_round_ended_stops_the_agent_at_once() {
     run(async {
         let server = server().await;
         let (a, b) = (sleeper(&server), sleeper(&server));
@@ -120,7 +124,20 @@ fn a_stop_after_a_round_ended_stops_the_agent_within_a_second() {
                 }
             }
             tx_b.send(Signal::SIGTERM).unwrap();
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            // Until a waits alone for round 2.
+            loop {
+                match observer
+                    .watch_round("job", None, Duration::from_secs(1))
+                    .await
+                {
+                    Ok(elastic::Watched::Pending {
+                        round: 2,
+                        waiting: 1,
+                        ..
+                    }) => break,
+                    _ => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
             tx_a.send(Signal::SIGTERM).unwrap();
             Instant::now()
         };
@@ -130,6 +147,6 @@ fn a_stop_after_a_round_ended_stops_the_agent_within_a_second() {
             matches!(outcome, Ok(AgentOutcome::Stopped(Signal::SIGTERM))),
             "{outcome:?}"
         );
-        assert!(ended - sent < Duration::from_secs(1), "{:?}", ended - sent);
+        assert!(ended - sent < STOPPED_WITHIN, "{:?}", ended - sent);
     });
 }

@@ -325,7 +325,8 @@ fn check_aftermath(report: &mut Report, target: &impl Attacked) {
         "sockets before the idle window",
         format!("{left} ({:.1?} after the RSS settled)", settle.elapsed()),
     );
-    // And once the cleanup's CPU is spent: a slice of 250 ms with under 25 ms of it.
+    // And once the cleanup's CPU is spent: slices of 250 ms with under 25 ms of it, three in
+    // a row.
     let quiet = settle_cpu(
         target.pid(),
         Duration::from_millis(250),
@@ -521,6 +522,17 @@ fn idle_connections(mut report: Report, target: impl Attacked, min_held_open: us
     });
 
     target.legit_during(&mut report);
+    // Once the legitimate job's own work is done (as after the attack above).
+    let quiet = settle_cpu(
+        target.pid(),
+        Duration::from_millis(250),
+        Duration::from_millis(25),
+        SETTLE_WITHIN,
+    );
+    report.figure(
+        "CPU quiet before the idle window",
+        format!("after {quiet:.1?}"),
+    );
     let cpu = cpu_over(target.pid(), IDLE_WINDOW);
     report.figure(
         "CPU while the idle connections are held",

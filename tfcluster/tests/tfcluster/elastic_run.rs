@@ -675,14 +675,15 @@ fn an_agent_waiting_for_other_hosts_says_what_it_waits_for() {
         Launch::start(&args, log)
     };
     let (mut first, endpoint) = serving(|endpoint, log| agent(endpoint, &[log]));
-    // Within 2 s of serving: the rendezvous, the hosts joined of MIN:MAX, the join timeout.
+    // While it waits (a quiet run: within a second of serving; the bound is for a busy
+    // machine): the rendezvous, the hosts joined of MIN:MAX, the join timeout.
     let alone = format!(
         "tfcluster: waiting at {endpoint} for job \"default\": round 1 waits for nodes: 1 of \
          min 2 (max 3) have joined; waited "
     );
     assert!(
         first
-            .says_first(&[&alone], Duration::from_secs(2))
+            .says_first(&[&alone], Duration::from_secs(15))
             .is_some(),
         "{}",
         first.stderr()
@@ -694,12 +695,12 @@ fn an_agent_waiting_for_other_hosts_says_what_it_waits_for() {
         "{}",
         first.stderr()
     );
-    // A second host: the round waits for its last call now, which both say within 2 s.
+    // A second host: the round waits for its last call now (30 s), which both say meanwhile.
     let mut second = agent(&endpoint, &[]);
     let two = "round 1 has 2 of max 3 nodes; it closes when 3 have joined or ";
     for agent in [&mut first, &mut second] {
         assert!(
-            agent.says_first(&[two], Duration::from_secs(2)).is_some(),
+            agent.says_first(&[two], Duration::from_secs(15)).is_some(),
             "{}",
             agent.stderr()
         );
@@ -923,15 +924,18 @@ fn dry_run_shows_each_tasks_cuda_visible_devices() {
 }
 
 #[test]
-fn sigterm_stops_an_agent_waiting_alone_within_a_second() {
-    // A 2-host job whose second host never comes: the agent waits for round 1.
+fn sigterm_stops_an_agent_waiting_alone_at_once() {
+    // A 2-host job whose second host never comes: the agent waits for round 1, in a call the
+    // rendezvous holds for up to 10 s. SIGTERM ends the wait at once (a quiet run: tens of
+    // ms), not when the held call returns.
     let mut agent = lone_agent(&["--nodes", "2", "--", "true"], &[], &[]);
-    std::thread::sleep(Duration::from_millis(1500));
+    let waiting = agent.says_first(&["tfcluster: waiting at "], TIMEOUT);
+    assert!(waiting.is_some(), "{}", agent.stderr());
     let sent = Instant::now();
     agent.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(agent.wait(TIMEOUT).code(), Some(143), "{}", agent.stderr());
     assert!(
-        sent.elapsed() < Duration::from_secs(1),
+        sent.elapsed() < Duration::from_secs(5),
         "{:?}: {}",
         sent.elapsed(),
         agent.stderr()

@@ -55,24 +55,36 @@ pub(crate) fn cpu_time(pid: u32) -> Option<Duration> {
     Some(Duration::from_millis((utime + stime) * 10))
 }
 
-/// The CPU time process `pid` uses over the next `window` (zero if it is gone).
+/// The CPU time process `pid` uses over the next `window`.
+///
+/// # Panics
+///
+/// When the process is gone (or was before): a dead server is no quiet one.
 pub(crate) fn cpu_over(pid: u32, window: Duration) -> Duration {
-    let before = cpu_time(pid);
+    let read = || cpu_time(pid).unwrap_or_else(|| panic!("process {pid} is gone: no CPU to read"));
+    let before = read();
     std::thread::sleep(window);
-    match (before, cpu_time(pid)) {
-        (Some(before), Some(after)) => after.saturating_sub(before),
-        _ => Duration::ZERO,
-    }
+    read().saturating_sub(before)
 }
 
-/// Waits until `pid` spends less than `quiet` of CPU over one `slice`, or `within` has
-/// passed; returns how long it took. What a server does right after an attack (freeing what
-/// it held, closing thousands of sockets) is not idle work, and on a loaded machine it can
-/// run late: the idle measurement starts after it. A server that spins never gets quiet, so
-/// the measurement after `within` still sees the spin.
+/// How many quiet slices in a row make a process settled: one can be a starved process's.
+const QUIET_SLICES: u32 = 3;
+
+/// Waits until `pid` spends less than `quiet` of CPU over each of [`QUIET_SLICES`] `slice`s
+/// in a row, or `within` has passed; returns how long it took. What a server does right
+/// after an attack (freeing what it held, closing thousands of sockets) is not idle work,
+/// and on a loaded machine it can run late: the idle measurement starts after it. A server
+/// that spins never gets quiet, so the measurement after `within` still sees the spin.
 pub(crate) fn settle_cpu(pid: u32, slice: Duration, quiet: Duration, within: Duration) -> Duration {
     let started = Instant::now();
-    while cpu_over(pid, slice) >= quiet && started.elapsed() < within {}
+    let mut in_a_row = 0;
+    while in_a_row < QUIET_SLICES && started.elapsed() < within {
+        in_a_row = if cpu_over(pid, slice) < quiet {
+            in_a_row + 1
+        } else {
+            0
+        };
+    }
     started.elapsed()
 }
 

@@ -97,8 +97,15 @@ fn built_in_over_mtls_with_a_token_trains_and_refuses_other_tokens_and_networks(
         &[("TFCLUSTER_RDZV_TOKEN", TOKEN)],
         &[],
     );
-    assert_ne!(plain.wait(Duration::from_secs(60)).code(), Some(0));
+    // Refused at the handshake: a failure to reach the rendezvous, naming it (not a usage
+    // error, not a crash), and no cluster printed.
+    assert_eq!(plain.wait(Duration::from_secs(60)).code(), Some(1));
     assert!(!plain.stdout().contains("worker"), "{}", plain.stdout());
+    assert!(
+        plain.stderr().contains(&format!("{serving}:29400")),
+        "{}",
+        plain.stderr()
+    );
     assert_trained(&mut job);
 }
 

@@ -1,7 +1,7 @@
 //! `tfcluster status` beside a running two-host job on loopback: the round, members, cluster
 //! and restart count it shows equal what the tasks saw (`TF_CONFIG`,
 //! `TFCLUSTER_RESTART_COUNT`), the last failure names the task that failed, `--watch` prints
-//! the change within a second of it, the job list holds the job; an unknown job is named with
+//! the change within seconds of it (not a poll's 10 s), the job list holds the job; an unknown job is named with
 //! the ones there are; a rendezvous that is down fails within `--timeout`, naming it.
 
 use std::path::Path;
@@ -100,13 +100,14 @@ fn status_shows_what_the_tasks_saw_and_watch_prints_each_change_at_once() {
     assert_eq!(round1["cluster"], first[0].3["cluster"], "{round1}");
     assert_eq!(round1["restart_count"], 0);
 
-    // The failure ends round 1 at once: the watch prints the forming round within 1 s of it
-    // (of the file that makes the task fail, a little earlier).
+    // The failure ends round 1 at once, and the watch's held call answers then: it prints
+    // the forming round within 4 s of the file that makes the task fail (a quiet run takes a
+    // few hundred ms; a watch that waited out its 10 s poll instead would miss it).
     touch(dir.path(), "fail");
     let failed = Instant::now();
     let lines = watch.lines_with("\"restart_count\":1", 1, TIMEOUT);
     assert!(
-        failed.elapsed() < Duration::from_secs(1),
+        failed.elapsed() < Duration::from_secs(4),
         "--watch printed the restart {:?} after the failure",
         failed.elapsed()
     );
