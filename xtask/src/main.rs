@@ -117,9 +117,13 @@ tasks:
                      --all-features, the tests of what a missing feature changes, interop,
                      the Python package (python), the Kubernetes manifests (kubernetes) and
                      the real Slurm checks (slurm). Ends with
-                     a table of the suites and one line, `xtask: N passed, N failed`; each
-                     suite's count must equal its figure in xtask/test-floors.txt, and a
-                     skip that file does not list fails
+                     a table of the suites (each test binary's seconds), a table of where the
+                     time went (each install step, check and suite) and one line, `xtask: N
+                     passed, N failed`; each suite's count must equal its figure in
+                     xtask/test-floors.txt, and a skip that file does not list fails. One
+                     suite alone: its own task (guide, links, package, python, interop,
+                     image, ...); one crate's or one test's: `cargo test -p CRATE
+                     --all-features [--test NAME] [FILTER]` (see CONTRIBUTING.md)
   image              the Dockerfile built with buildah (Debian's buildah and musl-tools, and
                      rustup's musl target, installed when missing): tfcluster built
                      statically for musl stands in for the `build` stage (no image registry
