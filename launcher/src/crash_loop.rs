@@ -8,7 +8,11 @@
 //! (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL). A kill from outside (SIGKILL from an operator or
 //! the OOM killer, SIGTERM, SIGINT, SIGHUP), a hung task (the watchdog's kill), a planned
 //! exit ([`TaskEnd::is_planned`]) and a task that could not start say nothing about the
-//! program's code.
+//! program's code. Nor does a failure TensorFlow blames on another task (a peer unreachable,
+//! collectives aborted because a peer stopped, a collective's deadline): every survivor of a
+//! lost task fails with the same words, on every host, fault after fault (measured: a task
+//! stopped, then a host's link down, made the same `UnavailableError` on two hosts in a row),
+//! and the cause is elsewhere.
 //!
 //! ```
 //! use launcher::{CrashLoop, Signature, TaskEnd};
@@ -57,7 +61,7 @@ impl Signature {
             TaskEnd::Signaled(signal) => FAULT_SIGNALS.contains(signal),
             _ => false,
         };
-        if !raised {
+        if !raised || blames_a_peer(tail) {
             return None;
         }
         let line = tail
@@ -96,6 +100,52 @@ impl fmt::Display for Signature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// The exceptions TensorFlow raises when another task failed: unreachable
+/// (`UnavailableError`; ParameterServerStrategy's `PSUnavailableError`), a collective
+/// aborted or a peer back as a new incarnation (`AbortedError`), a collective's deadline
+/// (`DeadlineExceededError`).
+const PEER_ERRORS: [&str; 4] = [
+    "UnavailableError",
+    "PSUnavailableError",
+    "AbortedError",
+    "DeadlineExceededError",
+];
+
+/// The coordination service's and the collectives' words for a peer's failure, in its
+/// runtime's log or an exception's message.
+const PEER_WORDS: [&str; 3] = [
+    "Collective ops is aborted",
+    "The following tasks are unhealthy",
+    "failed to connect to all addresses",
+];
+
+/// How many of the tail's last lines are read for [`PEER_WORDS`]: an exception's message and
+/// the runtime's last errors, not the program's whole log.
+const PEER_LINES: usize = 20;
+
+/// Whether the task's stderr ends with TensorFlow blaming another task: the last exception
+/// Python raised (`module.NameError: message`) is one of [`PEER_ERRORS`], or its last
+/// lines say one of [`PEER_WORDS`].
+fn blames_a_peer(tail: &str) -> bool {
+    let mut lines = tail.lines().rev().filter(|l| !l.trim().is_empty());
+    if lines
+        .clone()
+        .take(PEER_LINES)
+        .any(|l| PEER_WORDS.iter().any(|w| l.contains(w)))
+    {
+        return true;
+    }
+    let raised = lines.find_map(|line| {
+        let (head, _) = line.trim_start().split_once(": ")?;
+        let plain = head
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+        let name = head.rsplit('.').next()?;
+        (plain && (name.ends_with("Error") || name.ends_with("Exception"))).then_some(name)
+    });
+    raised.is_some_and(|name| PEER_ERRORS.contains(&name))
 }
 
 /// `line` with each run of digits (and hex digits after `0x`) replaced by `N`.
@@ -235,6 +285,61 @@ mod tests {
         assert_eq!(sig(hung, "File \"x.py\", line 3"), None);
         assert_eq!(sig(TaskEnd::Error("no such file".into()), ""), None);
         assert!(sig(TaskEnd::Signaled(6), "Fatal Python error: Aborted").is_some());
+    }
+
+    /// The end of a MultiWorkerMirroredStrategy survivor's stderr (TF 2.21) after a peer's
+    /// host lost its link: what every survivor prints, fault after fault.
+    const SURVIVOR: &str = "\
+E0000 00:00:1795938337.138434   24574 ring_alg.cc:291] Aborting RingReduce with UNAVAILABLE: Collective ops is aborted by: Error reported from /job:worker/task:2: The following tasks are unhealthy (stopped sending heartbeats):
+/job:worker/replica:0/task:2
+Traceback (most recent call last):
+  File \"goodput_train.py\", line 79, in <module>
+    train_step(x, tf.matmul(x, w_true) + 0.5)
+tensorflow.python.framework.errors_impl.UnavailableError: Graph execution error:
+
+Detected at node CollectiveReduceV2 defined at (most recent call last):
+  File \"goodput_train.py\", line 79, in <module>
+
+Collective ops is aborted by: Error reported from /job:worker/task:2: The following tasks are unhealthy (stopped sending heartbeats):
+/job:worker/replica:0/task:2
+The tasks have crashed. Check the task logs for an earlier error, or scheduler events (e.g. preemption, eviction) to debug further.
+The error could be from a previous operation. Restart your program to reset.
+	 [[{{node CollectiveReduceV2}}]] [Op:__inference_train_step_152]
+";
+
+    #[test]
+    fn a_failure_tensorflow_blames_on_a_peer_has_no_signature() {
+        assert_eq!(sig(TaskEnd::Exited(1), SURVIVOR), None);
+        // Twice on two hosts in a row: no crash loop.
+        let mut loops = CrashLoop::default();
+        for host in ["a", "b"] {
+            assert_eq!(
+                loops.failed(host, sig(TaskEnd::Exited(1), SURVIVOR), false),
+                None
+            );
+        }
+        // The exception alone, deep in the tail, is enough; so are the words alone.
+        let ps = "Traceback (most recent call last):\n  File \"c.py\", line 9\n\
+                  tensorflow.python.distribute.coordinator.cluster_coordinator.PSUnavailableError: \
+                  ps 0 is gone\n  more context\n";
+        assert_eq!(sig(TaskEnd::Exited(1), ps), None);
+        let deadline = "tensorflow.python.framework.errors_impl.DeadlineExceededError: \
+                        Collective timed out\n";
+        assert_eq!(sig(TaskEnd::Exited(1), deadline), None);
+        assert_eq!(
+            sig(
+                TaskEnd::Signaled(6),
+                "F0000 coordination: The following tasks are unhealthy"
+            ),
+            None
+        );
+        // The program's own exception after an earlier, caught one of a peer: its own.
+        let own = "WARNING:tensorflow:From x.py:3: UnavailableError: retrying\n\
+                   Traceback (most recent call last):\nValueError: bad batch 7\n";
+        assert_eq!(
+            sig(TaskEnd::Exited(1), own).unwrap().as_str(),
+            "exited with status 1: ValueError: bad batch N"
+        );
     }
 
     #[test]

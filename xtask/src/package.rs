@@ -259,7 +259,13 @@ mod tests {
             .collect();
         assert_eq!(failed, PUBLISHED[2..]);
         assert!(some[2].1.as_ref().unwrap_err().contains("E0425"));
-        assert!(some[3].1.as_ref().unwrap_err().starts_with("cargo package never verified it"));
+        assert!(
+            some[3]
+                .1
+                .as_ref()
+                .unwrap_err()
+                .starts_with("cargo package never verified it")
+        );
         // A run that says it succeeded but never named a crate passes none.
         assert!(verified("", true).iter().all(|(_, o)| o.is_err()));
     }
