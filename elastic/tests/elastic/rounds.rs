@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use elastic::launcher::Restart;
-use elastic::{EndReason, Join, RoundStatus, TaskStatus, Waited};
+use elastic::{EndReason, Join, Node, RendezvousClient, Round, RoundStatus, TaskStatus, Waited};
 
 use crate::common::{
     Backend, LAST_CALL, Rdzv, TIMEOUT, config, join, names, on_both_backends, round,
@@ -465,23 +465,29 @@ async fn a_waiting_node_hears_how_its_round_forms(backend: Backend) {
     rdzv.shutdown().await;
 }
 
-async fn a_parameter_server_strategy_worker_restarts_in_place_and_a_crash_loop_ends_the_job(
-    backend: Backend,
-) {
-    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
-    let client = rdzv.client().await;
-    // Three one-task nodes: chief:0, ps:0, worker:0.
+/// Three one-task nodes of a ParameterServerStrategy job in their first round: chief:0,
+/// ps:0, worker:0, in that order.
+async fn parameter_server_round(client: &RendezvousClient) -> (Vec<Node>, Vec<Round>) {
     let c = config("3", 5)
         .with_layout("chief=1,ps=1".parse().unwrap())
         .unwrap();
     let mut nodes = Vec::new();
     for i in 0..3 {
-        nodes.push(join(&client, "job", &c, i).await);
+        nodes.push(join(client, "job", &c, i).await);
     }
     let mut rounds = Vec::new();
     for node in &mut nodes {
-        rounds.push(round(&client, node).await);
+        rounds.push(round(client, node).await);
     }
+    (nodes, rounds)
+}
+
+async fn a_parameter_server_strategy_worker_restarts_in_place_and_a_crash_loop_ends_the_job(
+    backend: Backend,
+) {
+    let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
+    let client = rdzv.client().await;
+    let (nodes, rounds) = parameter_server_round(&client).await;
     let number = rounds[2].number();
     let boom = "ValueError: bad batch 3\n";
     let answer = client
@@ -536,18 +542,7 @@ async fn a_parameter_server_restarts_in_place_and_the_chief_s_node_is_asked_at_o
 ) {
     let rdzv = Rdzv::start(backend, LAST_CALL, TIMEOUT).await;
     let client = rdzv.client().await;
-    // Three one-task nodes: chief:0, ps:0, worker:0.
-    let c = config("3", 5)
-        .with_layout("chief=1,ps=1".parse().unwrap())
-        .unwrap();
-    let mut nodes = Vec::new();
-    for i in 0..3 {
-        nodes.push(join(&client, "job", &c, i).await);
-    }
-    let mut rounds = Vec::new();
-    for node in &mut nodes {
-        rounds.push(round(&client, node).await);
-    }
+    let (nodes, rounds) = parameter_server_round(&client).await;
     let number = rounds[0].number();
     let mut chief_beats = client.heartbeats(&nodes[0], &rounds[0]);
     let answer = client

@@ -325,19 +325,8 @@ fn check_aftermath(report: &mut Report, target: &impl Attacked) {
         "sockets before the idle window",
         format!("{left} ({:.1?} after the RSS settled)", settle.elapsed()),
     );
-    // And once the cleanup's CPU is spent: slices of 250 ms with under 25 ms of it, three in
-    // a row.
-    let quiet = settle_cpu(
-        target.pid(),
-        Duration::from_millis(250),
-        Duration::from_millis(25),
-        SETTLE_WITHIN,
-    );
-    report.figure(
-        "CPU quiet before the idle window",
-        format!("after {quiet:.1?}"),
-    );
-    let cpu = cpu_over(target.pid(), IDLE_WINDOW);
+    // And once the cleanup's CPU is spent.
+    let cpu = idle_cpu(report, target.pid());
     report.figure(
         "CPU while idle after the attack",
         format!("{cpu:.2?} over {IDLE_WINDOW:?}"),
@@ -523,17 +512,7 @@ fn idle_connections(mut report: Report, target: impl Attacked, min_held_open: us
 
     target.legit_during(&mut report);
     // Once the legitimate job's own work is done (as after the attack above).
-    let quiet = settle_cpu(
-        target.pid(),
-        Duration::from_millis(250),
-        Duration::from_millis(25),
-        SETTLE_WITHIN,
-    );
-    report.figure(
-        "CPU quiet before the idle window",
-        format!("after {quiet:.1?}"),
-    );
-    let cpu = cpu_over(target.pid(), IDLE_WINDOW);
+    let cpu = idle_cpu(&mut report, target.pid());
     report.figure(
         "CPU while the idle connections are held",
         format!("{cpu:.2?} over {IDLE_WINDOW:?}"),
@@ -979,4 +958,21 @@ fn without_ansi_colours(line: &str) -> String {
         }
     }
     plain
+}
+
+/// The CPU process `pid` uses over [`IDLE_WINDOW`], measured once its own work is spent
+/// (slices of 250 ms with under 25 ms of CPU, three in a row; how long that took is a figure
+/// of `report`).
+fn idle_cpu(report: &mut Report, pid: u32) -> Duration {
+    let quiet = settle_cpu(
+        pid,
+        Duration::from_millis(250),
+        Duration::from_millis(25),
+        SETTLE_WITHIN,
+    );
+    report.figure(
+        "CPU quiet before the idle window",
+        format!("after {quiet:.1?}"),
+    );
+    cpu_over(pid, IDLE_WINDOW)
 }
