@@ -9,10 +9,11 @@
 //! running an etcd member on port 2379), `slurm` (in the Slurm suite's cluster),
 //! `checked-by SUITE,...: WHY` (run by those suites of the test command, not here) and
 //! `not-run: WHY` (hardware or a platform this machine lacks). Options: `runs Ns` (the block
-//! runs until then and is stopped: it serves or follows forever), `expects TEXT` (its output
-//! holds TEXT; repeatable), `first CMD` (run in the same shell before the block: the server
+//! runs until then and is stopped: it serves or follows forever; it needs an `expects`, as
+//! running on proves nothing), `expects TEXT` (its output holds TEXT; repeatable), `first CMD` (run in the same shell before the block: the server
 //! or variable the text around it says is there), `until CMD` (the same, waiting until CMD
-//! succeeds: the job the block watches is up), `serving ARGS` (a `tfcluster serve ARGS`
+//! succeeds: the job the block watches is up), `then CMD` (run in the same shell after the
+//! block, its output checked with the block's: what a block that only sets a variable set), `serving ARGS` (a `tfcluster serve ARGS`
 //! started first and waited for: the running task the text presumes), `on HOST: CMD` (that
 //! host runs CMD, a server the text says is there, instead of the block), `in-checkout` (it runs in the repository,
 //! which it builds from) and `substitutes OLD => NEW` (a placeholder the user fills, filled).
@@ -45,6 +46,9 @@ pub(crate) struct Example {
     /// `first CMD`: what the scene runs in the same shell before the block (a server the
     /// block's text says is running, a variable its job has).
     pub(crate) first: Vec<String>,
+    /// `then CMD`: what the scene runs in the same shell after the block (showing what a
+    /// block that prints nothing did, for `expects`).
+    pub(crate) then: Vec<String>,
     /// `serving ARGS`: a `tfcluster serve ARGS` the scene starts first and waits for (until it
     /// prints its `serving` line): the running task the block's text presumes.
     pub(crate) serving: Vec<String>,
@@ -91,6 +95,10 @@ impl Example {
         }
         script.extend(self.first.iter().map(|c| format!("{c}\n")));
         script.push_str(&block);
+        if !self.then.is_empty() && !script.ends_with('\n') {
+            script.push('\n');
+        }
+        script.extend(self.then.iter().map(|c| format!("{c}\n")));
         script
     }
 }
@@ -166,6 +174,7 @@ fn annotated(place: &str, comment: Option<String>, script: String) -> Result<Exa
         expects: Vec::new(),
         substitutes: Vec::new(),
         first: Vec::new(),
+        then: Vec::new(),
         serving: Vec::new(),
         on: Vec::new(),
         in_checkout: false,
@@ -178,6 +187,12 @@ fn annotated(place: &str, comment: Option<String>, script: String) -> Result<Exa
         .filter(|o| !o.is_empty())
     {
         parse_option(&mut example, option).map_err(|e| format!("{place}: {e}"))?;
+    }
+    if example.runs.is_some() && example.expects.is_empty() {
+        return Err(format!(
+            "{place}: `runs` without `expects TEXT`: a block stopped while it runs passes by \
+             running, so it must show what it does"
+        ));
     }
     if !example.substitutes.is_empty() {
         for (old, _) in &example.substitutes {
@@ -244,6 +259,8 @@ fn parse_option(example: &mut Example, option: &str) -> Result<(), String> {
         example.expects.push(text.trim().to_owned());
     } else if let Some(command) = option.strip_prefix("first ") {
         example.first.push(command.trim().to_owned());
+    } else if let Some(command) = option.strip_prefix("then ") {
+        example.then.push(command.trim().to_owned());
     } else if let Some(on) = option.strip_prefix("on ") {
         let Some((host, command)) = on.split_once(':') else {
             return Err(format!("`on` without `HOST: CMD` in {option:?}"));
@@ -268,8 +285,8 @@ fn parse_option(example: &mut Example, option: &str) -> Result<(), String> {
             .push((old.trim().to_owned(), new.trim().to_owned()));
     } else {
         return Err(format!(
-            "unknown option {option:?} (runs Ns, expects TEXT, first CMD, until CMD, serving ARGS, \
-             on HOST: CMD, in-checkout, substitutes OLD => NEW)"
+            "unknown option {option:?} (runs Ns, expects TEXT, first CMD, until CMD, then CMD, \
+             serving ARGS, on HOST: CMD, in-checkout, substitutes OLD => NEW)"
         ));
     }
     Ok(())
@@ -296,10 +313,23 @@ mod tests {
         assert_eq!(found[0].expects, ["serving"]);
         assert_eq!(found[0].filled(), "pip install y.whl\n");
         assert_eq!(found[1].scene, Scene::NotRun("needs a GPU; really".into()));
-        let text = "<!-- example: local\nfirst a; b\nruns 2s\n-->\n```sh\nls\n```\n";
+        let text = "<!-- example: local\nfirst a; b\nruns 2s\nexpects x\nthen echo $X\n-->\n\
+                    ```sh\nexport X=1\n```\n";
         let found: Vec<Example> = examples("h.md", text).into_iter().flatten().collect();
         assert_eq!(found[0].first, ["a; b"]);
         assert_eq!(found[0].runs, Some(Duration::from_secs(2)));
+        assert_eq!(found[0].filled(), "a; b\nexport X=1\necho $X\n");
+    }
+
+    #[test]
+    fn a_block_that_runs_on_without_expects_is_refused() {
+        let text = "<!-- example: local; runs 5s -->\n```sh\ntfcluster serve\n```\n";
+        let found = examples("r.md", text);
+        let error = found[0].as_ref().unwrap_err();
+        assert!(
+            error.starts_with("r.md:2: `runs` without `expects TEXT`"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The working directory an example runs in, holding the files the guide's examples name (and
-//! `tf_server.py`, a task for the jobs the watching examples watch), and
+//! `tf_server.py`, a task for the jobs the watching examples watch, and `kube_apiserver.py`,
+//! a stand-in Kubernetes API server), and
 //! the `PATH` that puts the debug `tfcluster` and TensorFlow's `python` first.
 
 use std::path::{Path, PathBuf};
@@ -12,6 +13,9 @@ const TRAIN_PY: &str = include_str!("train.py");
 
 /// A TensorFlow task that serves until stopped: the running job the watching examples watch.
 const TF_SERVER_PY: &str = include_str!("tf_server.py");
+
+/// A stand-in Kubernetes API server: the pods the `--from kubernetes` example resolves.
+const KUBE_APISERVER_PY: &str = include_str!("kube_apiserver.py");
 
 /// The token every example's token files hold (`tfcluster rendezvous token`'s form).
 pub(crate) const TOKEN: &str = "5f0c3e5ad2b4a8e1c7d9f3b6a2e4c8d0b1f3a5c7e9d2b4f6a8c0e2d4f6b8a0c2";
@@ -87,6 +91,7 @@ impl Dir {
         let mut files: Vec<(String, String)> = vec![
             ("train.py".into(), TRAIN_PY.into()),
             ("tf_server.py".into(), TF_SERVER_PY.into()),
+            ("kube_apiserver.py".into(), KUBE_APISERVER_PY.into()),
             ("cluster.json".into(), CLUSTER_JSON.into()),
             ("job.token".into(), TOKEN.into()),
             ("rdzv.token".into(), TOKEN.into()),
