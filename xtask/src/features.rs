@@ -12,39 +12,64 @@
 use std::process::Command;
 
 use crate::tally::{self, Suite};
-use crate::workspace;
+use crate::{public_api, workspace};
 
-/// Every crate with features, and the feature sets checked besides none. cluster-resolver's
-/// `kubernetes` alone names no Kubernetes API version (the final binary picks one), so it is
-/// checked through `k8s-openapi-earliest`, which is `kubernetes` plus the oldest version.
-const CRATES: &[(&str, &[&str])] = &[
-    ("cluster-proto", &["grpc"]),
-    (
-        "cluster-resolver",
-        &["k8s-openapi-earliest", "gce", "watch"],
-    ),
-    ("grpc-guard", &["tls"]),
-    ("remote-connect", &["tls"]),
+/// Every crate with cargo features, checked with no features and with each feature alone
+/// (a unit test holds this to the crates' manifests), in as few cargo runs as keep them
+/// apart: one run compiles each selected crate once, with the features every selected crate
+/// asks of it, so crates share a run only when none of them (nor its dev-dependencies:
+/// `--all-targets`) turns on a feature of another. `(crate, "")` is the crate without
+/// features; for tfcluster and tfcluster-python, whose default is `kubernetes`, the build
+/// without Kubernetes (and `gce` is gce without it).
+const RUNS: &[&[(&str, &str)]] = &[
+    &[
+        ("cluster-proto", ""),
+        ("cluster-resolver", ""),
+        ("grpc-guard", ""),
+    ],
+    &[
+        ("cluster-proto", "grpc"),
+        ("grpc-guard", "tls"),
+        // tfcluster-python's `kubernetes` is cluster-resolver's `k8s-openapi-earliest`.
+        // cluster-resolver's `kubernetes` alone names no Kubernetes API version (the final
+        // binary picks one): checked through this, `kubernetes` and the oldest version.
+        ("cluster-resolver", "k8s-openapi-earliest"),
+        ("tfcluster-python", "kubernetes"),
+    ],
+    &[("cluster-resolver", "gce")],
+    // tfcluster-elastic, and remote-connect's tests, use cluster-resolver with `watch`.
+    &[
+        ("cluster-resolver", "watch"),
+        ("tfcluster-elastic", ""),
+        ("remote-connect", ""),
+        ("tfcluster-python", ""),
+    ],
     // Without `etcd`, elastic builds without etcd-client (its built-in rendezvous only).
-    ("tfcluster-elastic", &["etcd", "tls"]),
+    &[("remote-connect", "tls"), ("tfcluster-elastic", "etcd")],
+    &[("tfcluster-elastic", "tls")],
+    // tfcluster turns on features of every crate above.
+    &[("tfcluster", "")],
+    &[("tfcluster", "kubernetes")],
+    &[("tfcluster", "gce")],
 ];
 
-/// The binaries (and the Python extension module) with features: checked like [`CRATES`], but
-/// not documented for docs.rs. Both have `kubernetes` by default, so the `--no-default-features`
-/// run is the build without Kubernetes (and `--features gce` is gce without it).
-const BINARIES: &[(&str, &[&str])] = &[
-    ("tfcluster", &["kubernetes", "gce"]),
-    ("tfcluster-python", &["kubernetes"]),
-];
-
-/// `cargo clippy -D warnings` on each crate of [`CRATES`] and [`BINARIES`] with no features,
-/// then each feature.
+/// `cargo clippy -D warnings` of each of [`RUNS`].
 pub(crate) fn check() -> Result<(), String> {
-    for (krate, features) in CRATES.iter().chain(BINARIES) {
-        clippy(krate, &["--no-default-features"])?;
-        for feature in *features {
-            clippy(krate, &["--no-default-features", "--features", feature])?;
+    for run in RUNS {
+        let mut command = Command::new("cargo");
+        command.args(["clippy", "--all-targets", "--no-default-features"]);
+        for (krate, _) in *run {
+            command.args(["-p", krate]);
         }
+        let features: Vec<String> = run
+            .iter()
+            .filter(|(_, feature)| !feature.is_empty())
+            .map(|(krate, feature)| format!("{krate}/{feature}"))
+            .collect();
+        if !features.is_empty() {
+            command.args(["--features", &features.join(",")]);
+        }
+        workspace::run(command.args(["--", "-D", "warnings"]))?;
     }
     Ok(())
 }
@@ -72,24 +97,57 @@ pub(crate) fn test() -> Vec<Suite> {
         .collect()
 }
 
-fn clippy(krate: &str, feature_args: &[&str]) -> Result<(), String> {
-    workspace::run(
-        Command::new("cargo")
-            .args(["clippy", "-p", krate, "--all-targets"])
-            .args(feature_args)
-            .args(["--", "-D", "warnings"]),
-    )
-}
-
-/// The docs of each crate of [`CRATES`] as docs.rs builds them: all features, `--cfg docsrs`
-/// (which needs nightly for `doc(cfg)`), warnings denied. A machine without a nightly
-/// toolchain fails here, saying how to install one, rather than passing unchecked.
+/// The docs of every published library as docs.rs builds them: all features, `--cfg docsrs`
+/// (which needs nightly for `doc(cfg)`), warnings denied; the public-API listing's selection
+/// ([`public_api::nightly_doc`]). A machine without a nightly toolchain fails here, saying
+/// how to install one, rather than passing unchecked.
 pub(crate) fn docs_rs() -> Result<(), String> {
     workspace::require_nightly("the docs.rs build (--cfg docsrs)")?;
-    let mut command = Command::new("cargo");
-    command.args(["+nightly", "doc", "--no-deps", "--all-features"]);
-    for (krate, _) in CRATES {
-        command.args(["-p", krate]);
+    public_api::nightly_doc("--cfg docsrs -D warnings")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Features checked through another ([`RUNS`]' comments say why).
+    const THROUGH_ANOTHER: &[(&str, &str)] = &[("cluster-resolver", "kubernetes")];
+
+    #[test]
+    fn the_runs_check_every_crate_without_features_and_with_each_alone_once() {
+        let output = Command::new(env!("CARGO"))
+            .args(["metadata", "--no-deps", "--format-version", "1"])
+            .current_dir(workspace::root())
+            .output()
+            .expect("cargo metadata runs");
+        let metadata: serde_json::Value =
+            serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+        let mut wanted: Vec<(String, String)> = Vec::new();
+        for package in metadata["packages"].as_array().expect("packages") {
+            let name = package["name"].as_str().expect("a name");
+            let features = package["features"].as_object().expect("features");
+            let own: Vec<&String> = features
+                .keys()
+                .filter(|f| *f != "default" && !THROUGH_ANOTHER.contains(&(name, f.as_str())))
+                .collect();
+            if !own.is_empty() {
+                wanted.push((name.to_owned(), String::new()));
+                wanted.extend(own.into_iter().map(|f| (name.to_owned(), f.clone())));
+            }
+        }
+        let mut checked: Vec<(String, String)> = RUNS
+            .iter()
+            .flat_map(|run| run.iter())
+            .map(|(k, f)| ((*k).to_owned(), (*f).to_owned()))
+            .collect();
+        wanted.sort_unstable();
+        checked.sort_unstable();
+        assert_eq!(checked, wanted);
+        for run in RUNS {
+            let mut crates: Vec<&str> = run.iter().map(|(krate, _)| *krate).collect();
+            crates.sort_unstable();
+            crates.dedup();
+            assert_eq!(crates.len(), run.len(), "a crate twice in one run: {run:?}");
+        }
     }
-    workspace::run(command.env("RUSTDOCFLAGS", "--cfg docsrs -D warnings"))
 }

@@ -35,9 +35,10 @@ const LISTING: &str = "public-api.txt";
 
 pub(crate) fn run(check: bool) -> Result<(), String> {
     workspace::require_nightly("the public-API listing (rustdoc's JSON output)")?;
+    document()?;
     let mut stale = Vec::new();
-    for &(krate, package) in CRATES {
-        let fresh = listing(krate, package)?;
+    for &(krate, _) in CRATES {
+        let fresh = listing(krate)?;
         let file = workspace::root().join(krate).join(LISTING);
         if check {
             let committed = fs::read_to_string(&file).unwrap_or_default();
@@ -65,22 +66,28 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
     }
 }
 
-/// The listing of the crate in directory `krate`, package `package`: rustdoc's JSON of its
-/// library (all features), walked.
-fn listing(krate: &str, package: &str) -> Result<String, String> {
-    workspace::run(
-        Command::new("cargo")
-            .args([
-                "+nightly",
-                "rustdoc",
-                "-q",
-                "-p",
-                package,
-                "--all-features",
-                "--lib",
-            ])
-            .args(["--", "-Z", "unstable-options", "--output-format", "json"]),
-    )?;
+/// `cargo +nightly doc --no-deps --all-features` of every crate of [`CRATES`] with `flags`
+/// for rustdoc: one run, so their dependencies are checked once (one `rustdoc -p` a crate
+/// resolved each one's features apart, and checked what they share again for each), and
+/// the same selection and features for the docs.rs build
+/// ([`crate::features::docs_rs`]), which then checks nothing again.
+pub(crate) fn nightly_doc(rustdoc_flags: &str) -> Result<(), String> {
+    let mut command = Command::new("cargo");
+    command.args(["+nightly", "doc", "-q", "--no-deps", "--all-features"]);
+    for (_, package) in CRATES {
+        command.args(["-p", package]);
+    }
+    workspace::run(command.env("RUSTDOCFLAGS", rustdoc_flags))
+}
+
+/// rustdoc's JSON of every crate of [`CRATES`], in `target/doc/CRATE.json`.
+fn document() -> Result<(), String> {
+    nightly_doc("-Z unstable-options --output-format json")
+}
+
+/// The listing of the crate in directory `krate`: rustdoc's JSON of its library (all
+/// features), walked.
+fn listing(krate: &str) -> Result<String, String> {
     let path = target_dir()
         .join("doc")
         .join(format!("{}.json", krate.replace('-', "_")));
