@@ -26,10 +26,12 @@ pub(crate) fn suites() -> Vec<Suite> {
     tally::cargo_test(
         "interop",
         Command::new("cargo")
+            // The workspace's selection and features: the binary its suite built, not
+            // another build of it.
             .args([
                 "test",
-                "-p",
-                "remote-connect",
+                "--workspace",
+                "--all-features",
                 "--test",
                 "remote_connect",
                 "--",

@@ -63,7 +63,7 @@ fn checks(suite: &mut Suite) -> Result<(), String> {
     let building = Instant::now();
     let python = tf_venv::python()?;
     python::ensure_tools(&python)?;
-    let tfcluster = slurm::artifact("tfcluster", "--bin", "tfcluster")?;
+    let tfcluster = slurm::artifact("tfcluster", "bin", "tfcluster")?;
     // The clock is the checks', not pip's or cargo's.
     eprintln!(
         "xtask: kubernetes: tools and {} ready in {:.2?}",

@@ -76,7 +76,7 @@ fn checks(show_env: bool, suite: &mut Suite) -> Result<(), String> {
     suite.record("scontrol show hostnames, no cluster", check_oracle());
     let building = Instant::now();
     let example = text(resolver::build_example()?)?;
-    let tfcluster = text(build::artifact("tfcluster", "--bin", "tfcluster")?)?;
+    let tfcluster = text(build::artifact("tfcluster", "bin", "tfcluster")?)?;
     eprintln!(
         "xtask: slurm: built {example} and {tfcluster} in {:.2?}",
         building.elapsed()

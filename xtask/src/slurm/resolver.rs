@@ -32,7 +32,7 @@ const CYCLIC: [&str; 5] = ["node1", "node2", "node3", "node1", "node2"];
 
 /// Builds the example and returns its executable.
 pub(crate) fn build_example() -> Result<PathBuf, String> {
-    build::artifact("cluster-resolver", "--example", EXAMPLE)
+    build::artifact("cluster-resolver", "example", EXAMPLE)
 }
 
 /// The resolver scenarios: `plain` runs the example alone, `with_jobs` with [`JOB_ARGS`].
