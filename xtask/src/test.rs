@@ -13,8 +13,8 @@ use std::process::Command;
 use crate::tally::{self, Floors, Tally};
 use crate::timings::Timings;
 use crate::{
-    codegen, doc_links, etcd, features, guide, image, interop, kubernetes, package, prometheus,
-    public_api, python, release_workflow, slurm, tf_venv, workspace,
+    codegen, doc_links, etcd, features, guide, host_jobs, image, interop, kubernetes, package,
+    prometheus, public_api, python, release_workflow, slurm, tf_venv, workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
@@ -67,32 +67,20 @@ pub(crate) fn run() -> Result<(), String> {
     let mut tally = Tally::default();
     // Every relative link of the docs resolves: a file, a heading.
     tally.add([timings.time("suite: links", doc_links::suite)]);
-    // Every shell example of the README and the guide runs as written (Slurm's: below).
-    tally.add([timings.time("suite: guide", || guide::suite(None))]);
-    // Every published crate packages, and builds from its package alone.
+    // Every published crate packages, and builds from its package alone. Before the first
+    // build of the tests: it forgets what cargo built of our crates (`cargo clean -p`).
     tally.add([timings.time("suite: package", package::suite)]);
+    // Every shell example of the README and the guide runs as written (Slurm's: below). The
+    // tests' build is made here, once, for every suite below.
+    tally.add([timings.time("suite: guide", || guide::suite(None))]);
     // The release automation: linted, and running what the test command runs.
     tally.add([timings.time("suite: release workflow", release_workflow::suite)]);
     // Every binary runs though one fails; the interop tests run once, as their own suite.
     // Its time is the build's and every binary's (each binary's own is in its line above).
-    tally.add(
-        timings.time("suite: workspace (build and every test binary)", || {
-            tally::cargo_test(
-                "workspace",
-                Command::new("cargo")
-                    .args([
-                        "test",
-                        "--workspace",
-                        "--all-features",
-                        "--no-fail-fast",
-                        "--",
-                        "--skip",
-                        interop::FILTER,
-                    ])
-                    .env("TFCLUSTER_PYTHON", &python),
-            )
-        }),
-    );
+    tally.add(timings.time(
+        "suite: workspace (build, every test binary, the host jobs beside)",
+        || host_jobs::suites(&python),
+    ));
     tally.add(timings.time("suite: each crate's feature sets", features::test));
     tally.add(timings.time("suite: interop", interop::suites));
     // The Python package: its wheel built and installed into the TF venv, its pytest suite.

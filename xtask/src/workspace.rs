@@ -48,6 +48,16 @@ pub(crate) fn build_release(targets: &[&str]) -> Result<(), String> {
 /// were written (as a terminal shows them), echoed to stdout as it comes and returned with
 /// whether the command succeeded. An error only when it could not run at all.
 pub(crate) fn run_merged(command: &mut Command) -> Result<(String, bool), String> {
+    merged(command, true)
+}
+
+/// As [`run_merged`], echoing nothing: for a command run beside another whose output is
+/// shown as it comes, its own shown once it is over.
+pub(crate) fn run_captured(command: &mut Command) -> Result<(String, bool), String> {
+    merged(command, false)
+}
+
+fn merged(command: &mut Command, echo: bool) -> Result<(String, bool), String> {
     let shown = started(command);
     let (reader, writer) =
         std::io::pipe().map_err(|e| format!("cannot make a pipe for {shown}: {e}"))?;
@@ -73,7 +83,9 @@ pub(crate) fn run_merged(command: &mut Command) -> Result<(String, bool), String
         }
         // A test may print bytes that are not UTF-8; they are shown, not judged.
         let line = String::from_utf8_lossy(&line);
-        print!("{line}");
+        if echo {
+            print!("{line}");
+        }
         text.push_str(&line);
     }
     let succeeded = finished(&shown, child.wait()).is_ok();
