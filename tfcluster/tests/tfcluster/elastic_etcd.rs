@@ -24,9 +24,11 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// The host jobs' --rdzv-timeout: how long an agent tries an etcd that does not answer.
 const RDZV_TIMEOUT: &str = "5s";
 
-/// The flags of the host jobs: one task per host, a short last call, grace and lease.
+/// The flags of the host jobs: one task per host, a short last call, grace and lease, and no
+/// spare interpreters importing TensorFlow beside the tasks (elastic_hosts.rs's `flags`).
 fn flags<'a>(nodes: &'a str, more: &[&'a str]) -> Vec<&'a str> {
     let common = [
+        "--no-prewarm",
         "--nodes",
         nodes,
         "--tasks-per-node",

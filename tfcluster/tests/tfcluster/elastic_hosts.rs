@@ -20,8 +20,16 @@ use super::host_job::{JOB_TIMEOUT, Job, done, job_address};
 const RESTART_WITHIN: Duration = Duration::from_secs(120);
 
 /// The flags every job here shares: `--tasks-per-node 2`, a short last call and grace, and
-/// an [`unhurried`](super::unhurried) rendezvous timeout unless `more` gives one.
+/// an [`unhurried`](super::unhurried) rendezvous timeout unless `more` gives one; and
+/// `--no-prewarm`: a spare interpreter imports TensorFlow for each task, six CPU-seconds
+/// each, which doubles a job's imports on two cores. The tests that warm starts are part of
+/// use [`warm`]; prewarm.rs tests them on one host.
 fn flags<'a>(nodes: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    [&warm(nodes, more)[..], &["--no-prewarm"]].concat()
+}
+
+/// [`flags`] with TensorFlow imported ahead in spare interpreters, as by default.
+fn warm<'a>(nodes: &'a str, more: &[&'a str]) -> Vec<&'a str> {
     let common = [
         "--nodes",
         nodes,
@@ -66,11 +74,10 @@ fn mirrored_training_on_three_hosts_sees_one_cluster_of_six() {
 #[test]
 fn a_task_killed_mid_training_restarts_every_host_from_the_last_checkpoint() {
     let env = [("EXPECT_RESTART_COUNT", "1"), ("EXPECT_WORKERS", "6")];
-    // Cold starts: the restart is timed by the `pid` line a task prints before its import,
-    // which a warm interpreter prints only after its import; here six spare imports beside
-    // six training tasks on two cores take longer than RESTART_WITHIN. Warm restarts are
+    // Cold starts ([`flags`]): the restart is timed by the `pid` line a task prints before
+    // its import, which a warm interpreter prints only after its import. Warm restarts are
     // tested in prewarm.rs and timed by the benchmark.
-    let mut job = Job::training("kill", 3, &flags("3", &["--no-prewarm"]), &env);
+    let mut job = Job::training("kill", 3, &flags("3", &[]), &env);
     job.start_all(3);
     job.wait_for_a_checkpoint();
     let victim = job.pid_of("worker:3");
@@ -212,7 +219,7 @@ fn a_host_joining_lets_preemption_checkpoint_handler_save_and_the_next_round_res
     // stopped the tasks cleanly (SIGTERM, then --grace).
     let script = super::tf_script("preemption_train.py");
     let command: Vec<&str> = script.iter().map(String::as_str).collect();
-    let mut job = Job::new("preempt", 3, &flags("2:3", &[]), &command, &[]);
+    let mut job = Job::new("preempt", 3, &warm("2:3", &[]), &command, &[]);
     job.start_all(2);
     job.wait_for("training in round 1", JOB_TIMEOUT, |job| {
         job.lines("step").len() >= 4 * 3
@@ -398,7 +405,8 @@ fn parameter_server_training_on_three_hosts_survives_a_worker_killed_in_place() 
     let mut job = Job::new(
         "pss",
         3,
-        &flags("3", &["--layout", "chief=1,ps=1"]),
+        // The worker restarts in place in a warm interpreter, as users' jobs do.
+        &warm("3", &["--layout", "chief=1,ps=1"]),
         &command,
         &[("PSS_PAUSE", "1")],
     );

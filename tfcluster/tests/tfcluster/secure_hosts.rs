@@ -19,7 +19,7 @@ const OTHER_TOKEN: &str = "0dd0dd0dd0dd0dd0dd0dd0dd0dd0dd0dd0dd0dd0dd0dd0dd0dd0d
 const TOKEN_REFUSED: &str = "the rendezvous refused this host's token for job \"default\"";
 
 /// A job of `hosts` hosts whose agents train as `--nodes 2`, two tasks each, with the job's
-/// token; none started.
+/// token, and no spare interpreters (elastic_hosts.rs's `flags`); none started.
 fn secured_job(name: &str, hosts: usize) -> Job {
     let env = [
         ("EXPECT_RESTART_COUNT", "0"),
@@ -28,6 +28,7 @@ fn secured_job(name: &str, hosts: usize) -> Job {
         ("TFCLUSTER_RDZV_TOKEN", TOKEN),
     ];
     let flags = super::unhurried(&[
+        "--no-prewarm",
         "--nodes",
         "2",
         "--tasks-per-node",
