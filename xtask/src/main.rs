@@ -37,6 +37,7 @@ mod signal;
 mod slurm;
 mod soak;
 mod stats;
+mod stress;
 mod table;
 mod tally;
 mod test;
@@ -107,6 +108,10 @@ tasks:
                      (PyPI, in target/actionlint-venv) and Debian's shellcheck on its scripts
                      (installed when missing), and that the release runs the test command
                      and builds with Cargo.toml's rust-version; part of `test`
+  stress [--loops N] -- COMMAND...
+                     COMMAND (e.g. `cargo test -p CRATE --all-features NAME`, or `cargo
+                     xtask test`) run beside N busy loops (default 2), as on a loaded CI
+                     machine: how a flaky test is tried before it is called fixed
   test               everything CI runs: removes the network namespaces of killed test runs,
                      installs what the tests need when missing (the TensorFlow 2.21 venv
                      under target/tf-venv, Debian's slurm-wlm and munge, etcd-server and
@@ -206,6 +211,7 @@ fn main() -> ExitCode {
         ["slurm"] => slurm::task(false),
         ["slurm", "--env"] => slurm::task(true),
         ["fuzz", rest @ ..] => fuzz::run(rest),
+        ["stress", rest @ ..] => stress::run(rest),
         ["soak"] => soak::run(None),
         ["soak", cycles] => soak::run(Some(cycles)),
         ["tf-venv"] => tf_venv::ensure().map(|python| println!("{}", python.display())),
