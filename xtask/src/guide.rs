@@ -66,7 +66,7 @@ pub(crate) fn suite(filter: Option<&str>) -> Suite {
     };
     let prepared = Floors::read().and_then(|floors| {
         let python = tf_venv::python()?;
-        let tfcluster = crate::slurm::artifact("tfcluster", "bin", "tfcluster")?;
+        let tfcluster = crate::test_build::artifact("tfcluster", "bin", "tfcluster")?;
         Ok((floors, Tools::new(&tfcluster, &python)?))
     });
     let (floors, tools) = match prepared {

@@ -10,9 +10,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::interop;
 use crate::tally::{self, Suite};
-use crate::workspace;
+use crate::{interop, test_build};
 
 /// The modules of `tfcluster`'s integration tests that run host jobs.
 const MODULES: &[&str] = &["elastic_etcd::", "elastic_hosts::", "secure_hosts::"];
@@ -20,17 +19,22 @@ const MODULES: &[&str] = &["elastic_etcd::", "elastic_hosts::", "secure_hosts::"
 /// The suites of `cargo test --workspace --all-features` (the interop tests skipped, their
 /// suite runs them), the host jobs' binary labelled `host jobs`, every other `workspace`.
 pub(crate) fn suites(python: &Path) -> Vec<Suite> {
-    // Built first, so neither run below builds (or waits on the other's build lock); the
-    // same selection and features as theirs, so nothing is built twice.
-    if let Err(e) = workspace::run(cargo_test(python).arg("--no-run")) {
-        return vec![tally::broken_suite("workspace: cargo", e)];
-    }
-    let mut jobs = cargo_test(python);
-    jobs.args(["--test", "tfcluster", "--", "--test-threads", "1"])
-        .args(MODULES);
-    let beside = std::thread::spawn(move || workspace::run_captured(&mut jobs));
-    let mut rest = cargo_test(python);
-    rest.args(["--no-fail-fast", "--", "--skip", interop::FILTER]);
+    // The tests' build, which the guide made: the binary is run as it is, as a `cargo test
+    // --test tfcluster` of its own would build it again with other features.
+    let binary = match test_build::artifact("tfcluster", "test", "tfcluster") {
+        Ok(binary) => binary,
+        Err(e) => return vec![tally::broken_suite("workspace: cargo", e)],
+    };
+    let beside = {
+        let python = python.to_owned();
+        std::thread::spawn(move || {
+            test_build::run_test(&binary, "tfcluster", &python, &jobs_args())
+        })
+    };
+    let mut rest = Command::new("cargo");
+    rest.args(["test", "--workspace", "--all-features", "--no-fail-fast"])
+        .env("TFCLUSTER_PYTHON", python)
+        .args(["--", "--skip", interop::FILTER]);
     for module in MODULES {
         rest.args(["--skip", module]);
     }
@@ -48,11 +52,9 @@ pub(crate) fn suites(python: &Path) -> Vec<Suite> {
     suites
 }
 
-/// `cargo test --workspace --all-features`, the tests finding TensorFlow at `python`.
-fn cargo_test(python: &Path) -> Command {
-    let mut command = Command::new("cargo");
-    command
-        .args(["test", "--workspace", "--all-features"])
-        .env("TFCLUSTER_PYTHON", python);
-    command
+/// libtest's arguments for the host jobs: one test at a time, only theirs.
+fn jobs_args() -> Vec<String> {
+    let mut args = vec!["--test-threads".to_owned(), "1".to_owned()];
+    args.extend(MODULES.iter().map(|m| (*m).to_owned()));
+    args
 }

@@ -2,10 +2,8 @@
 //! directions (our client to `tf.distribute.Server`s, TensorFlow's client to our servers, and
 //! the device-filter lists both clients send), from the TensorFlow venv.
 
-use std::process::Command;
-
 use crate::tally::{self, Suite};
-use crate::tf_venv;
+use crate::{test_build, tf_venv};
 
 /// The test-name filter that selects the interop tests in remote-connect's test binary.
 pub(crate) const FILTER: &str = "interop::";
@@ -23,20 +21,17 @@ pub(crate) fn suites() -> Vec<Suite> {
         Ok(python) => python,
         Err(e) => return vec![tally::broken_suite("interop: venv", e)],
     };
-    tally::cargo_test(
-        "interop",
-        Command::new("cargo")
-            // The workspace's selection and features: the binary its suite built, not
-            // another build of it.
-            .args([
-                "test",
-                "--workspace",
-                "--all-features",
-                "--test",
-                "remote_connect",
-                "--",
-                FILTER,
-            ])
-            .env("TFCLUSTER_PYTHON", &python),
-    )
+    // The workspace's remote-connect binary, run as it is: a `cargo test -p` or `--test` of
+    // its own would build it again with other features.
+    let outcome =
+        test_build::artifact("remote-connect", "test", "remote_connect").and_then(|binary| {
+            test_build::run_test(&binary, "remote-connect", &python, &[FILTER.to_owned()])
+        });
+    match outcome {
+        Ok((output, succeeded)) => {
+            print!("{output}");
+            tally::cargo_suites("interop", &output, succeeded)
+        }
+        Err(e) => vec![tally::broken_suite("interop: cargo", e)],
+    }
 }

@@ -28,7 +28,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::tally::{self, Suite};
-use crate::{python, slurm, tf_venv, workspace};
+use crate::{python, tf_venv, workspace};
 
 /// The suite's name in the tally and the floors file.
 const SUITE: &str = "kubernetes: checks";
@@ -63,7 +63,7 @@ fn checks(suite: &mut Suite) -> Result<(), String> {
     let building = Instant::now();
     let python = tf_venv::python()?;
     python::ensure_tools(&python)?;
-    let tfcluster = slurm::artifact("tfcluster", "bin", "tfcluster")?;
+    let tfcluster = crate::test_build::artifact("tfcluster", "bin", "tfcluster")?;
     // The clock is the checks', not pip's or cargo's.
     eprintln!(
         "xtask: kubernetes: tools and {} ready in {:.2?}",

@@ -41,6 +41,7 @@ mod stress;
 mod table;
 mod tally;
 mod test;
+mod test_build;
 mod tf_venv;
 mod timings;
 mod venv;

@@ -16,7 +16,6 @@
 //! the same steps; see [`tensorflow`]) and the guide's Slurm examples ([`guide::run_by`] on
 //! the controller's host), prints timings and stops it.
 
-mod build;
 mod cluster;
 mod config;
 mod daemon;
@@ -34,7 +33,6 @@ mod tensorflow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub(crate) use build::artifact;
 pub(crate) use cluster::Cluster;
 pub(crate) use install::ensure_installed;
 pub(crate) use oracle::oracle_conf;
@@ -44,6 +42,7 @@ pub(crate) use tensorflow::check_training;
 
 use crate::guide;
 use crate::tally::{self, Suite};
+use crate::test_build;
 use crate::workspace;
 
 /// Everything the local cluster writes: apt logs, and `run/` with config, state and daemon logs.
@@ -76,7 +75,7 @@ fn checks(show_env: bool, suite: &mut Suite) -> Result<(), String> {
     suite.record("scontrol show hostnames, no cluster", check_oracle());
     let building = Instant::now();
     let example = text(resolver::build_example()?)?;
-    let tfcluster = text(build::artifact("tfcluster", "bin", "tfcluster")?)?;
+    let tfcluster = text(test_build::artifact("tfcluster", "bin", "tfcluster")?)?;
     eprintln!(
         "xtask: slurm: built {example} and {tfcluster} in {:.2?}",
         building.elapsed()

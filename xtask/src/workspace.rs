@@ -92,10 +92,12 @@ fn merged(command: &mut Command, echo: bool) -> Result<(String, bool), String> {
     Ok((text, succeeded))
 }
 
-/// Sets the workspace root as the directory of `command`, says it runs, and returns how it
+/// Sets the workspace root as the directory of `command` (unless it has one), says it runs, and returns how it
 /// is shown.
 fn started(command: &mut Command) -> String {
-    command.current_dir(root());
+    if command.get_current_dir().is_none() {
+        command.current_dir(root());
+    }
     let shown = format!("{command:?}");
     eprintln!("xtask: running {shown}");
     shown

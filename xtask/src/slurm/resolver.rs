@@ -14,7 +14,6 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::build;
 use super::cluster::Cluster;
 use super::placement::Scenario;
 use super::srun::RankOutput;
@@ -32,7 +31,7 @@ const CYCLIC: [&str; 5] = ["node1", "node2", "node3", "node1", "node2"];
 
 /// Builds the example and returns its executable.
 pub(crate) fn build_example() -> Result<PathBuf, String> {
-    build::artifact("cluster-resolver", "example", EXAMPLE)
+    crate::test_build::artifact("cluster-resolver", "example", EXAMPLE)
 }
 
 /// The resolver scenarios: `plain` runs the example alone, `with_jobs` with [`JOB_ARGS`].

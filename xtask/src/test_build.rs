@@ -1,7 +1,11 @@
-//! Building the programs the ranks run, with the cargo running this task (so
-//! `CARGO_TARGET_DIR` and any configured target directory are honoured).
+//! The tests' build (`cargo test --workspace --all-features --no-run`, with the cargo running
+//! this task, so `CARGO_TARGET_DIR` and any configured target directory are honoured) and the
+//! executables it made: the `tfcluster` the guide, Slurm and Kubernetes suites run, the
+//! resolver example Slurm's ranks run, and test binaries run on their own (the host jobs, the
+//! interop tests). Any other selection builds them again: `cargo test --test NAME` turns on
+//! only that package's dev-dependencies' features, and `cargo build -p` only that package's.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -9,9 +13,7 @@ use serde_json::Value;
 use crate::workspace;
 
 /// Builds the workspace's tests as `cargo test --workspace --all-features` does, and returns
-/// the executable of target `name` (`kind`: `bin` or `example`) of `package`. The tests' own
-/// build, not another: a `cargo build -p` of one package resolves other features, which
-/// compiled it and much of what it depends on a second time.
+/// the executable of target `name` (`kind`: `bin`, `example` or `test`) of `package`.
 pub(crate) fn artifact(package: &str, kind: &str, name: &str) -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
@@ -37,11 +39,43 @@ pub(crate) fn artifact(package: &str, kind: &str, name: &str) -> Result<PathBuf,
             m["reason"] == "compiler-artifact"
                 && m["target"]["name"] == name
                 && m["target"]["kind"][0] == kind
-                && m["profile"]["test"] == false
+                // A binary's own unit tests are a `bin` target built as a test.
+                && m["profile"]["test"] == (kind == "test")
                 && m["package_id"].as_str().is_some_and(|id| of(id, package))
         })
         .find_map(|m| m["executable"].as_str().map(PathBuf::from))
         .ok_or_else(|| format!("{shown} reported no executable for {kind} {name} of {package}"))
+}
+
+/// Runs test binary `binary` of the package in directory `package_dir` with libtest's
+/// `args`, as `cargo test` would (from the package's directory, finding TensorFlow at
+/// `python`), its output captured; returns the output under the `Running` line cargo would
+/// print for it ([`crate::tally::cargo_suites`] reads the suite's name there) and whether it
+/// passed.
+pub(crate) fn run_test(
+    binary: &Path,
+    package_dir: &str,
+    python: &Path,
+    args: &[String],
+) -> Result<(String, bool), String> {
+    let name = binary
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.rsplit_once('-'))
+        .map_or("?", |(name, _hash)| name);
+    let (output, succeeded) = workspace::run_captured(
+        Command::new(binary)
+            .args(args)
+            .current_dir(workspace::root().join(package_dir))
+            .env("TFCLUSTER_PYTHON", python),
+    )?;
+    Ok((
+        format!(
+            "     Running tests/{name}.rs ({})\n{output}",
+            binary.display()
+        ),
+        succeeded,
+    ))
 }
 
 /// Whether cargo's package ID `id` is `package`'s: `path+file:///…/DIR#NAME@VERSION`, or
