@@ -470,7 +470,10 @@ fn a_parameter_server_killed_restarts_with_the_chief_on_another_host_which_resto
     let mut job = Job::new(
         "pss-ps",
         3,
-        &flags("3", &["--layout", "chief=1,ps=2"]),
+        // Warm: started cold, the restarted chief can reach for ps:1 before ps:1 serves
+        // again, fail, and restart once more, which TFCLUSTER_RESTART_COUNT numbers 1 again
+        // (the ask's restart is not in the chief's count): a known fault, in issue 48's notes.
+        &warm("3", &["--layout", "chief=1,ps=2"]),
         &command,
         &[("PSS_PAUSE", "1"), ("PSS_CHECKPOINT", "1")],
     );
@@ -522,10 +525,14 @@ fn a_parameter_server_killed_restarts_with_the_chief_on_another_host_which_resto
             .map(|(_, r)| r.as_str())
             .collect()
     };
-    assert_eq!(of("/ps:1"), ["0", "1"], "ps:1 restarted in place");
-    assert_eq!(of("/chief:0"), ["0", "1"], "the chief restarted with it");
-    assert_eq!(restarts.len(), 8, "no other task restarted: {restarts:?}");
     let stderr = job.stderr();
+    assert_eq!(of("/ps:1"), ["0", "1"], "ps:1 restarted in place");
+    assert_eq!(
+        of("/chief:0"),
+        ["0", "1"],
+        "the chief restarted with it:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(restarts.len(), 8, "no other task restarted: {restarts:?}");
     assert!(
         stderr.contains("a parameter server failed: restarting the chief too"),
         "{stderr}"
