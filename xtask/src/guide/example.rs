@@ -28,6 +28,10 @@ use crate::doc_links;
 /// How long a block that is not declared to run on may take.
 pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_secs(90);
 
+/// How long an `in-checkout` block may take: it builds from the repository, which in a fresh
+/// clone compiles `tfcluster` with the features a user gets, a build no suite before it made.
+pub(crate) const IN_CHECKOUT_DEADLINE: Duration = Duration::from_secs(20 * 60);
+
 /// One shell block, where it is, and how it runs.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Example {
@@ -37,7 +41,7 @@ pub(crate) struct Example {
     pub(crate) script: String,
     pub(crate) scene: Scene,
     /// `runs Ns`: it runs until then and is stopped; a block without it must exit 0 within
-    /// [`DEFAULT_DEADLINE`].
+    /// [`DEFAULT_DEADLINE`] ([`IN_CHECKOUT_DEADLINE`] in the checkout).
     pub(crate) runs: Option<Duration>,
     /// Texts its output must hold.
     pub(crate) expects: Vec<String>,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use super::example::{DEFAULT_DEADLINE, Example};
+use super::example::{DEFAULT_DEADLINE, Example, IN_CHECKOUT_DEADLINE};
 use super::hosts::Named;
 use super::scene::Tools;
 use crate::workspace;
@@ -91,7 +91,11 @@ pub(crate) fn run(example: &Example, runs: Vec<Run>) -> Result<String, String> {
             }
         }
     }
-    let deadline = example.runs.unwrap_or(DEFAULT_DEADLINE);
+    let deadline = example.runs.unwrap_or(if example.in_checkout {
+        IN_CHECKOUT_DEADLINE
+    } else {
+        DEFAULT_DEADLINE
+    });
     let started = Instant::now();
     let mut left: Vec<usize> = (0..running.len()).collect();
     let mut polls = 0_u32;
