@@ -7,14 +7,33 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use crate::workspace;
 
 /// Builds the workspace's tests as `cargo test --workspace --all-features` does, and returns
-/// the executable of target `name` (`kind`: `bin`, `example` or `test`) of `package`.
+/// the executable of target `name` (`kind`: `bin`, `example` or `test`) of `package`. The build
+/// and its list of executables are made once a run of xtask: every suite after asks again.
 pub(crate) fn artifact(package: &str, kind: &str, name: &str) -> Result<PathBuf, String> {
+    static BUILT: OnceLock<Result<(String, Vec<Value>), String>> = OnceLock::new();
+    let (shown, artifacts) = BUILT.get_or_init(build).as_ref().map_err(Clone::clone)?;
+    artifacts
+        .iter()
+        .filter(|m| {
+            m["target"]["name"] == name
+                && m["target"]["kind"][0] == kind
+                // A binary's own unit tests are a `bin` target built as a test.
+                && m["profile"]["test"] == (kind == "test")
+                && m["package_id"].as_str().is_some_and(|id| of(id, package))
+        })
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .ok_or_else(|| format!("{shown} reported no executable for {kind} {name} of {package}"))
+}
+
+/// The tests' build: how the command is shown, and cargo's `compiler-artifact` messages.
+fn build() -> Result<(String, Vec<Value>), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
@@ -31,20 +50,12 @@ pub(crate) fn artifact(package: &str, kind: &str, name: &str) -> Result<PathBuf,
     if !output.status.success() {
         return Err(format!("{shown} failed: {}", output.status));
     }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    stdout
+    let artifacts = String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|m| {
-            m["reason"] == "compiler-artifact"
-                && m["target"]["name"] == name
-                && m["target"]["kind"][0] == kind
-                // A binary's own unit tests are a `bin` target built as a test.
-                && m["profile"]["test"] == (kind == "test")
-                && m["package_id"].as_str().is_some_and(|id| of(id, package))
-        })
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .ok_or_else(|| format!("{shown} reported no executable for {kind} {name} of {package}"))
+        .filter(|m| m["reason"] == "compiler-artifact")
+        .collect();
+    Ok((shown, artifacts))
 }
 
 /// Runs test binary `binary` of the package in directory `package_dir` with libtest's
