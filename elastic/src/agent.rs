@@ -761,9 +761,10 @@ impl Agent {
         // The local chief, killed for a parameter server's restart: started again once its
         // exit comes (not reported: it did not fail).
         let mut chief_to_restart: Option<(u32, u32)> = None;
-        // The rendezvous's asks to restart the chief (for a parameter server on another
-        // node) that a restart of the chief here already carried out.
-        let mut chief_asks_done = 0;
+        // The local chief's in-place restarts in this round, numbered by the rendezvous: an
+        // ask to restart it (its parameter server failed on another node) numbered no higher
+        // is already carried out.
+        let mut chief_restarts = 0;
         loop {
             tokio::select! {
                 Some((index, exit)) = tasks.next_exit(), if tasks.running() > 0 => {
@@ -798,11 +799,11 @@ impl Agent {
                     let Some(in_place) = answer.in_place else {
                         continue;
                     };
-                    chief_asks_done = chief_asks_done.max(answer.chief_restarts);
+                    chief_restarts = chief_restarts.max(answer.chief_restarts);
                     self.options.metrics.tasks().restarted(in_place, RestartCause::of(&end));
                     tracing::warn!(task = %round.local_tasks()[local as usize].task.short_name(), restarts = answer.task_restarts, scope = %in_place, "restarting the task in place");
                     if in_place == Restart::WithChief {
-                        chief_to_restart = chief_to_restart.or_else(|| restart_chief(tasks, round, &local_of, answer.task_restarts));
+                        chief_to_restart = chief_to_restart.or_else(|| restart_chief(tasks, round, &local_of, answer.chief_restarts));
                     }
                     drop(held);
                     self.start_local(tasks, warm, node, round, local, gpus, answer.task_restarts, &mut local_of).await?;
@@ -810,11 +811,11 @@ impl Agent {
                 }
                 status = beats.next() => {
                     return match status? {
-                        RoundStatus::RestartChief(asks) => {
-                            if asks > chief_asks_done {
-                                chief_asks_done = asks;
+                        RoundStatus::RestartChief(restarts) => {
+                            if restarts > chief_restarts {
+                                chief_restarts = restarts;
                                 self.options.metrics.tasks().restarted(Restart::WithChief, RestartCause::task_failed);
-                                chief_to_restart = chief_to_restart.or_else(|| restart_chief(tasks, round, &local_of, asks));
+                                chief_to_restart = chief_to_restart.or_else(|| restart_chief(tasks, round, &local_of, restarts));
                             }
                             continue;
                         }

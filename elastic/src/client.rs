@@ -743,7 +743,7 @@ impl RendezvousClient {
     }
 
     /// One heartbeat the server may hold for `poll` while the round runs (the node having
-    /// carried out `chief_restarts_seen` asks to restart its chief), retried until
+    /// seen the asks to restart its chief up to number `chief_restarts_seen`), retried until
     /// `give_up`, each try bounded by `attempt`. Returns the answer and the attempts that
     /// failed.
     pub(crate) async fn heartbeat_until(

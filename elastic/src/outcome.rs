@@ -87,9 +87,10 @@ pub struct ReportAnswer {
     /// The task's in-place restarts in this round, this one included: its
     /// `TFCLUSTER_RESTART_COUNT` adds them to the round's.
     pub task_restarts: u32,
-    /// For the chief's own failure: the round's asks to restart the chief
-    /// ([`RoundStatus::RestartChief`]) its restart on this answer carries out; an ask no
-    /// greater is already done.
+    /// When this answer restarts the chief (its own failure, or [`Restart::WithChief`]): the
+    /// chief's in-place restarts in this round, this one included (its
+    /// `TFCLUSTER_RESTART_COUNT` adds them to the round's); an ask to restart it
+    /// ([`RoundStatus::RestartChief`]) numbered no higher is carried out by it. Else 0.
     pub chief_restarts: u32,
 }
 
@@ -246,8 +247,9 @@ pub enum RoundStatus {
     Running,
     /// The round still runs, and the job asks the node that runs the chief to restart it in
     /// place: a parameter server on another node failed and restarted there (its variables
-    /// are gone; the chief restores them from its checkpoint). The number counts the
-    /// round's asks; a heartbeat that carried an ask out says so, and each is asked once.
+    /// are gone; the chief restores them from its checkpoint). The number is the chief's
+    /// in-place restart in this round that the ask makes (a restart of its own counts
+    /// too); a node whose chief restarted that many times already has carried it out.
     RestartChief(u32),
     /// The round ended; the node joins again for the next one.
     Ended(RoundEnd),

@@ -37,8 +37,8 @@ impl Heartbeats {
         let task = tokio::spawn(async move {
             let mut last_heard = Instant::now();
             let mut quick = QuickAnswers::default();
-            // The asks to restart the chief passed on: the next beat says so, and the
-            // rendezvous holds it again.
+            // The highest ask to restart the chief passed on: the next beat says so, and
+            // the rendezvous holds it again.
             let mut seen = 0;
             loop {
                 let sent = Instant::now();
@@ -103,8 +103,8 @@ impl Heartbeats {
 
     /// Waits for what the heartbeats learn next: the round's end, as
     /// [`ended`](Self::ended) returns it, or, for the node that runs the chief, an ask to
-    /// restart it ([`RoundStatus::RestartChief`], with the round's asks so far; each ask is
-    /// returned once).
+    /// restart it ([`RoundStatus::RestartChief`], with the chief's restart number the
+    /// latest ask made; it may come more than once).
     ///
     /// # Errors
     ///

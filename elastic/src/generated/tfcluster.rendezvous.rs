@@ -250,17 +250,18 @@ pub struct HeartbeatRequest {
     /// answers as soon as the round ends, so every member learns the end at once.
     #[prost(uint64, tag = "4")]
     pub poll_ms: u64,
-    /// The asks to restart the chief (`restart_chief` below) this node has carried out in the
-    /// round: the server answers at once while the round has more.
+    /// The highest ask to restart the chief (`restart_chief` below) this node has seen in the
+    /// round: the server answers at once while the round has a higher one.
     #[prost(uint32, tag = "5")]
     pub chief_restarts_seen: u32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct HeartbeatResponse {
-    /// With `running`, to the node that runs the chief: the round's asks so far to restart the
-    /// chief in place (0: none), each for a parameter server restarted in place on another
-    /// node (the parameter server's variables are gone; the chief restores its checkpoint).
-    /// More than the request's `chief_restarts_seen`: restart the chief now.
+    /// With `running`, to the node that runs the chief: the chief's in-place restart in this
+    /// round that the latest ask numbered (0: none), each ask for a parameter server restarted
+    /// in place on another node (the parameter server's variables are gone; the chief restores
+    /// its checkpoint). More than the request's `chief_restarts_seen` and than the chief's
+    /// restarts on that node so far: restart the chief now, with this number.
     #[prost(uint32, tag = "4")]
     pub restart_chief: u32,
     #[prost(oneof = "heartbeat_response::State", tags = "1, 2, 3")]
@@ -325,8 +326,9 @@ pub struct ReportResponse {
     /// The task's in-place restarts in this round, this one included.
     #[prost(uint32, tag = "4")]
     pub task_restarts: u32,
-    /// The round's asks to restart the chief (see HeartbeatResponse.restart_chief) that a
-    /// restart of the chief on this answer carries out.
+    /// When this answer restarts the chief (its own failure, or with its parameter server on
+    /// the same node): the chief's in-place restarts in this round, this one included, which
+    /// carries out every ask (HeartbeatResponse.restart_chief) numbered no higher; else 0.
     #[prost(uint32, tag = "5")]
     pub chief_restarts: u32,
 }
@@ -559,8 +561,8 @@ pub struct StoredJob {
     /// The hosts whose tasks failed: when, and whether they are set aside.
     #[prost(message, repeated, tag = "21")]
     pub hosts: ::prost::alloc::vec::Vec<StoredHost>,
-    /// The running round's asks to restart the chief for a parameter server restarted on
-    /// another node, and those the chief's node has carried out.
+    /// The chief's restart number the running round's latest ask to restart it made (for a
+    /// parameter server restarted on another node), and the highest its node carried out.
     #[prost(uint32, tag = "22")]
     pub chief_asks: u32,
     #[prost(uint32, tag = "23")]

@@ -107,8 +107,8 @@ pub(crate) struct Beat {
     pub(crate) round: u64,
     /// How long the rendezvous may hold the call while the round runs (0: answer at once).
     pub(crate) poll: Duration,
-    /// The asks to restart the chief ([`RoundStatus::RestartChief`](crate::RoundStatus))
-    /// the node has carried out in the round.
+    /// The highest ask to restart the chief ([`RoundStatus::RestartChief`](crate::RoundStatus))
+    /// the node has seen in the round.
     pub(crate) chief_restarts_seen: u32,
     /// The job's token and the node's secret, as the call carries them.
     pub(crate) credentials: Credentials,

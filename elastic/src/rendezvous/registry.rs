@@ -203,8 +203,8 @@ impl Registry {
         })
     }
 
-    /// A heartbeat of node `node_id` in `round`, which has carried out `chief_restarts_seen`
-    /// asks to restart its chief.
+    /// A heartbeat of node `node_id` in `round`, which has seen the asks to restart its chief
+    /// up to number `chief_restarts_seen`.
     pub(crate) fn heartbeat(
         &mut self,
         rdzv_id: &str,

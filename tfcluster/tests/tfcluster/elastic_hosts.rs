@@ -471,8 +471,8 @@ fn a_parameter_server_killed_restarts_with_the_chief_on_another_host_which_resto
         "pss-ps",
         3,
         // Warm: started cold, the restarted chief can reach for ps:1 before ps:1 serves
-        // again, fail, and restart once more, which TFCLUSTER_RESTART_COUNT numbers 1 again
-        // (the ask's restart is not in the chief's count): a known fault, in issue 48's notes.
+        // again, fail, and restart once more (its restart 2, a failure of its own), which
+        // would make the counts below a race. The numbering is the registry's unit tests'.
         &warm("3", &["--layout", "chief=1,ps=2"]),
         &command,
         &[("PSS_PAUSE", "1"), ("PSS_CHECKPOINT", "1")],

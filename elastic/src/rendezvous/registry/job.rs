@@ -51,8 +51,9 @@ pub(super) struct Job {
     pub(super) last_failure: Option<Failure>,
     /// The running round's tasks restarted in place.
     pub(super) task_restarts: Vec<TaskRestarts>,
-    /// The running round's asks that the chief restart in place (each for a parameter
-    /// server restarted on another node), and those the chief's node carried out.
+    /// The chief's in-place restart number of the running round's latest ask that it restart
+    /// (for a parameter server restarted on another node), and the highest its node carried
+    /// out: while the first is higher, an ask is under way.
     pub(super) chief_asks: u32,
     pub(super) chief_asks_done: u32,
     /// The failures seen one after the other, for a crash loop.

@@ -179,7 +179,7 @@ impl Registry {
                 .collect::<Result<_, _>>()?,
             // Done never exceeds asked, whatever a record says.
             chief_asks: stored.chief_asks,
-            chief_asks_done: stored.chief_asks_done.min(stored.chief_asks),
+            chief_asks_done: stored.chief_asks_done,
             hosts: stored
                 .hosts
                 .into_iter()

@@ -133,57 +133,50 @@ impl Job {
         };
         let ask_chief = ask_chief && in_place == Some(Restart::Task) && failure.job == "ps";
         if let Some(in_place) = in_place {
-            let at = match self
-                .task_restarts
-                .iter()
-                .position(|t| t.job == failure.job && t.index == failure.index)
-            {
-                Some(at) => at,
-                None => {
-                    self.task_restarts.push(TaskRestarts {
-                        job: failure.job.clone(),
-                        index: failure.index,
-                        restarts: 0,
-                        failures: 0,
-                        last_failure: failure.clone(),
-                    });
-                    self.task_restarts.len() - 1
-                }
-            };
-            let restarted = &mut self.task_restarts[at];
-            let failures = restarted.failures + u32::from(!planned && !asked);
+            let counted = !planned && !asked;
+            let restarted = self.restarts_of(&failure.job, failure.index, &failure);
+            let failures = restarted.failures + u32::from(counted);
             if failures <= policy.max_task_restarts {
-                restarted.restarts += 1;
+                // The chief failing under an ask carries the ask's restart out: numbered
+                // when the ask was made, not again.
+                if !asked {
+                    restarted.restarts += 1;
+                }
                 restarted.failures = failures;
-                restarted.last_failure = failure;
+                restarted.last_failure = failure.clone();
                 let restarts = restarted.restarts;
                 tracing::info!(rdzv_id = %self.id, round, task = %task_name, restarts, scope = %in_place, %detail, "restarting a task in place");
                 let mut note = format!(
                     "task {task_name} restarts in place ({in_place}), its restart {restarts} in \
                      round {round}"
                 );
+                // The chief's restart, numbered now: its own failure's, or the one its
+                // parameter server's failure makes (beside it, or asked of its node).
+                let chief_restarts = if is_chief {
+                    restarts
+                } else if in_place == Restart::WithChief || ask_chief {
+                    self.chief_restarted(&failure)
+                } else {
+                    0
+                };
+                if is_chief || in_place == Restart::WithChief {
+                    self.chief_asks_done = self.chief_asks_done.max(chief_restarts);
+                }
                 if let Some(chief) = chief_node.filter(|_| ask_chief) {
-                    self.chief_asks += 1;
+                    self.chief_asks = chief_restarts;
                     let on = self.nodes.get(chief).map(|n| n.describe(chief));
                     note.push_str(&format!(
                         "; the chief restarts too, on {}",
                         on.unwrap_or_default()
                     ));
                 }
-                // A chief restarting carries out every ask so far.
-                let chief_restarts = if is_chief {
-                    self.chief_asks_done = self.chief_asks;
-                    self.chief_asks
-                } else {
-                    0
-                };
                 self.notify();
                 return Ok(Reported {
                     counted: true,
                     note,
                     in_place: Some(in_place),
                     task_restarts: restarts,
-                    chief_restarts,
+                    chief_restarts: if ask_chief { 0 } else { chief_restarts },
                 });
             }
             detail = format!(
@@ -193,6 +186,39 @@ impl Job {
         }
         self.end_round(reason, detail, now);
         Ok(Reported::noted(true, format!("round {round} ended")))
+    }
+}
+
+impl Job {
+    /// The round's in-place restarts of task `job:index`, made on its first (`failure`).
+    fn restarts_of(&mut self, job: &str, index: u32, failure: &Failure) -> &mut TaskRestarts {
+        let at = match self
+            .task_restarts
+            .iter()
+            .position(|t| t.job == job && t.index == index)
+        {
+            Some(at) => at,
+            None => {
+                self.task_restarts.push(TaskRestarts {
+                    job: job.to_owned(),
+                    index,
+                    restarts: 0,
+                    failures: 0,
+                    last_failure: failure.clone(),
+                });
+                self.task_restarts.len() - 1
+            }
+        };
+        &mut self.task_restarts[at]
+    }
+
+    /// The chief restarts for a parameter server's `failure`: one more in-place restart of
+    /// its own (not a failure of its own), whose number this returns.
+    fn chief_restarted(&mut self, failure: &Failure) -> u32 {
+        let restarted = self.restarts_of("chief", 0, failure);
+        restarted.restarts += 1;
+        restarted.last_failure = failure.clone();
+        restarted.restarts
     }
 }
 
@@ -327,30 +353,40 @@ mod tests {
         );
         assert_eq!(beat(&mut r, "a", 0), RoundStatus::RestartChief(1));
         assert_eq!(beat(&mut r, "a", 1), RoundStatus::Running, "carried out");
-        // The chief failing after its restart is a failure of its own.
-        let chief = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), "E", t0).unwrap();
-        assert_eq!(
-            (chief.in_place, chief.chief_restarts),
-            (Some(Restart::Task), 1)
-        );
+        // The ask numbered the chief's restart: 1, not a failure of its own.
         let failures = |r: &Registry| {
             let status = r.status("job", t0).unwrap();
             let chief = status.task_restarts.iter().find(|t| t.job == "chief");
             chief.map(|t| (t.restarts, t.failures))
         };
-        assert_eq!(failures(&r), Some((1, 1)));
+        assert_eq!(failures(&r), Some((1, 0)));
+        // The chief failing after its restart is a failure of its own, and its restart 2
+        // (not 1 again: its TFCLUSTER_RESTART_COUNT never repeats).
+        let chief = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), "E", t0).unwrap();
+        assert_eq!(
+            (chief.in_place, chief.task_restarts, chief.chief_restarts),
+            (Some(Restart::Task), 2, 2)
+        );
+        assert_eq!(failures(&r), Some((2, 1)));
+        assert_eq!(beat(&mut r, "a", 1), RoundStatus::Running, "nothing asked");
         // The chief failing (its parameter server gone) before its node carried out an ask:
-        // the ask's restart, counted as no failure; the ask is done.
+        // the ask's restart (3), counted as no failure; the ask is done.
         report(&mut r, "b", 1, 0, TaskStatus::Signaled(9), "", t0).unwrap();
         let boom =
             "tensorflow.python.distribute.coordinator.cluster_coordinator.PSUnavailableError";
         let chief = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), boom, t0).unwrap();
         assert_eq!(
-            (chief.in_place, chief.chief_restarts),
-            (Some(Restart::Task), 2)
+            (chief.in_place, chief.task_restarts, chief.chief_restarts),
+            (Some(Restart::Task), 3, 3)
         );
-        assert_eq!(failures(&r), Some((2, 1)));
-        assert_eq!(beat(&mut r, "a", 2), RoundStatus::Running);
+        assert_eq!(failures(&r), Some((3, 1)));
+        // Its node's heartbeat still hears the ask, numbered as the restart it carried out.
+        assert_eq!(beat(&mut r, "a", 1), RoundStatus::RestartChief(3));
+        assert_eq!(beat(&mut r, "a", 3), RoundStatus::Running);
+        // Another ask after: the chief's restart 4.
+        report(&mut r, "b", 1, 0, TaskStatus::Signaled(9), "", t0).unwrap();
+        assert_eq!(beat(&mut r, "a", 3), RoundStatus::RestartChief(4));
+        assert_eq!(failures(&r), Some((4, 1)));
         // A layout without a chief restarts the round.
         let (mut r, t0) = (registry(), Instant::now());
         let c = config(2, 2, "ps=1", 5);
@@ -379,10 +415,16 @@ mod tests {
             r.join(args, &node_proof(id), t0).unwrap();
         }
         let answer = report(&mut r, "a", 1, 1, TaskStatus::Signaled(9), "", t0).unwrap();
-        assert_eq!(answer.in_place, Some(Restart::WithChief));
-        // The chief alone restarts in place too.
+        assert_eq!(
+            (answer.in_place, answer.task_restarts, answer.chief_restarts),
+            (Some(Restart::WithChief), 1, 1)
+        );
+        // The chief alone restarts in place too, its restart 2.
         let answer = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), "", t0).unwrap();
-        assert_eq!(answer.in_place, Some(Restart::Task));
+        assert_eq!(
+            (answer.in_place, answer.task_restarts, answer.chief_restarts),
+            (Some(Restart::Task), 2, 2)
+        );
     }
 
     #[test]
