@@ -55,7 +55,7 @@ pub(crate) async fn run(
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
     agent.task_gpus().await?;
     let rendezvous_metrics = RendezvousMetrics::default();
-    let server = serve_if_here(&rendezvous, args, &rendezvous_metrics).await;
+    let server = serve_if_here(&rendezvous, args, &rendezvous_metrics).await?;
     let mut registry = Registry::default();
     agent_metrics.register(&mut registry);
     if server.is_some() {
@@ -144,7 +144,7 @@ pub(crate) async fn dry_run(
     };
     let agent = agent(&rendezvous, args, gpus_per_task, command, supervision).await?;
     let gpus = agent.task_gpus().await?.clone();
-    let server = serve_if_here(&rendezvous, args, &RendezvousMetrics::default()).await;
+    let server = serve_if_here(&rendezvous, args, &RendezvousMetrics::default()).await?;
     let waited = agent.first_round().await;
     if let Some(server) = server {
         tokio::time::sleep(LINGER).await;
@@ -243,32 +243,39 @@ pub(crate) struct Supervision {
 }
 
 /// Serves the built-in rendezvous on its endpoint when that is an address of this host and
-/// free, over mTLS with the agent's `--rdzv-tls-*` config and behind `--rdzv-allow`; the
-/// agent that wins the bind serves, the others (and every other host) are clients. On etcd,
-/// nothing.
+/// free, over mTLS with the agent's `--rdzv-tls-*` config, behind `--rdzv-allow`, and with
+/// the job's token as the server's own (as `rendezvous serve --token-file`): a caller without
+/// it can create, join or list nothing there, whichever job id it names. The agent that wins
+/// the bind serves, the others (and every other host) are clients. On etcd, nothing.
 async fn serve_if_here(
     rendezvous: &Rendezvous,
     args: &ElasticArgs,
     metrics: &RendezvousMetrics,
-) -> Option<RendezvousServer> {
+) -> Result<Option<RendezvousServer>, Failure> {
     let Rendezvous::BuiltIn(endpoint, tls) = rendezvous else {
-        return None;
+        return Ok(None);
     };
-    let addr = tokio::net::lookup_host(endpoint.to_string())
+    let Some(addr) = tokio::net::lookup_host(endpoint.to_string())
         .await
-        .ok()?
-        .next()?;
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+    else {
+        return Ok(None);
+    };
     let mut options = ServerOptions::default()
         .with_timeout(args.timing.timeout())
         .with_last_call(args.timing.last_call())
         .with_metrics(metrics.clone());
+    if let Some(token) = args.target.token()? {
+        options = options.with_token(token);
+    }
     if let Some(tls) = tls {
         options = options.with_tls(tls.clone());
     }
     if let Some(networks) = &args.rdzv_allow {
         options = options.with_allow(networks.iter().copied());
     }
-    match RendezvousServer::start(addr, options).await {
+    Ok(match RendezvousServer::start(addr, options).await {
         Ok(server) => {
             tracing::info!(target: TARGET, %addr, "serving the rendezvous");
             Some(server)
@@ -286,7 +293,7 @@ async fn serve_if_here(
             tracing::warn!(target: TARGET, %addr, error = %Chain(&e), "cannot serve the rendezvous here; joining it");
             None
         }
-    }
+    })
 }
 
 /// With `--log-dir`, the stderr file of a failed job's first failure: the same path on the

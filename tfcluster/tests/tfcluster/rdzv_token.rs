@@ -1,7 +1,8 @@
 //! Rendezvous tokens through the CLI: two agents given one token file form their job and
 //! finish, while a third with another token, and a fourth with none, are refused at once
 //! (exit 1, saying the rendezvous refused the token for the job), and an observer sees
-//! the job only with the token; a rendezvous served with
+//! the job only with the token; the serving agent's rendezvous takes the job's token as its
+//! own (a stranger without it creates and lists no job there); a rendezvous served with
 //! a token of its own takes an agent given it in `TFCLUSTER_RDZV_TOKEN`; `rendezvous token`
 //! prints a fresh one; a token file and the variable together are a usage error.
 
@@ -66,8 +67,11 @@ fn agents_with_one_token_finish_and_others_are_refused_at_once() {
         ),
         "{stderr}"
     );
+    // The serving agent's rendezvous has the job's token as its own: refused before the job.
     assert!(
-        stderr.contains("the call's token is not the job's"),
+        stderr.contains(
+            "this rendezvous takes only calls with its token, and the call carries another"
+        ),
         "{stderr}"
     );
     assert!(
@@ -86,8 +90,64 @@ fn agents_with_one_token_finish_and_others_are_refused_at_once() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("the job needs its token, and the call carries none"),
+        stderr
+            .contains("this rendezvous takes only calls with its token, and the call carries none"),
         "{stderr}"
+    );
+
+    // A stranger without the token creates no job of its own there (before the serving
+    // agent took the job's token as the rendezvous's, job "strangers" was made and ran),
+    // and lists none.
+    let mut stranger = Launch::start(
+        &[
+            "run",
+            "--rdzv",
+            &endpoint,
+            "--rdzv-id",
+            "strangers",
+            "--",
+            "echo",
+            "stranger ran",
+        ],
+        &[],
+    );
+    assert_eq!(
+        stranger.wait(TIMEOUT).code(),
+        Some(1),
+        "{}",
+        stranger.stderr()
+    );
+    assert!(
+        !stranger.stdout().contains("stranger ran"),
+        "{}",
+        stranger.stdout()
+    );
+    assert!(
+        stranger
+            .stderr()
+            .contains("Join to job \"strangers\": this rendezvous takes only calls with its token"),
+        "{}",
+        stranger.stderr()
+    );
+    let listing = super::tfcluster(&["status", "--rdzv", &endpoint, "--format", "json"]);
+    assert!(listing.status.success(), "{listing:?}");
+    let listed = super::stdout(&listing);
+    assert!(
+        !listed.contains("default") && !listed.contains("strangers"),
+        "{listed}"
+    );
+    let ours_listing = super::tfcluster(&[
+        "status",
+        "--rdzv",
+        &endpoint,
+        "--format",
+        "json",
+        "--rdzv-token-file",
+        &ours,
+    ]);
+    assert!(
+        super::stdout(&ours_listing).contains("default"),
+        "{ours_listing:?}"
     );
 
     // An observer needs the token too.
