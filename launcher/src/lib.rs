@@ -19,6 +19,8 @@
 //!   unbuffered Python output, Python's faulthandler.
 //! - [`ReservedPorts`]: a port per task, held (bound, never listening) until the tasks start.
 //! - [`hostname`]: the host's name, as logs and a rendezvous know it.
+//! - [`TOKEN_ENV`]: the rendezvous token's variable, withheld from every process started
+//!   here.
 //! - [`HealthCheck`]: a command a host must pass (with a deadline) before it joins a round.
 //! - What a failure restarts: TensorFlow's failure domains ([`RestartScope::restart`]: a
 //!   ParameterServerStrategy worker alone, a parameter server with the chief, an evaluator
@@ -109,6 +111,7 @@ mod reserved_ports;
 pub mod supervise;
 mod task_end;
 mod task_env;
+mod withheld_env;
 
 pub use crash_loop::{CrashLoop, CrashLoopFound, LastFailure, Signature};
 pub use failure_domain::{
@@ -122,3 +125,4 @@ pub use reserved_ports::ReservedPorts;
 pub use supervise::{RestartCause, TaskMetrics};
 pub use task_end::{PLANNED_EXIT_CODES, TaskEnd};
 pub use task_env::TaskEnv;
+pub use withheld_env::TOKEN_ENV;

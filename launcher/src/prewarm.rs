@@ -203,6 +203,7 @@ impl PythonCommand {
             .args(&self.target)
             .env_remove("TF_CONFIG")
             .kill_on_drop(true);
+        crate::withheld_env::withhold(&mut command);
         let output = match tokio::time::timeout(CHECK_TIMEOUT, command.output()).await {
             Ok(Ok(output)) => output,
             Ok(Err(e)) => {

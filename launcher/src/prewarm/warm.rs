@@ -107,10 +107,12 @@ impl Drop for Warm {
     }
 }
 
-/// The line that hands a warm interpreter its round: `{"env": {NAME: VALUE, ...}}`.
+/// The line that hands a warm interpreter its round: `{"env": {NAME: VALUE, ...}}`, less
+/// the withheld variables (a task started cold does not get them either).
 pub(crate) fn handoff_message(env: &[(String, String)]) -> serde_json::Value {
     let env: serde_json::Map<String, serde_json::Value> = env
         .iter()
+        .filter(|(name, _)| !crate::withheld_env::is_withheld(name))
         .map(|(name, value)| (name.clone(), value.clone().into()))
         .collect();
     serde_json::json!({ "env": env })

@@ -11,9 +11,12 @@ use tokio::process::{Child, Command};
 /// Starts `command` as the leader of a new process group, and returns it with its group. A
 /// group of its own means a terminal's Ctrl-C reaches it once (through its supervisor)
 /// rather than twice, and a signal sent to the group also reaches what it started (a
-/// shell's python, TensorFlow's helpers), so stopping it leaves nothing behind.
+/// shell's python, TensorFlow's helpers), so stopping it leaves nothing behind. It inherits
+/// no rendezvous token ([`TOKEN_ENV`](crate::TOKEN_ENV)).
 pub fn spawn_group(command: &mut Command) -> std::io::Result<(Child, Group)> {
-    let child = command.process_group(0).spawn()?;
+    let child = crate::withheld_env::withhold(command)
+        .process_group(0)
+        .spawn()?;
     // A child that was spawned has a pid until it is reaped, and it is not reaped yet.
     let pid = child.id().unwrap_or_default();
     let group = Group(Pid::from_raw(i32::try_from(pid).unwrap_or_default()));

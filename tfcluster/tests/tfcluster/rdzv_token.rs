@@ -3,7 +3,8 @@
 //! (exit 1, saying the rendezvous refused the token for the job), and an observer sees
 //! the job only with the token; the serving agent's rendezvous takes the job's token as its
 //! own (a stranger without it creates and lists no job there); a rendezvous served with
-//! a token of its own takes an agent given it in `TFCLUSTER_RDZV_TOKEN`; `rendezvous token`
+//! a token of its own takes an agent given it in `TFCLUSTER_RDZV_TOKEN`, whose task and health
+//! check never see it; `rendezvous token`
 //! prints a fresh one; a token file and the variable together are a usage error.
 
 use std::time::Duration;
@@ -213,19 +214,23 @@ fn a_rendezvous_served_with_its_own_token_takes_agents_given_it() {
         server.stderr()
     );
     let endpoint = line.rsplit(' ').next().expect("an address").to_owned();
+    // Neither the task nor the health check sees the agent's token (a host whose check
+    // fails would never join).
     let run = [
         "run",
         "--rdzv",
         &endpoint,
+        "--health-check",
+        "test -z \"$TFCLUSTER_RDZV_TOKEN\"",
         "--",
         "sh",
         "-c",
-        "echo round $TFCLUSTER_ROUND",
+        "echo round $TFCLUSTER_ROUND token=${TFCLUSTER_RDZV_TOKEN-unset}",
     ];
     let mut agent = Launch::start(&run, &[("TFCLUSTER_RDZV_TOKEN", &token)]);
     assert_eq!(agent.wait(TIMEOUT).code(), Some(0), "{}", agent.stderr());
     assert!(
-        agent.stdout().contains("/worker:0] round 1"),
+        agent.stdout().contains("/worker:0] round 1 token=unset"),
         "{}",
         agent.stdout()
     );
