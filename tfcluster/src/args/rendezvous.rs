@@ -64,7 +64,8 @@ impl RdzvRole for JoinRole {
     const TOKEN_FILE: &'static str = "With --rdzv: a file holding the job's token (16 to 1024 \
         printable ASCII characters; one trailing newline is dropped), the same on every host, \
         or TFCLUSTER_RDZV_TOKEN (not both). The job's first host sets it; the rendezvous \
-        refuses every later call on the job without it. E.g. `TFCLUSTER_RDZV_TOKEN=$(tfcluster \
+        refuses every later call on the job without it (the agent that serves the built-in \
+        rendezvous refuses every call without it, on any job). No task sees it. E.g. `TFCLUSTER_RDZV_TOKEN=$(tfcluster \
         rendezvous token)` in the script that starts every host. Without it (or \
         TFCLUSTER_RDZV_TOKEN) the job is open, with a warning: anyone who reaches the \
         rendezvous can join it as a new host, see its cluster, or take its id first (each \
