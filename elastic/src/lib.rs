@@ -404,7 +404,8 @@
 //!   no IPv4 address as written (`127.000.0.9`, `127.1`) is refused, not guessed at
 //!   (`inet_aton` would read it as octal or fill it in);
 //! - a job holds at most twice its max nodes (members, waiting and idle together), and one
-//!   caller's address may have created at most a sixteenth of the job limit (64 of 1,024) —
+//!   caller's address (an IPv6 caller's /64) may have created at most a sixteenth of the job
+//!   limit (64 of 1,024) —
 //!   on the built-in server, which knows each join's peer; on etcd no peer is known, so only
 //!   the job limit and the node cap hold (`RESOURCE_EXHAUSTED`, naming the job and the cap).
 //!

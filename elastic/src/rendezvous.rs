@@ -8,6 +8,7 @@
 //! `Rendezvous` over a gRPC stub; the client calls whichever it was given.
 
 pub(crate) mod call_error;
+pub(crate) mod caller;
 pub(crate) mod calls;
 pub(crate) mod credentials;
 mod local;

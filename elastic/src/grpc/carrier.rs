@@ -18,19 +18,30 @@ const NODE_SECRET: &str = "tfcluster-node-secret";
 const BEARER: &str = "Bearer ";
 
 /// Puts `credentials` in `request`'s metadata. A token or secret is printable ASCII by
-/// construction, so each is a valid metadata value.
+/// construction, so each is a valid metadata value. Each is marked sensitive: HTTP/2 sends
+/// it never-indexed (HPACK keeps no copy in either side's table) and a `Debug` print of the
+/// metadata shows `Sensitive`, not the value.
 pub(super) fn attach<T>(request: &mut Request<T>, credentials: &Credentials) {
     let metadata = request.metadata_mut();
     if let Some(token) = &credentials.token
-        && let Ok(value) = MetadataValue::try_from(format!("{BEARER}{}", token.expose_secret()))
+        && let Ok(value) = sensitive(&format!("{BEARER}{}", token.expose_secret()))
     {
         metadata.insert(AUTHORIZATION, value);
     }
     if let Some(secret) = &credentials.secret
-        && let Ok(value) = MetadataValue::try_from(secret.expose())
+        && let Ok(value) = sensitive(secret.expose())
     {
         metadata.insert(NODE_SECRET, value);
     }
+}
+
+/// `text` as a metadata value marked sensitive.
+fn sensitive(
+    text: &str,
+) -> Result<MetadataValue<tonic::metadata::Ascii>, tonic::metadata::errors::InvalidMetadataValue> {
+    let mut value = MetadataValue::try_from(text)?;
+    value.set_sensitive(true);
+    Ok(value)
 }
 
 /// The credentials `call`'s `metadata` carries. One that is there but is no token (not
@@ -70,4 +81,37 @@ pub(super) fn credentials(metadata: &MetadataMap, call: &str) -> Result<Credenti
             ))
         })?;
     Ok(Credentials { token, secret })
+}
+
+#[cfg(test)]
+mod tests {
+    use tonic::Request;
+
+    use super::{attach, credentials};
+    use crate::Token;
+    use crate::rendezvous::{Credentials, NodeSecret};
+
+    #[test]
+    fn token_and_secret_travel_marked_sensitive_and_a_debug_print_hides_them() {
+        let token = "0123456789abcdef0123456789abcdef";
+        let sent = Credentials {
+            token: Some(Token::new(token).unwrap()),
+            secret: Some(NodeSecret::generate()),
+        };
+        let secret = sent.secret.as_ref().unwrap().expose().to_owned();
+        let mut request = Request::new(());
+        attach(&mut request, &sent);
+        let metadata = request.metadata();
+        for key in ["authorization", "tfcluster-node-secret"] {
+            assert!(metadata.get(key).unwrap().is_sensitive(), "{key}");
+        }
+        let shown = format!("{metadata:?}");
+        assert!(
+            !shown.contains(token) && !shown.contains(&secret),
+            "{shown}"
+        );
+        let received = credentials(metadata, "Join").unwrap();
+        assert_eq!(received.token.unwrap().expose_secret(), token);
+        assert_eq!(received.secret.unwrap().expose(), secret);
+    }
 }

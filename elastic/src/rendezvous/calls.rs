@@ -24,9 +24,9 @@ pub(crate) struct JoinArgs {
     pub(crate) host: String,
     pub(crate) ports: Vec<u16>,
     pub(crate) name: String,
-    /// The address the join came from, when the server knows it (the built-in one does;
-    /// a join run in this process, etcd's, has none): a caller's share of job slots.
-    pub(crate) peer: Option<std::net::IpAddr>,
+    /// Who the join came from, when the server knows it (the built-in one does; a join run
+    /// in this process, etcd's, has none): a caller's share of job slots.
+    pub(crate) peer: Option<super::caller::Caller>,
     /// The job's token and the node's secret, as the call carries them.
     pub(crate) credentials: Credentials,
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{Instrument, Span};
 
+use super::caller::Caller;
 use super::registry::{Refusal, TaskReport, Waited};
 use super::{
     Beat, CallError, Found, JoinArgs, Joined, Leave, ListQuery, NodeSecret, Observe, Rendezvous,
@@ -75,7 +76,7 @@ impl<S: Store> Local<S> {
     ) -> Result<Joined, CallError> {
         let span = call_span("Join", &join.rdzv_id, join.node_id.as_deref());
         async {
-            join.peer = peer.map(|a| a.ip().to_canonical());
+            join.peer = peer.map(|a| Caller::of(a.ip()));
             // A node bringing no secret (a new one, from a client that draws none) gets one;
             // a known node bringing none is refused by the rules, as a wrong one is.
             let drawn = match join.credentials.secret {

@@ -17,6 +17,7 @@ use launcher::CrashLoop;
 use crate::JobConfig;
 use crate::job_status::TaskRestarts;
 use crate::outcome::{EndReason, Failure, JobDone, RoundEnd};
+use crate::rendezvous::caller::Caller;
 use crate::rendezvous::credentials::Digest;
 
 /// Ended rounds remembered per job, so a late heartbeat still learns why its round ended.
@@ -66,7 +67,7 @@ pub(super) struct Job {
     pub(super) empty_since: Option<Instant>,
     pub(super) changed: watch::Sender<u64>,
     /// The address of the caller whose join created the job, when the server knows it.
-    pub(super) creator: Option<std::net::IpAddr>,
+    pub(super) creator: Option<Caller>,
 }
 
 impl Job {
@@ -103,7 +104,7 @@ impl Job {
     }
 
     /// The job, created by a join from `creator`.
-    pub(super) fn with_creator(mut self, creator: Option<std::net::IpAddr>) -> Self {
+    pub(super) fn with_creator(mut self, creator: Option<Caller>) -> Self {
         self.creator = creator;
         self
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::outcome::RoundEnd;
+use crate::rendezvous::caller::Caller;
 use crate::rendezvous::credentials::{Credentials, Digest};
 use crate::{JobConfig, NodeRange};
 
@@ -228,7 +229,7 @@ fn one_caller_may_create_a_sixteenth_of_the_jobs() {
         host: "h".into(),
         ports: vec![1],
         name: String::new(),
-        peer: Some(peer.into()),
+        peer: Some(Caller::of(peer.into())),
         credentials: Credentials::default(),
     };
     r.join(from([10, 0, 0, 1], "j1"), &Proof::default(), t0)
@@ -251,4 +252,22 @@ fn one_caller_may_create_a_sixteenth_of_the_jobs() {
     again.node_id = Some("b".into());
     again.ports = vec![2];
     r.join(again, &Proof::default(), t0).unwrap();
+    // An IPv6 caller is its /64: another address in it has no share of its own.
+    let from_v6 = |ip: &str, job: &str| JoinArgs {
+        peer: Some(Caller::of(ip.parse().unwrap())),
+        ..from([0; 4], job)
+    };
+    for (ip, job) in [("2001:db8:0:1::1", "v1"), ("2001:db8:0:1::2", "v2")] {
+        r.join(from_v6(ip, job), &Proof::default(), t0).unwrap();
+    }
+    let err = r
+        .join(from_v6("2001:db8:0:1:ffff::3", "v3"), &Proof::default(), t0)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("2001:db8:0:1::/64 created 2 of this rendezvous's jobs"),
+        "{err}"
+    );
+    r.join(from_v6("2001:db8:0:2::1", "v3"), &Proof::default(), t0)
+        .unwrap();
 }
