@@ -33,7 +33,6 @@ pub(super) fn run(
     tools: &Tools<'_>,
     mwms: &[Pod],
     elastic: &[Pod],
-    elastic_docs: &[Value],
     suite: &mut Suite,
 ) -> Result<(), String> {
     let network = Network::create(plan(&[mwms, elastic])?)?;
@@ -43,7 +42,7 @@ pub(super) fn run(
     );
     suite.record(
         "elastic-indexed-job.yaml: its agents form a round at pod 0's rendezvous (--dry-run)",
-        elastic_round(&network, tools, elastic, elastic_docs),
+        elastic_round(&network, tools, elastic),
     );
     network.remove();
     Ok(())
@@ -151,21 +150,20 @@ fn train(network: &Network, tools: &Tools<'_>, pods: &[Pod]) -> Result<(), Strin
     check_training(&ranks, "kubernetes")
 }
 
-/// The elastic job's agents on their three hosts with `--dry-run`: each prints one
-/// TF_CONFIG, the same cluster of 2 or 3 tasks in all (`--nodes 2:3`).
-fn elastic_round(
-    network: &Network,
-    tools: &Tools<'_>,
-    pods: &[Pod],
-    docs: &[Value],
-) -> Result<(), String> {
-    let token = docs
-        .iter()
-        .find(|doc| doc["kind"] == "Secret")
-        .and_then(|secret| secret["stringData"]["token"].as_str())
-        .ok_or("the elastic manifest has no Secret with stringData.token")?;
+/// The elastic job's agents on their three hosts with `--dry-run`, the token file a fresh
+/// `tfcluster rendezvous token`: each prints one TF_CONFIG, the same cluster of 2 or 3 tasks
+/// in all (`--nodes 2:3`).
+fn elastic_round(network: &Network, tools: &Tools<'_>, pods: &[Pod]) -> Result<(), String> {
+    // The Secret a user makes first, from `tfcluster rendezvous token`.
+    let made = std::process::Command::new(tools.tfcluster)
+        .args(["rendezvous", "token"])
+        .output()
+        .map_err(|e| format!("cannot run tfcluster rendezvous token: {e}"))?;
+    if !made.status.success() {
+        return Err(format!("tfcluster rendezvous token failed: {made:?}"));
+    }
     let token_file = super::scratch().join("rdzv-token");
-    std::fs::write(&token_file, token)
+    std::fs::write(&token_file, made.stdout.trim_ascii_end())
         .map_err(|e| format!("cannot write {}: {e}", token_file.display()))?;
     let token_file = crate::slurm::text(token_file)?;
     let script =
