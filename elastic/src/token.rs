@@ -52,16 +52,48 @@ impl Token {
     }
 
     /// The token in file `path`: its text, one trailing newline (`\n` or `\r\n`) trimmed.
+    /// At most a token's length (and that newline) is read: a path that names something else
+    /// (a device, a log) is not read whole. A file its group or others may read is taken,
+    /// with a warning (`tracing`) saying to `chmod 600` it: a Kubernetes Secret or a Docker
+    /// secret is mounted readable by all by default, often in a container of one user, and
+    /// refusing it would stop those jobs rather than protect them.
     ///
     /// # Errors
     ///
     /// [`TokenError`] naming the file, when it cannot be read or its text is not a token.
     pub fn from_file(path: &Path) -> Result<Self, TokenError> {
+        use std::io::Read as _;
+        use std::os::unix::fs::PermissionsExt as _;
+
         let origin = TokenOrigin::File(path.to_owned());
-        let text = std::fs::read_to_string(path).map_err(|e| TokenError {
+        let error = |problem| TokenError {
             origin: origin.clone(),
-            problem: TokenProblem::Unreadable(e),
+            problem,
+        };
+        let file = std::fs::File::open(path).map_err(|e| error(TokenProblem::Unreadable(e)))?;
+        let size = file.metadata().map_or(0, |m| m.len());
+        let mode = file.metadata().map_or(0, |m| m.permissions().mode());
+        let mut bytes = Vec::new();
+        let limit = MAX_TOKEN_BYTES + "\r\n".len();
+        file.take(limit as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| error(TokenProblem::Unreadable(e)))?;
+        if bytes.len() > limit {
+            let len = usize::try_from(size).unwrap_or(usize::MAX).max(bytes.len());
+            return Err(error(TokenProblem::Length { len }));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            error(TokenProblem::NotPrintable {
+                at: e.utf8_error().valid_up_to(),
+            })
         })?;
+        if mode & 0o077 != 0 {
+            tracing::warn!(
+                path = %path.display(),
+                mode = format_args!("{:o}", mode & 0o777),
+                "the rendezvous token file may be read by its group or others: chmod 600 it"
+            );
+        }
         Self::checked(trim_newline(text), origin)
     }
 
@@ -199,6 +231,24 @@ mod tests {
         let err = Token::from_file(&dir.path().join("missing")).unwrap_err();
         assert!(
             err.to_string().ends_with("missing\" cannot be read"),
+            "{err}"
+        );
+        // The longest token with its newline is read; a byte more is not a token.
+        let longest = "x".repeat(MAX_TOKEN_BYTES);
+        std::fs::write(&path, format!("{longest}\r\n")).unwrap();
+        assert_eq!(Token::from_file(&path).unwrap().expose_secret(), longest);
+        std::fs::write(&path, "x".repeat(1 << 20)).unwrap();
+        let err = Token::from_file(&path).unwrap_err();
+        assert!(err.to_string().contains("is 1048576 bytes long"), "{err}");
+    }
+
+    #[test]
+    fn a_path_that_is_no_file_is_read_no_further_than_a_token() {
+        // Endless: read whole, it would never end.
+        let err = Token::from_file(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("the rendezvous token from file \"/dev/zero\" is 1027 bytes long"),
             "{err}"
         );
     }

@@ -136,6 +136,10 @@ pub(crate) struct RdzvTargetArgs<R: RdzvRole> {
     rdzv_id: Option<String>,
     #[arg(long, value_name = "PATH", help = R::TOKEN_FILE)]
     pub(crate) rdzv_token_file: Option<std::path::PathBuf>,
+    /// The token, once read: the agent needs it as a client and as the server it may be,
+    /// and the file is read (and its mode warned about) once.
+    #[arg(skip)]
+    read_token: std::sync::OnceLock<Option<elastic::Token>>,
     #[arg(skip)]
     role: PhantomData<R>,
 }
@@ -165,7 +169,11 @@ impl<R: RdzvRole> RdzvTargetArgs<R> {
 
     /// The job's token: `--rdzv-token-file`'s, else `TFCLUSTER_RDZV_TOKEN`'s, else none.
     pub(crate) fn token(&self) -> Result<Option<elastic::Token>, Failure> {
-        token::token(self.rdzv_token_file.as_deref(), "--rdzv-token-file")
+        if let Some(token) = self.read_token.get() {
+            return Ok(token.clone());
+        }
+        let token = token::token(self.rdzv_token_file.as_deref(), "--rdzv-token-file")?;
+        Ok(self.read_token.get_or_init(|| token).clone())
     }
 
     /// The client options of these flags: `options` with the job's token, if any. Without
