@@ -29,6 +29,13 @@ const MAX_HOST: usize = 253;
 /// [`MAX_STDERR_TAIL`].
 pub(crate) const MAX_TEXT: usize = MAX_STDERR_TAIL;
 
+/// `text` from the network for one line ([`clean_text`], its line breaks and tabs made
+/// spaces): a message printed or logged in a line (a refusal's `grpc-message`, a task's
+/// error) can forge no other line.
+pub(crate) fn clean_line(text: &str, max: usize) -> String {
+    clean_text(text, max).replace(['\n', '\t'], " ")
+}
+
 /// `text` from the network, safe to print on a terminal or write to a file: terminal escape
 /// sequences (ESC with a CSI `ESC [ … final` or OSC `ESC ] … BEL|ESC \` body, or one more
 /// character) removed, and every other control character (C0 but `\n` and `\t`, DEL, C1)
@@ -179,14 +186,19 @@ impl Received for JobDone {
     }
 }
 
+/// A task's status from the network, its error's text cleaned for one line ([`clean_line`]).
+pub(crate) fn clean_status(status: TaskStatus) -> TaskStatus {
+    match status {
+        TaskStatus::Error(e) => TaskStatus::Error(clean_line(&e, MAX_TEXT)),
+        other => other,
+    }
+}
+
 impl Failure {
     /// Every text of the failure cleaned ([`clean_text`]): names and hosts to their bounds,
     /// the stderr tail to [`MAX_TEXT`].
     fn cleaned(self) -> Self {
-        let status = match self.status {
-            TaskStatus::Error(e) => TaskStatus::Error(clean_text(&e, MAX_TEXT)),
-            other => other,
-        };
+        let status = clean_status(self.status);
         Self {
             round: self.round,
             node_id: clean_text(&self.node_id, MAX_ID),
@@ -361,6 +373,15 @@ mod tests {
         );
         assert_eq!(clean_text("\x1b]8;;x\x1b\\link", 100), "link");
         assert_eq!(clean_text("ok", 100), "ok");
+        // For one line: no line of its own forged, as a task's error a member reports.
+        assert_eq!(
+            clean_line("spawn failed\x1b[2J\ntfcluster: ok\tdone", 100),
+            "spawn failed tfcluster: ok done"
+        );
+        assert_eq!(
+            clean_status(TaskStatus::Error("a\nb".into())),
+            TaskStatus::Error("a b".into())
+        );
     }
 
     #[test]

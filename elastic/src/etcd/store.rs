@@ -246,13 +246,13 @@ impl EtcdStore {
                 let text = match cause {
                     Some(cause) => {
                         let cause = Chain(cause).to_string();
-                        if cause.starts_with(message) {
+                        if cause.starts_with(&message) {
                             cause
                         } else {
                             format!("{message}: {cause}")
                         }
                     }
-                    None => message.to_owned(),
+                    None => message,
                 };
                 CallError::of_code(code, format!("etcd at {} ({what}): {text}", self.url))
             }

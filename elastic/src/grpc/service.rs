@@ -11,6 +11,7 @@ use crate::Error;
 use crate::outcome::RoundStatus;
 use crate::proto;
 use crate::proto::rendezvous_server::Rendezvous as GrpcRendezvous;
+use crate::received::{MAX_TEXT, clean_status, clean_text};
 use crate::rendezvous::{
     Beat, Leave, ListQuery, Local, Method, Observe, Rendezvous, Report, StatusQuery, Store, Wait,
 };
@@ -158,12 +159,13 @@ impl<S: Store> GrpcRendezvous for Service<S> {
             let req = request.into_inner();
             let report = Report {
                 credentials,
-                status: wire::status_from_proto(req.status).map_err(invalid)?,
+                // A member's text, which the rendezvous logs and every observer prints.
+                status: clean_status(wire::status_from_proto(req.status).map_err(invalid)?),
                 rdzv_id: req.rdzv_id,
                 node_id: req.node_id,
                 round: req.round,
                 local_task: req.local_task,
-                stderr_tail: req.stderr_tail,
+                stderr_tail: clean_text(&req.stderr_tail, MAX_TEXT),
                 progressed: req.progressed,
             };
             let reported = self.local.report(report, WITHIN).await.map_err(status_of)?;

@@ -11,6 +11,7 @@ use tonic::Status;
 
 use crate::client::call_failed::CallFailed;
 use crate::error::code::Code;
+use crate::received::{MAX_TEXT, clean_line};
 use crate::rendezvous::CallError;
 
 /// gRPC's code for `code` ([`Code`]'s variants are gRPC's numbers).
@@ -48,10 +49,10 @@ pub(crate) fn status_of(error: CallError) -> Status {
 /// A status's code, message and the cause it carries (a failed connection's, such as a
 /// refused certificate), as a store's failure is read ([`CallError::of_code`] makes the
 /// store's error of them).
-pub(crate) fn parts(status: &Status) -> (Code, &str, Option<&(dyn std::error::Error + 'static)>) {
+pub(crate) fn parts(status: &Status) -> (Code, String, Option<&(dyn std::error::Error + 'static)>) {
     (
         code_of(status.code()),
-        status.message(),
+        clean_line(status.message(), MAX_TEXT),
         std::error::Error::source(status),
     )
 }
@@ -62,7 +63,8 @@ pub(crate) fn parts(status: &Status) -> (Code, &str, Option<&(dyn std::error::Er
 /// closed because this host is outside its allowed networks is `PermissionDenied`: that will
 /// not change by trying again.
 pub(crate) fn received(status: &Status) -> CallFailed {
-    let message = message_with_cause(status);
+    // A hostile server's text: printed by `status` and in an agent's error.
+    let message = clean_line(&message_with_cause(status), MAX_TEXT);
     let error = match code_of(status.code()) {
         Code::Unavailable if shut_out(&message) => {
             let said = if message.is_empty() {

@@ -1,7 +1,8 @@
 //! `run --rdzv` and `status` against a rendezvous that ends the job with terminal escapes and
 //! 15 MB of "stderr" (a fake one: the rendezvous's gRPC service, served in the test): the
 //! agent's output, its `--error-file` and `status`'s output hold neither, only clean text of
-//! bounded length.
+//! bounded length; a refusal's status message with escapes and a line break is printed
+//! clean, on one line.
 
 use std::time::Duration;
 
@@ -14,7 +15,11 @@ use super::launch::Launch;
 /// What a terminal would obey: clear the screen, set the window title.
 const ESCAPES: &str = "\x1b[2J\x1b]0;owned\x07";
 
-/// Takes every join, and answers every wait (and an operator) with the job's failure, dirty.
+/// A line a refusal's text would forge at the start of a line of its own.
+const FORGED: &str = "tfcluster: the job succeeded";
+
+/// Takes every join, and answers every wait (and an operator) with the job's failure, dirty;
+/// refuses a listing with escapes and a forged line in its status message.
 struct DirtyEnd;
 
 /// The job failed: escapes in its texts, 15 MB of stderr.
@@ -87,7 +92,11 @@ impl Rendezvous for DirtyEnd {
         &self,
         _: Request<proto::ListJobsRequest>,
     ) -> Result<Response<proto::ListJobsResponse>, Status> {
-        Err(Status::unimplemented("no list here"))
+        // A refusal whose grpc-message (percent-encoded on the wire, decoded by tonic) would
+        // clear the screen and forge a line of the client's own.
+        Err(Status::permission_denied(format!(
+            "no list{ESCAPES}\n{FORGED}"
+        )))
     }
 
     async fn heartbeat(
@@ -190,5 +199,20 @@ fn escapes_and_megabytes_from_the_rendezvous_reach_neither_output_nor_error_file
         );
         assert!(output.len() < 64 * 1024, "{} bytes of output", output.len());
     }
+
+    // A listing refused with escapes and a forged line: the refusal is shown on one line.
+    let mut list = Launch::start(&["status", "--rdzv", &addr], &[]);
+    let code = list.wait(Duration::from_secs(60)).code();
+    let output = list.stdout() + &list.stderr();
+    assert_eq!(code, Some(1), "{output}");
+    assert!(output.contains("no list"), "{output}");
+    assert!(
+        !output.contains('\x1b') && !output.contains('\x07'),
+        "{output:?}"
+    );
+    assert!(
+        !output.lines().any(|line| line.starts_with(FORGED)),
+        "{output}"
+    );
     runtime.shutdown_background();
 }
