@@ -53,10 +53,11 @@ impl Token {
 
     /// The token in file `path`: its text, one trailing newline (`\n` or `\r\n`) trimmed.
     /// At most a token's length (and that newline) is read: a path that names something else
-    /// (a device, a log) is not read whole. A file its group or others may read is taken,
-    /// with a warning (`tracing`) saying to `chmod 600` it: a Kubernetes Secret or a Docker
-    /// secret is mounted readable by all by default, often in a container of one user, and
-    /// refusing it would stop those jobs rather than protect them.
+    /// (a device, a log) is not read whole. A file any user may read is taken, with a
+    /// warning (`tracing`) saying to `chmod 600` it: a Docker secret is mounted readable by
+    /// all by default, often in a container of one user, and refusing it would stop those
+    /// jobs rather than protect them. Group read is no warning: it is how Kubernetes gives a
+    /// pod's non-root user its Secret (`fsGroup`, `defaultMode: 0440`).
     ///
     /// # Errors
     ///
@@ -87,11 +88,11 @@ impl Token {
                 at: e.utf8_error().valid_up_to(),
             })
         })?;
-        if mode & 0o077 != 0 {
+        if mode & 0o007 != 0 {
             tracing::warn!(
                 path = %path.display(),
                 mode = format_args!("{:o}", mode & 0o777),
-                "the rendezvous token file may be read by its group or others: chmod 600 it"
+                "the rendezvous token file may be read by any user: chmod 600 it"
             );
         }
         Self::checked(trim_newline(text), origin)

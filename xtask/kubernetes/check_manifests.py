@@ -34,6 +34,7 @@ CORE = {
     ("v1", "Service"): "V1Service",
     ("v1", "Secret"): "V1Secret",
     ("batch/v1", "Job"): "V1Job",
+    ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
 }
 JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 

@@ -5,6 +5,8 @@
 //!   client's models (`kubernetes` from pip, in the TensorFlow venv), unknown and misspelt
 //!   fields refused; the JobSet against JobSet's CRD schema (`xtask/kubernetes/`, its source
 //!   and commit named there) with `jsonschema`, its pod templates as `V1PodTemplateSpec`.
+//! - [`hardening`]: what the manifests must not allow: a token written in them, a pod that
+//!   runs privileged, the elastic job's pods open to other pods than its own.
 //! - [`pods`] derives every pod of the Indexed Job and the JobSet with the environment
 //!   Kubernetes gives it; [`resolve`] runs `tfcluster resolve --from k8s-indexed` with only that
 //!   environment in every pod, which must give every pod the cluster written down here for the
@@ -17,6 +19,7 @@
 //!
 //! Needs root (namespaces, `/etc/hosts`), iproute2 and nsenter, and the TensorFlow venv.
 
+mod hardening;
 mod pods;
 mod resolve;
 mod schema;
@@ -47,18 +50,6 @@ fn scratch() -> PathBuf {
 /// `cargo xtask kubernetes` alone, its checks counted.
 pub(crate) fn task() -> Result<(), String> {
     tally::alone([run()])
-}
-
-/// No document of `docs` is a Secret: a token written in a manifest is one everyone who
-/// reads the repository has, and a manifest applied unchanged would run with it.
-fn holds_no_secret(docs: &[Value]) -> Result<(), String> {
-    match docs.iter().find(|doc| doc["kind"] == "Secret") {
-        Some(secret) => Err(format!(
-            "a Secret in the manifest: {}",
-            secret["metadata"]["name"]
-        )),
-        None => Ok(()),
-    }
 }
 
 /// Every check, each counted; a check that fails does not stop the others, a missing tool
@@ -107,7 +98,17 @@ fn checks(suite: &mut Suite) -> Result<(), String> {
     );
     suite.record(
         "elastic-indexed-job.yaml: holds no token (its Secret is the user's to make)",
-        holds_no_secret(docs(ELASTIC)?),
+        hardening::holds_no_secret(docs(ELASTIC)?),
+    );
+    for name in MANIFESTS {
+        suite.record(
+            &format!("{name}: every pod runs unprivileged"),
+            hardening::unprivileged(docs(name)?),
+        );
+    }
+    suite.record(
+        "elastic-indexed-job.yaml: a NetworkPolicy admits only the job's pods",
+        hardening::only_the_job_admitted(docs(ELASTIC)?, "elastic"),
     );
     training::run(&tools, &mwms, &elastic, suite)?;
     eprintln!(
