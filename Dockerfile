@@ -35,6 +35,8 @@ RUN cargo build --release --locked -p tfcluster --target "$(uname -m)-unknown-li
 
 FROM scratch AS tfcluster
 COPY --from=build /out/tfcluster /usr/local/bin/tfcluster
+# Not root: the uid distroless images call nonroot (no user database here to name it).
+USER 65532:65532
 # No shell in the image: `docker run IMAGE rendezvous serve --listen 0.0.0.0:29400`.
 ENTRYPOINT ["/usr/local/bin/tfcluster"]
 CMD ["--help"]
@@ -43,3 +45,6 @@ CMD ["--help"]
 # run. Put your own TensorFlow image in TENSORFLOW_IMAGE (`--build-arg`).
 FROM ${TENSORFLOW_IMAGE} AS tensorflow
 COPY --from=build /out/tfcluster /usr/local/bin/tfcluster
+# Not root, as the manifests run it (runAsUser 1000); a Dockerfile built on this one that
+# installs packages says `USER root` before and `USER 1000:1000` after.
+USER 1000:1000

@@ -53,7 +53,7 @@ pub(crate) fn suite() -> Suite {
         .and_then(|context| buildah.build(&context, &["--target", "tfcluster", "--tag", IMAGE]));
     suite.record("the tfcluster stage builds FROM scratch", built.clone());
     suite.record(
-        "the image runs `tfcluster --version`, its entrypoint the binary",
+        "the image runs `tfcluster --version` as a non-root user, its entrypoint the binary",
         built
             .clone()
             .and_then(|()| version_and_entrypoint(&buildah)),
@@ -63,7 +63,7 @@ pub(crate) fn suite() -> Suite {
         built.and_then(|()| indexed_job_pod(&buildah)),
     );
     suite.record(
-        "the tensorflow stage adds tfcluster to TENSORFLOW_IMAGE",
+        "the tensorflow stage adds tfcluster to TENSORFLOW_IMAGE, run as a non-root user",
         binary.and_then(|context| tensorflow_stage(&buildah, &context)),
     );
     buildah.remove_all();
@@ -126,7 +126,15 @@ fn version_and_entrypoint(buildah: &Buildah) -> Result<(), String> {
             "the image's entrypoint is {entrypoint}, not the binary"
         ));
     }
-    Ok(())
+    not_root(&config, "65532:65532")
+}
+
+/// The image's `config` names user `user`, not root.
+fn not_root(config: &Value, user: &str) -> Result<(), String> {
+    match &config["OCIv1"]["config"]["User"] {
+        found if found == user => Ok(()),
+        found => Err(format!("the image runs as user {found}, not {user}")),
+    }
 }
 
 /// Runs `resolve --from k8s-indexed` in the image as pod 1 of a three-pod Indexed Job.
@@ -190,12 +198,14 @@ fn tensorflow_stage(buildah: &Buildah, context: &Path) -> Result<(), String> {
             image,
         ],
     )?;
-    let labels = &buildah.inspect(image)?["OCIv1"]["config"]["Labels"];
+    let config = buildah.inspect(image)?;
+    let labels = &config["OCIv1"]["config"]["Labels"];
     if labels[BASE_LABEL] != "yes" {
         return Err(format!(
             "the tensorflow stage's image is not built on TENSORFLOW_IMAGE (labels {labels})"
         ));
     }
+    not_root(&config, "1000:1000")?;
     let printed = buildah.run_in(image, &[], &["/usr/local/bin/tfcluster", "--version"])?;
     if !printed.starts_with("tfcluster ") {
         return Err(format!("`tfcluster --version` in it printed {printed:?}"));
