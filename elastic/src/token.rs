@@ -72,8 +72,9 @@ impl Token {
             problem,
         };
         let file = std::fs::File::open(path).map_err(|e| error(TokenProblem::Unreadable(e)))?;
-        let size = file.metadata().map_or(0, |m| m.len());
-        let mode = file.metadata().map_or(0, |m| m.permissions().mode());
+        let (size, mode) = file
+            .metadata()
+            .map_or((0, 0), |m| (m.len(), m.permissions().mode()));
         let mut bytes = Vec::new();
         let limit = MAX_TOKEN_BYTES + "\r\n".len();
         file.take(limit as u64 + 1)

@@ -27,6 +27,9 @@ async fn serving(limits: Limits) -> (Serving, Health, Counter) {
     )
 }
 
+/// How long a scrape may take during a flood: Prometheus's default `scrape_timeout`.
+const SCRAPE_WITHIN: Duration = Duration::from_secs(10);
+
 /// Sends `request` as is and returns the whole answer (the server closes after one).
 async fn ask(addr: SocketAddr, request: &str) -> String {
     try_ask(addr, request).await.unwrap()
@@ -200,9 +203,10 @@ async fn floods_of_forged_requests_and_readers_that_never_read_do_not_keep_a_scr
             })
         })
         .collect();
-    // Scrapes during the flood: each answered within 2 s. At the cap a connection the
-    // server has not read yet may be the one it closes (reset, or closed with no answer):
-    // the scrape then tries again, within its 2 s. On a busy 2-core machine (CI) the runtime that floods is the one that
+    // Scrapes during the flood: each answered within Prometheus's default scrape timeout (a
+    // quiet scrape takes milliseconds). At the cap a connection the server has not read yet
+    // may be the one it closes (reset, or closed with no answer): the scrape then tries
+    // again, within that timeout. On a busy 2-core machine (CI) the runtime that floods is the one that
     // serves, and a scrape's task can wait behind dozens of accepts.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (mut scrapes, mut resets) = (0, 0);
@@ -218,18 +222,14 @@ async fn floods_of_forged_requests_and_readers_that_never_read_do_not_keep_a_scr
                 }
             };
             assert!(
-                started.elapsed() < Duration::from_secs(2),
-                "no scrape answered within 2 s: {closed}"
+                started.elapsed() < SCRAPE_WITHIN,
+                "no scrape answered within {SCRAPE_WITHIN:?}: {closed}"
             );
             resets += 1;
         };
         assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
         assert!(metrics.contains("tfcluster_rounds_total"), "{metrics}");
-        assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "{:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < SCRAPE_WITHIN, "{:?}", started.elapsed());
         scrapes += 1;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
