@@ -21,6 +21,8 @@
 //! - [`hostname`]: the host's name, as logs and a rendezvous know it.
 //! - [`TOKEN_ENV`]: the rendezvous token's variable, withheld from every process started
 //!   here.
+//! - [`private_file`]: log and error files written where others may write too: never
+//!   through a symlink, files 0600, directories 0700 and ours.
 //! - [`HealthCheck`]: a command a host must pass (with a deadline) before it joins a round.
 //! - What a failure restarts: TensorFlow's failure domains ([`RestartScope::restart`]: a
 //!   ParameterServerStrategy worker alone, a parameter server with the chief, an evaluator
@@ -107,6 +109,7 @@ mod gpus;
 mod health_check;
 mod hostname;
 mod prewarm;
+pub mod private_file;
 mod reserved_ports;
 pub mod supervise;
 mod task_end;

@@ -1,11 +1,14 @@
 //! Task log files (`tfcluster run --log-dir`): [`TaskLogs`], where a job's tasks' output is
 //! kept, a directory per round; [`TaskLog`], one task's two files; and the writer of each,
 //! which never stops the task: a file that cannot be written (a full disk) is warned about
-//! once and its lines still go to our output.
+//! once and its lines still go to our output. Directories are made 0700 and files 0600, never
+//! through a symlink ([`private_file`](crate::private_file)): a `--log-dir` may be shared.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use crate::private_file;
 
 /// Where a job's task logs go: `DIR/JOB/round-N/JOB-INDEX.out` and `.err`, JOB the rendezvous
 /// id (or `local`), each file headed by a line naming the task, its host and round; the newest
@@ -85,12 +88,16 @@ impl TaskLogs {
 
     fn start_round_now(&self, job: &str, round: u64) {
         let dir = self.round_dir(job, round);
-        if let Err(e) = std::fs::create_dir_all(&dir) {
+        let job_dir = self.dir.join(path_component(job));
+        // Both made here, inside a directory others may share: ours, or not written.
+        let made = private_file::create_dir_all(&dir)
+            .and_then(|()| private_file::check_own_dir(&job_dir))
+            .and_then(|()| private_file::check_own_dir(&dir));
+        if let Err(e) = made {
             tracing::warn!(dir = %dir.display(), error = %e, "cannot make the round's log directory; task output goes to ours only");
             return;
         }
         let Some(keep) = self.keep else { return };
-        let job_dir = self.dir.join(path_component(job));
         let Ok(entries) = std::fs::read_dir(&job_dir) else {
             return;
         };
@@ -121,11 +128,11 @@ impl TaskLogs {
     ///
     /// The directory cannot be made, or a file cannot be written in it.
     pub fn check(&self) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
+        private_file::create_dir_all(&self.dir)?;
         let probe = self
             .dir
             .join(format!(".tfcluster-probe-{}", std::process::id()));
-        File::create(&probe)?.write_all(b"probe\n")?;
+        private_file::create(&probe)?.write_all(b"probe\n")?;
         std::fs::remove_file(&probe)
     }
 }
@@ -176,13 +183,18 @@ pub(crate) struct LogFile {
 }
 
 impl LogFile {
-    /// Creates `path` (truncating it) and writes `header` as its first line.
+    /// Creates `path` (truncating it) and writes `header` as its first line; only in a
+    /// directory of ours (a round's, which another user may have made first).
     pub(crate) fn create(path: &Path, header: &str) -> Self {
         let mut log = Self {
             path: path.to_owned(),
             file: None,
         };
-        match File::create(path) {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        match private_file::check_own_dir(dir).and_then(|()| private_file::create(path)) {
             Ok(file) => {
                 log.file = Some(file);
                 if !header.is_empty() {
@@ -252,6 +264,29 @@ mod tests {
         assert!(!log.is_open(), "the header hit ENOSPC");
         log.write(b"line\n");
         assert!(!log.is_open());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_round_directory_planted_as_a_symlink_gets_no_file() {
+        let root = tempfile::tempdir().unwrap();
+        let logs = TaskLogs::new(root.path().join("logs"));
+        logs.check().unwrap();
+        let elsewhere = root.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::create_dir(root.path().join("logs/job")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, logs.round_dir("job", 2)).unwrap();
+        logs.start_round("job", 2).await;
+        let task = logs.task("job", 2, "worker", 0);
+        assert!(!LogFile::create(task.err(), "# header").is_open());
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        // A round of ours is written, its file ours alone.
+        logs.start_round("job", 3).await;
+        let task = logs.task("job", 3, "worker", 0);
+        assert!(LogFile::create(task.err(), "# header").is_open());
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(task.err()).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
     }
 
     #[tokio::test(flavor = "current_thread")]

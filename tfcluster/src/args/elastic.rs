@@ -50,7 +50,8 @@ pub(crate) struct ElasticArgs {
     /// to the first etcd member).
     #[arg(long, value_name = "ADDR", requires = "rdzv")]
     pub(crate) host: Option<String>,
-    /// With --rdzv: where to write the job's first failure as JSON when it fails.
+    /// With --rdzv: where to write the job's first failure as JSON when it fails (a new file
+    /// made 0600; a symlink at PATH is refused, as in a shared /tmp it may be another user's).
     #[arg(long, value_name = "PATH", requires = "rdzv")]
     pub(crate) error_file: Option<PathBuf>,
     /// With --rdzv HOST: when this agent serves the built-in rendezvous, accept connections

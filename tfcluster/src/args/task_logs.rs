@@ -16,7 +16,9 @@ pub(crate) struct TaskLogArgs {
     /// the task's global name, e.g. worker-3), each starting with a line naming the task, its
     /// host and round; the job's first failure names the failed task's .err file. A file that
     /// cannot be written (a full disk) is warned about once and its task runs on. DIR is made
-    /// if missing and must be writable before any task starts.
+    /// if missing and must be writable before any task starts. Directories made are 0700 and
+    /// files 0600 (DIR may be shared): a job or round directory that is a symlink or another
+    /// user's gets no file, nor does a symlink at a file's name.
     #[arg(long, value_name = "DIR", requires = "launcher")]
     pub(crate) log_dir: Option<PathBuf>,
     /// With --log-dir: keep only the newest N round directories of the job (all by default).

@@ -357,7 +357,9 @@ fn write_error_file(args: &ElasticArgs, record: &serde_json::Value) -> Result<()
     let Some(path) = &args.error_file else {
         return Ok(());
     };
-    std::fs::write(path, format!("{record}\n"))
+    // Never through a symlink, and made 0600: the record holds the end of a task's stderr.
+    launcher::private_file::create(path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, format!("{record}\n").as_bytes()))
         .with_context(|| format!("cannot write --error-file {}", path.display()))
         .map_err(Failure::from)
 }
