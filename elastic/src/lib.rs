@@ -309,9 +309,13 @@
 //!
 //! ## Security
 //!
-//! Two credentials guard a job, and the rendezvous keeps only their SHA-256 hashes (in
-//! memory, or in the etcd record), compares them in constant time, and never names either in
-//! a message or a log:
+//! Two credentials guard a job, and the rendezvous keeps only their hashes keyed by the job
+//! (HMAC-SHA256, the job's id in the key: one token hashes differently in every job), in
+//! memory or in the etcd record, compares them in constant time, and never names either in a
+//! message or a log. An etcd record must hold each hash or say the job (or node) is open: one
+//! whose hash was removed does not load (`DATA_LOSS`), rather than loading as open. On etcd
+//! the checks run in the agents, so they rest on etcd's own access control: the guide's
+//! Securing page shows a role per job prefix.
 //!
 //! - **The job's [`Token`]**, shared by the job's hosts
 //!   ([`ClientOptions::with_token`]; `tfcluster run --rdzv-token-file PATH` or

@@ -1,7 +1,7 @@
 //! [`Token`]: a rendezvous job's shared secret, the one credential its hosts share. It is
 //! read from a file or `TFCLUSTER_RDZV_TOKEN` (never a command-line value, which `ps` shows),
 //! checked once, and never shown: its `Debug` says `Token(<redacted>)` and it has no
-//! `Display`. The rendezvous keeps only its SHA-256.
+//! `Display`. The rendezvous keeps only its hash, keyed by the job.
 
 use std::path::Path;
 
@@ -143,7 +143,7 @@ impl Token {
 
     /// The token itself, for whoever must pass it on (`tfcluster rendezvous token` prints a
     /// generated one); never log it. The client sends it only in its calls' metadata, and
-    /// the rendezvous keeps only its SHA-256.
+    /// the rendezvous keeps only its hash, keyed by the job.
     pub fn expose_secret(&self) -> &str {
         &self.0
     }

@@ -44,6 +44,20 @@ pub enum WireError {
         /// The value sent.
         value: String,
     },
+    /// A stored job (the etcd backend's record) has no 32-byte hash for its token or a
+    /// node's secret and does not mark it open, or does both: refused, never taken as open.
+    #[error(
+        "{whose} has a {len}-byte hash and open = {open}: a record must hold either its 32-byte \
+         hash or the open mark, and one whose hash was removed is refused, not taken as open"
+    )]
+    Unsealed {
+        /// Whose hash: `"the job's token"` or `"a node's secret"`.
+        whose: &'static str,
+        /// The hash's length in bytes.
+        len: usize,
+        /// Whether the record marks it open.
+        open: bool,
+    },
     /// A stored job names a round it does not hold (the etcd backend's record).
     #[error("round {round} is named but not stored")]
     UnknownRound {

@@ -96,8 +96,8 @@ impl EtcdStore {
         let request = proto::StoredJoin {
             request: Some(wire::join_to_proto(&args)),
             lease,
-            token_sha256: credentials::stored(proof.token),
-            secret_sha256: credentials::stored(proof.secret),
+            token_hmac: credentials::stored(proof.token),
+            secret_hmac: credentials::stored(proof.secret),
         }
         .encode_to_vec();
         let mut joining = Joining {
@@ -196,8 +196,8 @@ impl EtcdStore {
             };
             let request = join.request.unwrap_or_default();
             let proof = Proof {
-                token: Digest::from_stored(&join.token_sha256),
-                secret: Digest::from_stored(&join.secret_sha256),
+                token: Digest::from_stored(&join.token_hmac),
+                secret: Digest::from_stored(&join.secret_hmac),
             };
             let joined = wire::join_from_proto(request)
                 .map_err(|e| CallError::invalid(&e))

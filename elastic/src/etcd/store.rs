@@ -33,7 +33,7 @@ use crate::error::code::Code;
 use crate::error::duration;
 use crate::job_status::JobSummary;
 use crate::rendezvous::registry::{Clock, Refusal, Registry, Settings};
-use crate::rendezvous::{CallError, JoinArgs, Joined, Proof, Store};
+use crate::rendezvous::{CallError, Credentials, JoinArgs, Joined, Proof, Store};
 use crate::{Error, proto};
 
 /// The jobs of an etcd cluster, as one agent (one process) sees them.
@@ -602,7 +602,7 @@ impl Store for EtcdStore {
         self.join_folded(args, proof).await
     }
 
-    async fn list_jobs(&self, proof: &Proof) -> Result<Vec<JobSummary>, CallError> {
+    async fn list_jobs(&self, credentials: &Credentials) -> Result<Vec<JobSummary>, CallError> {
         // One read of every key under the prefix: the records and the live keys beside them.
         let prefix = format!("{}/", self.prefix);
         let options = GetOptions::new().with_prefix().with_limit(LIST_KEYS);
@@ -632,7 +632,7 @@ impl Store for EtcdStore {
         for (rdzv_id, snapshot) in jobs.iter().filter(|(_, s)| s.record.is_some()) {
             // One record this version cannot read hides no other job.
             match self.load(rdzv_id, snapshot, clock) {
-                Ok(registry) => summaries.extend(registry.summaries(proof)),
+                Ok(registry) => summaries.extend(registry.summaries(credentials)),
                 Err(e) => tracing::warn!("{e}"),
             }
             if summaries.len() >= crate::MAX_LISTED {

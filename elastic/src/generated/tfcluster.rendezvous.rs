@@ -542,10 +542,6 @@ pub struct StoredJob {
     pub last_call_ms: u64,
     #[prost(uint64, tag = "15")]
     pub timeout_ms: u64,
-    /// The SHA-256 of the job's token (never the token): every call on the job must carry a
-    /// token of this hash. Empty: an open job (as every record before tokens).
-    #[prost(bytes = "vec", tag = "16")]
-    pub token_sha256: ::prost::alloc::vec::Vec<u8>,
     /// The job's latest task failure.
     #[prost(message, optional, tag = "17")]
     pub last_failure: ::core::option::Option<Failure>,
@@ -567,6 +563,15 @@ pub struct StoredJob {
     pub chief_asks: u32,
     #[prost(uint32, tag = "23")]
     pub chief_asks_done: u32,
+    /// The job's token hashed for this job (HMAC-SHA256 keyed by the job's id; never the
+    /// token): every call on the job must carry a token of this hash. Exactly one of it and
+    /// `open` is set: a record with neither (its hash removed) does not load, rather than
+    /// loading as an open job.
+    #[prost(bytes = "vec", tag = "24")]
+    pub token_hmac: ::prost::alloc::vec::Vec<u8>,
+    /// The job was created without a token.
+    #[prost(bool, tag = "25")]
+    pub open: bool,
 }
 /// A host's failures, as the bad-host rule counts them.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -600,10 +605,13 @@ pub struct StoredNode {
     /// The latest round the node was a member of (0: none).
     #[prost(uint64, tag = "9")]
     pub last_round: u64,
-    /// The SHA-256 of the node's secret (never the secret): each of its calls must carry a
-    /// secret of this hash. Empty: a node of an older record, open.
-    #[prost(bytes = "vec", tag = "10")]
-    pub secret_sha256: ::prost::alloc::vec::Vec<u8>,
+    /// The node's secret hashed for its job (as the job's token; never the secret): each of
+    /// its calls must carry a secret of this hash. Exactly one of it and `open` is set.
+    #[prost(bytes = "vec", tag = "11")]
+    pub secret_hmac: ::prost::alloc::vec::Vec<u8>,
+    /// The node joined without a secret (a client that sends none).
+    #[prost(bool, tag = "12")]
+    pub open: bool,
     #[prost(oneof = "stored_node::State", tags = "6, 7, 8")]
     pub state: ::core::option::Option<stored_node::State>,
 }
@@ -635,12 +643,10 @@ pub struct StoredJoin {
     /// The lease the node's live key goes on.
     #[prost(int64, tag = "2")]
     pub lease: i64,
-    /// The SHA-256 of the token and of the node's secret the join carried (empty: none); the
-    /// request above holds neither, and no token or secret is ever stored.
-    #[prost(bytes = "vec", tag = "3")]
-    pub token_sha256: ::prost::alloc::vec::Vec<u8>,
-    #[prost(bytes = "vec", tag = "4")]
-    pub secret_sha256: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "vec", tag = "5")]
+    pub token_hmac: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "vec", tag = "6")]
+    pub secret_hmac: ::prost::alloc::vec::Vec<u8>,
 }
 /// The fold's answer to a join: the value of `PREFIX/RDZV_ID/~answer/TOKEN`, written with the
 /// record, on the joining node's lease; the joiner reads it and deletes it.

@@ -13,7 +13,6 @@ use tonic::service::Routes;
 
 use super::service::Service;
 use crate::proto::rendezvous_server::RendezvousServer as RendezvousService;
-use crate::rendezvous::credentials::Digest;
 use crate::rendezvous::registry::Settings;
 use crate::rendezvous::{Local, Memory};
 use crate::{Error, Token};
@@ -228,10 +227,7 @@ impl RendezvousServer {
             last_call: options.last_call,
             timeout: options.timeout,
             max_jobs: options.max_jobs,
-            token: options
-                .token
-                .as_ref()
-                .map(|t| Digest::of(t.expose_secret())),
+            token: options.token.clone(),
             metrics: options.metrics.clone(),
         };
         let memory = Memory::new(settings, options.poll_cap(), shutdown.subscribe());

@@ -1,10 +1,20 @@
 //! What a call proves about its caller: the job's [`Token`] and the calling node's
-//! [`NodeSecret`] as the call carries them ([`Credentials`]), and their SHA-256 hashes
-//! ([`Proof`]), which are all the rules see and all a store keeps. Hashes are compared in
-//! constant time ([`Digest`]'s `PartialEq`), so a refusal's timing says nothing of how much
-//! of a guess was right.
+//! [`NodeSecret`] as the call carries them ([`Credentials`]), and their hashes keyed by the
+//! job the call is to ([`Proof`]), which are all the rules see and all a store keeps. Each
+//! hash is an HMAC-SHA256 whose key holds the job's id: one token hashes differently in
+//! every job, so a hash read from one job's etcd record matches no other job's, and no table
+//! built for one job serves another. Every agent derives the key from the id alone, so a
+//! joining agent can write its hashes before it reads the job's record. Hashes are compared
+//! in constant time ([`Digest`]'s `PartialEq`), so a refusal's timing says nothing of how
+//! much of a guess was right.
+//!
+//! No slow key derivation: every call (heartbeats too) is checked, and a hash that cost a
+//! guesser much would cost the rendezvous as much for each call a stranger makes. A token
+//! from `tfcluster rendezvous token` (256 random bits) is no guess; reading the hashes at all
+//! needs read access to the job's etcd prefix, which the guide's roles give its agents only.
 
-use sha2::{Digest as _, Sha256};
+use hmac::{Hmac, Mac as _};
+use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
 use crate::Token;
@@ -46,33 +56,45 @@ pub(crate) struct Credentials {
 }
 
 impl Credentials {
-    /// Their hashes.
-    pub(crate) fn proof(&self) -> Proof {
+    /// Their hashes, for a call to job `rdzv_id`.
+    pub(crate) fn proof(&self, rdzv_id: &str) -> Proof {
         Proof {
-            token: self.token.as_ref().map(|t| Digest::of(t.expose_secret())),
-            secret: self.secret.as_ref().map(|s| Digest::of(s.expose())),
+            token: self
+                .token
+                .as_ref()
+                .map(|t| Digest::keyed(rdzv_id, t.expose_secret())),
+            secret: self
+                .secret
+                .as_ref()
+                .map(|s| Digest::keyed(rdzv_id, s.expose())),
         }
     }
 }
 
-/// The hashes of what a call carries: what the rules check, and what a store keeps.
+/// The hashes of what a call to one job carries: what the rules check, and what a store
+/// keeps.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Proof {
     pub(crate) token: Option<Digest>,
     pub(crate) secret: Option<Digest>,
 }
 
-/// A SHA-256 hash, compared in constant time. Its `Debug` shows a prefix only: enough to
-/// tell two apart in a test, too little to matter.
+/// A keyed hash (HMAC-SHA256) of a token or secret for one job, compared in constant time.
+/// Its `Debug` shows a prefix only: enough to tell two apart in a test, too little to matter.
 #[derive(Clone, Copy)]
 pub(crate) struct Digest([u8; 32]);
 
 impl Digest {
-    pub(crate) fn of(value: &str) -> Self {
-        Self(Sha256::digest(value.as_bytes()).into())
+    /// The hash of `value` in job `rdzv_id`.
+    pub(crate) fn keyed(rdzv_id: &str, value: &str) -> Self {
+        let key = format!("tfcluster rendezvous job\0{rdzv_id}");
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC takes a key of any size");
+        mac.update(value.as_bytes());
+        Self(mac.finalize().into_bytes().into())
     }
 
-    /// A hash as a stored record holds it: 32 bytes, else none (an older record).
+    /// A hash as a stored record holds it: 32 bytes, else none.
     #[cfg(feature = "etcd")]
     pub(crate) fn from_stored(bytes: &[u8]) -> Option<Self> {
         <[u8; 32]>::try_from(bytes).ok().map(Self)
@@ -104,9 +126,43 @@ pub(crate) fn stored(digest: Option<Digest>) -> Vec<u8> {
     digest.map(Digest::to_stored).unwrap_or_default()
 }
 
+/// The hash a record keeps for `whose` (the job's token, a node's secret), or none when the
+/// record marks it `open`: exactly one of the two, else the record is refused. A hash that
+/// vanished (an edit of the record, a cut write) must not turn a job or a node open.
+#[cfg(feature = "etcd")]
+pub(crate) fn loaded(
+    hash: &[u8],
+    open: bool,
+    whose: &'static str,
+) -> Result<Option<Digest>, crate::WireError> {
+    match (Digest::from_stored(hash), open) {
+        (Some(digest), false) => Ok(Some(digest)),
+        (None, true) if hash.is_empty() => Ok(None),
+        _ => Err(crate::WireError::Unsealed {
+            whose,
+            len: hash.len(),
+            open,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use sha2::Digest as _;
+
     use super::*;
+
+    #[test]
+    fn one_token_hashes_differently_in_each_job_and_never_as_its_plain_sha256() {
+        let token = "a human-chosen token";
+        let (one, two) = (Digest::keyed("train", token), Digest::keyed("eval", token));
+        assert_ne!(one, two);
+        assert_eq!(one, Digest::keyed("train", token));
+        let plain: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        assert!(one.0 != plain && two.0 != plain);
+        // The job id is not confused with the value: ("a", "bc") is not ("ab", "c").
+        assert_ne!(Digest::keyed("a", "bc"), Digest::keyed("ab", "c"));
+    }
 
     #[test]
     fn secrets_are_random_and_never_shown() {
@@ -117,17 +173,20 @@ mod tests {
             token: Some(Token::new("0123456789abcdef").unwrap()),
             secret: Some(a.clone()),
         };
-        let shown = format!("{credentials:?} {:?}", credentials.proof());
+        let shown = format!("{credentials:?} {:?}", credentials.proof("job"));
         assert!(
             !shown.contains("0123456789abcdef") && !shown.contains(a.expose()),
             "{shown}"
         );
-        assert_eq!(credentials.proof(), credentials.clone().proof());
-        assert_ne!(Digest::of(a.expose()), Digest::of(b.expose()));
+        assert_eq!(credentials.proof("job"), credentials.clone().proof("job"));
+        assert_ne!(
+            Digest::keyed("job", a.expose()),
+            Digest::keyed("job", b.expose())
+        );
         // The etcd record's form of a hash.
         #[cfg(feature = "etcd")]
         {
-            let d = Digest::of("x");
+            let d = Digest::keyed("job", "x");
             assert_eq!(Digest::from_stored(&d.to_stored()), Some(d));
             assert_eq!(Digest::from_stored(&[]), None);
         }

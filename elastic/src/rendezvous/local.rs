@@ -51,7 +51,7 @@ impl<S: Store> Local<S> {
         deadline: Instant,
         seen: Option<(u64, u32)>,
     ) -> Result<Found, CallError> {
-        let proof = wait.credentials.proof();
+        let proof = wait.credentials.proof(&wait.rdzv_id);
         self.store
             .long_poll(
                 &wait.rdzv_id,
@@ -86,7 +86,7 @@ impl<S: Store> Local<S> {
             if let Some(secret) = &drawn {
                 join.credentials.secret = Some(secret.clone());
             }
-            let proof = join.credentials.proof();
+            let proof = join.credentials.proof(&join.rdzv_id);
             if join.host.is_empty() {
                 join.host = self.store.default_host(peer).ok_or_else(|| {
                     CallError::from(Refusal::InvalidArgument(
@@ -163,7 +163,7 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn observe(&self, observe: Observe, _within: Duration) -> Result<Found, CallError> {
         let span = call_span("WatchRounds", &observe.rdzv_id, None);
-        let proof = observe.credentials.proof();
+        let proof = observe.credentials.proof(&observe.rdzv_id);
         self.store
             .long_poll(
                 &observe.rdzv_id,
@@ -182,7 +182,7 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn heartbeat(&self, beat: Beat, _within: Duration) -> Result<RoundStatus, CallError> {
         let span = call_span("Heartbeat", &beat.rdzv_id, Some(&beat.node_id));
-        let proof = beat.credentials.proof();
+        let proof = beat.credentials.proof(&beat.rdzv_id);
         self.store
             .long_poll(
                 &beat.rdzv_id,
@@ -207,7 +207,7 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn report(&self, report: Report, _within: Duration) -> Result<Reported, CallError> {
         let span = call_span("Report", &report.rdzv_id, Some(&report.node_id));
-        let proof = report.credentials.proof();
+        let proof = report.credentials.proof(&report.rdzv_id);
         self.store
             .long_poll(
                 &report.rdzv_id,
@@ -236,7 +236,7 @@ impl<S: Store> Rendezvous for Local<S> {
         _within: Duration,
     ) -> Result<JobStatus, CallError> {
         let span = call_span("JobStatus", &query.rdzv_id, None);
-        let proof = query.credentials.proof();
+        let proof = query.credentials.proof(&query.rdzv_id);
         let deadline = match query.after_digest {
             0 => Instant::now(),
             _ => self.deadline(query.poll),
@@ -259,14 +259,14 @@ impl<S: Store> Rendezvous for Local<S> {
     ) -> Result<Vec<JobSummary>, CallError> {
         let span = tracing::info_span!("rendezvous", call = "ListJobs");
         self.store
-            .list_jobs(&query.credentials.proof())
+            .list_jobs(&query.credentials)
             .instrument(span)
             .await
     }
 
     async fn leave(&self, leave: Leave, _within: Duration) -> Result<(), CallError> {
         let span = call_span("Leave", &leave.rdzv_id, Some(&leave.node_id));
-        let proof = leave.credentials.proof();
+        let proof = leave.credentials.proof(&leave.rdzv_id);
         self.store
             .long_poll(&leave.rdzv_id, None, Instant::now(), |registry, now| {
                 registry.authorize(&leave.rdzv_id, Some(&leave.node_id), "Leave", &proof)?;

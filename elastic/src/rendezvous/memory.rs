@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::registry::{Refusal, Registry, Settings};
-use super::{CallError, Proof, Store};
+use super::{CallError, Credentials, Store};
 use crate::job_status::JobSummary;
 
 /// The registry in this process; cheap to clone (clones share it).
@@ -84,8 +84,8 @@ impl Store for Memory {
         }
     }
 
-    async fn list_jobs(&self, proof: &Proof) -> Result<Vec<JobSummary>, CallError> {
-        Ok(lock(&self.registry).summaries(proof))
+    async fn list_jobs(&self, credentials: &Credentials) -> Result<Vec<JobSummary>, CallError> {
+        Ok(lock(&self.registry).summaries(credentials))
     }
 
     fn poll_cap(&self) -> Duration {

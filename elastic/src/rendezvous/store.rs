@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::registry::{Refusal, Registry};
-use super::{CallError, JoinArgs, Joined, Proof};
+use super::{CallError, Credentials, JoinArgs, Joined, Proof};
 use crate::job_status::JobSummary;
 
 /// Where the jobs are. A call's `check` runs on the registry holding its job, and says
@@ -55,10 +55,10 @@ pub(crate) trait Store: Send + Sync + 'static {
         }
     }
 
-    /// The jobs `proof` opens, by id, at most [`MAX_LISTED`](crate::MAX_LISTED).
+    /// The jobs `credentials` open, by id, at most [`MAX_LISTED`](crate::MAX_LISTED).
     fn list_jobs(
         &self,
-        proof: &Proof,
+        credentials: &Credentials,
     ) -> impl Future<Output = Result<Vec<JobSummary>, CallError>> + Send;
 
     /// The host a joining node's tasks are reached at when it names none: the address its

@@ -358,8 +358,9 @@ fn etcd_keeps_the_hashes_of_token_and_secrets_never_them() {
         let mut bytes = value.stdout;
         bytes.pop(); // etcdctl's newline
         let stored = <proto::StoredJob as prost::Message>::decode(bytes.as_slice()).unwrap();
-        assert_eq!(stored.token_sha256.len(), 32);
-        assert!(stored.nodes.iter().all(|n| n.secret_sha256.len() == 32));
+        assert_eq!(stored.token_hmac.len(), 32);
+        assert!(stored.nodes.iter().all(|n| n.secret_hmac.len() == 32));
+        assert!(!stored.open && stored.nodes.iter().all(|n| !n.open));
         // Another agent without the token is refused by the rules it runs on the record.
         let other =
             RendezvousClient::etcd(elastic::EtcdOptions::new(etcd.endpoints()).unwrap(), fast())
@@ -370,6 +371,93 @@ fn etcd_keeps_the_hashes_of_token_and_secrets_never_them() {
             .await
             .unwrap_err();
         assert_eq!(code(&err), elastic::Code::Unauthenticated, "{err}");
+        // Anyone who may write the prefix can remove the hashes: the record is then refused,
+        // not taken as an open job the stranger may use.
+        let mut cleared = stored.clone();
+        cleared.token_hmac.clear();
+        for node in &mut cleared.nodes {
+            node.secret_hmac.clear();
+        }
+        let mut writer = etcd_client::Client::connect(etcd.endpoints(), None)
+            .await
+            .unwrap();
+        writer
+            .put(
+                "/tfcluster/rendezvous/job/state",
+                prost::Message::encode_to_vec(&cleared),
+                None,
+            )
+            .await
+            .unwrap();
+        let err = other
+            .watch_round("job", None, Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert_eq!(code(&err), elastic::Code::DataLoss, "{err}");
+        assert!(
+            err.to_string()
+                .contains("has a 0-byte hash and open = false"),
+            "{err}"
+        );
+        tokio::task::spawn_blocking(move || drop(etcd))
+            .await
+            .unwrap();
+    });
+}
+
+/// The guide's etcd roles (docs/guide/securing.md, "On etcd"): with etcd's auth on and client
+/// certificates as users, an agent whose role may read and write only its job's prefix runs
+/// its job, and is refused every other job's keys by etcd itself.
+#[test]
+fn an_etcd_role_limited_to_its_jobs_prefix_runs_that_job_and_no_other() {
+    run(async {
+        let (etcd, files) =
+            crate::common::setup(|| etcd_cluster::EtcdCluster::start_local_tls(1)).await;
+        // etcdctl acts as its certificate's user, "etcd-cluster client": made root first.
+        let admin = "etcd-cluster client";
+        for args in [
+            vec!["user", "add", "root:unused-password"],
+            vec!["user", "grant-role", "root", "root"],
+            vec!["user", "add", &format!("{admin}:unused-password")],
+            vec!["user", "grant-role", admin, "root"],
+            vec!["role", "add", "tfcluster-job7"],
+            vec![
+                "role",
+                "grant-permission",
+                "tfcluster-job7",
+                "--prefix=true",
+                "readwrite",
+                "/tfcluster/rendezvous/job7/",
+            ],
+            vec!["user", "add", "job7-agent:unused-password"],
+            vec!["user", "grant-role", "job7-agent", "tfcluster-job7"],
+            vec!["auth", "enable"],
+        ] {
+            let out = etcd.etcdctl(&args);
+            assert!(out.status.success(), "etcdctl {args:?}: {out:?}");
+        }
+        let (cert, key) = files.client_as("job7-agent");
+        let read = |p: &std::path::Path| std::fs::read(p).unwrap();
+        let tls = elastic::EtcdTls::new(read(&files.ca)).with_identity(read(&cert), read(&key));
+        let options = elastic::EtcdOptions::new(etcd.endpoints())
+            .unwrap()
+            .with_last_call(LAST_CALL)
+            .with_tls(tls);
+        let agent = RendezvousClient::etcd(options, fast().with_token(token("job7")))
+            .await
+            .unwrap();
+        let c = config("1", 0);
+        let mut node = join(&agent, "job7", &c, 0).await;
+        assert_eq!(round(&agent, &mut node).await.number(), 1);
+        let err = agent
+            .join(&Join::new("job8", c, vec![20_001]))
+            .await
+            .unwrap_err();
+        assert_eq!(code(&err), elastic::Code::PermissionDenied, "{err}");
+        assert!(
+            err.to_string().contains("etcdserver: permission denied"),
+            "not etcd's refusal: {err}"
+        );
         tokio::task::spawn_blocking(move || drop(etcd))
             .await
             .unwrap();

@@ -3,13 +3,14 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use test_pki::{TestCa, Usage};
 
 /// The PEM files a client of a TLS cluster
 /// ([`EtcdCluster::start_local_tls`](crate::EtcdCluster::start_local_tls)) needs, inside the
 /// cluster's directory (removed with the cluster).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TlsFiles {
     /// The CA that signed every member's certificate and [`client_cert`](Self::client_cert).
     pub ca: PathBuf,
@@ -17,6 +18,46 @@ pub struct TlsFiles {
     pub client_cert: PathBuf,
     /// Its private key (PKCS#8).
     pub client_key: PathBuf,
+    /// The CA itself, for more client certificates ([`client_as`](Self::client_as)).
+    ca_issuer: Arc<TestCa>,
+}
+
+impl std::fmt::Debug for TlsFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsFiles")
+            .field("ca", &self.ca)
+            .field("client_cert", &self.client_cert)
+            .field("client_key", &self.client_key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TlsFiles {
+    /// Another client certificate the members accept, its subject `common_name`: with etcd's
+    /// auth enabled, a client certificate's common name is the etcd user it acts as. Written
+    /// beside [`client_cert`](Self::client_cert) as `client-NAME.crt` and `.key`; returns
+    /// their paths.
+    ///
+    /// # Panics
+    ///
+    /// If rcgen fails or a file cannot be written.
+    pub fn client_as(&self, common_name: &str) -> (PathBuf, PathBuf) {
+        let issued = self.ca_issuer.issue_as(common_name, &[], Usage::Client);
+        let dir = self.client_cert.parent().unwrap_or(Path::new("."));
+        let stem: String = common_name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let (cert, key) = (
+            dir.join(format!("client-{stem}.crt")),
+            dir.join(format!("client-{stem}.key")),
+        );
+        for (path, text) in [(&cert, issued.cert), (&key, issued.key)] {
+            fs::write(path, text)
+                .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        }
+        (cert, key)
+    }
 }
 
 /// The server certificate and key every member of a TLS cluster in `dir` uses.
@@ -39,10 +80,11 @@ pub(crate) fn make_tls(dir: &Path, more: &[&str]) -> TlsFiles {
         ca: dir.join("ca.crt"),
         client_cert: dir.join("client.crt"),
         client_key: dir.join("client.key"),
+        ca_issuer: Arc::new(ca),
     };
     let (server_cert_path, server_key_path) = server_pem(dir);
     for (path, text) in [
-        (&files.ca, ca.cert_pem()),
+        (&files.ca, files.ca_issuer.cert_pem()),
         (&files.client_cert, client.cert),
         (&files.client_key, client.key),
         (&server_cert_path, server.cert),

@@ -9,7 +9,7 @@ use cluster_spec::__private::quote::quote;
 use super::Registry;
 use super::calls::Refusal;
 use super::job::Job;
-use crate::rendezvous::credentials::Proof;
+use crate::rendezvous::credentials::{Digest, Proof};
 
 impl Registry {
     /// Checks that `call` to job `rdzv_id`, by node `node` when a node makes it, carries the
@@ -44,7 +44,7 @@ impl Registry {
             return Ok(());
         };
         match &proof.token {
-            Some(given) if given == token => Ok(()),
+            Some(given) if *given == Digest::keyed(rdzv_id, token.expose_secret()) => Ok(()),
             given => Err(Refusal::Unauthenticated(format!(
                 "{call} to job {}: this rendezvous takes only calls with its token, and the \
                  call carries {}",
@@ -129,7 +129,7 @@ mod tests {
 
     fn with_token(token: &str, node: &str) -> Proof {
         Proof {
-            token: Some(Digest::of(token)),
+            token: Some(Digest::keyed("job", token)),
             ..node_proof(node)
         }
     }
@@ -209,7 +209,7 @@ mod tests {
         );
         join(&mut r, "b", 1001, &with_token("the job's token", "b")).unwrap();
         let observer = Proof {
-            token: Some(Digest::of("the job's token")),
+            token: Some(Digest::keyed("job", "the job's token")),
             secret: None,
         };
         r.authorize("job", None, "WatchRounds", &observer).unwrap();
@@ -240,7 +240,7 @@ mod tests {
     #[test]
     fn a_rendezvous_with_a_token_takes_no_call_without_it() {
         let mut r = registry();
-        r.settings.token = Some(Digest::of("the server's token"));
+        r.settings.token = Some(crate::Token::new("the server's token").unwrap());
         let err = join(&mut r, "a", 1000, &node_proof("a")).unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -256,6 +256,9 @@ mod tests {
         assert!(matches!(err, Refusal::Unauthenticated(_)), "{err}");
         join(&mut r, "a", 1000, &with_token("the server's token", "a")).unwrap();
         // The job has the server's token as its own.
-        assert_eq!(r.jobs["job"].token, Some(Digest::of("the server's token")));
+        assert_eq!(
+            r.jobs["job"].token,
+            Some(Digest::keyed("job", "the server's token"))
+        );
     }
 }

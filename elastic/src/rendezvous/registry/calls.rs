@@ -11,7 +11,6 @@ use super::formed::FormedRound;
 use crate::error::duration;
 use crate::outcome::{JobDone, TaskStatus};
 pub(crate) use crate::rendezvous::calls::{JoinArgs, Joined, Pending, Reported};
-use crate::rendezvous::credentials::Digest;
 
 /// The timings and limits of a registry.
 #[derive(Debug, Clone)]
@@ -22,9 +21,10 @@ pub(crate) struct Settings {
     pub(crate) timeout: Duration,
     /// How many jobs one rendezvous serves at once.
     pub(crate) max_jobs: usize,
-    /// The hash of the rendezvous's own token: every call must carry it (none: each job
-    /// decides).
-    pub(crate) token: Option<Digest>,
+    /// The rendezvous's own token: every call must carry it (none: each job decides). Kept
+    /// whole, as the server's options hold it: a call's hash is keyed by its job, so the
+    /// token is hashed with each call's job to compare.
+    pub(crate) token: Option<crate::Token>,
     /// What the rendezvous counts: jobs and rounds formed (metrics no registry holds, by
     /// default).
     pub(crate) metrics: crate::RendezvousMetrics,

@@ -11,7 +11,7 @@ use super::node::NodeState as Kept;
 use crate::job_status::{
     JobPhase, JobState, JobStatus, JobSummary, MAX_LISTED, NodeState, NodeStatus,
 };
-use crate::rendezvous::credentials::Proof;
+use crate::rendezvous::credentials::Credentials;
 
 impl Registry {
     /// Job `rdzv_id` as it is at `now`.
@@ -81,13 +81,15 @@ impl Registry {
 
     /// The jobs `proof` opens (the open ones, and those of its token), by id, at most
     /// [`MAX_LISTED`]; none when the rendezvous has a token of its own that `proof` lacks.
-    pub(crate) fn summaries(&self, proof: &Proof) -> Vec<JobSummary> {
+    pub(crate) fn summaries(&self, credentials: &Credentials) -> Vec<JobSummary> {
         let mut jobs: Vec<&Job> = self
             .jobs
             .values()
             .filter(|job| {
-                self.check_server_token(&job.id, "ListJobs", proof).is_ok()
-                    && job.check_token("ListJobs", proof).is_ok()
+                // Hashes are keyed by the job: the call's, for each job in turn.
+                let proof = credentials.proof(&job.id);
+                self.check_server_token(&job.id, "ListJobs", &proof).is_ok()
+                    && job.check_token("ListJobs", &proof).is_ok()
             })
             .collect();
         jobs.sort_unstable_by(|a, b| a.id.cmp(&b.id));
@@ -202,10 +204,10 @@ mod tests {
         let (mut r, t0) = (registry(), Instant::now());
         let c = config(1, 2, "", 0);
         join_as(&mut r, &c, "a", 1000, t0).unwrap();
-        let secret = Some(Digest::of("secret of b"));
+        let token = crate::Token::new("the token of job2").unwrap();
         let tokened = Proof {
-            token: Some(Digest::of("the token of job2")),
-            secret,
+            token: Some(Digest::keyed("job2", token.expose_secret())),
+            secret: Some(Digest::keyed("job2", "secret of b")),
         };
         let args = JoinArgs {
             rdzv_id: "job2".into(),
@@ -218,22 +220,20 @@ mod tests {
             credentials: Credentials::default(),
         };
         r.join(args, &tokened, t0).unwrap();
-        let ids = |proof: &Proof| -> Vec<(String, JobState)> {
-            r.summaries(proof)
+        let ids = |token: Option<&crate::Token>| -> Vec<(String, JobState)> {
+            let credentials = Credentials {
+                token: token.cloned(),
+                secret: None,
+            };
+            r.summaries(&credentials)
                 .into_iter()
                 .map(|s| (s.rdzv_id, s.state))
                 .collect()
         };
-        assert_eq!(
-            ids(&Proof::default()),
-            [("job".to_owned(), JobState::Forming)]
-        );
+        assert_eq!(ids(None), [("job".to_owned(), JobState::Forming)]);
         // The token opens its own job; an open job refuses calls that carry a token.
-        assert_eq!(ids(&tokened), [("job2".to_owned(), JobState::Forming)]);
-        let other = Proof {
-            token: Some(Digest::of("another token")),
-            secret,
-        };
-        assert!(ids(&other).is_empty());
+        assert_eq!(ids(Some(&token)), [("job2".to_owned(), JobState::Forming)]);
+        let other = crate::Token::new("another job's token").unwrap();
+        assert!(ids(Some(&other)).is_empty());
     }
 }

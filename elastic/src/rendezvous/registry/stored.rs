@@ -18,7 +18,7 @@ use super::formed::FormedRound;
 use super::job::{Job, Phase};
 use super::node::{Node, NodeState};
 use crate::proto::{self, stored_node::State};
-use crate::rendezvous::credentials::{self, Digest};
+use crate::rendezvous::credentials;
 use crate::{Error, WireError, wire};
 
 /// One moment read from both clocks: stored times are wall-clock milliseconds (every agent
@@ -140,7 +140,7 @@ impl Registry {
                     last_seen,
                     state,
                     last_round,
-                    secret: Digest::from_stored(&node.secret_sha256),
+                    secret: credentials::loaded(&node.secret_hmac, node.open, "a node's secret")?,
                 },
             );
         }
@@ -153,7 +153,7 @@ impl Registry {
             id: rdzv_id.to_owned(),
             incarnation: stored.incarnation,
             config: wire::config_from_proto(stored.config)?,
-            token: Digest::from_stored(&stored.token_sha256),
+            token: credentials::loaded(&stored.token_hmac, stored.open, "the job's token")?,
             nodes,
             next_seq: stored.next_seq,
             phase,
@@ -246,7 +246,8 @@ impl Registry {
                         NodeState::Idle => State::Idle(true),
                     }),
                     last_round: n.last_round.as_ref().map_or(0, |r| r.number),
-                    secret_sha256: credentials::stored(n.secret),
+                    secret_hmac: credentials::stored(n.secret),
+                    open: n.secret.is_none(),
                 }
             })
             .collect();
@@ -304,7 +305,8 @@ impl Registry {
                 .collect(),
             last_call_ms: self.settings.last_call.as_millis() as u64,
             timeout_ms: self.settings.timeout.as_millis() as u64,
-            token_sha256: credentials::stored(job.token),
+            token_hmac: credentials::stored(job.token),
+            open: job.token.is_none(),
         })
     }
 
@@ -347,6 +349,7 @@ mod tests {
     use super::super::tests::{config, join_as, registry, report};
     use super::*;
     use crate::TaskStatus;
+    use crate::rendezvous::credentials::Digest;
 
     /// Loads what was stored, as the next agent does.
     fn reload(r: &Registry, alive: &[&str], clock: Clock) -> Registry {
@@ -435,8 +438,8 @@ mod tests {
         let clock = Clock::now();
         let c = config(1, 2, "", 0);
         let proof = Proof {
-            token: Some(Digest::of("the job's token")),
-            secret: Some(Digest::of("a's secret")),
+            token: Some(Digest::keyed("job", "the job's token")),
+            secret: Some(Digest::keyed("job", "a's secret")),
         };
         let args = crate::rendezvous::JoinArgs {
             rdzv_id: "job".into(),
@@ -451,13 +454,14 @@ mod tests {
         r.join(args, &proof, clock.instant()).unwrap();
         let stored = r.store("job", clock).unwrap();
         assert_eq!(
-            stored.token_sha256,
-            Digest::of("the job's token").to_stored()
+            stored.token_hmac,
+            Digest::keyed("job", "the job's token").to_stored()
         );
         assert_eq!(
-            stored.nodes[0].secret_sha256,
-            Digest::of("a's secret").to_stored()
+            stored.nodes[0].secret_hmac,
+            Digest::keyed("job", "a's secret").to_stored()
         );
+        assert!(!stored.open && !stored.nodes[0].open);
         let bytes = prost::Message::encode_to_vec(&stored);
         assert!(
             !bytes.windows(9).any(|w| w == b"a's secre"),
@@ -476,19 +480,43 @@ mod tests {
                 .authorize("job", Some("a"), "Heartbeat", &forged)
                 .is_err()
         );
-        // A record from before tokens (no hashes) is an open job of open nodes.
-        let mut old = stored;
-        old.token_sha256.clear();
-        old.nodes[0].secret_sha256.clear();
-        let old = Registry::load(
-            r.settings.clone(),
-            "job",
-            Some(old),
-            &HashSet::from(["a".to_owned()]),
-            clock,
-        )
-        .unwrap();
-        old.authorize("job", Some("a"), "Heartbeat", &Proof::default())
+        // A record whose hashes were removed is refused, not loaded as an open job of open
+        // nodes; so is one that marks a hashed job open.
+        let load = |record: proto::StoredJob| {
+            Registry::load(
+                r.settings.clone(),
+                "job",
+                Some(record),
+                &HashSet::from(["a".to_owned()]),
+                clock,
+            )
+        };
+        let mut cleared = stored.clone();
+        cleared.token_hmac.clear();
+        let err = load(cleared).unwrap_err().to_string();
+        assert!(
+            err.starts_with("the job's token has a 0-byte hash and open = false"),
+            "{err}"
+        );
+        let mut cleared = stored.clone();
+        cleared.nodes[0].secret_hmac.clear();
+        let err = load(cleared).unwrap_err().to_string();
+        assert!(
+            err.starts_with("a node's secret has a 0-byte hash"),
+            "{err}"
+        );
+        let mut both = stored.clone();
+        both.open = true;
+        assert!(load(both).is_err());
+        // An open job of open nodes says so, and loads open.
+        let mut open = r.store("job", clock).unwrap();
+        open.token_hmac.clear();
+        open.open = true;
+        open.nodes[0].secret_hmac.clear();
+        open.nodes[0].open = true;
+        load(open)
+            .unwrap()
+            .authorize("job", Some("a"), "Heartbeat", &Proof::default())
             .unwrap();
     }
 

@@ -91,7 +91,7 @@ pub(super) fn report(
 pub(super) fn node_proof(id: &str) -> Proof {
     Proof {
         token: None,
-        secret: Some(Digest::of(&format!("secret of {id}"))),
+        secret: Some(Digest::keyed("job", &format!("secret of {id}"))),
     }
 }
 
