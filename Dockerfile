@@ -16,11 +16,14 @@
 # replaced by that binary) and runs `tfcluster --version` in each.
 
 ARG RUST_VERSION=1.89
+# The build stage's base. The release pins it by digest (`--build-arg BUILD_IMAGE=...@sha256:`,
+# resolved once, so every platform builds from the same bytes); pin TENSORFLOW_IMAGE so too.
+ARG BUILD_IMAGE=docker.io/library/rust:${RUST_VERSION}-bookworm
 ARG TENSORFLOW_IMAGE=docker.io/tensorflow/tensorflow:2.21.0
 
 # Builds for the platform it runs on (build each architecture natively or under emulation,
 # e.g. `docker buildx build --platform linux/amd64,linux/arm64`): musl for that machine.
-FROM docker.io/library/rust:${RUST_VERSION}-bookworm AS build
+FROM ${BUILD_IMAGE} AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends musl-tools \
     && rm -rf /var/lib/apt/lists/* \

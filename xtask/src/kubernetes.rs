@@ -105,6 +105,10 @@ fn checks(suite: &mut Suite) -> Result<(), String> {
             &format!("{name}: every pod runs unprivileged"),
             hardening::unprivileged(docs(name)?),
         );
+        suite.record(
+            &format!("{name}: every image names a version or a digest, never latest"),
+            hardening::images_pinned(docs(name)?),
+        );
     }
     suite.record(
         "elastic-indexed-job.yaml: a NetworkPolicy admits only the job's pods",

@@ -54,7 +54,13 @@ pub(crate) fn suite() -> Suite {
     );
     suite.record(
         "the release and the Dockerfile build with Cargo.toml's rust-version",
-        workflow.and_then(|text| rust_versions(&root, &text)),
+        workflow
+            .clone()
+            .and_then(|text| rust_versions(&root, &text)),
+    );
+    suite.record(
+        "the release's image is built from a base pinned by digest and named by its digest",
+        workflow.and_then(|text| pinned_image(&root, &text)),
     );
     suite
 }
@@ -91,6 +97,43 @@ fn runs_the_test_command(root: &Path, workflow: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(".ci/run does not end in `exec cargo xtask test`".to_owned())
+    }
+}
+
+/// The image job resolves the build stage's base image to a digest and builds from it (the
+/// Dockerfile takes it as `BUILD_IMAGE`), and the release's notes name the pushed image by
+/// its digest: what users pin is what was tested, and a retagged base cannot change a
+/// rebuild of it.
+fn pinned_image(root: &Path, workflow: &str) -> Result<(), String> {
+    let dockerfile = fs::read_to_string(root.join("Dockerfile"))
+        .map_err(|e| format!("cannot read Dockerfile: {e}"))?;
+    let mut wrong = Vec::new();
+    if !dockerfile.contains("FROM ${BUILD_IMAGE} AS build\n") {
+        wrong.push("the Dockerfile's build stage is not FROM ${BUILD_IMAGE}".to_owned());
+    }
+    for (needed, what) in [
+        (
+            "echo \"BUILD_IMAGE=${base}@${digest}\"",
+            "resolves the base image's digest",
+        ),
+        (
+            "--build-arg \"BUILD_IMAGE=${BUILD_IMAGE}\"",
+            "builds from the resolved digest",
+        ),
+        ("--metadata-file image.json", "records the pushed digest"),
+        (
+            "IMAGE_DIGEST: ${{ needs.image.outputs.digest }}",
+            "names the image's digest in the release",
+        ),
+    ] {
+        if !workflow.contains(needed) {
+            wrong.push(format!("{RELEASE} no longer {what} ({needed:?})"));
+        }
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join("; "))
     }
 }
 

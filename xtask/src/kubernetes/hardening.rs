@@ -56,6 +56,38 @@ pub(super) fn unprivileged(docs: &[Value]) -> Result<(), String> {
     }
 }
 
+/// Every container image of every pod in `docs` names a digest (`@sha256:`) or a tag other
+/// than `latest`: a pod started later must run what the others run, not whatever `latest`
+/// names by then (a Job's pods start over hours when they are restarted or scaled).
+pub(super) fn images_pinned(docs: &[Value]) -> Result<(), String> {
+    let mut wrong = Vec::new();
+    for (what, pod) in docs.iter().flat_map(pod_specs) {
+        for container in pod["containers"].as_array().into_iter().flatten() {
+            let image = container["image"].as_str().unwrap_or_default();
+            if !image_pinned(image) {
+                wrong.push(format!(
+                    "{what}: container {} runs image {image:?}",
+                    container["name"]
+                ));
+            }
+        }
+    }
+    match wrong.is_empty() {
+        true => Ok(()),
+        false => Err(wrong.join("; ")),
+    }
+}
+
+/// Whether `image` names a digest, or a tag other than `latest` (the tag is what follows
+/// the last `:` after the last `/`: a registry's port is no tag).
+fn image_pinned(image: &str) -> bool {
+    if image.contains("@sha256:") {
+        return true;
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    matches!(last.rsplit_once(':'), Some((_, tag)) if !tag.is_empty() && tag != "latest")
+}
+
 /// A NetworkPolicy in `docs` selects Job `job`'s pods and admits traffic to them from those
 /// pods alone.
 pub(super) fn only_the_job_admitted(docs: &[Value], job: &str) -> Result<(), String> {
@@ -116,7 +148,26 @@ fn pod_specs(doc: &Value) -> Vec<(String, &Value)> {
 mod tests {
     use serde_json::json;
 
-    use super::{only_the_job_admitted, unprivileged};
+    use super::{image_pinned, only_the_job_admitted, unprivileged};
+
+    #[test]
+    fn an_image_is_pinned_by_a_version_or_a_digest_never_latest() {
+        for pinned in [
+            "my-registry/tf-train:2.21.0-1",
+            "registry:5000/tf-train:v3",
+            "tf-train@sha256:0123abcd",
+        ] {
+            assert!(image_pinned(pinned), "{pinned}");
+        }
+        for loose in [
+            "my-registry/tf-train:latest",
+            "my-registry/tf-train",
+            "registry:5000/tf-train",
+            "",
+        ] {
+            assert!(!image_pinned(loose), "{loose}");
+        }
+    }
 
     #[test]
     fn a_privileged_pod_and_an_open_policy_are_named() {
