@@ -42,6 +42,8 @@ pub struct JobStatus {
     /// Hosts set aside now ([`BadHostPolicy`](crate::BadHostPolicy)): left out of the next
     /// rounds until their cooldown ends.
     pub hosts_aside: Vec<HostAside>,
+    /// Rounds ended by hosts joining or leaving, against the job's budget for them.
+    pub churn: MembershipChurn,
     /// How long a node may be silent before it is lost.
     pub heartbeat_timeout: Duration,
     /// A hash of the status but the times that pass by themselves (how long a node has
@@ -67,6 +69,22 @@ pub struct TaskRestarts {
     pub failures: u32,
     /// The failure (or planned exit) that last restarted it.
     pub last_failure: Failure,
+}
+
+/// Rounds a job's membership ended (a host joining or leaving: no failure, so counted against
+/// no restarts), against the job's budget for them: past it, a joining host waits instead of
+/// ending the running round, so join and leave in a loop cannot restart a job forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct MembershipChurn {
+    /// Such ends in the last [`window`](Self::window).
+    pub ends: u32,
+    /// The most the window allows.
+    pub budget: u32,
+    /// The window the budget counts in.
+    pub window: Duration,
+    /// How long a joining host waits before its join may end a round (`None`: it may now).
+    pub wait: Option<Duration>,
 }
 
 /// A host set aside: its tasks failed too often while other hosts' did not.
@@ -247,6 +265,8 @@ impl JobStatus {
         for aside in &self.hosts_aside {
             (&aside.host, aside.times, &aside.reason).hash(&mut h);
         }
+        // Not the wait: it counts down by itself.
+        (self.churn.ends, self.churn.budget).hash(&mut h);
         // Never 0, which asks for an answer at once.
         h.finish().max(1)
     }

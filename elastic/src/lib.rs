@@ -304,6 +304,8 @@
 //! | `tfcluster_rendezvous_requests_total` | counter | `method` (the eight RPCs), `code` (gRPC's code name) | calls the server answered |
 //! | `tfcluster_rendezvous_jobs` | gauge | | jobs the server holds |
 //! | `tfcluster_rendezvous_rounds_formed_total` | counter | | rounds formed, every job |
+//! | `tfcluster_rendezvous_hosts_set_aside_total` | counter | | hosts set aside (their tasks kept failing), every job |
+//! | `tfcluster_rendezvous_joins_deferred_total` | counter | | joins that found their job's membership budget spent (rounds ended by hosts joining or leaving) and waited instead of ending its round |
 //! | `tfcluster_rendezvous_connections` | gauge | | connections open (grpc-guard's count, read at each scrape) |
 //! | `tfcluster_rendezvous_refusals_total` | counter | `limit`: `not_allowed`, `max_connections`, `handshake_timeout`, `accept_failed`, `request_memory`, `response_memory` | connections and calls the server refused, by the limit (grpc-guard's `GuardMetrics`, as the TaskServer's) |
 //!
@@ -554,8 +556,8 @@ pub use grpc::{RendezvousServer, ServerOptions};
 pub use grpc_guard;
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use job_status::{
-    HostAside, JobPhase, JobState, JobStatus, JobSummary, MAX_LISTED, NodeState, NodeStatus,
-    TaskRestarts,
+    HostAside, JobPhase, JobState, JobStatus, JobSummary, MAX_LISTED, MembershipChurn, NodeState,
+    NodeStatus, TaskRestarts,
 };
 /// The launcher the agent starts its tasks with: its [`Supervisor`](launcher::supervise::Supervisor),
 /// [`Prewarm`](launcher::Prewarm) ([`AgentOptions::with_prewarm`]),

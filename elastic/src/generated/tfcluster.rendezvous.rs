@@ -387,6 +387,9 @@ pub struct JobStatusResponse {
     /// Hosts set aside now: left out of the next rounds until their cooldown ends.
     #[prost(message, repeated, tag = "15")]
     pub hosts_aside: ::prost::alloc::vec::Vec<HostAside>,
+    /// Rounds ended by hosts joining or leaving, against the job's budget for them.
+    #[prost(message, optional, tag = "16")]
+    pub churn: ::core::option::Option<MembershipChurn>,
     #[prost(oneof = "job_status_response::Phase", tags = "4, 5, 6")]
     pub phase: ::core::option::Option<job_status_response::Phase>,
 }
@@ -403,6 +406,23 @@ pub mod job_status_response {
         #[prost(message, tag = "6")]
         Done(super::JobDone),
     }
+}
+/// Rounds a job's membership ended (a host joining or leaving: no failure, so counted against
+/// no restarts), against the job's budget for them: past it, a joining host waits instead of
+/// ending the running round, so join and leave in a loop cannot restart a job forever.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct MembershipChurn {
+    /// Such ends in the last `window_ms`.
+    #[prost(uint32, tag = "1")]
+    pub ends: u32,
+    /// The most `window_ms` allows.
+    #[prost(uint32, tag = "2")]
+    pub budget: u32,
+    #[prost(uint64, tag = "3")]
+    pub window_ms: u64,
+    /// How long a joining host waits before its join may end a round (0: it may now).
+    #[prost(uint64, tag = "4")]
+    pub wait_ms: u64,
 }
 /// A host set aside: its tasks failed too often while other hosts' did not.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -572,6 +592,9 @@ pub struct StoredJob {
     /// The job was created without a token.
     #[prost(bool, tag = "25")]
     pub open: bool,
+    /// When rounds ended for a host joining or leaving, within the churn window, oldest first.
+    #[prost(uint64, repeated, tag = "26")]
+    pub churn_ends_ms: ::prost::alloc::vec::Vec<u64>,
 }
 /// A host's failures, as the bad-host rule counts them.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

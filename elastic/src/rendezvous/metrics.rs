@@ -43,6 +43,7 @@ pub struct RendezvousMetrics {
     jobs: Gauge,
     rounds_formed: Counter,
     hosts_set_aside: Counter,
+    joins_deferred: Counter,
     guard: GuardMetrics,
 }
 
@@ -72,6 +73,11 @@ impl RendezvousMetrics {
             "Hosts set aside (their tasks failed too often while other hosts' did not), of every job",
             metrics.hosts_set_aside.clone(),
         );
+        registry.register(
+            "tfcluster_rendezvous_joins_deferred",
+            "Joins that found the job's membership budget spent (rounds ended by hosts joining or leaving) and waited instead of ending the running round, of every job",
+            metrics.joins_deferred.clone(),
+        );
         metrics
             .guard
             .register(registry, "tfcluster_rendezvous", "rendezvous server");
@@ -94,6 +100,15 @@ impl RendezvousMetrics {
 
     pub(crate) fn host_set_aside(&self) {
         self.hosts_set_aside.inc();
+    }
+
+    pub(crate) fn join_deferred(&self) {
+        self.joins_deferred.inc();
+    }
+
+    #[cfg(test)]
+    pub(crate) fn joins_deferred(&self) -> u64 {
+        self.joins_deferred.get()
     }
 
     /// What `grpc-guard` counts for this server.

@@ -18,6 +18,7 @@ mod admission;
 mod auth;
 mod bad_hosts;
 mod calls;
+mod churn;
 mod formed;
 mod forming;
 mod host_identity;
@@ -285,6 +286,7 @@ impl Registry {
         let settings = &self.settings;
         for job in self.jobs.values_mut() {
             job.lose_silent(now, settings.timeout);
+            job.admit_deferred(now);
             if job.try_close(now, settings) {
                 job.notify();
             }

@@ -8,7 +8,8 @@ use super::{
     end_to_proto, failure_from_proto, failure_to_proto, ms, ports_from_proto, round_to_proto,
 };
 use crate::job_status::{
-    HostAside, JobPhase, JobState, JobStatus, JobSummary, NodeState, NodeStatus, TaskRestarts,
+    HostAside, JobPhase, JobState, JobStatus, JobSummary, MembershipChurn, NodeState, NodeStatus,
+    TaskRestarts,
 };
 use crate::watched_round::WatchedRound;
 use crate::{Error, proto};
@@ -71,6 +72,12 @@ pub(crate) fn job_status_to_proto(status: &JobStatus) -> proto::JobStatusRespons
                 reason: a.reason.clone(),
             })
             .collect(),
+        churn: Some(proto::MembershipChurn {
+            ends: status.churn.ends,
+            budget: status.churn.budget,
+            window_ms: ms(status.churn.window),
+            wait_ms: status.churn.wait.map_or(0, |w| ms(w).max(1)),
+        }),
         heartbeat_timeout_ms: ms(status.heartbeat_timeout),
         digest: status.digest,
     }
@@ -148,6 +155,16 @@ pub(crate) fn job_status_from_proto(
                 reason: a.reason,
             })
             .collect(),
+        // A rendezvous before the budget sends none: no ends, no budget.
+        churn: status
+            .churn
+            .map(|c| MembershipChurn {
+                ends: c.ends,
+                budget: c.budget,
+                window: Duration::from_millis(c.window_ms),
+                wait: (c.wait_ms > 0).then(|| Duration::from_millis(c.wait_ms)),
+            })
+            .unwrap_or_default(),
         heartbeat_timeout: Duration::from_millis(status.heartbeat_timeout_ms),
         digest: status.digest,
     })

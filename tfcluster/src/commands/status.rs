@@ -256,6 +256,20 @@ fn status_text(rendezvous: &Rendezvous, status: &JobStatus) -> String {
             );
         }
     }
+    let churn = &status.churn;
+    if churn.ends > 0 {
+        let _ = write!(
+            out,
+            "  membership: {} of {} rounds a host joining or leaving may end per {}",
+            churn.ends,
+            churn.budget,
+            secs(churn.window)
+        );
+        let _ = match churn.wait {
+            Some(wait) => writeln!(out, "; a joining host waits up to {}", secs(wait)),
+            None => writeln!(out),
+        };
+    }
     for aside in &status.hosts_aside {
         let _ = writeln!(
             out,
@@ -436,6 +450,12 @@ fn status_json(rendezvous: &Rendezvous, status: &JobStatus) -> Value {
                 })
             })
             .collect::<Vec<_>>(),
+        "churn": json!({
+            "ends": status.churn.ends,
+            "budget": status.churn.budget,
+            "window_s": status.churn.window.as_secs_f64(),
+            "wait_s": status.churn.wait.map(|w| w.as_secs_f64()),
+        }),
         "last_end": last_end,
         "digest": status.digest.to_string(),
     })

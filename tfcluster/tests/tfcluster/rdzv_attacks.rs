@@ -142,6 +142,11 @@ struct LegitJob {
 
 impl LegitJob {
     fn start(target: &Rendezvous, id: &str, task_secs: u64) -> Self {
+        Self::start_with(target, id, task_secs, "2")
+    }
+
+    /// Two agents of a job of `nodes` hosts (`2:3`: a round of the two has room).
+    fn start_with(target: &Rendezvous, id: &str, task_secs: u64, nodes: &str) -> Self {
         let endpoint = target.endpoint();
         let token = target.token_file.display().to_string();
         let rdzv_id = format!("{LEGIT}-{id}");
@@ -155,7 +160,7 @@ impl LegitJob {
             "--rdzv-token-file",
             &token,
             "--nodes",
-            "2",
+            nodes,
             "--rdzv-last-call",
             "300ms",
             "--rdzv-timeout",
@@ -413,6 +418,91 @@ fn attack_forged_node_calls_and_calls_without_the_token() {
     }
     job.finish(&mut report, "legit job under forged calls");
     check_peak(&mut report, &target, watch);
+    check_aftermath(&mut report, &target);
+    report.finish();
+}
+
+/// Round churn by a token holder: fresh nodes join the running round of two (of max three),
+/// which ends it with no failure, and leave before the next round forms, in a loop. Past the
+/// job's membership budget (3 such ends per 10 minutes) a join no longer ends the round but
+/// waits, so the job's task, which needs 6 s without a restart, finishes while the loop
+/// goes on. Before the budget, each join restarted the task: the job never finished.
+#[test]
+fn attack_join_and_leave_in_a_loop_cannot_restart_a_job_forever() {
+    const CHURN_FOR: Duration = Duration::from_secs(60);
+    let _turn = take_turn();
+    let mut report = Report::new("join/leave churn");
+    let target = Rendezvous::serve("churn", None, "127.0.0.1:0", &[]);
+    let mut job = LegitJob::start_with(&target, "churn", 6, "2:3");
+    let rdzv_id = format!("{LEGIT}-churn");
+
+    let (joins, ended, deferred, done_in, churn) = runtime().block_on(async {
+        let mut stub = stub(target.addr).await;
+        let round = running_round(&mut stub, &rdzv_id).await;
+        let (mut joins, mut ended, mut deferred) = (0u32, 0u32, 0u32);
+        let started = Instant::now();
+        let status = |stub: &mut Stub<Channel>| {
+            let request = request(
+                proto::JobStatusRequest {
+                    rdzv_id: rdzv_id.clone(),
+                    ..Default::default()
+                },
+                Some(TOKEN),
+                None,
+            );
+            let mut stub = stub.clone();
+            async move { stub.job_status(request).await.map(|r| r.into_inner()) }
+        };
+        while started.elapsed() < CHURN_FOR {
+            let join = proto::JoinRequest {
+                rdzv_id: rdzv_id.clone(),
+                config: round.config.clone(),
+                host: "127.0.0.1".into(),
+                ports: vec![1],
+                ..Default::default()
+            };
+            if let Ok(answer) = stub.join(request(join, Some(TOKEN), None)).await {
+                let answer = answer.into_inner();
+                joins += 1;
+                ended += u32::from(answer.note.contains("ended to take this node in"));
+                deferred += u32::from(answer.note.contains("keeps running"));
+                let leave = proto::LeaveRequest {
+                    rdzv_id: rdzv_id.clone(),
+                    node_id: answer.node_id,
+                };
+                let secret = Some(answer.node_secret.as_str());
+                let _ = stub.leave(request(leave, Some(TOKEN), secret)).await;
+            }
+            if let Ok(now) = status(&mut stub).await
+                && matches!(now.phase, Some(proto::job_status_response::Phase::Done(_)))
+            {
+                return (joins, ended, deferred, Some(started.elapsed()), now.churn);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let churn = status(&mut stub).await.ok().and_then(|s| s.churn);
+        (joins, ended, deferred, None, churn)
+    });
+    report.figure(
+        "joins and leaves",
+        format!("{joins} joins: {ended} ended a round, {deferred} waited"),
+    );
+    report.figure("the job done after", format!("{done_in:.1?} of churn"));
+    report.require(done_in.is_some(), || {
+        format!("the job did not finish within {CHURN_FOR:?} of churn ({joins} joins, {ended} ended a round)")
+    });
+    // The budget's take, floor and cap: a rendezvous refusing every join would end none. (A
+    // join can also land while the round re-forms and be taken in; its leave then ends that
+    // round as a member's, counted against the budget too: so up to 3 by joins, 3 or more
+    // in all.)
+    report.require((1..=3).contains(&ended) && deferred >= 1, || {
+        format!("{ended} joins ended a round and {deferred} waited: the budget is 3")
+    });
+    let churn = churn.unwrap_or_default();
+    report.require(churn.budget == 3 && churn.ends >= 3, || {
+        format!("the job's status shows {churn:?}")
+    });
+    job.finish(&mut report, "legit job under join/leave churn");
     check_aftermath(&mut report, &target);
     report.finish();
 }

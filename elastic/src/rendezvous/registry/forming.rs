@@ -23,7 +23,7 @@ impl Job {
     }
 
     /// The waiting nodes a round may take at `now`: not those of a host set aside.
-    fn eligible(&self, now: Instant) -> impl Iterator<Item = (&String, &Node)> {
+    pub(super) fn eligible(&self, now: Instant) -> impl Iterator<Item = (&String, &Node)> {
         self.waiting()
             .filter(move |(_, n)| !self.is_aside(&n.host, now))
     }
@@ -43,6 +43,10 @@ impl Job {
         let (min, max) = (self.config.nodes().min(), self.config.nodes().max());
         let round = self.next_round();
         let mut detail = match &self.phase {
+            Phase::Running(r) if self.deferred_until(now).is_some_and(|at| at > now) => {
+                let wait = self.churn.wait(now).unwrap_or_default();
+                self.deferred_note(r.number, wait, now)
+            }
             Phase::Running(r) => format!(
                 "round {} is running with {} of max {max} nodes; waiting for round {round}",
                 r.number,
@@ -90,7 +94,8 @@ impl Job {
         }
         let forming = matches!(self.phase, Phase::Forming);
         if !forming {
-            return None;
+            // A host waiting out the churn budget gets in when the window allows.
+            return self.deferred_until(Instant::now());
         }
         let now = Instant::now();
         // A host set aside coming back may let the round close.

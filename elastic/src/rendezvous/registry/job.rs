@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use super::bad_hosts::Hosts;
 use super::calls::Refusal;
+use super::churn::Churn;
 use super::formed::FormedRound;
 use super::node::{Node, NodeState};
 use launcher::CrashLoop;
@@ -61,6 +62,8 @@ pub(super) struct Job {
     pub(super) crash_loop: CrashLoop,
     /// The hosts whose tasks failed, and those set aside.
     pub(super) hosts: Hosts,
+    /// When rounds recently ended for a host joining or leaving.
+    pub(super) churn: Churn,
     /// When the last node started waiting: a round with `min` nodes closes `last_call` after.
     pub(super) last_arrival: Instant,
     /// Since when the job has had no node; it is forgotten after the timeout.
@@ -96,6 +99,7 @@ impl Job {
             chief_asks_done: 0,
             crash_loop: CrashLoop::default(),
             hosts: Hosts::new(),
+            churn: Churn::default(),
             last_arrival: now,
             empty_since: None,
             changed: watch::Sender::new(0),
@@ -151,6 +155,9 @@ impl Job {
         }
         if reason.is_failure() {
             self.restart_count += 1;
+        }
+        if matches!(reason, EndReason::NodeJoined | EndReason::NodeLeft) {
+            self.churn.record(now);
         }
         // The next round's tasks start afresh.
         self.task_restarts.clear();

@@ -61,7 +61,10 @@ impl Job {
                 if let Phase::Running(current) = &self.phase {
                     let (number, size) = (current.number, current.round.members().len() as u32);
                     let max = self.config.nodes().max();
-                    if size < max {
+                    if let (true, Some(wait)) = (size < max, self.churn.wait(now)) {
+                        settings.metrics.join_deferred();
+                        note = self.deferred_note(number, wait, now);
+                    } else if size < max {
                         let detail =
                             format!("{who} joined; round {number} had {size} of max {max} nodes");
                         self.end_round(EndReason::NodeJoined, detail, now);

@@ -72,6 +72,7 @@ impl Registry {
             last_end: job.ended.back().cloned(),
             task_restarts: job.task_restarts.clone(),
             hosts_aside: job.hosts_aside(now),
+            churn: job.churn_status(now),
             heartbeat_timeout: timeout,
             digest: 0,
         };
