@@ -72,17 +72,18 @@ pub struct TaskRestarts {
 }
 
 /// Rounds a job's membership ended (a host joining or leaving: no failure, so counted against
-/// no restarts), against the job's budget for them: past it, a joining host waits instead of
-/// ending the running round, so join and leave in a loop cannot restart a job forever.
+/// no restarts), against the job's budget for them ([`budget`](Self::budget) at once, then
+/// one more each [`refill`](Self::refill)): past it, a joining host waits instead of ending
+/// the running round, so join and leave in a loop cannot restart a job forever.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub struct MembershipChurn {
-    /// Such ends in the last [`window`](Self::window).
+    /// Such ends the budget still counts.
     pub ends: u32,
-    /// The most the window allows.
+    /// How many it allows at once.
     pub budget: u32,
-    /// The window the budget counts in.
-    pub window: Duration,
+    /// How long it takes to grow back by one.
+    pub refill: Duration,
     /// How long a joining host waits before its join may end a round (`None`: it may now).
     pub wait: Option<Duration>,
 }

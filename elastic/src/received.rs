@@ -23,8 +23,8 @@ pub(crate) const MIN_HEARTBEAT_TIMEOUT: Duration = Duration::from_millis(100);
 /// near `u64::MAX` ms panics tonic's deadline arithmetic).
 pub(crate) const MAX_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(3600);
 /// The longest id or host accepted (the registry's own limits: ids 128, hosts 253 bytes).
-/// The longest churn window a rendezvous may report (its own is minutes).
-const MAX_CHURN_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The longest churn refill or wait a rendezvous may report (its own are minutes).
+const MAX_CHURN_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 const MAX_ID: usize = 128;
 const MAX_HOST: usize = 253;
 /// The longest text kept for people (details, notes, a stderr tail): the registry's
@@ -299,20 +299,13 @@ impl Received for JobStatus {
                 range: format!("0 ..= {MAX_NODES}"),
             });
         }
-        // The churn window is minutes; a wait never outlasts it.
-        let window = self.churn.window;
-        if window > MAX_CHURN_WINDOW || self.churn.wait.is_some_and(|w| w > window) {
+        // The churn refill and wait are minutes.
+        let longest = self.churn.refill.max(self.churn.wait.unwrap_or_default());
+        if longest > MAX_CHURN_WAIT {
             return Err(WireError::OutOfRange {
-                field: "the membership churn window or wait",
-                value: format!(
-                    "{} ms, wait {} ms",
-                    window.as_millis(),
-                    self.churn.wait.unwrap_or_default().as_millis()
-                ),
-                range: format!(
-                    "window 0 ..= {} ms, wait ..= window",
-                    MAX_CHURN_WINDOW.as_millis()
-                ),
+                field: "the membership budget's refill or wait",
+                value: format!("{} ms", longest.as_millis()),
+                range: format!("0 ..= {} ms", MAX_CHURN_WAIT.as_millis()),
             });
         }
         let hosts_aside = self

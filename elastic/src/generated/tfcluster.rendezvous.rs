@@ -408,18 +408,20 @@ pub mod job_status_response {
     }
 }
 /// Rounds a job's membership ended (a host joining or leaving: no failure, so counted against
-/// no restarts), against the job's budget for them: past it, a joining host waits instead of
-/// ending the running round, so join and leave in a loop cannot restart a job forever.
+/// no restarts), against the job's budget for them (`budget` at once, then one more each
+/// `refill_ms`): past it, a joining host waits instead of ending the running round, so join
+/// and leave in a loop cannot restart a job forever.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct MembershipChurn {
-    /// Such ends in the last `window_ms`.
+    /// Such ends the budget still counts.
     #[prost(uint32, tag = "1")]
     pub ends: u32,
-    /// The most `window_ms` allows.
+    /// How many it allows at once.
     #[prost(uint32, tag = "2")]
     pub budget: u32,
+    /// How long it takes to grow back by one.
     #[prost(uint64, tag = "3")]
-    pub window_ms: u64,
+    pub refill_ms: u64,
     /// How long a joining host waits before its join may end a round (0: it may now).
     #[prost(uint64, tag = "4")]
     pub wait_ms: u64,
@@ -592,9 +594,10 @@ pub struct StoredJob {
     /// The job was created without a token.
     #[prost(bool, tag = "25")]
     pub open: bool,
-    /// When rounds ended for a host joining or leaving, within the churn window, oldest first.
-    #[prost(uint64, repeated, tag = "26")]
-    pub churn_ends_ms: ::prost::alloc::vec::Vec<u64>,
+    /// When the job's budget for rounds ended by hosts joining or leaving is whole again (0: it
+    /// is).
+    #[prost(uint64, tag = "26")]
+    pub churn_whole_at_ms: u64,
 }
 /// A host's failures, as the bad-host rule counts them.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

@@ -75,7 +75,7 @@ pub(crate) fn job_status_to_proto(status: &JobStatus) -> proto::JobStatusRespons
         churn: Some(proto::MembershipChurn {
             ends: status.churn.ends,
             budget: status.churn.budget,
-            window_ms: ms(status.churn.window),
+            refill_ms: ms(status.churn.refill),
             wait_ms: status.churn.wait.map_or(0, |w| ms(w).max(1)),
         }),
         heartbeat_timeout_ms: ms(status.heartbeat_timeout),
@@ -161,7 +161,7 @@ pub(crate) fn job_status_from_proto(
             .map(|c| MembershipChurn {
                 ends: c.ends,
                 budget: c.budget,
-                window: Duration::from_millis(c.window_ms),
+                refill: Duration::from_millis(c.refill_ms),
                 wait: (c.wait_ms > 0).then(|| Duration::from_millis(c.wait_ms)),
             })
             .unwrap_or_default(),

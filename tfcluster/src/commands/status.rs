@@ -260,10 +260,11 @@ fn status_text(rendezvous: &Rendezvous, status: &JobStatus) -> String {
     if churn.ends > 0 {
         let _ = write!(
             out,
-            "  membership: {} of {} rounds a host joining or leaving may end per {}",
+            "  membership: hosts joining or leaving ended {} rounds of a budget of {} (one \
+             more each {})",
             churn.ends,
             churn.budget,
-            secs(churn.window)
+            secs(churn.refill)
         );
         let _ = match churn.wait {
             Some(wait) => writeln!(out, "; a joining host waits up to {}", secs(wait)),
@@ -453,7 +454,7 @@ fn status_json(rendezvous: &Rendezvous, status: &JobStatus) -> Value {
         "churn": json!({
             "ends": status.churn.ends,
             "budget": status.churn.budget,
-            "window_s": status.churn.window.as_secs_f64(),
+            "refill_s": status.churn.refill.as_secs_f64(),
             "wait_s": status.churn.wait.map(|w| w.as_secs_f64()),
         }),
         "last_end": last_end,

@@ -53,6 +53,40 @@ fn refused_for_its_token(job: &mut Job, h: usize) {
     );
 }
 
+/// From host 2, with the certificate but without the token: on the rendezvous host 0's
+/// agent serves (with the job's token as its own), a job of another id cannot be created,
+/// and a listing shows no job.
+fn stranger_without_the_token(job: &mut Job, files: &tf_oracle::PemFiles) {
+    let serving = job.hosts().address(0).to_string();
+    let tls = super::rdzv_tls_flags(&files.ca, &files.cert, &files.key);
+    let tls: Vec<&str> = tls.iter().map(String::as_str).collect();
+    let run = |args: Vec<&str>| {
+        let command = job.hosts().command(2, env!("CARGO_BIN_EXE_tfcluster"));
+        let mut stranger = Launch::start_by(command, &args, &[], &["TFCLUSTER_RDZV_TOKEN"]);
+        let code = stranger.wait(Duration::from_secs(60)).code();
+        (code, stranger.stdout(), stranger.stderr())
+    };
+    let mut create = vec!["run", "--rdzv", &serving, "--rdzv-id", "strangers"];
+    create.extend(&tls);
+    create.extend(["--", "echo", "stranger ran"]);
+    let (code, stdout, stderr) = run(create);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(!stdout.contains("stranger ran"), "{stdout}");
+    assert!(
+        stderr
+            .contains("Join to job \"strangers\": this rendezvous takes only calls with its token"),
+        "{stderr}"
+    );
+    let mut list = vec!["status", "--rdzv", &serving, "--format", "json"];
+    list.extend(&tls);
+    let (code, stdout, stderr) = run(list);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        !stdout.contains("default") && !stdout.contains("strangers"),
+        "{stdout}"
+    );
+}
+
 /// The job's two hosts finished training as four workers, without a warning about tokens.
 fn assert_trained(job: &mut Job) {
     job.expect_exits(&[0, 1], 0);
@@ -77,6 +111,7 @@ fn built_in_over_mtls_with_a_token_trains_and_refuses_other_tokens_and_networks(
     job.add_flags(&["--rdzv-allow", &allowed]);
     job.start_all(2);
     refused_for_its_token(&mut job, 2);
+    stranger_without_the_token(&mut job, &files);
     // The right token and certificate from outside the allowed networks: closed before the
     // handshake with TLS's `access_denied` alert, and not tried again.
     job.start(3);

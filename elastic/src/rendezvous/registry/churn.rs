@@ -1,18 +1,19 @@
 //! Membership churn: rounds ended by a host joining or leaving. Neither is a failure, so
 //! neither counts against `max_restarts`; without a bound, anyone who may join (anyone, for
 //! an open job; any token holder) could loop join and leave and restart the job forever.
-//! So each job allows [`CHURN_BUDGET`] such ends per [`CHURN_WINDOW`]; past it, a new host
-//! joining a running round does not end it: it waits, and the round ends to take it in once
-//! the window allows (or at the round's own end). A member that leaves, or joins again, still
-//! ends its round (its tasks are gone) and is counted.
+//! So each job has a budget of such ends: [`CHURN_BURST`] at once, then one more each
+//! [`CHURN_REFILL`] (a token bucket, kept as the one instant it is whole again). Past it, a
+//! new host joining a running round does not end it: it waits, and the round ends to take it
+//! in once the budget allows (or at the round's own end). A member that leaves, or joins
+//! again, still ends its round (its tasks are gone) and is counted.
 //!
 //! The defaults: every such end restarts every task of the job (a TensorFlow import of
-//! seconds, then a restore from the last checkpoint), so three in ten minutes can cost a real
-//! job a few minutes of ten, and more would cost most of them. A scale-up whose hosts arrive
-//! within a last call of each other is one end; three separate arrivals in ten minutes get in
-//! at once, a fourth within ten minutes of the first.
+//! seconds, then a restore from the last checkpoint). Three at once let a scale-up's hosts in
+//! whatever order they come (hosts within a last call of each other are one end); one per
+//! 200 s after that holds a join/leave loop to 18 restarts an hour, each a fraction of the
+//! 200 s it buys. And no host waits longer than 200 s, well inside an agent's default
+//! `--join-timeout` (10 minutes), so a legitimate host held back gets in rather than gives up.
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::job::{Job, Phase};
@@ -20,67 +21,57 @@ use crate::error::duration;
 use crate::job_status::MembershipChurn;
 use crate::outcome::EndReason;
 
-/// Rounds a job's membership may end per [`CHURN_WINDOW`].
-pub(crate) const CHURN_BUDGET: usize = 3;
-/// The window [`CHURN_BUDGET`] counts in.
-pub(crate) const CHURN_WINDOW: Duration = Duration::from_secs(10 * 60);
+/// Rounds a job's membership may end at once.
+pub(crate) const CHURN_BURST: u32 = 3;
+/// How long the budget takes to grow back by one end.
+pub(crate) const CHURN_REFILL: Duration = Duration::from_secs(200);
 
-/// When a job's recent rounds ended for a host joining or leaving, oldest first.
-#[derive(Debug, Clone, Default)]
+/// A job's budget for rounds ended by hosts joining or leaving: the instant it is whole
+/// again (none: it is).
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Churn {
-    ends: VecDeque<Instant>,
+    whole_at: Option<Instant>,
 }
 
 impl Churn {
-    /// The ends as a stored record lists them (oldest first).
-    pub(super) fn from_ends(ends: impl IntoIterator<Item = Instant>) -> Self {
-        Self {
-            ends: ends.into_iter().collect(),
-        }
+    /// The budget as a stored record keeps it.
+    pub(super) fn whole_at(whole_at: Option<Instant>) -> Self {
+        Self { whole_at }
     }
 
-    pub(super) fn ends(&self) -> impl Iterator<Item = Instant> + '_ {
-        self.ends.iter().copied()
+    /// When it is whole again, for a stored record; `None` when it is at `now`.
+    pub(super) fn stored(&self, now: Instant) -> Option<Instant> {
+        self.whole_at.filter(|&at| at > now)
     }
 
-    /// Counts a round ended at `now` by a host joining or leaving.
+    /// Counts a round ended at `now` by a host joining or leaving (a member's leave even
+    /// past the budget: its tasks are gone whatever the budget says).
     pub(super) fn record(&mut self, now: Instant) {
-        self.forget(now);
-        self.ends.push_back(now);
+        let from = self.whole_at.map_or(now, |at| at.max(now));
+        self.whole_at = Some(from + CHURN_REFILL);
     }
 
-    /// How many ends fall in the window before `now`.
-    pub(super) fn in_window(&self, now: Instant) -> usize {
-        self.ends
-            .iter()
-            .filter(|&&t| now.saturating_duration_since(t) < CHURN_WINDOW)
-            .count()
+    /// How many ends the budget still counts at `now`.
+    pub(super) fn spent(&self, now: Instant) -> u32 {
+        let owed = self.owed(now);
+        // Whole refills owed, and one for a part.
+        let refill = CHURN_REFILL.as_millis().max(1);
+        owed.as_millis().div_ceil(refill) as u32
     }
 
     /// How long a joining host waits before its join may end a round: `None` when it may
     /// now.
     pub(super) fn wait(&self, now: Instant) -> Option<Duration> {
-        let in_window = self.in_window(now);
-        if in_window < CHURN_BUDGET {
-            return None;
-        }
-        // The end that must leave the window for one more to fit.
-        let oldest = self
-            .ends
-            .iter()
-            .filter(|&&t| now.saturating_duration_since(t) < CHURN_WINDOW)
-            .nth(in_window - CHURN_BUDGET)?;
-        Some((*oldest + CHURN_WINDOW).saturating_duration_since(now))
+        let tolerance = CHURN_REFILL * (CHURN_BURST - 1);
+        self.owed(now)
+            .checked_sub(tolerance)
+            .filter(|w| !w.is_zero())
     }
 
-    fn forget(&mut self, now: Instant) {
-        while self
-            .ends
-            .front()
-            .is_some_and(|&t| now.saturating_duration_since(t) >= CHURN_WINDOW)
-        {
-            self.ends.pop_front();
-        }
+    /// How long until the budget is whole.
+    fn owed(&self, now: Instant) -> Duration {
+        self.whole_at
+            .map_or(Duration::ZERO, |at| at.saturating_duration_since(now))
     }
 }
 
@@ -88,9 +79,9 @@ impl Job {
     /// What a status says of the budget.
     pub(super) fn churn_status(&self, now: Instant) -> MembershipChurn {
         MembershipChurn {
-            ends: self.churn.in_window(now) as u32,
-            budget: CHURN_BUDGET as u32,
-            window: CHURN_WINDOW,
+            ends: self.churn.spent(now),
+            budget: CHURN_BURST,
+            refill: CHURN_REFILL,
             wait: self.churn.wait(now),
         }
     }
@@ -98,11 +89,11 @@ impl Job {
     /// What a host joining round `round` is told when the budget is spent: it waits `wait`.
     pub(super) fn deferred_note(&self, round: u64, wait: Duration, now: Instant) -> String {
         format!(
-            "round {round} keeps running: {} of its rounds ended for hosts joining or leaving \
-             in the last {}, the most a job allows; this node waits for the next round, \
+            "round {round} keeps running: hosts joining or leaving ended {} of its rounds, its \
+             budget of {CHURN_BURST} (one more each {}); this node waits for the next round, \
              which starts for it in {} at the latest",
-            self.churn.in_window(now),
-            duration(CHURN_WINDOW),
+            self.churn.spent(now),
+            duration(CHURN_REFILL),
             duration(wait)
         )
     }
@@ -121,7 +112,7 @@ impl Job {
     }
 
     /// Ends the running round to take in a host that waited out the budget, once the
-    /// window allows.
+    /// budget allows.
     pub(super) fn admit_deferred(&mut self, now: Instant) {
         if self.deferred_until(now).is_none_or(|at| at > now) {
             return;
@@ -150,7 +141,7 @@ mod tests {
     use crate::outcome::RoundStatus;
 
     #[test]
-    fn join_and_leave_in_a_loop_ends_three_rounds_a_window_then_joins_wait_their_turn() {
+    fn join_and_leave_in_a_loop_ends_three_rounds_then_joins_wait_their_turn() {
         let (mut r, t0, c) = (registry(), Instant::now(), config(1, 3, "", 0));
         join_as(&mut r, &c, "a", 1000, t0).unwrap();
         let mut t = t0 + LAST_CALL;
@@ -175,22 +166,25 @@ mod tests {
         t += Duration::from_secs(1);
         let joined = join_as(&mut r, &c, "x3", 2003, t).unwrap();
         assert!(
-            joined
-                .note
-                .starts_with("round 4 keeps running: 3 of its rounds ended for hosts joining"),
+            joined.note.starts_with(
+                "round 4 keeps running: hosts joining or leaving ended 3 of its rounds, its \
+                 budget of 3 (one more each 200.0 s)"
+            ),
             "{}",
             joined.note
         );
         assert_eq!(metrics.joins_deferred(), 1);
         let status = r.status("job", t).unwrap();
         assert_eq!((status.churn.ends, status.churn.budget), (3, 3));
-        assert_eq!(status.churn.wait, Some(first_end + CHURN_WINDOW - t));
+        // The first end's refill is due 200 s after it.
+        let due = first_end + CHURN_REFILL;
+        assert_eq!(status.churn.wait, Some(due - t));
         assert_eq!(status.restart_count, 0, "no end was a failure");
-        // Both stay alive until the first end leaves the window; then x3 gets in.
-        while t < first_end + CHURN_WINDOW {
+        // Both stay alive until the budget grows back by one; then x3 gets in.
+        while t < due {
             t += Duration::from_secs(5);
             let beat = r.heartbeat("job", "a", 4, 0, t).unwrap();
-            if t < first_end + CHURN_WINDOW {
+            if t < due {
                 assert_eq!(beat, RoundStatus::Running, "at {:?}", t - first_end);
             }
             assert_eq!(round_of(&mut r, "x3", 0, t), None);
@@ -210,24 +204,29 @@ mod tests {
     }
 
     #[test]
-    fn three_ends_per_window_then_a_wait_until_the_oldest_leaves_it() {
+    fn three_at_once_then_one_each_refill_and_no_wait_past_a_refill() {
         let t0 = Instant::now();
-        let mut churn = Churn::default();
         let s = Duration::from_secs;
+        let mut churn = Churn::default();
         for k in 0..3 {
             assert_eq!(churn.wait(t0 + s(k)), None);
             churn.record(t0 + s(k));
         }
-        assert_eq!(churn.in_window(t0 + s(3)), 3);
-        assert_eq!(churn.wait(t0 + s(3)), Some(CHURN_WINDOW - s(3)));
-        // The first end leaves the window: one more fits.
-        assert_eq!(churn.wait(t0 + CHURN_WINDOW), None);
-        churn.record(t0 + CHURN_WINDOW);
-        assert_eq!(churn.wait(t0 + CHURN_WINDOW), Some(s(1)));
-        assert_eq!(
-            churn.ends().count(),
-            3,
-            "ends past the window are forgotten"
-        );
+        assert_eq!(churn.spent(t0 + s(3)), 3);
+        assert_eq!(churn.wait(t0 + s(3)), Some(CHURN_REFILL - s(3)));
+        // One refill later, one more fits; then the next waits a whole refill at most.
+        let later = t0 + CHURN_REFILL;
+        assert_eq!((churn.wait(later), churn.spent(later)), (None, 2));
+        churn.record(later);
+        assert_eq!(churn.wait(later), Some(CHURN_REFILL));
+        // A member leaving past the budget is counted: the wait grows, one refill per end.
+        churn.record(later);
+        assert_eq!(churn.wait(later), Some(CHURN_REFILL * 2));
+        assert_eq!(churn.spent(later), 4, "five ends, one refill since");
+        // Whole again after every refill owed: nothing kept.
+        let whole = later + CHURN_REFILL * 4;
+        assert_eq!((churn.spent(whole), churn.wait(whole)), (0, None));
+        assert_eq!(churn.stored(whole), None);
+        assert_eq!(churn.stored(later), Some(whole));
     }
 }

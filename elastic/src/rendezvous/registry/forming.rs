@@ -94,7 +94,7 @@ impl Job {
         }
         let forming = matches!(self.phase, Phase::Forming);
         if !forming {
-            // A host waiting out the churn budget gets in when the window allows.
+            // A host waiting out the churn budget gets in when the budget allows.
             return self.deferred_until(Instant::now());
         }
         let now = Instant::now();

@@ -22,10 +22,6 @@ use crate::proto::{self, stored_node::State};
 use crate::rendezvous::credentials;
 use crate::{Error, WireError, wire};
 
-/// The most churn ends a record's list is read for: more than a window can hold (the budget
-/// stops joins from adding to it; a member leaving still does).
-const CHURN_ENDS_STORED: usize = 64;
-
 /// One moment read from both clocks: stored times are wall-clock milliseconds (every agent
 /// reads them), the registry's are `Instant`s. Converting through one anchor makes a stored
 /// time that is loaded and stored again come back unchanged.
@@ -185,15 +181,9 @@ impl Registry {
             // Done never exceeds asked, whatever a record says.
             chief_asks: stored.chief_asks,
             chief_asks_done: stored.chief_asks_done,
-            // At most a window's worth is kept: a record cannot make us hold more.
-            churn: Churn::from_ends(
-                stored
-                    .churn_ends_ms
-                    .iter()
-                    .rev()
-                    .take(CHURN_ENDS_STORED)
-                    .rev()
-                    .map(|&ms| clock.instant_of_ms(ms)),
+            churn: Churn::whole_at(
+                (stored.churn_whole_at_ms != 0)
+                    .then(|| clock.instant_of_ms(stored.churn_whole_at_ms)),
             ),
             hosts: stored
                 .hosts
@@ -290,7 +280,10 @@ impl Registry {
                 .collect(),
             chief_asks: job.chief_asks,
             chief_asks_done: job.chief_asks_done,
-            churn_ends_ms: job.churn.ends().map(|t| clock.to_ms(t)).collect(),
+            churn_whole_at_ms: job
+                .churn
+                .stored(clock.instant())
+                .map_or(0, |t| clock.to_ms(t)),
             hosts: job
                 .hosts
                 .iter()
