@@ -18,6 +18,14 @@ fn token(text: &str) -> Token {
     Token::new(format!("{text}-0123456789abcdef")).unwrap()
 }
 
+/// `client`'s watch of job `job`, which must be refused.
+async fn watch_refused(client: &RendezvousClient) -> elastic::Error {
+    client
+        .watch_round("job", None, Duration::ZERO)
+        .await
+        .unwrap_err()
+}
+
 /// The code of a refused call.
 fn code(error: &elastic::Error) -> elastic::Code {
     match error {
@@ -39,13 +47,7 @@ async fn a_job_with_a_token_refuses_joins_and_observers_without_it(backend: Back
         let err = other.join(&join).await.unwrap_err();
         assert_eq!(code(&err), elastic::Code::Unauthenticated, "{err}");
         assert!(err.to_string().contains("Join to job \"job\""), "{err}");
-        let refused = async || {
-            other
-                .watch_round("job", None, Duration::ZERO)
-                .await
-                .unwrap_err()
-        };
-        let err = refused().await;
+        let err = watch_refused(&other).await;
         assert_eq!(code(&err), elastic::Code::Unauthenticated, "{err}");
     }
     // Nothing changed: the round runs, and a holder of the token sees it.
@@ -369,13 +371,7 @@ fn etcd_keeps_the_hashes_of_token_and_secrets_never_them() {
             RendezvousClient::etcd(elastic::EtcdOptions::new(etcd.endpoints()).unwrap(), fast())
                 .await
                 .unwrap();
-        let refused = async || {
-            other
-                .watch_round("job", None, Duration::ZERO)
-                .await
-                .unwrap_err()
-        };
-        let err = refused().await;
+        let err = watch_refused(&other).await;
         assert_eq!(code(&err), elastic::Code::Unauthenticated, "{err}");
         // Anyone who may write the prefix can remove the hashes: the record is then refused,
         // not taken as an open job the stranger may use.
@@ -395,7 +391,7 @@ fn etcd_keeps_the_hashes_of_token_and_secrets_never_them() {
             )
             .await
             .unwrap();
-        let err = refused().await;
+        let err = watch_refused(&other).await;
         assert_eq!(code(&err), elastic::Code::DataLoss, "{err}");
         assert!(
             err.to_string()
