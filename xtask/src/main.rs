@@ -97,10 +97,10 @@ tasks:
   links              check every relative link of the Markdown docs (root *.md, docs/, each
                      directory's README.md): the file exists, the anchor names a heading
                      (as GitHub makes heading ids); part of `test`
-  package            package every published crate as `cargo publish` would and build each from
-                     its package alone (cargo package's verification, the workspace's crates
-                     through a local registry), and check the rest are publish = false; part
-                     of `test`; publishes nothing
+  package            package every published crate as `cargo publish` would and check them from
+                     their packages alone (the .crate files unpacked into a workspace of their
+                     own, one `cargo check --all-features`), and check the rest are
+                     publish = false; part of `test`; publishes nothing
   public-api [--check]
                      list each library crate's public items (nightly rustdoc's JSON) in
                      <crate>/public-api.txt, one a line, so an API change shows in review;

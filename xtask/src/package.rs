@@ -1,9 +1,16 @@
 //! `cargo xtask package`: every crate users depend on packaged as `cargo publish` would
-//! package it, and built from the package's contents alone (cargo's verification: each
-//! package's sources unpacked under `target/package`, the workspace's crates among them
-//! through a local registry, nothing else of the repository: the proto files and generated
-//! code must be inside the crate). And every other crate is `publish = false`. Part of the
-//! test command; nothing is published.
+//! package it, and built from the packages' contents alone: each `.crate` unpacked under
+//! `target/package/unpacked`, those copies made a workspace of their own (each crate's
+//! dependencies on the others patched to their packaged copies, nothing else of the
+//! repository: the proto files and generated code must be inside the crate), and checked
+//! with every feature in one `cargo check`. And every other crate is `publish = false`. Part
+//! of the test command; nothing is published.
+//!
+//! Why not cargo's own verification (`cargo package` without `--no-verify`): it builds each
+//! crate in turn, each with its own features, so the shared dependencies (tokio, tonic, prost,
+//! rustls) were compiled up to ten times over: 9 of the test command's minutes on CI's two
+//! cores. What it proved beyond this check, that each crate's own feature set compiles, the
+//! per-feature clippy runs prove from the sources ([`crate::features`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,8 +37,8 @@ const PUBLISHED: [&str; 10] = [
 /// The suite's name in the tally and the floors file.
 const SUITE: &str = "package: published crates";
 
-/// One check per published crate, passed when cargo verified it (built it from its package)
-/// and went on, and one that the rest are `publish = false`.
+/// One check per published crate, passed when its package's copy compiled, and one that the
+/// rest are `publish = false`.
 pub(crate) fn suite() -> Suite {
     let mut suite = Suite::new(SUITE);
     let metadata = metadata();
@@ -46,17 +53,8 @@ pub(crate) fn suite() -> Suite {
         "every published crate has the fields crates.io and docs.rs show",
         metadata.as_ref().map_err(Clone::clone).and_then(described),
     );
-    if let Ok(metadata) = &metadata {
-        forget_unpacked(metadata);
-    }
-    let mut command = Command::new("cargo");
-    // Uncommitted files are packaged too: the check is of the working tree.
-    command.args(["package", "--allow-dirty"]);
-    for krate in PUBLISHED {
-        command.args(["-p", krate]);
-    }
-    let outcomes = match workspace::run_merged(&mut command) {
-        Ok((out, succeeded)) => verified(&out, succeeded),
+    let outcomes = match metadata.and_then(|metadata| unpacked(&metadata)) {
+        Ok(copies) => checked(&copies),
         Err(e) => PUBLISHED.iter().map(|k| (*k, Err(e.clone()))).collect(),
     };
     for (krate, outcome) in outcomes {
@@ -65,81 +63,139 @@ pub(crate) fn suite() -> Suite {
     suite
 }
 
-/// Each published crate's outcome, read from one `cargo package` run's output: cargo
-/// verifies the crates one after the other (`Verifying NAME vX.Y.Z`), and stops at the first
-/// that fails. A crate passed when its verification began and the run went on past it (to
-/// the next crate's, or to its successful end); the crate being verified when the run failed
-/// failed with the end of the output; a crate never verified failed too, saying so.
-fn verified(output: &str, succeeded: bool) -> Vec<(&'static str, Result<(), String>)> {
-    let started: Vec<&str> = output
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("Verifying "))
-        .filter_map(|rest| rest.split_once(" v").map(|(name, _)| name))
+/// Packages every published crate (`cargo package --no-verify`: what `cargo publish` would
+/// upload) and unpacks each into a fresh `target/package/unpacked`, under a workspace
+/// manifest of those copies alone that patches crates.io's name of each to its copy and the
+/// repository's `Cargo.lock` (the versions the tests ran with). Returns that directory.
+fn unpacked(metadata: &Value) -> Result<PathBuf, String> {
+    let mut command = Command::new("cargo");
+    // Uncommitted files are packaged too: the check is of the working tree.
+    command.args(["package", "--allow-dirty", "--no-verify"]);
+    for krate in PUBLISHED {
+        command.args(["-p", krate]);
+    }
+    workspace::run(&mut command)?;
+    let target = PathBuf::from(
+        metadata["target_directory"]
+            .as_str()
+            .ok_or("cargo metadata names no target directory")?,
+    );
+    let dir = target.join("package/unpacked");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let versions: Vec<(&str, &str)> = packages(metadata)
+        .filter_map(|p| Some((p["name"].as_str()?, p["version"].as_str()?)))
+        .filter(|(name, _)| PUBLISHED.contains(name))
         .collect();
+    let mut members = Vec::new();
+    let mut patches = Vec::new();
+    for (name, version) in &versions {
+        let copy = format!("{name}-{version}");
+        let archive = target.join("package").join(format!("{copy}.crate"));
+        // `-m`: the files get this moment as their time, so the check never takes an earlier
+        // run's build of a changed file as fresh.
+        workspace::run(
+            Command::new("tar")
+                .arg("-xzmf")
+                .arg(&archive)
+                .arg("-C")
+                .arg(&dir),
+        )?;
+        members.push(format!("{copy:?}"));
+        patches.push(format!("{name} = {{ path = {copy:?} }}"));
+    }
+    let manifest = format!(
+        "# The published crates as packaged (`cargo xtask package`): made and removed by it.\n\
+         [workspace]\nresolver = \"3\"\nmembers = [{}]\n\n[patch.crates-io]\n{}\n",
+        members.join(", "),
+        patches.join("\n")
+    );
+    let write = |path: &Path, text: &[u8]| {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    write(&dir.join("Cargo.toml"), manifest.as_bytes())?;
+    let lock = workspace::root().join("Cargo.lock");
+    let lock = std::fs::read(&lock).map_err(|e| format!("cannot read {}: {e}", lock.display()))?;
+    write(&dir.join("Cargo.lock"), &lock)?;
+    Ok(dir)
+}
+
+/// `cargo check --all-features` of the packaged copies in `dir`, in the workspace's target
+/// directory (the dependencies the clippy run checked are taken as they are), and each
+/// crate's outcome: passed when its targets compiled with no error; failed with its errors,
+/// or, when it had none, because a crate it needs failed (`--keep-going` checks the rest).
+fn checked(dir: &Path) -> Vec<(&'static str, Result<(), String>)> {
+    let mut command = Command::new("cargo");
+    command
+        .args(["check", "--workspace", "--all-features", "--keep-going"])
+        .arg("--message-format=json")
+        .current_dir(dir);
+    // `unpacked/` sits in `target/package/`: the workspace's target directory is two up.
+    if let Some(target) = dir.parent().and_then(Path::parent) {
+        command.env("CARGO_TARGET_DIR", target);
+    }
+    match workspace::run_captured(&mut command) {
+        Ok((output, _)) => compiled(&output),
+        Err(e) => PUBLISHED.iter().map(|k| (*k, Err(e.clone()))).collect(),
+    }
+}
+
+/// Each published crate's outcome read from `cargo check --message-format=json`'s `output`:
+/// its `compiler-artifact` messages, and its `compiler-message` errors.
+fn compiled(output: &str) -> Vec<(&'static str, Result<(), String>)> {
+    let messages: Vec<Value> = output
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    // A package id is `path+file:///DIR/NAME-VERSION#NAME@VERSION` (or `#VERSION` when the
+    // directory is the name): the name is the part before `@` after `#`, else the directory's.
+    let of = |m: &Value, krate: &str| {
+        m["package_id"].as_str().is_some_and(|id| {
+            id.rsplit_once('#').is_some_and(|(path, tail)| {
+                tail.split_once('@').map_or(
+                    path.rsplit('/').next().is_some_and(|dir| {
+                        dir.strip_prefix(krate).is_some_and(|v| v.starts_with('-'))
+                    }),
+                    |(name, _)| name == krate,
+                )
+            })
+        })
+    };
+    // What cargo printed besides JSON: a build script's failure, a resolution error.
+    let text: String = output
+        .lines()
+        .filter(|line| !line.starts_with('{'))
+        .collect::<Vec<_>>()
+        .join("\n");
     PUBLISHED
         .iter()
         .map(|&krate| {
-            let at = started.iter().position(|&name| name == krate);
-            let outcome = match at {
-                None => Err(format!(
-                    "cargo package never verified it (no `Verifying {krate}` line){}",
-                    if succeeded {
-                        String::new()
-                    } else {
-                        format!(":\n{}", tail(output))
-                    }
-                )),
-                Some(at) if !succeeded && at + 1 == started.len() => Err(tail(output)),
-                Some(_) => Ok(()),
+            let errors: Vec<&str> = messages
+                .iter()
+                .filter(|m| m["reason"] == "compiler-message" && of(m, krate))
+                .filter(|m| m["message"]["level"] == "error")
+                .filter_map(|m| m["message"]["rendered"].as_str())
+                .collect();
+            let built = messages
+                .iter()
+                .any(|m| m["reason"] == "compiler-artifact" && of(m, krate));
+            let outcome = if !errors.is_empty() {
+                Err(errors.join("\n"))
+            } else if built {
+                Ok(())
+            } else {
+                Err(format!(
+                    "its package's copy was not checked (a crate it needs failed, or cargo \
+                     stopped):\n{}",
+                    tail(&text)
+                ))
             };
             (krate, outcome)
         })
         .collect()
-}
-
-/// Forgets what an earlier `cargo package` made of our crates from its local registry: the
-/// copies it unpacked (`$CARGO_HOME/registry/src/-HASH/NAME-VERSION`) and what it built of
-/// them (`cargo clean -p NAME`). Cargo takes a registry's version as never changing: it
-/// unpacks it only when no copy is there and rebuilds it only by its version, so a crate
-/// changed under the same version would build its dependents against the old one.
-/// crates.io's copies (`index.crates.io-*`) are never touched.
-fn forget_unpacked(metadata: &Value) {
-    let home = std::env::var_os("CARGO_HOME").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo"),
-        PathBuf::from,
-    );
-    let ours: Vec<(&str, &str)> = packages(metadata)
-        .filter_map(|p| Some((p["name"].as_str()?, p["version"].as_str()?)))
-        .filter(|(name, _)| PUBLISHED.contains(name))
-        .collect();
-    let remove = |path: &Path| {
-        if let Err(e) = std::fs::remove_dir_all(path) {
-            eprintln!("xtask: cannot remove {}: {e}", path.display());
-        }
-    };
-    if let Ok(registries) = std::fs::read_dir(home.join("registry/src")) {
-        for registry in registries.flatten() {
-            if !registry.file_name().to_string_lossy().starts_with('-') {
-                continue;
-            }
-            for (name, version) in &ours {
-                let unpacked = registry.path().join(format!("{name}-{version}"));
-                if unpacked.exists() {
-                    remove(&unpacked);
-                }
-            }
-        }
-    }
-    // What was built of them from the local registry is taken as fresh by its version
-    // alone: cleaned (their workspace builds with it; a fresh clone has none anyway).
-    let mut clean = Command::new("cargo");
-    clean.arg("clean").arg("-q");
-    for (name, _) in &ours {
-        clean.args(["-p", name]);
-    }
-    if let Err(e) = clean.current_dir(workspace::root()).status() {
-        eprintln!("xtask: cannot run cargo clean: {e}");
-    }
 }
 
 /// `cargo xtask package`: the check alone.
@@ -235,38 +291,44 @@ fn tail(out: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{PUBLISHED, verified};
+    use super::{PUBLISHED, compiled};
 
-    /// `cargo package`'s lines for the first `n` crates of [`PUBLISHED`].
-    fn run(n: usize) -> String {
-        PUBLISHED[..n]
-            .iter()
-            .map(|k| format!("   Verifying {k} v0.1.0 (/w/{k})\n   Compiling {k} v0.1.0\n"))
-            .collect()
+    /// cargo's JSON line for an artifact of `krate`'s packaged copy.
+    fn artifact(krate: &str) -> String {
+        format!(
+            r#"{{"reason":"compiler-artifact","package_id":"path+file:///t/package/unpacked/{krate}-0.1.0#{krate}@0.1.0","target":{{"kind":["lib"]}}}}"#
+        )
     }
 
     #[test]
-    fn each_crate_counts_by_its_own_verification() {
-        let all = verified(&run(PUBLISHED.len()), true);
-        assert!(all.iter().all(|(_, o)| o.is_ok()), "{all:?}");
-        // The third fails: two passed, it failed with the output's end, the rest never ran.
-        let out = run(3) + "error[E0425]: cannot find value `x`\n";
-        let some = verified(&out, false);
-        let failed: Vec<&str> = some
+    fn each_crate_counts_by_its_own_artifacts_and_errors() {
+        let all: String = PUBLISHED.iter().map(|k| artifact(k) + "\n").collect();
+        let outcomes = compiled(&all);
+        assert!(outcomes.iter().all(|(_, o)| o.is_ok()), "{outcomes:?}");
+        // The third has an error: the two before it passed, it failed with its error, and
+        // the rest were never checked.
+        let error = r#"{"reason":"compiler-message","package_id":"path+file:///t/package/unpacked/device-filter-0.1.0#device-filter@0.1.0","message":{"level":"error","rendered":"error[E0583]: file not found for module `tf`"}}"#;
+        let some = format!(
+            "{}\n{}\n{error}\nerror: could not compile `device-filter`\n",
+            artifact(PUBLISHED[0]),
+            artifact(PUBLISHED[1])
+        );
+        let outcomes = compiled(&some);
+        let failed: Vec<&str> = outcomes
             .iter()
             .filter(|(_, o)| o.is_err())
             .map(|(k, _)| *k)
             .collect();
         assert_eq!(failed, PUBLISHED[2..]);
-        assert!(some[2].1.as_ref().unwrap_err().contains("E0425"));
+        assert!(outcomes[2].1.as_ref().unwrap_err().contains("E0583"));
         assert!(
-            some[3]
+            outcomes[3]
                 .1
                 .as_ref()
                 .unwrap_err()
-                .starts_with("cargo package never verified it")
+                .starts_with("its package's copy was not checked")
         );
-        // A run that says it succeeded but never named a crate passes none.
-        assert!(verified("", true).iter().all(|(_, o)| o.is_err()));
+        // A run that built nothing passes none.
+        assert!(compiled("").iter().all(|(_, o)| o.is_err()));
     }
 }

@@ -67,8 +67,7 @@ pub(crate) fn run() -> Result<(), String> {
     let mut tally = Tally::default();
     // Every relative link of the docs resolves: a file, a heading.
     tally.add([timings.time("suite: links", doc_links::suite)]);
-    // Every published crate packages, and builds from its package alone. Before the first
-    // build of the tests: it forgets what cargo built of our crates (`cargo clean -p`).
+    // Every published crate packages, and compiles from its package alone.
     tally.add([timings.time("suite: package", package::suite)]);
     // Every shell example of the README and the guide runs as written (Slurm's: below). The
     // tests' build is made here, once, for every suite below.
