@@ -153,7 +153,7 @@ pub(crate) fn all_pythons(with_tensorflow: bool) -> Result<(), String> {
         // With TensorFlow where it has a wheel for this Python: every test but stubtest's and
         // protoc's.
         let tensorflow = with_tensorflow
-            && workspace::run(venv::pip(&python, "install").arg(tf_venv::TENSORFLOW)).is_ok();
+            && workspace::run(venv::pip(&python, "install").args(tf_venv::INSTALL)).is_ok();
         let mut pytest = venv::command(&python);
         pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]);
         if tensorflow {
