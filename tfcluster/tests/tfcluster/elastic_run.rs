@@ -171,15 +171,19 @@ fn seen(agents: &[Launch; 2]) -> Vec<(u32, u32, u64, u32, serde_json::Value)> {
         .collect()
 }
 
-/// Waits for both agents and asserts their exit codes, showing both agents' stderr if not.
+/// Waits for both agents and asserts their exit codes (`None`: still running after
+/// `timeout`), showing both agents' output if not.
 pub(super) fn expect_exits(agents: &mut [Launch; 2], timeout: Duration, expected: [i32; 2]) {
-    let a = agents[0].wait(timeout).code().unwrap_or(-1);
-    let b = agents[1].wait(timeout).code().unwrap_or(-1);
+    let codes = agents
+        .each_mut()
+        .map(|agent| agent.exited_within(timeout).map(|s| s.code().unwrap_or(-1)));
     assert_eq!(
-        [a, b],
-        expected,
-        "{}\n{}",
+        codes,
+        expected.map(Some),
+        "--- a's stdout ---\n{}\n--- a's stderr ---\n{}\n--- b's stdout ---\n{}\n--- b's stderr ---\n{}",
+        agents[0].stdout(),
         agents[0].stderr(),
+        agents[1].stdout(),
         agents[1].stderr()
     );
 }
@@ -262,16 +266,17 @@ fn a_failure_kills_the_deaf_survivors_at_once_whatever_the_grace() {
 
 #[test]
 fn tasks_stopping_for_longer_than_the_rdzv_timeout_do_not_lose_their_hosts() {
-    // The deaf tasks take the whole 3 s failure grace to stop, longer than the 1 s a host
-    // may be silent: the agents keep talking to the rendezvous meanwhile.
+    // The deaf tasks take the whole 8 s failure grace to stop, longer than the 3 s a host
+    // may be silent: the agents keep talking to the rendezvous meanwhile. (With 1 s, a
+    // heartbeat every 333 ms, an agent stalled 0.7 s on a loaded machine was lost: a flake.)
     let dir = scratch("deaf");
     let flags = [
         "--tasks-per-node",
         "2",
         "--failure-grace",
-        "3s",
+        "8s",
         "--rdzv-timeout",
-        "1s",
+        "3s",
     ];
     let env = [("PLAN", "deaf-once")];
     let mut agents = two_agents_running(dir.path(), &env, &flags, &["sh", "-c", TASK]);

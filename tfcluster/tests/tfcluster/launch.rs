@@ -97,14 +97,21 @@ impl Launch {
     /// If it runs longer, or its output stays open 10 s after it exited (a process it
     /// started holds it), with its output.
     pub(super) fn wait(&mut self, timeout: Duration) -> ExitStatus {
+        self.exited_within(timeout)
+            .unwrap_or_else(|| self.fail(&format!("still running after {timeout:?}")))
+    }
+
+    /// As [`wait`](Self::wait), but `None` when it still runs after `timeout`: for a test
+    /// that shows more than this process's output when it hangs.
+    pub(super) fn exited_within(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("waitable") {
                 self.read_to_the_end(status);
-                return status;
+                return Some(status);
             }
             if started.elapsed() > timeout {
-                self.fail(&format!("still running after {timeout:?}"));
+                return None;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
