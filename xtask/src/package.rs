@@ -1,5 +1,5 @@
 //! `cargo xtask package`: every crate users depend on packaged as `cargo publish` would
-//! package it, and built from the packages' contents alone: each `.crate` unpacked under
+//! package it, and compiled from the packages' contents alone: each `.crate` unpacked under
 //! `target/package/unpacked`, those copies made a workspace of their own (each crate's
 //! dependencies on the others patched to their packaged copies, nothing else of the
 //! repository: the proto files and generated code must be inside the crate), and checked
@@ -54,7 +54,7 @@ pub(crate) fn suite() -> Suite {
         metadata.as_ref().map_err(Clone::clone).and_then(described),
     );
     let outcomes = match metadata.and_then(|metadata| unpacked(&metadata)) {
-        Ok(copies) => checked(&copies),
+        Ok((copies, target)) => checked(&copies, &target),
         Err(e) => PUBLISHED.iter().map(|k| (*k, Err(e.clone()))).collect(),
     };
     for (krate, outcome) in outcomes {
@@ -66,8 +66,9 @@ pub(crate) fn suite() -> Suite {
 /// Packages every published crate (`cargo package --no-verify`: what `cargo publish` would
 /// upload) and unpacks each into a fresh `target/package/unpacked`, under a workspace
 /// manifest of those copies alone that patches crates.io's name of each to its copy and the
-/// repository's `Cargo.lock` (the versions the tests ran with). Returns that directory.
-fn unpacked(metadata: &Value) -> Result<PathBuf, String> {
+/// repository's `Cargo.lock` (the versions the tests ran with). Returns that directory and
+/// the workspace's target directory.
+fn unpacked(metadata: &Value) -> Result<(PathBuf, PathBuf), String> {
     let mut command = Command::new("cargo");
     // Uncommitted files are packaged too: the check is of the working tree.
     command.args(["package", "--allow-dirty", "--no-verify"]);
@@ -113,30 +114,26 @@ fn unpacked(metadata: &Value) -> Result<PathBuf, String> {
         members.join(", "),
         patches.join("\n")
     );
-    let write = |path: &Path, text: &[u8]| {
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
-    };
-    write(&dir.join("Cargo.toml"), manifest.as_bytes())?;
+    let manifest_path = dir.join("Cargo.toml");
+    std::fs::write(&manifest_path, manifest)
+        .map_err(|e| format!("cannot write {}: {e}", manifest_path.display()))?;
     let lock = workspace::root().join("Cargo.lock");
-    let lock = std::fs::read(&lock).map_err(|e| format!("cannot read {}: {e}", lock.display()))?;
-    write(&dir.join("Cargo.lock"), &lock)?;
-    Ok(dir)
+    std::fs::copy(&lock, dir.join("Cargo.lock"))
+        .map_err(|e| format!("cannot copy {} into {}: {e}", lock.display(), dir.display()))?;
+    Ok((dir, target))
 }
 
 /// `cargo check --all-features` of the packaged copies in `dir`, in the workspace's target
-/// directory (the dependencies the clippy run checked are taken as they are), and each
+/// directory `target` (the dependencies the clippy run checked are taken as they are), and each
 /// crate's outcome: passed when its targets compiled with no error; failed with its errors,
 /// or, when it had none, because a crate it needs failed (`--keep-going` checks the rest).
-fn checked(dir: &Path) -> Vec<(&'static str, Result<(), String>)> {
+fn checked(dir: &Path, target: &Path) -> Vec<(&'static str, Result<(), String>)> {
     let mut command = Command::new("cargo");
     command
         .args(["check", "--workspace", "--all-features", "--keep-going"])
         .arg("--message-format=json")
+        .env("CARGO_TARGET_DIR", target)
         .current_dir(dir);
-    // `unpacked/` sits in `target/package/`: the workspace's target directory is two up.
-    if let Some(target) = dir.parent().and_then(Path::parent) {
-        command.env("CARGO_TARGET_DIR", target);
-    }
     match workspace::run_captured(&mut command) {
         Ok((output, _)) => compiled(&output),
         Err(e) => PUBLISHED.iter().map(|k| (*k, Err(e.clone()))).collect(),
@@ -150,19 +147,14 @@ fn compiled(output: &str) -> Vec<(&'static str, Result<(), String>)> {
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect();
-    // A package id is `path+file:///DIR/NAME-VERSION#NAME@VERSION` (or `#VERSION` when the
-    // directory is the name): the name is the part before `@` after `#`, else the directory's.
+    // A copy's package id is `path+file:///DIR/NAME-VERSION#NAME@VERSION` (cargo writes the
+    // name because the directory is not it): the name is between `#` and `@`.
     let of = |m: &Value, krate: &str| {
-        m["package_id"].as_str().is_some_and(|id| {
-            id.rsplit_once('#').is_some_and(|(path, tail)| {
-                tail.split_once('@').map_or(
-                    path.rsplit('/').next().is_some_and(|dir| {
-                        dir.strip_prefix(krate).is_some_and(|v| v.starts_with('-'))
-                    }),
-                    |(name, _)| name == krate,
-                )
-            })
-        })
+        m["package_id"]
+            .as_str()
+            .and_then(|id| id.rsplit_once('#'))
+            .and_then(|(_, tail)| tail.split_once('@'))
+            .is_some_and(|(name, _)| name == krate)
     };
     // What cargo printed besides JSON: a build script's failure, a resolution error.
     let text: String = output

@@ -26,11 +26,7 @@ impl Venv<'_> {
 
     /// Whether `python` passes the check.
     pub(crate) fn ready(&self, python: &Path) -> bool {
-        Command::new(python)
-            .args(["-c", self.check])
-            .env("TF_CPP_MIN_LOG_LEVEL", "3")
-            .output()
-            .is_ok_and(|out| out.status.success())
+        passes(python, self.check)
     }
 
     /// Makes the venv when it is missing or fails the check: each of `installs` (pip install
@@ -69,6 +65,15 @@ impl Venv<'_> {
             failures.join("; ")
         ))
     }
+}
+
+/// Whether `python -c check` exits 0 (TensorFlow's logs quiet).
+pub(crate) fn passes(python: &Path, check: &str) -> bool {
+    Command::new(python)
+        .args(["-c", check])
+        .env("TF_CPP_MIN_LOG_LEVEL", "3")
+        .output()
+        .is_ok_and(|out| out.status.success())
 }
 
 /// A command running the venv's `python`, with the venv's scripts on PATH as an activated
