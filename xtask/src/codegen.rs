@@ -4,6 +4,9 @@
 //!
 //! With `--check`, generate into a temporary directory and fail if any file differs from the
 //! committed one, so CI catches a `.proto` edit without regenerated code.
+//!
+//! The same command writes (and checks) etcd-client's protoc stand-in
+//! (`protoc_standin.rs`) and the crate made of the Rust guide page (`guide_rust.rs`).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -76,7 +79,10 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
     let failures: Vec<String> = CRATES
         .iter()
         .map(|krate| run_one(krate, check))
-        .chain([crate::protoc_standin::run(check)])
+        .chain([
+            crate::protoc_standin::run(check),
+            crate::guide_rust::run(check),
+        ])
         .filter_map(Result::err)
         .collect();
     if failures.is_empty() {

@@ -19,6 +19,7 @@ mod etcd;
 mod features;
 mod fuzz;
 mod guide;
+mod guide_rust;
 mod host_jobs;
 mod host_network;
 mod image;

@@ -13,8 +13,8 @@ use std::process::Command;
 use crate::tally::{self, Floors, Tally};
 use crate::timings::Timings;
 use crate::{
-    codegen, doc_links, etcd, features, guide, host_jobs, image, interop, kubernetes, package,
-    prometheus, public_api, python, release_workflow, slurm, tf_venv, workspace,
+    codegen, doc_links, etcd, features, guide, guide_rust, host_jobs, image, interop, kubernetes,
+    package, prometheus, public_api, python, release_workflow, slurm, tf_venv, workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
@@ -53,6 +53,10 @@ pub(crate) fn run() -> Result<(), String> {
     })?;
     timings.time("check: clippy, each crate's feature sets", features::check)?;
     timings.time("check: codegen", || codegen::run(true))?;
+    timings.time(
+        "check: the Rust guide page's crate alone",
+        guide_rust::clippy_alone,
+    )?;
     // An API change without its listing regenerated: the review would not show it.
     timings.time("check: public-API listings", || public_api::run(true))?;
     // Broken intra-doc links and bad doc markup fail like any other warning.
