@@ -175,7 +175,12 @@ impl WarmPool {
                 spec.env.iter().cloned().chain(progress_file).collect();
             match warm.hand_over(&env).await {
                 Ok((process, imported)) => {
-                    tracing::debug!(task = %spec.name, "started in its warm interpreter");
+                    if imported.is_done() {
+                        tracing::debug!(task = %spec.name, "started in its warm interpreter");
+                    } else {
+                        // Said: the restart then takes what is left of the imports.
+                        tracing::info!(task = %spec.name, "started in its warm interpreter, whose imports are not done yet: the task runs once they are");
+                    }
                     self.handed[local as usize] = Some(imported);
                     return Ok(tasks.adopt(spec.name, spec.log, process, beacon));
                 }

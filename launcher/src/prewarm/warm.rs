@@ -37,6 +37,11 @@ impl Imported {
     pub(crate) async fn done(mut self) {
         let _ = self.0.wait_for(|&done| done).await;
     }
+
+    /// Whether the imports are done (or failed, or the interpreter ended) already.
+    pub(crate) fn is_done(&self) -> bool {
+        *self.0.borrow()
+    }
 }
 
 impl Warm {

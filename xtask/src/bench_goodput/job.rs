@@ -22,6 +22,8 @@ pub(super) const HOSTS: usize = 3;
 const FIRST: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 200);
 /// The script every task runs.
 const SCRIPT: &str = "xtask/src/bench_goodput/goodput_train.py";
+/// What an agent logs when a warm interpreter has done its imports (`launcher::prewarm`).
+const WARM_READY: &str = "warm interpreter ready";
 
 /// A side's job; see the module docs.
 pub(super) struct Job {
@@ -193,6 +195,33 @@ impl Job {
             .collect()
     }
 
+    /// Waits up to `timeout` until every running agent holds a warm interpreter, its
+    /// imports done, for its task's next round (`warm interpreter ready` logged once more
+    /// than its task has started: each start takes one); whether they all did.
+    pub(super) fn wait_spares(&self, timeout: Duration) -> Result<bool, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            interrupt::check()?;
+            if (0..HOSTS).all(|h| self.spare_ready(h)) {
+                return Ok(true);
+            }
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Whether host `h`'s agent, if it runs, has a ready interpreter its task has not taken.
+    fn spare_ready(&self, h: usize) -> bool {
+        if self.agents[h].is_none() {
+            return true;
+        }
+        let (out, log) = self.output_files(h, self.starts[h]);
+        let read = |path: &Path| fs::read_to_string(path).unwrap_or_default();
+        holds_spare(&read(&out), &read(&log))
+    }
+
     /// The pid of host `h`'s running agent.
     pub(super) fn agent_pid(&self, h: usize) -> Option<u32> {
         self.agents[h].as_ref().map(|a| a.0.id())
@@ -244,6 +273,16 @@ impl Job {
     }
 }
 
+/// Whether an agent whose tasks printed `out` and which logged `log` holds a ready warm
+/// interpreter that no task has taken: one more ready than tasks started.
+fn holds_spare(out: &str, log: &str) -> bool {
+    let started = marks::parse_all(out)
+        .iter()
+        .filter(|m| m.what == What::Start)
+        .count();
+    log.matches(WARM_READY).count() > started
+}
+
 /// The newest round whose steps have begun, when it has `hosts` tasks and its chief has made
 /// `steps` steps since its restore.
 fn steady(marks: &[Mark], hosts: usize, steps: u64) -> Option<u32> {
@@ -265,4 +304,23 @@ fn steady(marks: &[Mark], hosts: usize, steps: u64) -> Option<u32> {
     };
     let made = of_chief(What::Step)?.checked_sub(of_chief(What::Restored)?)?;
     (tasks == hosts && made >= steps).then_some(round)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spare_is_an_interpreter_ready_beyond_those_the_tasks_took() {
+        let ready = "2026-12-02T11:00:00.000Z  INFO launcher::prewarm::warm: warm interpreter ready local_task=0 import_ms=8640\n";
+        let start = |round: u32| format!("[h/worker:1] goodput {round} start 1.0 42\n");
+        // The first interpreter, before the first round.
+        assert!(holds_spare("", ready));
+        // Handed to round 1: the next one still imports.
+        assert!(!holds_spare(&start(1), ready));
+        assert!(holds_spare(&start(1), &ready.repeat(2)));
+        // Round 2 took that one; the next one still imports.
+        assert!(!holds_spare(&(start(1) + &start(2)), &ready.repeat(2)));
+        assert!(holds_spare(&(start(1) + &start(2)), &ready.repeat(3)));
+    }
 }

@@ -18,10 +18,15 @@ use crate::signal::signal;
 use crate::wall_clock::now_ns;
 
 /// How long the first round may take to train (TensorFlow's imports on two busy cores), and
-/// a round after a repair (a rejoining host: a restart of every task).
-const START_TIMEOUT: Duration = Duration::from_secs(240);
+/// a round after a repair (a rejoining host: a restart of every task). A rejoining host may
+/// also wait out the rendezvous's churn budget (after 3 rounds ended by hosts joining or
+/// leaving, one more each 200 s): 240 s stopped a run's faults at the third host fault.
+const START_TIMEOUT: Duration = Duration::from_secs(420);
 /// Steps a round makes before a fault hits it: training is steady and has checkpointed.
 pub(super) const STEADY_STEPS: u64 = 12;
+/// How long a fault waits for the warm interpreters of the next round to be ready (8–9 s
+/// of imports on two busy cores).
+const SPARES_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the goodput run kills a task.
 const FAULT_EVERY: Duration = Duration::from_secs(60);
 
@@ -115,8 +120,7 @@ fn faults(
     figures.command = job.command_line();
     job.start_all()?;
     let round = job.wait_steady(HOSTS, STEADY_STEPS, START_TIMEOUT)?;
-    // Settled: a warm interpreter, where there is one, is ready by now.
-    interrupt::sleep(Duration::from_secs(2))?;
+    spares(side, &job)?;
     figures.memory = Memory::of(&job, round);
     // Each fault's time and round, kept beside the marks and logs for a look at one run.
     let mut made = String::new();
@@ -128,6 +132,7 @@ fn faults(
                 // whatever its steps do: a hang is judged by the watchdog's period after it.
                 interrupt::sleep(WATCHDOG_START)?;
             }
+            spares(side, &job)?;
             let injected = recoveries.fault.inject(&mut job, round)?;
             made.push_str(&format!(
                 "{} {} {:?}\n",
@@ -162,6 +167,19 @@ fn faults(
             }
             injected.repair(&mut job)?;
         }
+    }
+    Ok(())
+}
+
+/// On the side with warm interpreters, waits until every agent's interpreter for the next
+/// round has done its imports: a fault before then measures how far that import had got (a
+/// restart waits for it), not a warm restart. Said, and gone on, after [`SPARES_TIMEOUT`].
+fn spares(side: Side, job: &Job) -> Result<(), String> {
+    if side == Side::New && !job.wait_spares(SPARES_TIMEOUT)? {
+        eprintln!(
+            "xtask: {}: not every agent's warm interpreter was ready within {SPARES_TIMEOUT:?}; the fault is made anyway",
+            side.label()
+        );
     }
     Ok(())
 }

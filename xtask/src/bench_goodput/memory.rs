@@ -1,16 +1,19 @@
-//! A job's memory while it trains: each agent's resident memory (VmRSS), each task's, and
-//! each warm interpreter's that an agent holds for its next round (a child of the agent that
-//! is not one of the round's tasks).
+//! A job's memory while it trains: each agent's resident memory (VmRSS) and its private part
+//! (RssAnon), each task's, and each warm interpreter's that an agent holds for its next round
+//! (a child of the agent that is not one of the round's tasks).
 
 use super::job::{HOSTS, Job};
 use super::marks::What;
-use crate::child::rss_mb;
+use crate::child::{rss_mb, status_mb};
 use crate::proc_stat;
 
 /// Resident memory in MB: of each agent, each task of the round, each warm interpreter.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Memory {
     pub(super) agents_mb: Vec<f64>,
+    /// Each agent's private memory: the rest of its VmRSS is the binary's and libraries'
+    /// pages, shared by every process of the host that maps them.
+    pub(super) agents_private_mb: Vec<f64>,
     pub(super) tasks_mb: Vec<f64>,
     pub(super) warm_mb: Vec<f64>,
 }
@@ -32,6 +35,10 @@ impl Memory {
         let rss = |pids: &[u32]| pids.iter().filter_map(|&pid| rss_mb(pid).ok()).collect();
         Self {
             agents_mb: rss(&agents),
+            agents_private_mb: agents
+                .iter()
+                .filter_map(|&pid| status_mb(pid, "RssAnon").ok())
+                .collect(),
             tasks_mb: rss(&tasks),
             warm_mb: rss(&warm),
         }

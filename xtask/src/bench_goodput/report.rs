@@ -53,7 +53,11 @@ pub(super) fn render(sides: &[Figures], context: &Context) -> String {
     for figures in sides {
         let _ = writeln!(out, "- {}", goodput(figures));
     }
-    out.push_str("\nResident memory (VmRSS) while training, before the first fault:\n\n");
+    out.push_str(
+        "\nResident memory (VmRSS) while training, before the first fault (most of an agent's \
+         is the binary's pages the kernel mapped for it, shared by every process of the host \
+         that runs the binary; its private part is RssAnon):\n\n",
+    );
     for figures in sides {
         let _ = writeln!(out, "- {}", memory(figures));
     }
@@ -103,7 +107,9 @@ fn header(sides: &[Figures], context: &Context) -> String {
          shares, restored at each round's start, and a timestamped line at each point below \
          (the wall clock, which every namespace shares); the agents run with `-v` and their \
          log lines are read for the rest. {}. Each fault is made {} time(s) on one job once \
-         its round has made {} steps, and timed from the fault to the first step of the next \
+         its round has made {} steps and (tfcluster) every agent's warm interpreter for the \
+         next round has done its imports (on these two cores three TensorFlow imports beside \
+         the training take 8–9 s, and a restart before then waits for them), and timed from the fault to the first step of the next \
          round that trains (every task's): a task that is not the chief SIGKILLed; the same \
          SIGSTOPped (a hung task: only a watchdog notices it; waited for 60 s at most, then \
          killed to go on); the last host's link set down (the others go on with 2 hosts); the \
@@ -254,9 +260,11 @@ fn memory(figures: &Figures) -> String {
         format!("{} each", range(&m.warm_mb))
     };
     format!(
-        "{}: agents {} (target ≤ {AGENT_MB} MB: {met}); tasks {}; warm interpreters: {warm}.",
+        "{}: agents {} (target ≤ {AGENT_MB} MB: {met}), of it private (RssAnon) {}; tasks {}; \
+         warm interpreters: {warm}.",
         figures.side.label(),
         range(&m.agents_mb),
+        range(&m.agents_private_mb),
         range(&m.tasks_mb)
     )
 }
