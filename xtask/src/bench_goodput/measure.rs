@@ -24,7 +24,7 @@ use crate::wall_clock::now_ns;
 const START_TIMEOUT: Duration = Duration::from_secs(420);
 /// Steps a round makes before a fault hits it: training is steady and has checkpointed.
 pub(super) const STEADY_STEPS: u64 = 12;
-/// How long a fault waits for the warm interpreters of the next round to be ready (8–9 s
+/// How long a fault waits for the warm interpreters of the next round to be ready (8–14 s
 /// of imports on two busy cores).
 const SPARES_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the goodput run kills a task.

@@ -4,7 +4,7 @@
 
 use super::job::{HOSTS, Job};
 use super::marks::What;
-use crate::child::{rss_mb, status_mb};
+use crate::child::status_mb;
 use crate::proc_stat;
 
 /// Resident memory in MB: of each agent, each task of the round, each warm interpreter.
@@ -32,15 +32,16 @@ impl Memory {
             .filter(|p| agents.contains(&p.parent) && !tasks.contains(&p.pid))
             .map(|p| p.pid)
             .collect();
-        let rss = |pids: &[u32]| pids.iter().filter_map(|&pid| rss_mb(pid).ok()).collect();
+        let mb = |pids: &[u32], field: &str| {
+            pids.iter()
+                .filter_map(|&pid| status_mb(pid, field).ok())
+                .collect()
+        };
         Self {
-            agents_mb: rss(&agents),
-            agents_private_mb: agents
-                .iter()
-                .filter_map(|&pid| status_mb(pid, "RssAnon").ok())
-                .collect(),
-            tasks_mb: rss(&tasks),
-            warm_mb: rss(&warm),
+            agents_mb: mb(&agents, "VmRSS"),
+            agents_private_mb: mb(&agents, "RssAnon"),
+            tasks_mb: mb(&tasks, "VmRSS"),
+            warm_mb: mb(&warm, "VmRSS"),
         }
     }
 }

@@ -108,9 +108,9 @@ fn header(sides: &[Figures], context: &Context) -> String {
          (the wall clock, which every namespace shares); the agents run with `-v` and their \
          log lines are read for the rest. {}. Each fault is made {} time(s) on one job once \
          its round has made {} steps and (tfcluster) every agent's warm interpreter for the \
-         next round has done its imports (on these two cores three TensorFlow imports beside \
-         the training take 8–9 s, and a restart before then waits for them), and timed from the fault to the first step of the next \
-         round that trains (every task's): a task that is not the chief SIGKILLed; the same \
+         next round has done its imports (three TensorFlow imports beside the training take \
+         8–14 s on these two cores, and a restart before then waits for them), and timed \
+         from the fault to the first step of the next round that trains (every task's): a task that is not the chief SIGKILLed; the same \
          SIGSTOPped (a hung task: only a watchdog notices it; waited for 60 s at most, then \
          killed to go on); the last host's link set down (the others go on with 2 hosts); the \
          last host's agent and tasks SIGKILLed at once. After a host fault its agent is \
