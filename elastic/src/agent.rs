@@ -436,12 +436,16 @@ impl Agent {
         let mut warm =
             WarmPool::start(&self.options.command, prewarm, gpus, tasks_per_node).await?;
         let mut reserved = reserve(self.options.join.config().tasks_per_node())?;
-        let join = self.options.join.clone().with_ports(reserved.ports());
+        // Drawn now, so that a stop during the join can leave as this node.
+        let join = self
+            .options
+            .join
+            .clone()
+            .with_ports(reserved.ports())
+            .drawn();
         let metrics = &self.options.metrics;
         // From each join (or join again) to its round: `tfcluster_round_formation_seconds`.
         let mut waiting_since = Instant::now();
-        // A join dropped by the stop may have taken effect: the node, never heard from again,
-        // is lost at its heartbeat timeout.
         let healthy = self.check_runs().await?;
         let mut node = tokio::select! {
             node = async {
@@ -451,7 +455,14 @@ impl Agent {
                 }
                 Ok::<_, AgentError>(self.client.join(&join).await?)
             } => node?,
-            signal = next_signal(stop) => return Ok(AgentOutcome::Stopped(signal)),
+            signal = next_signal(stop) => {
+                // The join may have taken effect (its answer on the way): a node that is
+                // never heard from again would be lost, a failure counted against the job.
+                if let Err(e) = self.client.leave_cut_short(&join, LEAVE_WITHIN).await {
+                    tracing::debug!(error = %Chain(&e), "no leave after the join cut short");
+                }
+                return Ok(AgentOutcome::Stopped(signal));
+            }
         };
         span.record("node", node.node_id());
         metrics.set_joined(true);

@@ -197,6 +197,23 @@ impl Join {
         self.node_id = Some(node_id.into());
         self
     }
+
+    /// This join with its node's id and secret drawn (those it has are kept): joined, it is
+    /// this node, so that a join cut short can be left ([`RendezvousClient::leave_cut_short`]).
+    pub(crate) fn drawn(mut self) -> Self {
+        self.identity();
+        self
+    }
+
+    /// The node's id and secret, drawn when the join has none yet.
+    fn identity(&mut self) -> (String, NodeSecret) {
+        let node_id = self
+            .node_id
+            .get_or_insert_with(|| random_node_id(&self.name))
+            .clone();
+        let secret = self.secret.get_or_insert_with(NodeSecret::generate).clone();
+        (node_id, secret)
+    }
 }
 
 /// A node that joined a job: what later calls name, and which round it waits for. It holds
@@ -353,12 +370,8 @@ impl RendezvousClient {
     /// [`Join::with_node_id`] names one; with an id, joining again is the same node.
     pub async fn join(&self, join: &Join) -> Result<Node, Error> {
         let mut join = join.clone();
-        let node_id = join
-            .node_id
-            .get_or_insert_with(|| random_node_id(&join.name))
-            .clone();
-        // Drawn with the id, so that a retried join is the same node with the same secret.
-        let secret = join.secret.get_or_insert_with(NodeSecret::generate).clone();
+        // The secret is drawn with the id, so that a retried join is the same node.
+        let (node_id, secret) = join.identity();
         let args = JoinArgs {
             credentials: self.credentials(Some(&secret)),
             rdzv_id: join.rdzv_id.clone(),
@@ -724,16 +737,41 @@ impl RendezvousClient {
         self.leave_within(node, Instant::now(), within).await
     }
 
+    /// Leaves as the node of `join` (its identity [drawn](Join::drawn)), whose join was cut
+    /// short: it may have taken effect, its answer on the way, and a node never heard from
+    /// again would be lost at its heartbeat timeout, ending a round as a failure. One try,
+    /// giving up after `within`; a join that never arrived makes it a refusal, harmless.
+    pub(crate) async fn leave_cut_short(&self, join: &Join, within: Duration) -> Result<(), Error> {
+        let (Some(node_id), Some(secret)) = (&join.node_id, &join.secret) else {
+            return Ok(());
+        };
+        self.leave_as(&join.rdzv_id, node_id, secret, Instant::now(), within)
+            .await
+    }
+
     async fn leave_within(
         &self,
         node: &Node,
         give_up: Instant,
         attempt: Duration,
     ) -> Result<(), Error> {
+        let rdzv_id = &node.join.rdzv_id;
+        self.leave_as(rdzv_id, &node.node_id, &node.secret, give_up, attempt)
+            .await
+    }
+
+    async fn leave_as(
+        &self,
+        rdzv_id: &str,
+        node_id: &str,
+        secret: &NodeSecret,
+        give_up: Instant,
+        attempt: Duration,
+    ) -> Result<(), Error> {
         let leave = Leave {
-            credentials: self.credentials(Some(&node.secret)),
-            rdzv_id: node.join.rdzv_id.clone(),
-            node_id: node.node_id.clone(),
+            credentials: self.credentials(Some(secret)),
+            rdzv_id: rdzv_id.to_owned(),
+            node_id: node_id.to_owned(),
         };
         self.call("Leave", give_up, attempt, |backend, t| {
             let leave = leave.clone();

@@ -4,9 +4,10 @@
 //! refuses waits for want of memory, or tells an operator a dirty status and too many jobs.
 //! The client paces itself, refuses what is out of bounds, hands on only clean text of
 //! bounded length, and tries a refusal for now again after the pause the server asks for.
+//! One that takes a join and never answers it: an agent stopped then leaves as that node.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use elastic::proto::rendezvous_server::{Rendezvous, RendezvousServer};
@@ -31,11 +32,29 @@ enum Lie {
     /// The first two waits: `RESOURCE_EXHAUSTED`, with gRPC's retry pushback of this many ms
     /// (none: without); then the job succeeded.
     ExhaustedTwice(Option<u64>),
+    /// Joins: never answered.
+    JoinsUnanswered,
 }
 
 struct Fake {
     lie: Lie,
     waits: Arc<AtomicUsize>,
+    calls: Calls,
+}
+
+/// The joins and leaves the fake got: the call, the node's id and the secret it carried.
+type Calls = Arc<Mutex<Vec<(&'static str, String, String)>>>;
+
+impl Fake {
+    fn record<T>(&self, call: &'static str, request: &Request<T>, node_id: &str) {
+        let secret = request
+            .metadata()
+            .get("tfcluster-node-secret")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let entry = (call, node_id.to_owned(), secret.to_owned());
+        self.calls.lock().unwrap().push(entry);
+    }
 }
 
 const ESCAPES: &str = "\x1b[2J\x1b]0;owned\x07";
@@ -70,8 +89,10 @@ impl Rendezvous for Fake {
         &self,
         request: Request<proto::JoinRequest>,
     ) -> Result<Response<proto::JoinResponse>, Status> {
+        self.record("Join", &request, &request.get_ref().node_id);
         let timeout = match self.lie {
             Lie::HeartbeatTimeout(ms) => ms,
+            Lie::JoinsUnanswered => std::future::pending().await,
             _ => 3000,
         };
         Ok(Response::new(proto::JoinResponse {
@@ -134,8 +155,9 @@ impl Rendezvous for Fake {
 
     async fn leave(
         &self,
-        _: Request<proto::LeaveRequest>,
+        request: Request<proto::LeaveRequest>,
     ) -> Result<Response<proto::LeaveResponse>, Status> {
+        self.record("Leave", &request, &request.get_ref().node_id);
         Ok(Response::new(proto::LeaveResponse::default()))
     }
 
@@ -194,19 +216,27 @@ impl Rendezvous for Fake {
 
 /// Serves a [`Fake`] telling `lie` on loopback: its address and its count of waits.
 async fn fake(lie: Lie) -> (String, Arc<AtomicUsize>) {
+    let (addr, waits, _) = fake_recording(lie).await;
+    (addr, waits)
+}
+
+/// [`fake`], and the joins and leaves it gets.
+async fn fake_recording(lie: Lie) -> (String, Arc<AtomicUsize>, Calls) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let waits = Arc::new(AtomicUsize::new(0));
+    let calls = Calls::default();
     let service = RendezvousServer::new(Fake {
         lie,
         waits: Arc::clone(&waits),
+        calls: Arc::clone(&calls),
     });
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(service)
             .serve_with_incoming(TcpIncoming::from(listener)),
     );
-    (addr, waits)
+    (addr, waits, calls)
 }
 
 fn config() -> JobConfig {
@@ -308,6 +338,44 @@ fn a_dirty_job_end_reaches_the_agent_clean_and_short() {
             assert!(first.stderr_tail.ends_with("last line"));
             assert!(first.stderr_tail.starts_with("["), "the cut is said");
         }
+    });
+}
+
+/// An agent stopped while its join is under way leaves as the node it was joining as (same
+/// id, same secret): the join may have taken effect with its answer on the way, and a node
+/// never heard from again would be lost at its heartbeat timeout, a failure that counts
+/// against the job's restarts (seen in CI: the job failed instead of its round ending).
+#[test]
+fn an_agent_stopped_during_its_join_leaves_as_that_node() {
+    run(async {
+        let (addr, _, calls) = fake_recording(Lie::JoinsUnanswered).await;
+        let agent = Agent::new(
+            client(&addr),
+            AgentOptions::new(Join::new("job", config(), Vec::new()), vec!["true".into()])
+                .with_gpus_per_task(Some(elastic::launcher::GpusPerTask::Each(0))),
+        );
+        let stop = futures_util::stream::once(async {
+            // Until the fake holds the join.
+            while calls.lock().unwrap().is_empty() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            elastic::launcher::supervise::Signal::SIGTERM
+        });
+        let start = Instant::now();
+        let outcome = agent.run(stop).await.unwrap();
+        assert!(matches!(outcome, AgentOutcome::Stopped(_)), "{outcome:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+        let calls = calls.lock().unwrap().clone();
+        let [(joined, id, secret), (left, left_id, left_secret)] = &calls[..] else {
+            panic!("a join, then a leave: {calls:?}");
+        };
+        assert_eq!((*joined, *left), ("Join", "Leave"));
+        assert!(id.starts_with("node-") && !secret.is_empty(), "{calls:?}");
+        assert_eq!((id, secret), (left_id, left_secret));
     });
 }
 
