@@ -3,11 +3,13 @@
 //! The loop, per round: hold one free port per local task, join (or join again), wait for a
 //! round, start each local task with its `TF_CONFIG` (releasing its port just before), and
 //! heartbeat. A task that exits is reported (status, stderr tail); a failure ends the round
-//! for every node. When the round ends the agent joins again at once (with fresh ports, so
-//! the next round's last call does not close without it) and stops its tasks while it
-//! waits for the next round and heartbeats in it. The next round's tasks start once the old
-//! ones are gone. When the job succeeded the tasks get the grace to exit on their own; when
-//! it failed they are stopped. A stop asked by the caller (a signal) is passed on to the
+//! for every node. A node the rendezvous lost (its heartbeats unanswered for the heartbeat
+//! timeout, or refused as unknown) ends its round as a lost node does for the others. When
+//! the round ends the agent joins again at once (with fresh ports, so the next round's last
+//! call does not close without it) and stops its tasks while it waits for the next round
+//! and heartbeats in it. The next round's tasks start once the old ones are gone. When the
+//! job succeeded the tasks get the grace to exit on their own; when it failed they are
+//! stopped. A stop asked by the caller (a signal) is passed on to the
 //! tasks, which are then stopped as usual, and the agent leaves; a second signal kills them
 //! at once, as `run --local` does.
 //!
@@ -83,8 +85,8 @@ use launcher::{
 
 use crate::task_env::round_task_env;
 use crate::{
-    Error, Heartbeats, JobDone, Join, Node, RendezvousClient, Round, RoundStatus, TaskStatus,
-    Waited,
+    EndReason, Error, Heartbeats, JobDone, Join, Node, RendezvousClient, Round, RoundStatus,
+    TaskStatus, Waited,
 };
 
 /// How long the agent waits for a task's last stderr lines before reporting its exit.
@@ -720,16 +722,14 @@ impl Agent {
 
     /// Waits for the next round and starts heartbeating in it at once.
     async fn next_round(&self, node: &mut Node) -> Result<Next, Error> {
-        let timeout = self.options.join_timeout;
-        let waited = match &self.options.wait_watcher {
-            None => self.client.wait_round(node, timeout).await,
-            Some(Watcher(watcher)) => {
-                // However the wait ends: a signal drops it mid-wait.
-                let _ended = EndOfWait(watcher.as_ref());
-                self.client
-                    .wait_round_reporting(node, timeout, &mut |p| watcher.pending(p))
-                    .await
+        let waited = match self.wait_round(node).await {
+            // Silent past the heartbeat timeout while it waited (its process stalled): once.
+            Err(e) if e.is_not_found() => {
+                tracing::warn!(error = %Chain(&e), "the rendezvous lost this host while it waited: joining again");
+                self.client.rejoin(node).await?;
+                self.wait_round(node).await
             }
+            waited => waited,
         };
         Ok(match waited? {
             Waited::Round(round) => {
@@ -740,6 +740,21 @@ impl Agent {
             }
             Waited::JobDone(done) => Next::JobDone(done),
         })
+    }
+
+    /// Waits for the node's next round, up to the join timeout, telling the wait watcher.
+    async fn wait_round(&self, node: &mut Node) -> Result<Waited, Error> {
+        let timeout = self.options.join_timeout;
+        match &self.options.wait_watcher {
+            None => self.client.wait_round(node, timeout).await,
+            Some(Watcher(watcher)) => {
+                // However the wait ends: a signal drops it mid-wait.
+                let _ended = EndOfWait(watcher.as_ref());
+                self.client
+                    .wait_round_reporting(node, timeout, &mut |p| watcher.pending(p))
+                    .await
+            }
+        }
     }
 
     /// Starts the round's local tasks and watches them (and, by `beats`, the round) until it
@@ -821,7 +836,15 @@ impl Agent {
                     warm.fill();
                 }
                 status = beats.next() => {
-                    return match status? {
+                    let status = match status {
+                        Err(e) if lost_by_rendezvous(&e) => {
+                            tracing::warn!(error = %Chain(&e), "the rendezvous lost this host: stopping its tasks and joining again");
+                            self.options.metrics.round_ended(EndReason::NodeLost);
+                            return Ok(RoundEnded::Ended(self.options.failure_grace));
+                        }
+                        status => status?,
+                    };
+                    return match status {
                         RoundStatus::RestartChief(restarts) => {
                             if restarts > chief_restarts {
                                 chief_restarts = restarts;
@@ -933,6 +956,16 @@ fn hold_port(address: &str) -> Option<ReservedPorts> {
     ReservedPorts::hold(Ipv4Addr::UNSPECIFIED.into(), &[port])
         .inspect_err(|e| tracing::debug!(port, error = %e, "cannot hold a dead task's port"))
         .ok()
+}
+
+/// Whether the heartbeats failed because the rendezvous has lost this node, or will have by
+/// now (unreachable for the heartbeat timeout): the round ended for the others, and the node
+/// joins again, as the rendezvous's refusal says. Exiting instead would cost the job this
+/// host for a pause of a few seconds (a stalled process, a link down and up) and, where this
+/// agent serves the rendezvous, the whole job. A rendezvous unreachable past the client's
+/// retries fails the join again, and with it the agent.
+fn lost_by_rendezvous(e: &Error) -> bool {
+    matches!(e, Error::Unreachable { .. }) || e.is_not_found()
 }
 
 /// The next signal on `stop`; none ever once it ended.

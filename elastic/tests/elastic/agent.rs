@@ -55,10 +55,15 @@ fn stop_stream() -> (
 
 /// An agent of job `job` (two nodes, one task each) running `sleep 1000`.
 fn sleeper(server: &elastic::RendezvousServer) -> Agent {
+    sleeper_with(server, 0)
+}
+
+/// [`sleeper`], of a job with `max_restarts`.
+fn sleeper_with(server: &elastic::RendezvousServer, max_restarts: u32) -> Agent {
     Agent::new(
         client(server),
         AgentOptions::new(
-            Join::new("job", config("2", 0), Vec::new()),
+            Join::new("job", config("2", max_restarts), Vec::new()),
             vec!["sh".into(), "-c".into(), "exec sleep 1000".into()],
         )
         .with_grace(Duration::from_secs(1))
@@ -149,4 +154,83 @@ fn a_stop_after_a_round_ended_stops_the_agent_at_once() {
         );
         assert!(ended - sent < STOPPED_WITHIN, "{:?}", ended - sent);
     });
+}
+
+/// An agent whose process stalls past the heartbeat timeout (its runtime blocked, as a
+/// host under load or SIGSTOPped) is lost by the rendezvous; when it runs again, its
+/// heartbeats find it lost and it joins again: the next round has both hosts. (It exited,
+/// which cost the job the host, and where the agent served the rendezvous, the whole job.)
+#[test]
+fn an_agent_the_rendezvous_lost_joins_again() {
+    run(async {
+        let server = crate::common::server_with(
+            elastic::ServerOptions::default()
+                .with_timeout(Duration::from_secs(1))
+                .with_last_call(Duration::from_millis(300)),
+        )
+        .await;
+        let observer = client(&server);
+        let (tx_a, stop_a) = stop_stream();
+        let (stall_tx, stall_rx) = tokio::sync::oneshot::channel::<()>();
+        // Agent a runs on a runtime of its own, on one thread, which the stall blocks.
+        let a = {
+            let agent = sleeper_with(&server, 3);
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.spawn(async {
+                    if stall_rx.await.is_ok() {
+                        std::thread::sleep(Duration::from_millis(2500));
+                    }
+                });
+                // Its error as text: the thread's result stays small.
+                runtime
+                    .block_on(agent.run(stop_a))
+                    .map_err(|e| e.to_string())
+            })
+        };
+        let b = sleeper_with(&server, 3);
+        let (tx_b, stop_b) = stop_stream();
+        let drive = async {
+            let first = round_after(&observer, 0).await;
+            stall_tx.send(()).unwrap();
+            let next = round_after(&observer, first.number()).await;
+            tx_a.send(Signal::SIGTERM).unwrap();
+            tx_b.send(Signal::SIGTERM).unwrap();
+            (first, next)
+        };
+        let (by_b, (first, next)) = tokio::join!(b.run(stop_b), drive);
+        let by_a = tokio::task::spawn_blocking(move || a.join().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(first.members().len(), 2);
+        assert_eq!(
+            next.members().len(),
+            2,
+            "both hosts in the next round: {next:?}"
+        );
+        assert_eq!(next.restart_count(), 1, "the loss counted once: {next:?}");
+        assert!(matches!(by_a, Ok(AgentOutcome::Stopped(_))), "{by_a:?}");
+        assert!(matches!(by_b, Ok(AgentOutcome::Stopped(_))), "{by_b:?}");
+    });
+}
+
+/// The job's first running round numbered above `after`, within 20 s.
+async fn round_after(observer: &RendezvousClient, after: u64) -> elastic::WatchedRound {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no round after {after} within 20 s"
+        );
+        match observer
+            .watch_round("job", None, Duration::from_secs(1))
+            .await
+        {
+            Ok(elastic::Watched::Round(round)) if round.number() > after => return round,
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
 }
