@@ -361,14 +361,9 @@ fn an_agent_stopped_during_its_join_leaves_as_that_node() {
             }
             elastic::launcher::supervise::Signal::SIGTERM
         });
-        let start = Instant::now();
+        // Stopped, not the join's retries ending in `Unreachable`: the stop cut the join.
         let outcome = agent.run(stop).await.unwrap();
         assert!(matches!(outcome, AgentOutcome::Stopped(_)), "{outcome:?}");
-        assert!(
-            start.elapsed() < Duration::from_secs(2),
-            "{:?}",
-            start.elapsed()
-        );
         let calls = calls.lock().unwrap().clone();
         let [(joined, id, secret), (left, left_id, left_secret)] = &calls[..] else {
             panic!("a join, then a leave: {calls:?}");
