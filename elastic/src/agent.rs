@@ -9,9 +9,9 @@
 //! call does not close without it) and stops its tasks while it waits for the next round
 //! and heartbeats in it. The next round's tasks start once the old ones are gone. When the
 //! job succeeded the tasks get the grace to exit on their own; when it failed they are
-//! stopped. A stop asked by the caller (a signal) is passed on to the
-//! tasks, which are then stopped as usual, and the agent leaves; a second signal kills them
-//! at once, as `run --local` does.
+//! stopped. A stop asked by the caller (a signal) is passed on to the tasks, which are then
+//! stopped as usual, and the agent leaves; a second signal kills them at once, as `run
+//! --local` does.
 //!
 //! **Which grace.** A stop is SIGTERM, a grace, then SIGKILL to each task's group. A round
 //! that a failure ended (a task failed, a node was lost) or a job that failed stops its

@@ -119,15 +119,7 @@ fn a_stop_after_a_round_ended_stops_the_agent_at_once() {
         let ran_b = b.run(stop_b);
         let drive = async {
             // Round 1 runs with both; then b leaves, a's round ends and it waits alone.
-            loop {
-                match observer
-                    .watch_round("job", None, Duration::from_secs(1))
-                    .await
-                {
-                    Ok(elastic::Watched::Round(_)) => break,
-                    _ => tokio::time::sleep(Duration::from_millis(100)).await,
-                }
-            }
+            round_after(&observer, 0).await;
             tx_b.send(Signal::SIGTERM).unwrap();
             // Until a waits alone for round 2.
             loop {
