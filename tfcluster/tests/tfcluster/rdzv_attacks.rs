@@ -281,9 +281,11 @@ const WRONG_TOKEN: &str = "another-token-of-enough-length";
 /// and succeeds.
 #[test]
 fn attack_forged_node_calls_and_calls_without_the_token() {
+    // At least this long and this many rounds of every kind: 180 rounds in 3 s on an idle
+    // machine, 21 while CI's host jobs ran beside it. A count as well as a time, so a slow
+    // machine makes the attack longer rather than failing it, and a fast one makes more.
     const FORGE_FOR: Duration = Duration::from_secs(3);
-    // 180 of each in 3 s on an idle machine, 94 while the test command ran beside it.
-    const MIN_EACH: u64 = 25;
+    const MIN_EACH: u64 = 10;
     let _turn = take_turn();
     let mut report = Report::new("forged node calls");
     let target = Rendezvous::serve("forged", None, "127.0.0.1:0", &[]);
@@ -337,7 +339,9 @@ fn attack_forged_node_calls_and_calls_without_the_token() {
             ..Default::default()
         };
         let started = Instant::now();
-        while started.elapsed() < FORGE_FOR {
+        let mut rounds = 0;
+        while started.elapsed() < FORGE_FOR || rounds < MIN_EACH {
+            rounds += 1;
             let s = &mut stub;
             let r = s
                 .report(request(report_exit_0(first), Some(TOKEN), None))
@@ -409,9 +413,6 @@ fn attack_forged_node_calls_and_calls_without_the_token() {
     });
     for (kind, forged) in &kinds {
         report.figure(kind, format!("{} calls", forged.made));
-        report.require(forged.made >= MIN_EACH, || {
-            format!("{kind}: {} calls made, {MIN_EACH} at least", forged.made)
-        });
         report.require(forged.wrong.is_empty(), || {
             format!("{kind}: not refused as expected: {:?}", forged.wrong)
         });
