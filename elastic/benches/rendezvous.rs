@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use elastic::{
     ClientOptions, EtcdOptions, JobConfig, Join, NodeRange, RendezvousClient, RendezvousMetrics,
-    RendezvousServer, ServerOptions, Token, Waited,
+    RendezvousServer, RendezvousServerBuilder, Token, Waited,
 };
 use prometheus_client::registry::Registry;
 
@@ -40,12 +40,14 @@ fn rounds(c: &mut Criterion) {
         .build()
         .unwrap();
     // Every iteration is a job of its own; old ones are never in the way.
-    let options = ServerOptions::default().with_max_jobs(usize::MAX);
+    let options = RendezvousServer::builder().with_max_jobs(usize::MAX);
     let metrics = RendezvousMetrics::default();
     let mut registry = Registry::default();
     metrics.register(&mut registry);
     let (server, metered) = runtime.block_on(async {
-        let start = |options| RendezvousServer::start("127.0.0.1:0".parse().unwrap(), options);
+        let start = |options: RendezvousServerBuilder| {
+            options.with_bind("127.0.0.1:0".parse().unwrap()).start()
+        };
         (
             start(options.clone()).await.unwrap(),
             start(options.with_metrics(metrics)).await.unwrap(),

@@ -104,7 +104,7 @@ impl ClientOptions {
     /// and accept only a server whose certificate chains to its CA **and names the host of
     /// the rendezvous address** (`HOST` of `HOST:PORT`, a DNS name or an IP address), as
     /// remote-connect's `connect` checks a task. For a server started with
-    /// [`ServerOptions::with_tls`](crate::ServerOptions::with_tls); the etcd backend has its
+    /// [`Access::with_tls`](grpc_guard::Access::with_tls); the etcd backend has its
     /// own ([`EtcdTls`](crate::EtcdTls)).
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]

@@ -15,7 +15,7 @@ mod service;
 pub(crate) mod status;
 
 pub use server::MAX_REQUEST_BYTES;
-pub use server::{RendezvousServer, ServerOptions};
+pub use server::{RENDEZVOUS_PORT, RendezvousServer, RendezvousServerBuilder, SHUTDOWN_GRACE};
 
 /// The check that this layer is the only one naming tonic.
 #[cfg(test)]

@@ -61,7 +61,7 @@
 //! v3 API on the same tonic); it does not depend on `remote-connect`. Its server faces the
 //! network through [`grpc_guard`] (re-exported), as remote-connect's TaskServer does: an allow
 //! list, a connection cap, handshake and idle timeouts, request and response memory, message
-//! timeouts and mTLS ([`ServerOptions`]).
+//! timeouts and mTLS ([`RendezvousServerBuilder`]).
 //!
 //! ## Features
 //!
@@ -69,8 +69,8 @@
 //!   [`RendezvousClient::etcd`], [`EtcdOptions`], [`EtcdTls`], [`DEFAULT_PREFIX`],
 //!   [`ETCD_PORT`]; it pulls etcd-client.
 //! - `tls` (off by default; the `tfcluster` CLI turns it on): mTLS for the built-in
-//!   rendezvous, `ServerOptions::with_tls` and `ClientOptions::with_tls` with a
-//!   `grpc_guard::TlsConfig` (rustls with ring). Without it the built-in rendezvous speaks
+//!   rendezvous, `grpc_guard::Access::with_tls` (for [`RendezvousServerBuilder::with_access`])
+//!   and `ClientOptions::with_tls` with a `grpc_guard::TlsConfig` (rustls with ring). Without it the built-in rendezvous speaks
 //!   plaintext only.
 //!
 //! It enables `cluster-resolver`'s `watch`, for [`RendezvousWatcher`]. It needs a tokio
@@ -95,12 +95,15 @@
 //!
 //! use elastic::{
 //!     ClientOptions, Join, JobConfig, RendezvousClient, RendezvousServer, RoundStatus,
-//!     ServerOptions, TaskStatus, Waited,
+//!     TaskStatus, Waited,
 //! };
 //!
 //! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = RendezvousServer::start("127.0.0.1:0".parse()?, ServerOptions::default()).await?;
+//! let server = RendezvousServer::builder()
+//!     .with_bind("127.0.0.1:0".parse()?)
+//!     .start()
+//!     .await?;
 //! let client = RendezvousClient::new(server.local_addr().to_string(), ClientOptions::default())?;
 //!
 //! // Exactly 2 nodes, 2 tasks each, a chief on the first task, up to 3 restarts.
@@ -138,7 +141,7 @@
 //! The first node to join a rendezvous id creates the job with its [`JobConfig`]; a node
 //! joining with another config is refused (`FAILED_PRECONDITION`, naming both values of each
 //! field that differs). A round closes when `max` nodes wait for it, or when at least `min`
-//! wait and no new node came for the last call ([`ServerOptions::with_last_call`],
+//! wait and no new node came for the last call ([`RendezvousServerBuilder::with_last_call`],
 //! [`DEFAULT_LAST_CALL`], 3 s), or, after a round, once every member of it still in the job waits again (whom
 //! to wait for is known then, and a last call would only add to what a failure costs). A
 //! node joining while a round runs waits for the next; if the running round has
@@ -160,7 +163,7 @@
 //!
 //! Any other failure ends its round: a member reports a failed task ([`TaskStatus`]: exit status, signal, or a
 //! task that could not start; with the tail of its stderr), or a member is silent for
-//! [`ServerOptions::with_timeout`] ([`DEFAULT_TIMEOUT`], 3 s), leaves, or joins again, or when a new node
+//! [`RendezvousServerBuilder::with_timeout`] ([`DEFAULT_TIMEOUT`], 3 s), leaves, or joins again, or when a new node
 //! joins below `max`. Failures and lost nodes count as restarts; past the config's
 //! `max_restarts` the job fails, and every node learns the job's first failure (task, host,
 //! status, stderr tail, round). The success of the job's first task (the chief, else
@@ -250,14 +253,17 @@
 //! use cluster_resolver::watch::WatchOptions;
 //! use elastic::{
 //!     ClientOptions, Join, JobConfig, RendezvousClient, RendezvousServer, RendezvousWatcher,
-//!     ServerOptions, Waited,
+//!     Waited,
 //! };
 //! use futures_util::StreamExt;
 //!
 //! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let options = ServerOptions::default().with_last_call(Duration::from_millis(100));
-//! let server = RendezvousServer::start("127.0.0.1:0".parse()?, options).await?;
+//! let server = RendezvousServer::builder()
+//!     .with_bind("127.0.0.1:0".parse()?)
+//!     .with_last_call(Duration::from_millis(100))
+//!     .start()
+//!     .await?;
 //! let client = RendezvousClient::new(server.local_addr().to_string(), ClientOptions::default())?;
 //! let config = JobConfig::new("1:2".parse()?, 1)?;
 //! let mut a = client.join(&Join::new("job-1", config.clone(), vec![2222])).await?;
@@ -283,7 +289,7 @@
 //! [`AgentMetrics`] (the agent and its tasks, [`AgentOptions::with_metrics`]),
 //! [`TaskMetrics`](launcher::TaskMetrics) (a [`Supervisor`](launcher::supervise::Supervisor)'s
 //! tasks, `run --local`) and
-//! [`RendezvousMetrics`] (the built-in server, [`ServerOptions::with_metrics`]) count into
+//! [`RendezvousMetrics`] (the built-in server, [`RendezvousServerBuilder::with_metrics`]) count into
 //! metrics of [`prometheus_client`], registered into a `Registry` the caller passes
 //! (`tfcluster`'s `--metrics ADDR` serves it with the `metrics-endpoint` crate). Names as
 //! Prometheus exposes them; no label has unbounded values (no address, node id, job id,
@@ -326,7 +332,7 @@
 //!   observers' `WatchRounds` — must carry it, else `UNAUTHENTICATED` naming the job and the
 //!   call. A call carrying a token to a job created without one is refused too: the id is
 //!   not the job its caller means. A server given a token of its own
-//!   ([`ServerOptions::with_token`], `tfcluster rendezvous serve --token-file`) takes no call
+//!   ([`RendezvousServerBuilder::with_token`], `tfcluster rendezvous serve --token-file`) takes no call
 //!   without it, on any job, and each job created there has it.
 //! - **Each node's secret**, 128 random bits drawn when the node first joins (by the client;
 //!   by the rendezvous for a join that brings none, sent back once in `JoinResponse`), known
@@ -364,7 +370,7 @@
 //! Every call has a deadline on both sides. The server decodes requests up to
 //! [`proto::MAX_REQUEST_BYTES`] (64 KiB; larger ones get `OUT_OF_RANGE`), checks every field once
 //! (`INVALID_ARGUMENT` naming the value), and serves at most 1,024 jobs
-//! ([`ServerOptions::with_max_jobs`]) of at most [`MAX_NODES`] nodes, [`MAX_TASKS_PER_NODE`]
+//! ([`RendezvousServerBuilder::with_max_jobs`]) of at most [`MAX_NODES`] nodes, [`MAX_TASKS_PER_NODE`]
 //! tasks per node and [`MAX_TASKS`] tasks. A peer sending garbage loses its connection or
 //! gets a gRPC status; other peers are not disturbed. The client retries while the
 //! rendezvous is unreachable, for [`ClientOptions::with_retry_for`], then fails with
@@ -549,10 +555,11 @@ pub use error::token::{TokenError, TokenOrigin, TokenProblem};
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{DEFAULT_PREFIX, ETCD_PORT, EtcdOptions, EtcdTls};
-pub use grpc::{RendezvousServer, ServerOptions};
+pub use grpc::{RENDEZVOUS_PORT, RendezvousServer, RendezvousServerBuilder, SHUTDOWN_GRACE};
 /// The guards the rendezvous server faces the network with: its [`Limits`](grpc_guard::Limits)
-/// ([`ServerOptions::with_limits`]), allow-list [`Network`](grpc_guard::Network)s
-/// ([`ServerOptions::with_allow`]) and, with `tls`, its `TlsConfig`.
+/// ([`RendezvousServerBuilder::with_limits`]) and [`Access`](grpc_guard::Access) (allow-list
+/// [`Network`](grpc_guard::Network)s and, with `tls`, its `TlsConfig`,
+/// [`RendezvousServerBuilder::with_access`]).
 pub use grpc_guard;
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use job_status::{

@@ -36,7 +36,7 @@ use crate::job_status::{JobStatus, JobSummary};
 use crate::outcome::RoundStatus;
 
 /// How long a node may be silent before it is lost, unless the rendezvous is told otherwise
-/// ([`ServerOptions::with_timeout`](crate::ServerOptions::with_timeout),
+/// ([`RendezvousServerBuilder::with_timeout`](crate::RendezvousServerBuilder::with_timeout),
 /// [`EtcdOptions::with_timeout`](crate::EtcdOptions::with_timeout)): an agent heartbeats
 /// three times in it, so a host whose agent is gone (killed, its link down) costs its job
 /// about this long before the others go on. Measured beside TensorFlow training on a busy
@@ -44,7 +44,7 @@ use crate::outcome::RoundStatus;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How long a round with at least `min` nodes waits for more, unless the rendezvous is told
-/// otherwise ([`ServerOptions::with_last_call`](crate::ServerOptions::with_last_call),
+/// otherwise ([`RendezvousServerBuilder::with_last_call`](crate::RendezvousServerBuilder::with_last_call),
 /// [`EtcdOptions::with_last_call`](crate::EtcdOptions::with_last_call)): long enough for
 /// hosts started together by one script to arrive, short next to a TensorFlow start.
 pub const DEFAULT_LAST_CALL: Duration = Duration::from_secs(3);

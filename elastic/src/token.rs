@@ -22,7 +22,7 @@ pub(crate) const MAX_TOKEN_BYTES: usize = 1024;
 /// the job's first join sets the job's token, and every later call on the job (joins, waits,
 /// heartbeats, reports, leaves, and observers' `WatchRounds`) must carry it, else the
 /// rendezvous refuses it (`UNAUTHENTICATED`). A server given one
-/// ([`ServerOptions::with_token`](crate::ServerOptions::with_token)) takes no call without it.
+/// ([`RendezvousServerBuilder::with_token`](crate::RendezvousServerBuilder::with_token)) takes no call without it.
 /// See [the crate's Security section](crate#security).
 ///
 /// ```

@@ -1,7 +1,7 @@
 //! The accept loop's gate: which accepted connections the server serves.
 //!
 //! In order, a connection is closed at once when its peer is outside the allowed networks
-//! ([`Guard::with_allow`](crate::Guard::with_allow)) or the server already holds
+//! ([`Access::with_allow`](crate::Access::with_allow)) or the server already holds
 //! [`Limits::max_connections`](crate::Limits::max_connections) that have all started HTTP/2
 //! (otherwise the oldest that has not makes room); closed after
 //! [`Limits::handshake_timeout`](crate::Limits::handshake_timeout) unless it has sent the start

@@ -2,8 +2,8 @@
 //!
 //! What a tonic server needs before it listens on a port anyone can reach, in one place, so
 //! every server of the workspace gets all of it: [`Guard`] serves tonic `Routes` on a bound
-//! listener under [`Limits`], an allow list of [`Network`]s and (feature `tls`) mTLS with a
-//! [`TlsConfig`], and returns a [`Serving`] handle (its address, its open connections, its
+//! listener under [`Limits`] and an [`Access`] (an allow list of [`Network`]s and, feature
+//! `tls`, mTLS with a [`TlsConfig`]), and returns a [`Serving`] handle (its address, its open connections, its
 //! memory in use, a shutdown with a grace period).
 //!
 //! **Who depends on it:** `remote-connect` (the TaskServer that TensorFlow clients connect
@@ -12,7 +12,7 @@
 //!
 //! ## The guards, and the attacks each answers
 //!
-//! - **Allow list** ([`Guard::with_allow`]): a peer outside it is closed at accept, before TLS
+//! - **Allow list** ([`Access::with_allow`]): a peer outside it is closed at accept, before TLS
 //!   or HTTP/2, and told why in a `GOAWAY`. Against anyone on the network reaching a service
 //!   meant for one cluster.
 //! - **Connection cap** ([`Limits::with_max_connections`], never above the open-file limit
@@ -57,13 +57,13 @@
 //! ## Features
 //!
 //! - `tls`: TLS with client certificates (mTLS) with rustls and its ring provider:
-//!   [`TlsConfig`], [`Guard::with_tls`]. Off by default.
+//!   [`TlsConfig`], [`Access::with_tls`]. Off by default.
 //!
 //! ## Example
 //!
 //! ```
 //! use std::time::Duration;
-//! use grpc_guard::{Guard, Limits};
+//! use grpc_guard::{Access, Guard, Limits};
 //! use tonic::service::Routes;
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -71,7 +71,7 @@
 //!     .with_max_connections(4096)
 //!     .with_response_memory(64 << 20);
 //! let guard = Guard::new("example", "example on 127.0.0.1", limits)
-//!     .with_allow(["127.0.0.0/8".parse()?, "::1".parse()?]);
+//!     .with_access(Access::default().with_allow(["127.0.0.0/8".parse()?, "::1".parse()?]));
 //! // Each service wrapped: Routes::new(guard.service(MyServer::new(..), 64 * 1024)).
 //! let serving = guard.serve(tokio::net::TcpListener::bind("127.0.0.1:0").await?, Routes::default())?;
 //! assert_ne!(serving.local_addr().port(), 0);
@@ -87,6 +87,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod access;
 mod admission;
 mod connection;
 mod delivery;
@@ -102,6 +103,7 @@ mod throttled_log;
 mod tls;
 mod whole_messages;
 
+pub use access::Access;
 pub use limits::Limits;
 pub use metrics::GuardMetrics;
 pub use network::{InvalidNetwork, Network};

@@ -1,4 +1,4 @@
-//! [`Network`]: an IP address or CIDR network, what [`Guard::with_allow`](crate::Guard::with_allow)
+//! [`Network`]: an IP address or CIDR network, what [`Access::with_allow`](crate::Access::with_allow)
 //! lets connect, and [`InvalidNetwork`], an entry that is none.
 
 use std::fmt;

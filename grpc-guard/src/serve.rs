@@ -12,12 +12,12 @@ use tonic::service::Routes;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
+use crate::access::Access;
 use crate::admission::{Admission, Rules};
 use crate::connection::{CountStreams, OpenConnections};
 use crate::delivery::Responses;
 use crate::limits::Limits;
 use crate::metrics::GuardMetrics;
-use crate::network::Network;
 use crate::request_memory::RequestMemory;
 use crate::whole_messages::Guarded;
 
@@ -27,17 +27,17 @@ const ABORT_WAIT: Duration = Duration::from_secs(1);
 /// Descriptors the process keeps for itself below its open-file limit.
 const RESERVED_DESCRIPTORS: u64 = 64;
 
-/// How a server faces the network: its [`Limits`], allow list and TLS. Build one, wrap each
+/// How a server faces the network: its [`Limits`] and [`Access`] (allow list and TLS). Build one, wrap each
 /// service with [`service`](Self::service), then [`serve`](Self::serve) the routes on a bound
 /// listener.
 ///
 /// ```
-/// use grpc_guard::{Guard, Limits};
+/// use grpc_guard::{Access, Guard, Limits};
 /// use tonic::service::Routes;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let guard = Guard::new("example", "example server", Limits::default())
-///     .with_allow(["127.0.0.0/8".parse()?]);
+///     .with_access(Access::default().with_allow(["127.0.0.0/8".parse()?]));
 /// // Routes::new(guard.service(MyServer::new(..), 64 * 1024)) in a real server.
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 /// let serving = guard.serve(listener, Routes::default())?;
@@ -51,13 +51,11 @@ pub struct Guard {
     kind: &'static str,
     name: Arc<str>,
     limits: Limits,
-    allow: Option<Arc<[Network]>>,
+    access: Access,
     request_memory: RequestMemory,
     call_timeout: Option<Duration>,
     tcp_keepalive: Option<Duration>,
     metrics: GuardMetrics,
-    #[cfg(feature = "tls")]
-    tls: Option<crate::TlsConfig>,
 }
 
 impl Guard {
@@ -70,12 +68,10 @@ impl Guard {
             name: name.into(),
             request_memory: RequestMemory::new(limits.request_memory()),
             limits,
-            allow: None,
+            access: Access::default(),
             call_timeout: None,
             tcp_keepalive: None,
             metrics: GuardMetrics::default(),
-            #[cfg(feature = "tls")]
-            tls: None,
         }
     }
 
@@ -89,32 +85,11 @@ impl Guard {
         self
     }
 
-    /// Accept connections only from peers in `networks` (addresses or CIDR networks, IPv4 or
-    /// IPv6; an IPv4 peer of a dual-stack socket counts as its IPv4 address). Any other peer's
-    /// connection is closed as soon as it is accepted, before TLS or HTTP/2, told why in a
-    /// `GOAWAY` where it speaks plaintext or a TLS `access_denied` alert where it speaks TLS,
-    /// and logged. An empty list refuses everyone.
-    /// Default: every peer.
-    pub fn with_allow(mut self, networks: impl IntoIterator<Item = Network>) -> Self {
-        self.allow = Some(networks.into_iter().collect());
+    /// Who may connect, and over what ([`Access`]: the allow list and TLS). Default: every
+    /// peer, plaintext.
+    pub fn with_access(mut self, access: Access) -> Self {
+        self.access = access;
         self
-    }
-
-    /// Serve over TLS only, requiring every client to present a certificate that chains to
-    /// the config's CA.
-    #[cfg(feature = "tls")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub fn with_tls(mut self, config: crate::TlsConfig) -> Self {
-        self.tls = Some(config);
-        self
-    }
-
-    /// Whether the server serves TLS.
-    fn serves_tls(&self) -> bool {
-        #[cfg(feature = "tls")]
-        return self.tls.is_some();
-        #[cfg(not(feature = "tls"))]
-        false
     }
 
     /// Bound every call's handling (until its response headers) by `timeout`: tonic's
@@ -176,12 +151,12 @@ impl Guard {
         let incoming = TcpIncoming::from(listener)
             .with_nodelay(Some(true))
             .with_keepalive(self.tcp_keepalive);
-        let tls = self.serves_tls();
+        let tls = self.access.serves_tls();
         let incoming = Admission::new(
             incoming,
             Rules {
                 kind: self.kind,
-                allowed: self.allow,
+                allowed: self.access.allowed(),
                 max_connections: limits.max_connections().min(descriptors_for_connections()),
                 handshake_timeout: limits.handshake_timeout(),
                 idle_timeout: limits.idle_timeout(),
@@ -215,7 +190,7 @@ impl Guard {
             server = server.timeout(timeout);
         }
         #[cfg(feature = "tls")]
-        if let Some(tls) = &self.tls {
+        if let Some(tls) = self.access.tls() {
             server = server.tls_config(tls.server()).map_err(ServeError::Tls)?;
         }
         let (stop, stopped) = oneshot::channel::<()>();

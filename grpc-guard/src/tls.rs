@@ -26,8 +26,8 @@ const KEY: &str = "private key";
 const CA: &str = "CA certificates";
 
 /// This peer's certificate chain and key, and the CA that every other peer's certificate must
-/// chain to: the same config serves ([`Guard::with_tls`](crate::Guard::with_tls): remote-connect's
-/// `TaskServerBuilder::with_tls`, elastic's `ServerOptions::with_tls`) and dials
+/// chain to: the same config serves ([`Access::with_tls`](crate::Access::with_tls), which
+/// remote-connect's `TaskServerBuilder` and elastic's `RendezvousServerBuilder` take) and dials
 /// ([`client`](Self::client): remote-connect's `ConnectOptions::with_tls`, elastic's
 /// `ClientOptions::with_tls`).
 ///

@@ -1,4 +1,5 @@
-//! The listener: binds the address, accepts under the connection cap (the oldest connection
+//! [`MetricsEndpoint`]'s builder and [`Serving`] handle, and the listener: binds the address,
+//! accepts under the connection cap (the oldest connection
 //! still waiting for its request makes room for a new one), and serves each connection one
 //! request under the deadlines.
 
@@ -7,77 +8,134 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
-use tokio::task::{AbortHandle, JoinHandle};
+use tokio::sync::oneshot;
+use tokio::task::{AbortHandle, JoinHandle, JoinSet};
 
 use crate::answer::answer;
 use crate::{Error, Health, Limits};
 
-/// A bound metrics port, not yet serving: [`MetricsEndpoint::bind`], then
-/// [`MetricsEndpoint::spawn`].
+/// The port a [`MetricsEndpoint`] binds unless [`with_bind`](MetricsEndpointBuilder::with_bind)
+/// says otherwise: every interface, port 9400 (a Prometheus exporter's customary range).
+pub const DEFAULT_BIND: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 9400);
+
+/// A registry's metrics and a health check on an HTTP port of their own:
+/// [`builder`](Self::builder), then [`start`](MetricsEndpointBuilder::start).
+#[derive(Debug, Clone, Copy)]
+pub struct MetricsEndpoint;
+
+impl MetricsEndpoint {
+    /// An endpoint to configure that will serve `registry` at `/metrics` and `health` at
+    /// `/healthz`.
+    pub fn builder(registry: Arc<Registry>, health: Health) -> MetricsEndpointBuilder {
+        MetricsEndpointBuilder {
+            registry,
+            health,
+            bind: DEFAULT_BIND,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Configures a [`MetricsEndpoint`] before it starts.
 #[derive(Debug)]
-pub struct MetricsEndpoint {
-    listener: TcpListener,
-    addr: SocketAddr,
+#[must_use = "a builder does nothing until start() is awaited"]
+pub struct MetricsEndpointBuilder {
+    registry: Arc<Registry>,
+    health: Health,
+    bind: SocketAddr,
     limits: Limits,
 }
 
-/// The serving endpoint: its address; dropping it stops serving.
-#[derive(Debug)]
-pub struct Serving {
-    addr: SocketAddr,
-    task: JoinHandle<()>,
-}
+impl MetricsEndpointBuilder {
+    /// Listen on `addr` instead of [`DEFAULT_BIND`]. Port 0 lets the OS pick a free port, with
+    /// no race: [`Serving::local_addr`] tells which.
+    pub fn with_bind(mut self, addr: SocketAddr) -> Self {
+        self.bind = addr;
+        self
+    }
 
-impl MetricsEndpoint {
-    /// Binds `addr` (port 0 picks a free port; [`MetricsEndpoint::local_addr`] says which).
+    /// What a client may make the endpoint hold ([`Limits`]; default [`Limits::default`]).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Binds the address and serves on a task of the current tokio runtime until the
+    /// returned [`Serving`] is shut down or dropped.
     ///
     /// # Errors
     ///
-    /// [`Error::Bind`] naming `addr` when it cannot be bound (in use, not this host's).
+    /// [`Error::Bind`] naming the address when it cannot be bound (in use, not this host's).
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: dropped before it finishes, nothing is bound.
-    pub async fn bind(addr: SocketAddr, limits: Limits) -> Result<Self, Error> {
-        let bind_error = |source| Error::Bind { addr, source };
-        let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+    pub async fn start(self) -> Result<Serving, Error> {
+        let bind_error = |source| Error::Bind {
+            addr: self.bind,
+            source,
+        };
+        let listener = TcpListener::bind(self.bind).await.map_err(bind_error)?;
         let addr = listener.local_addr().map_err(bind_error)?;
-        Ok(Self {
+        let (stop, stopped) = oneshot::channel();
+        let task = tokio::spawn(accept_loop(
             listener,
+            self.limits,
+            self.registry,
+            self.health,
+            stopped,
+        ));
+        Ok(Serving {
             addr,
-            limits,
+            stop: Some(stop),
+            task,
         })
-    }
-
-    /// The bound address.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Serves `registry` at `/metrics` and `health` at `/healthz` on a task of the current
-    /// tokio runtime until the returned [`Serving`] is dropped.
-    pub fn spawn(self, registry: Arc<Registry>, health: Health) -> Serving {
-        let addr = self.addr;
-        let task = tokio::spawn(accept_loop(self.listener, self.limits, registry, health));
-        Serving { addr, task }
     }
 }
 
+/// The serving endpoint: its address, and its stop ([`shutdown_within`](Self::shutdown_within),
+/// or dropping it, which closes every connection at once).
+#[derive(Debug)]
+pub struct Serving {
+    addr: SocketAddr,
+    /// Tells the accept loop to stop, with how long answers in flight may take.
+    stop: Option<oneshot::Sender<Duration>>,
+    task: JoinHandle<()>,
+}
+
 impl Serving {
-    /// The address it serves on.
+    /// The address it serves on, with the port it got.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Stops serving: no new connection is accepted, answers in flight get `grace` to finish
+    /// (each at most the response deadline anyway), then every connection is closed. It
+    /// stops whatever happens (no error to return).
+    ///
+    /// # Cancel safety
+    ///
+    /// The stop is sent at once: dropped while it waits, the endpoint stops at once.
+    pub async fn shutdown_within(mut self, grace: Duration) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(grace);
+        }
+        // The loop ends within the grace; a panic in it is of no use any more.
+        let _ = (&mut self.task).await;
     }
 }
 
 impl Drop for Serving {
     fn drop(&mut self) {
+        // Its connections are in the loop's JoinSet, aborted with it.
         self.task.abort();
     }
 }
@@ -87,23 +145,40 @@ async fn accept_loop(
     limits: Limits,
     registry: Arc<Registry>,
     health: Health,
+    mut stop: oneshot::Receiver<Duration>,
 ) {
-    // The connections' tasks, oldest first, each with whether its request came in; aborting
-    // one closes its socket.
+    // The connections' tasks (aborted when the loop ends or is aborted), and the same, oldest
+    // first, each with whether its request came in; aborting one closes its socket.
+    let mut connections = JoinSet::new();
     let mut open: VecDeque<(AbortHandle, Arc<AtomicBool>)> = VecDeque::new();
-    let mut refused_for_files = std::time::Duration::from_millis(10);
+    let mut refused_for_files = Duration::from_millis(10);
     loop {
-        let stream = match listener.accept().await {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            grace = &mut stop => {
+                drop(listener);
+                // The sender dropped without a grace is the Serving dropped: no wait.
+                let grace = grace.unwrap_or_default();
+                let _ = tokio::time::timeout(grace, async {
+                    while connections.join_next().await.is_some() {}
+                })
+                .await;
+                connections.shutdown().await;
+                return;
+            }
+        };
+        while connections.try_join_next().is_some() {}
+        let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
                 // Out of descriptors or a reset before accept: pause rather than spin.
                 tracing::debug!(error = %e, "metrics endpoint: accept failed");
                 tokio::time::sleep(refused_for_files).await;
-                refused_for_files = (refused_for_files * 2).min(std::time::Duration::from_secs(1));
+                refused_for_files = (refused_for_files * 2).min(Duration::from_secs(1));
                 continue;
             }
         };
-        refused_for_files = std::time::Duration::from_millis(10);
+        refused_for_files = Duration::from_millis(10);
         open.retain(|(task, _)| !task.is_finished());
         // At the cap, the oldest connection still waiting for its request makes room: one
         // being answered (a scrape) is not cut off by a flood of new ones. When every one is
@@ -118,14 +193,14 @@ async fn accept_loop(
             }
         }
         let asked = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn(serve_one(
+        let task = connections.spawn(serve_one(
             stream,
             limits.clone(),
             registry.clone(),
             health.clone(),
             asked.clone(),
         ));
-        open.push_back((task.abort_handle(), asked));
+        open.push_back((task, asked));
     }
 }
 

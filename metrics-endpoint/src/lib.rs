@@ -38,6 +38,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
+//! use std::time::Duration;
 //! use metrics_endpoint::{Health, Limits, MetricsEndpoint};
 //! use prometheus_client::{metrics::counter::Counter, registry::Registry};
 //!
@@ -47,12 +48,16 @@
 //! // The encoder adds `_total` to a counter's name.
 //! registry.register("tfcluster_rounds", "Rounds this agent took part in", rounds.clone());
 //!
-//! let endpoint = MetricsEndpoint::bind("127.0.0.1:0".parse()?, Limits::default()).await?;
 //! let health = Health::new();
-//! let serving = endpoint.spawn(Arc::new(registry), health.clone());
+//! let serving = MetricsEndpoint::builder(Arc::new(registry), health.clone())
+//!     .with_bind("127.0.0.1:0".parse()?)
+//!     .with_limits(Limits::default())
+//!     .start()
+//!     .await?;
 //! rounds.inc();
 //! println!("scrape http://{}/metrics", serving.local_addr());
 //! health.set(false); // /healthz now answers 503
+//! serving.shutdown_within(Duration::from_secs(1)).await;
 //! # Ok(()) }
 //! ```
 
@@ -62,7 +67,7 @@ mod error;
 mod health;
 mod limits;
 
-pub use endpoint::{MetricsEndpoint, Serving};
+pub use endpoint::{DEFAULT_BIND, MetricsEndpoint, MetricsEndpointBuilder, Serving};
 pub use error::Error;
 pub use health::Health;
 pub use limits::Limits;

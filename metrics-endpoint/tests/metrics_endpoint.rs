@@ -16,15 +16,14 @@ async fn serving(limits: Limits) -> (Serving, Health, Counter) {
     let mut registry = Registry::default();
     let rounds = Counter::default();
     registry.register("tfcluster_rounds", "Rounds", rounds.clone());
-    let endpoint = MetricsEndpoint::bind("127.0.0.1:0".parse().unwrap(), limits)
+    let health = Health::new();
+    let serving = MetricsEndpoint::builder(Arc::new(registry), health.clone())
+        .with_bind("127.0.0.1:0".parse().unwrap())
+        .with_limits(limits)
+        .start()
         .await
         .unwrap();
-    let health = Health::new();
-    (
-        endpoint.spawn(Arc::new(registry), health.clone()),
-        health,
-        rounds,
-    )
+    (serving, health, rounds)
 }
 
 /// How long a scrape may take during a flood: Prometheus's default `scrape_timeout`.
@@ -103,7 +102,9 @@ async fn answers_metrics_healthz_and_refuses_the_rest() {
 async fn a_port_in_use_is_an_error_naming_it() {
     let (serving, _, _) = serving(Limits::default()).await;
     let addr = serving.local_addr();
-    let err = MetricsEndpoint::bind(addr, Limits::default())
+    let err = MetricsEndpoint::builder(Arc::default(), Health::new())
+        .with_bind(addr)
+        .start()
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Bind { .. }));
@@ -156,6 +157,30 @@ async fn a_silent_connection_is_closed_after_the_header_timeout() {
     let mut buf = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buf)).await;
     assert!(read.is_ok(), "still open after 5 s");
+}
+
+#[tokio::test]
+async fn a_shutdown_closes_held_connections_after_its_grace_and_frees_the_port() {
+    let (serving, _, _) = serving(Limits::default()).await;
+    let addr = serving.local_addr();
+    // Its request never ends: held open for the 5 s header timeout, unless the shutdown
+    // closes it at the end of its grace.
+    let mut held = TcpStream::connect(addr).await.unwrap();
+    held.write_all(b"GET /metrics HTTP/1.1\r\n").await.unwrap();
+    // Answered after it, so it was accepted (the listener's queue is first come, first
+    // served), not left in a queue the shutdown drops.
+    assert!(get(addr, "/metrics").await.starts_with("HTTP/1.1 200"));
+    serving.shutdown_within(Duration::from_millis(200)).await;
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(2), held.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "still open 2 s after the shutdown returned");
+    assert!(TcpStream::connect(addr).await.is_err(), "still accepting");
+    // The port is free again.
+    MetricsEndpoint::builder(Arc::default(), Health::new())
+        .with_bind(addr)
+        .start()
+        .await
+        .unwrap();
 }
 
 /// What a flooding connection sends: garbage, forged requests (another method with a body, a

@@ -37,8 +37,8 @@ use criterion::{
 };
 use device_filter::ClusterDeviceFilters;
 use remote_connect::{
-    ConnectOptions, Context, FollowEvent, FollowOptions, LocalDevice, RunningServer, TaskServer,
-    TaskServerBuilder,
+    Access, ConnectOptions, Context, FollowEvent, FollowOptions, LocalDevice, RunningServer,
+    TaskServer, TaskServerBuilder,
 };
 use tokio::runtime::Runtime;
 use tokio::sync::{broadcast, mpsc};
@@ -322,7 +322,9 @@ fn connect_mtls(c: &mut Criterion) {
     let (server_tls, client_tls) = (config(&["127.0.0.1"]), config(&["client"]));
     let rt = runtime();
     let plain = rt.block_on(start(16));
-    let secured = rt.block_on(start_with(16, |b| b.with_tls(server_tls.clone())));
+    let secured = rt.block_on(start_with(16, |b| {
+        b.with_access(Access::default().with_tls(server_tls.clone()))
+    }));
     let (plain_spec, secured_spec) = (spec(&plain, 16), spec(&secured, 16));
     let (plain_options, secured_options) = (options(None), options(None).with_tls(client_tls));
     let mut g = c.benchmark_group("connect_mtls");

@@ -254,15 +254,16 @@
 //! TensorFlow's gRPC is plaintext and unauthenticated: anyone who reaches a task's port can
 //! create contexts and, on a TensorFlow worker, run ops. Two defenses here:
 //!
-//! - [`TaskServerBuilder::with_allow`] takes the client addresses or networks ([`Network`]:
-//!   `10.0.0.0/8`, `192.0.2.7`, `2001:db8::/32`) that may connect; any other peer's connection
+//! - [`TaskServerBuilder::with_access`] with [`Access::with_allow`] takes the client addresses
+//!   or networks ([`Network`]: `10.0.0.0/8`, `192.0.2.7`, `2001:db8::/32`) that may connect
+//!   (the same [`Access`] every server of the workspace takes); any other peer's connection
 //!   is closed as soon as it is accepted, before a byte of TLS or HTTP/2 is read. A plaintext
 //!   peer is told why in an HTTP/2 `GOAWAY` (`127.0.0.1 is not in this server's allowed
 //!   networks (--allow)`, which a [`Context`] shows as [`TaskError::Closed`]); refusals are
 //!   logged at most once per 10 s with their count. It works with TensorFlow clients too.
 //! - With the `tls` feature, `TlsConfig` (a certificate chain, its key and a CA, as PEM
 //!   text or files, checked when made) turns on TLS 1.3 with client certificates: a server
-//!   built with `.with_tls(config)` refuses every client whose certificate does not chain to the
+//!   built with `Access::with_tls(config)` refuses every client whose certificate does not chain to the
 //!   CA, and a [`Context`] connecting with `ConnectOptions::tls` dials `https://`, presents its
 //!   own certificate, and checks each server's certificate against the CA **and the host of
 //!   the task's address**: a task at `localhost:2222` needs `localhost` among its certificate's
@@ -285,7 +286,7 @@
     doc = r##"
 ```
 use cluster_spec::ClusterSpec;
-use remote_connect::{ConnectOptions, Context, Network, TaskServer, TlsConfig};
+use remote_connect::{Access, ConnectOptions, Context, Network, TaskServer, TlsConfig};
 
 # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -297,8 +298,11 @@ use remote_connect::{ConnectOptions, Context, Network, TaskServer, TlsConfig};
 let placeholder = ClusterSpec::from_json(r#"{"worker": ["localhost:0"]}"#)?;
 let server = TaskServer::builder(placeholder, "worker", 0)
     .with_bind("127.0.0.1:0".parse()?)
-    .with_allow(["127.0.0.0/8".parse::<Network>()?])
-    .with_tls(TlsConfig::from_pem(server_cert, server_key, ca_cert.clone())?)
+    .with_access(
+        Access::default()
+            .with_allow(["127.0.0.0/8".parse::<Network>()?])
+            .with_tls(TlsConfig::from_pem(server_cert, server_key, ca_cert.clone())?),
+    )
     .start()
     .await?;
 
@@ -536,6 +540,7 @@ pub use cluster_spec::TaskId;
 pub use devices::LocalDevice;
 pub use error::{Error, OpFailure, Stage, Staleness, TaskError, TaskFailure};
 pub use function::{Arg, Function, FunctionError, Signature};
+pub use grpc_guard::Access;
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use grpc_guard::{TlsConfig, TlsError};

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use grpc_guard::{Guard, Limits, Network, Serving};
+use grpc_guard::{Access, Guard, Limits, Serving};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tonic::service::Routes;
@@ -27,47 +27,60 @@ pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 /// gone.
 const MAX_POLL: Duration = Duration::from_secs(30);
 
-/// How long a stopping server lets calls in flight finish before it closes their
+/// How long [`RendezvousServer::shutdown`] lets calls in flight finish before it closes their
 /// connections (long polls answer at once).
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(4);
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(4);
 
-/// How a [`RendezvousServer`] times rounds and nodes, what it holds at most, and how it faces
-/// the network: who may connect ([`with_allow`](Self::with_allow)), over mTLS or not
-/// ([`with_tls`](Self::with_tls)), and the connection, message and memory limits
-/// ([`with_limits`](Self::with_limits), [`default_limits`](Self::default_limits)).
+/// The rendezvous's port when none is named: torchrun's, the one `tfcluster run --rdzv HOST`
+/// dials, and the one a [`RendezvousServer`] binds (on every interface) unless
+/// [`with_bind`](RendezvousServerBuilder::with_bind) says otherwise.
+pub const RENDEZVOUS_PORT: u16 = 29400;
+
+/// Configures a [`RendezvousServer`] before it starts ([`RendezvousServer::builder`]): where it
+/// listens ([`with_bind`](Self::with_bind)), how it times rounds and nodes, what it holds at
+/// most, and how it faces the network: who may connect and over what
+/// ([`with_access`](Self::with_access): an allow list, mTLS), and the connection, message
+/// and memory limits ([`with_limits`](Self::with_limits),
+/// [`default_limits`](Self::default_limits)).
 #[derive(Debug, Clone)]
-pub struct ServerOptions {
+#[must_use = "a builder does nothing until start() is awaited"]
+pub struct RendezvousServerBuilder {
+    bind: SocketAddr,
     last_call: Duration,
     timeout: Duration,
     max_jobs: usize,
     limits: Limits,
-    allow: Option<Vec<Network>>,
-    #[cfg(feature = "tls")]
-    tls: Option<grpc_guard::TlsConfig>,
+    access: Access,
     token: Option<Token>,
     metrics: crate::RendezvousMetrics,
 }
 
-impl Default for ServerOptions {
-    /// A 3 s last call, a 3 s heartbeat timeout, long polls of up to 30 s (and a third of the
-    /// timeout), 1,024 jobs, every peer allowed, plaintext, and
+impl Default for RendezvousServerBuilder {
+    /// `0.0.0.0:`[`RENDEZVOUS_PORT`], a 3 s last call, a 3 s heartbeat timeout, long polls of up to 30 s
+    /// (and a third of the timeout), 1,024 jobs, every peer allowed, plaintext, and
     /// [`default_limits`](Self::default_limits).
     fn default() -> Self {
         Self {
+            bind: SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, RENDEZVOUS_PORT)),
             last_call: crate::DEFAULT_LAST_CALL,
             timeout: crate::DEFAULT_TIMEOUT,
             max_jobs: 1024,
             limits: Self::default_limits(),
-            allow: None,
-            #[cfg(feature = "tls")]
-            tls: None,
+            access: Access::default(),
             token: None,
             metrics: crate::RendezvousMetrics::default(),
         }
     }
 }
 
-impl ServerOptions {
+impl RendezvousServerBuilder {
+    /// Listen on `addr` instead of `0.0.0.0:`[`RENDEZVOUS_PORT`]. Port 0 lets the OS pick a free port, with
+    /// no race: [`RendezvousServer::local_addr`] tells which.
+    pub fn with_bind(mut self, addr: SocketAddr) -> Self {
+        self.bind = addr;
+        self
+    }
+
     /// How long a round with at least its minimum nodes waits for another node before it
     /// closes (torchrun's `last_call_timeout`).
     pub fn with_last_call(mut self, last_call: Duration) -> Self {
@@ -119,42 +132,24 @@ impl ServerOptions {
         self
     }
 
-    /// Accept connections only from peers in `networks` (addresses or CIDR networks, IPv4 or
-    /// IPv6): any other peer is closed at accept, told why in a `GOAWAY` (its client's error
-    /// says it is not in the allowed networks), and counted in a warning logged at most every
-    /// 10 s. An empty list refuses everyone. Default: every peer.
-    pub fn with_allow(mut self, networks: impl IntoIterator<Item = Network>) -> Self {
-        self.allow = Some(networks.into_iter().collect());
-        self
-    }
-
-    /// Serve over TLS only, requiring every client to present a certificate that chains to
-    /// the config's CA (mTLS): a plaintext client, one without a certificate, or one whose
-    /// certificate another CA issued, is refused. Clients dial with
-    /// [`ClientOptions::with_tls`](crate::ClientOptions::with_tls).
-    #[cfg(feature = "tls")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub fn with_tls(mut self, config: grpc_guard::TlsConfig) -> Self {
-        self.tls = Some(config);
+    /// Who may connect and over what ([`Access`]): an allow list (any other peer is closed
+    /// at accept, told why in a `GOAWAY`, so its client's error says it is not in the
+    /// allowed networks) and, feature `tls`, mTLS (clients dial with
+    /// [`ClientOptions::with_tls`](crate::ClientOptions::with_tls)). Default: every peer,
+    /// plaintext.
+    pub fn with_access(mut self, access: Access) -> Self {
+        self.access = access;
         self
     }
 
     /// The guard of a server on `addr` under these options.
     fn guard(&self, addr: SocketAddr) -> Guard {
-        let guard = Guard::new("rendezvous", addr.to_string(), self.limits.clone())
+        Guard::new("rendezvous", addr.to_string(), self.limits.clone())
             .with_metrics(self.metrics.guard().clone())
             // Every call answers within its poll cap; this bounds anything else.
             .with_call_timeout(self.poll_cap() + Duration::from_secs(10))
-            .with_tcp_keepalive(Duration::from_secs(30));
-        #[cfg(feature = "tls")]
-        let guard = match &self.tls {
-            Some(tls) => guard.with_tls(tls.clone()),
-            None => guard,
-        };
-        match &self.allow {
-            Some(networks) => guard.with_allow(networks.iter().copied()),
-            None => guard,
-        }
+            .with_tcp_keepalive(Duration::from_secs(30))
+            .with_access(self.access.clone())
     }
 
     /// The server's own token (`tfcluster rendezvous serve --token-file`): it takes no call,
@@ -179,43 +174,19 @@ impl ServerOptions {
         self.token.as_ref()
     }
 
-    fn poll_cap(&self) -> Duration {
-        MAX_POLL.min(self.timeout / 3)
-    }
-
-    /// The clock's resolution: a tenth of the shorter of last call and timeout, from 5 ms
-    /// to 250 ms.
-    fn tick(&self) -> Duration {
-        (self.last_call.min(self.timeout) / 10)
-            .clamp(Duration::from_millis(5), Duration::from_millis(250))
-    }
-}
-
-/// The rendezvous service, serving on a TCP port until [`shutdown`](Self::shutdown) or drop.
-///
-/// It serves any number of jobs, each named by its rendezvous id, with its state in memory:
-/// a restarted server starts every job anew (agents join again when their calls fail).
-#[derive(Debug)]
-pub struct RendezvousServer {
-    shutdown: watch::Sender<bool>,
-    /// `None` once shut down.
-    serving: Option<Serving>,
-    ticker: JoinHandle<()>,
-}
-
-impl RendezvousServer {
-    /// Binds `addr` (port 0 picks a free port, see [`local_addr`](Self::local_addr)) and
-    /// serves. Needs a tokio runtime.
+    /// Binds its address (port 0 picks a free port, see
+    /// [`RendezvousServer::local_addr`]) and serves. Needs a tokio runtime.
     ///
     /// # Errors
     ///
-    /// [`Error::Bind`] when `addr` cannot be bound, or TLS cannot be set up with the
-    /// options' config.
+    /// [`Error::Bind`] when the address cannot be bound, or TLS cannot be set up with the
+    /// access's config.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: dropped before it returns, nothing serves and the port is let go.
-    pub async fn start(addr: SocketAddr, options: ServerOptions) -> Result<Self, Error> {
+    pub async fn start(self) -> Result<RendezvousServer, Error> {
+        let (addr, options) = (self.bind, self);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| Error::Bind { addr, source })?;
@@ -259,11 +230,41 @@ impl RendezvousServer {
             }
         })?;
         tracing::info!(%local_addr, "rendezvous serving");
-        Ok(Self {
+        Ok(RendezvousServer {
             shutdown,
             serving: Some(serving),
             ticker,
         })
+    }
+
+    fn poll_cap(&self) -> Duration {
+        MAX_POLL.min(self.timeout / 3)
+    }
+
+    /// The clock's resolution: a tenth of the shorter of last call and timeout, from 5 ms
+    /// to 250 ms.
+    fn tick(&self) -> Duration {
+        (self.last_call.min(self.timeout) / 10)
+            .clamp(Duration::from_millis(5), Duration::from_millis(250))
+    }
+}
+
+/// The rendezvous service, serving on a TCP port until [`shutdown`](Self::shutdown) or drop.
+///
+/// It serves any number of jobs, each named by its rendezvous id, with its state in memory:
+/// a restarted server starts every job anew (agents join again when their calls fail).
+#[derive(Debug)]
+pub struct RendezvousServer {
+    shutdown: watch::Sender<bool>,
+    /// `None` once shut down.
+    serving: Option<Serving>,
+    ticker: JoinHandle<()>,
+}
+
+impl RendezvousServer {
+    /// A server to configure, then [`start`](RendezvousServerBuilder::start).
+    pub fn builder() -> RendezvousServerBuilder {
+        RendezvousServerBuilder::default()
     }
 
     /// The address it serves on, with the port it got.
@@ -289,22 +290,28 @@ impl RendezvousServer {
             .expect("a RendezvousServer serves until it is consumed")
     }
 
-    /// Stops serving: long polls in flight answer `UNAVAILABLE` at once, then the connections
-    /// close. Waits for that at most 5 s.
+    /// [`shutdown_within`](Self::shutdown_within) [`SHUTDOWN_GRACE`].
     ///
-    /// # Errors
+    /// # Cancel safety
     ///
-    /// None: it stops whatever happens, waiting at most 5 s.
+    /// As [`shutdown_within`](Self::shutdown_within)'s.
+    pub async fn shutdown(self) {
+        self.shutdown_within(SHUTDOWN_GRACE).await;
+    }
+
+    /// Stops serving: long polls in flight answer `UNAVAILABLE` at once, calls in flight get
+    /// `grace` to finish, then the connections close. It stops whatever happens (no error to
+    /// return), waiting at most `grace` and a second.
     ///
     /// # Cancel safety
     ///
     /// The stop is sent at once: dropped while it waits, the server still stops (its connections
     /// close by themselves); only the wait is cut short.
-    pub async fn shutdown(mut self) {
+    pub async fn shutdown_within(mut self, grace: Duration) {
         let _ = self.shutdown.send(true);
         if let Some(serving) = self.serving.take() {
             // It stops whatever happens; an error of the server's is of no use any more.
-            let _ = serving.shutdown_within(SHUTDOWN_GRACE).await;
+            let _ = serving.shutdown_within(grace).await;
         }
     }
 }

@@ -35,7 +35,7 @@ struct RequestLabels {
 
 /// The rendezvous server's metrics; clones count into the same ones. Register them with
 /// [`RendezvousMetrics::register`] and give them to
-/// [`ServerOptions::with_metrics`](crate::ServerOptions::with_metrics). The default counts
+/// [`RendezvousServerBuilder::with_metrics`](crate::RendezvousServerBuilder::with_metrics). The default counts
 /// into metrics no registry holds.
 #[derive(Clone, Debug, Default)]
 pub struct RendezvousMetrics {

@@ -156,7 +156,7 @@ fn a_stop_after_a_round_ended_stops_the_agent_at_once() {
 fn an_agent_the_rendezvous_lost_joins_again() {
     run(async {
         let server = crate::common::server_with(
-            elastic::ServerOptions::default()
+            elastic::RendezvousServer::builder()
                 .with_timeout(Duration::from_secs(1))
                 .with_last_call(Duration::from_millis(300)),
         )

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use elastic::{ClientOptions, Join, RendezvousClient, RoundStatus, ServerOptions, Token, proto};
+use elastic::{ClientOptions, Join, RendezvousClient, RendezvousServer, RoundStatus, Token, proto};
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Request};
 
@@ -108,7 +108,7 @@ fn forged<T>(message: T, token: Option<&str>, secret: Option<&str>) -> Request<T
 #[test]
 fn forged_node_calls_over_grpc_are_refused_and_change_nothing() {
     run(async {
-        let options = ServerOptions::default().with_last_call(LAST_CALL);
+        let options = RendezvousServer::builder().with_last_call(LAST_CALL);
         let server = server_with(options).await;
         let addr = server.local_addr();
         let job_token = token("job");
@@ -279,7 +279,7 @@ fn forged_node_calls_over_grpc_are_refused_and_change_nothing() {
 #[test]
 fn a_servers_own_token_guards_every_job() {
     run(async {
-        let options = ServerOptions::default()
+        let options = RendezvousServer::builder()
             .with_last_call(LAST_CALL)
             .with_token(token("server"));
         let server = server_with(options).await;
@@ -311,7 +311,7 @@ fn a_servers_own_token_guards_every_job() {
 fn no_token_or_secret_shows_in_any_debug() {
     run(async {
         let secret_token = token("never-shown");
-        let options = ServerOptions::default()
+        let options = RendezvousServer::builder()
             .with_last_call(LAST_CALL)
             .with_token(secret_token.clone());
         let client_options = ClientOptions::default().with_token(secret_token.clone());

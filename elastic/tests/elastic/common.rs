@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use elastic::{
-    ClientOptions, EtcdOptions, JobConfig, Join, Node, RendezvousClient, RendezvousServer, Round,
-    ServerOptions, Waited,
+    ClientOptions, EtcdOptions, JobConfig, Join, Node, RendezvousClient, RendezvousServer,
+    RendezvousServerBuilder, Round, Waited,
 };
 use etcd_cluster::EtcdCluster;
 
@@ -120,7 +120,7 @@ impl Rdzv {
     pub(crate) async fn start(backend: Backend, last_call: Duration, timeout: Duration) -> Self {
         let (server, etcd) = match backend {
             Backend::BuiltIn => {
-                let options = ServerOptions::default()
+                let options = RendezvousServer::builder()
                     .with_last_call(last_call)
                     .with_timeout(timeout);
                 (Some(server_with(options).await), None)
@@ -206,11 +206,13 @@ pub(crate) use on_both_backends;
 
 /// A server on 127.0.0.1 with a 300 ms last call and a 15 s heartbeat timeout.
 pub(crate) async fn server() -> RendezvousServer {
-    server_with(ServerOptions::default().with_last_call(Duration::from_millis(300))).await
+    server_with(RendezvousServer::builder().with_last_call(Duration::from_millis(300))).await
 }
 
-pub(crate) async fn server_with(options: ServerOptions) -> RendezvousServer {
-    RendezvousServer::start("127.0.0.1:0".parse().unwrap(), options)
+pub(crate) async fn server_with(options: RendezvousServerBuilder) -> RendezvousServer {
+    options
+        .with_bind("127.0.0.1:0".parse().unwrap())
+        .start()
         .await
         .unwrap()
 }
@@ -231,8 +233,11 @@ const REBIND_TRIES: usize = 5;
 
 /// A server on `addr`, an address this test let go of and now binds again; `None` when another
 /// process took it meanwhile (the test starts over on another, [`on_another_address`]).
-pub(crate) async fn rebind(addr: SocketAddr, options: ServerOptions) -> Option<RendezvousServer> {
-    match RendezvousServer::start(addr, options).await {
+pub(crate) async fn rebind(
+    addr: SocketAddr,
+    options: RendezvousServerBuilder,
+) -> Option<RendezvousServer> {
+    match options.with_bind(addr).start().await {
         Ok(server) => Some(server),
         Err(elastic::Error::Bind { source, .. })
             if source.kind() == std::io::ErrorKind::AddrInUse =>

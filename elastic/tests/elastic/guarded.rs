@@ -4,8 +4,10 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use elastic::grpc_guard::{Network, TlsConfig};
-use elastic::{ClientOptions, JobConfig, Join, RendezvousClient, ServerOptions};
+use elastic::grpc_guard::{Access, Network, TlsConfig};
+use elastic::{
+    ClientOptions, JobConfig, Join, RendezvousClient, RendezvousServer, RendezvousServerBuilder,
+};
 use prost::Message;
 use raw_http2::{RawConnection, call, frame, grpc_message, grpc_request_headers};
 use test_pki::{TestCa, Usage};
@@ -42,9 +44,9 @@ fn over_mtls_only_clients_with_a_certificate_of_the_ca_join() {
     run(async {
         let ca = TestCa::new("rendezvous CA");
         let server = server_with(
-            ServerOptions::default()
+            RendezvousServer::builder()
                 .with_last_call(Duration::from_millis(300))
-                .with_tls(tls_of(&ca.issue(&["127.0.0.1"]), &ca)),
+                .with_access(Access::default().with_tls(tls_of(&ca.issue(&["127.0.0.1"]), &ca))),
         )
         .await;
         let addr = server.local_addr().to_string();
@@ -113,9 +115,9 @@ fn over_mtls_only_clients_with_a_certificate_of_the_ca_join() {
 #[test]
 fn a_peer_outside_the_allowed_networks_is_refused_and_told_why() {
     run(async {
-        let server = server_with(
-            ServerOptions::default().with_allow(["192.0.2.0/24".parse::<Network>().unwrap()]),
-        )
+        let server = server_with(RendezvousServer::builder().with_access(
+            Access::default().with_allow(["192.0.2.0/24".parse::<Network>().unwrap()]),
+        ))
         .await;
         let client = RendezvousClient::new(server.local_addr().to_string(), impatient()).unwrap();
         let err = client
@@ -151,9 +153,11 @@ fn a_peer_outside_the_allowed_networks_is_refused_and_told_why() {
         // read as a corrupt record), and refused as at once.
         let ca = TestCa::new("rendezvous CA");
         let server = server_with(
-            ServerOptions::default()
-                .with_allow(["192.0.2.0/24".parse::<Network>().unwrap()])
-                .with_tls(tls_of(&ca.issue(&["127.0.0.1"]), &ca)),
+            RendezvousServer::builder().with_access(
+                Access::default()
+                    .with_allow(["192.0.2.0/24".parse::<Network>().unwrap()])
+                    .with_tls(tls_of(&ca.issue(&["127.0.0.1"]), &ca)),
+            ),
         )
         .await;
         let agent = ca.issue_as("agent", &[], Usage::Client);
@@ -179,11 +183,11 @@ fn a_peer_outside_the_allowed_networks_is_refused_and_told_why() {
 #[test]
 fn idle_connections_past_the_cap_are_closed_while_an_agent_still_joins() {
     run(async {
-        let limits = ServerOptions::default_limits()
+        let limits = RendezvousServerBuilder::default_limits()
             .with_max_connections(8)
             .with_idle_timeout(Some(Duration::from_secs(1)));
         let server = server_with(
-            ServerOptions::default()
+            RendezvousServer::builder()
                 .with_last_call(Duration::from_millis(300))
                 .with_limits(limits),
         )
@@ -273,9 +277,11 @@ fn a_response_its_peer_never_reads_is_cut_and_its_memory_given_back() {
     run(async {
         let timeout = Duration::from_secs(1);
         let server = server_with(
-            ServerOptions::default()
+            RendezvousServer::builder()
                 .with_last_call(Duration::from_millis(300))
-                .with_limits(ServerOptions::default_limits().with_message_timeout(timeout)),
+                .with_limits(
+                    RendezvousServerBuilder::default_limits().with_message_timeout(timeout),
+                ),
         )
         .await;
         // A round of two nodes of 200 tasks on 253-byte hosts: over 100 KB, and within the

@@ -155,7 +155,7 @@ fn an_agent_started_before_the_rendezvous_waits_for_it() {
             "the agent gave up before the rendezvous started: {:?}",
             joining.await
         );
-        let Some(server) = rebind(addr, elastic::ServerOptions::default()).await else {
+        let Some(server) = rebind(addr, elastic::RendezvousServer::builder()).await else {
             joining.abort();
             return None;
         };

@@ -9,7 +9,7 @@ use std::time::Duration;
 use cluster_resolver::watch::{ClusterStream, WatchOptions};
 use cluster_resolver::{ClusterResolver, WatchClusterResolver};
 use elastic::{
-    Error, RendezvousClient, RendezvousWatcher, ServerOptions, TaskStatus, Watched, WatchedRound,
+    Error, RendezvousClient, RendezvousServer, RendezvousWatcher, TaskStatus, Watched, WatchedRound,
 };
 use futures_util::StreamExt;
 
@@ -235,7 +235,7 @@ fn a_watch_outlives_a_rendezvous_restart() {
         assert!(err.contains("unreachable"), "{err}");
 
         // The new rendezvous knows no job until a node joins, whose round 1 is news.
-        let server = rebind(addr, ServerOptions::default().with_last_call(SHORT)).await?;
+        let server = rebind(addr, RendezvousServer::builder().with_last_call(SHORT)).await?;
         let client = crate::common::client(&server);
         let mut b = join(&client, "job", &c, 5).await;
         let rb = round(&client, &mut b).await;
@@ -251,7 +251,7 @@ fn a_watch_outlives_a_rendezvous_restart() {
         // A restart at once, its job at round 1 again before the watch asks (its retries
         // hide the restart): round 1 of the new job is still news.
         server.shutdown().await;
-        let server = rebind(addr, ServerOptions::default()).await?;
+        let server = rebind(addr, RendezvousServer::builder()).await?;
         let client = crate::common::client(&server);
         let mut b = join(&client, "job", &c, 6).await;
         let rb = round(&client, &mut b).await;

@@ -110,7 +110,7 @@ pub(crate) async fn start(
 fn secured(builder: TaskServerBuilder, options: &ConnectOptions) -> TaskServerBuilder {
     #[cfg(feature = "tls")]
     if let Some(tls) = &options.tls {
-        return builder.with_tls(tls.clone());
+        return builder.with_access(grpc_guard::Access::default().with_tls(tls.clone()));
     }
     #[cfg(not(feature = "tls"))]
     let _ = options;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use cluster_proto::ServerDef;
 use cluster_proto::worker_service_server::WorkerServiceServer;
 use cluster_spec::ClusterSpec;
-use grpc_guard::{Guard, Network, Serving};
+use grpc_guard::{Access, Guard, Serving};
 use tokio::task::JoinHandle;
 use tonic::service::Routes;
 
@@ -64,11 +64,9 @@ impl TaskServer {
             bind: None,
             routes: None,
             gc_interval: GC_INTERVAL,
-            allow: None,
+            access: Access::default(),
             limits: Limits::default(),
             metrics: TaskServerMetrics::default(),
-            #[cfg(feature = "tls")]
-            tls: None,
         }
     }
 
@@ -110,11 +108,9 @@ pub struct TaskServerBuilder {
     bind: Option<SocketAddr>,
     routes: Option<Routes>,
     gc_interval: Duration,
-    allow: Option<Arc<[Network]>>,
+    access: Access,
     limits: Limits,
     metrics: TaskServerMetrics,
-    #[cfg(feature = "tls")]
-    tls: Option<crate::TlsConfig>,
 }
 
 impl TaskServerBuilder {
@@ -147,25 +143,27 @@ impl TaskServerBuilder {
         self
     }
 
-    /// Accept connections only from peers in `networks` (addresses or CIDR networks, IPv4 or
-    /// IPv6; an IPv4 peer of a dual-stack socket counts as its IPv4 address). Any other peer's
-    /// connection is closed as soon as it is accepted, before TLS or HTTP/2, and logged as a
-    /// warning. An empty list refuses everyone. Default: every peer.
+    /// Who may connect ([`Access::with_allow`]: addresses or CIDR networks; any other peer's
+    /// connection is closed as soon as it is accepted, before TLS or HTTP/2, and logged) and
+    /// whether over mTLS ([`Access::with_tls`], feature `tls`: TensorFlow's clients speak
+    /// plaintext only, so they cannot connect to such a server). Default: every peer,
+    /// plaintext.
     ///
     /// ```
     /// # use cluster_spec::ClusterSpec;
-    /// # use remote_connect::{Network, TaskServer};
+    /// # use remote_connect::{Access, Network, TaskServer};
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let spec = ClusterSpec::from_json(r#"{"worker": ["localhost:2222"]}"#)?;
     /// let networks = ["127.0.0.0/8", "192.0.2.0/24", "::1"]
     ///     .into_iter()
     ///     .map(str::parse::<Network>)
     ///     .collect::<Result<Vec<_>, _>>()?;
-    /// let builder = TaskServer::builder(spec, "worker", 0).with_allow(networks);
+    /// let builder = TaskServer::builder(spec, "worker", 0)
+    ///     .with_access(Access::default().with_allow(networks));
     /// # Ok(()) }
     /// ```
-    pub fn with_allow(mut self, networks: impl IntoIterator<Item = Network>) -> Self {
-        self.allow = Some(networks.into_iter().collect());
+    pub fn with_access(mut self, access: Access) -> Self {
+        self.access = access;
         self
     }
 
@@ -193,16 +191,6 @@ impl TaskServerBuilder {
     /// ```
     pub fn with_metrics(mut self, metrics: TaskServerMetrics) -> Self {
         self.metrics = metrics;
-        self
-    }
-
-    /// Serve over TLS only, requiring every client to present a certificate that chains to
-    /// the config's CA ([`TlsConfig`](crate::TlsConfig)). TensorFlow's clients speak
-    /// plaintext only, so they cannot connect to such a server.
-    #[cfg(feature = "tls")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub fn with_tls(mut self, config: crate::TlsConfig) -> Self {
-        self.tls = Some(config);
         self
     }
 
@@ -279,18 +267,10 @@ impl TaskServerBuilder {
     }
 
     /// The guard this task's server faces the network with, logging as `task`.
-    fn guard(&mut self, task: Arc<str>) -> Guard {
-        let guard = Guard::new("TaskServer", task, self.limits.serving().clone())
-            .with_metrics(self.metrics.guard().clone());
-        #[cfg(feature = "tls")]
-        let guard = match self.tls.take() {
-            Some(tls) => guard.with_tls(tls),
-            None => guard,
-        };
-        match self.allow.take() {
-            Some(networks) => guard.with_allow(networks.iter().copied()),
-            None => guard,
-        }
+    fn guard(&self, task: Arc<str>) -> Guard {
+        Guard::new("TaskServer", task, self.limits.serving().clone())
+            .with_metrics(self.metrics.guard().clone())
+            .with_access(self.access.clone())
     }
 
     /// Checks `devices` and builds the state and services of this task, guarded by `guard`.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use cluster_spec::ClusterSpec;
-use remote_connect::{Context, Network, RunningServer, TaskServer};
+use remote_connect::{Access, Context, Network, RunningServer, TaskServer};
 
 use tokio::net::TcpStream;
 
@@ -16,7 +16,9 @@ const REASON: &str = "127.0.0.1 is not in this server's allowed networks (--allo
 async fn allowing(networks: &[&str]) -> RunningServer {
     TaskServer::builder(placeholder("worker"), "worker", 0)
         .with_bind("127.0.0.1:0".parse().unwrap())
-        .with_allow(networks.iter().map(|n| n.parse::<Network>().unwrap()))
+        .with_access(
+            Access::default().with_allow(networks.iter().map(|n| n.parse::<Network>().unwrap())),
+        )
         .start()
         .await
         .unwrap()

@@ -10,7 +10,8 @@ use cluster_spec::__private::error_chain::Chain;
 use cluster_spec::ClusterSpec;
 use remote_connect::tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 use remote_connect::{
-    ConnectOptions, Context, RunningServer, TaskHealth, TaskId, TaskServer, TlsConfig, TlsError,
+    Access, ConnectOptions, Context, RunningServer, TaskHealth, TaskId, TaskServer, TlsConfig,
+    TlsError,
 };
 use tf_oracle::TestCa;
 
@@ -31,7 +32,7 @@ async fn tls_server(ca: &TestCa, job: &str) -> RunningServer {
 async fn tls_server_named(ca: &TestCa, job: &str, names: &[&str]) -> RunningServer {
     TaskServer::builder(placeholder(job), job, 0)
         .with_bind("127.0.0.1:0".parse().unwrap())
-        .with_tls(config(ca, names))
+        .with_access(Access::default().with_tls(config(ca, names)))
         .start()
         .await
         .unwrap()

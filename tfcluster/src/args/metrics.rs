@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use metrics_endpoint::prometheus_client::registry::Registry;
-use metrics_endpoint::{Health, Limits, MetricsEndpoint, Serving};
+use metrics_endpoint::{Health, MetricsEndpoint, Serving};
 
 use crate::failure::Failure;
 
@@ -34,10 +34,11 @@ impl MetricsArgs {
         let Some(addr) = self.metrics else {
             return Ok(None);
         };
-        let endpoint = MetricsEndpoint::bind(addr, Limits::default())
+        let serving = MetricsEndpoint::builder(Arc::new(registry), health)
+            .with_bind(addr)
+            .start()
             .await
             .with_context(|| format!("--metrics {addr}"))?;
-        let serving = endpoint.spawn(Arc::new(registry), health);
         // The address it got (port 0 picks one), which scrape configs and tests need.
         eprintln!("serving metrics on {}", serving.local_addr());
         Ok(Some(serving))

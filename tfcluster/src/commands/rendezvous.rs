@@ -5,10 +5,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use elastic::prometheus_client::registry::Registry;
-use elastic::{RendezvousMetrics, RendezvousServer, ServerOptions, Token};
+use elastic::{RendezvousMetrics, RendezvousServer, Token};
 use metrics_endpoint::Health;
 
-use crate::args::allow::AllowArgs;
+use crate::args::allow::{AllowArgs, access};
 use crate::args::metrics::MetricsArgs;
 use crate::args::rendezvous::timing::RdzvTimingArgs;
 use crate::args::rendezvous::token::{token, warn_open};
@@ -89,26 +89,25 @@ fn run_serve(args: ServeArgs) -> Result<(), Failure> {
     let token = token(args.token_file.as_deref(), "--token-file")?;
     runtime()?.block_on(async move {
         let stop = Stop::install();
-        let mut options = ServerOptions::default()
+        let mut options = RendezvousServer::builder()
             .with_timeout(args.timing.timeout())
             .with_last_call(args.timing.last_call());
         let open = token.is_none();
         if let Some(token) = token {
             options = options.with_token(token);
         }
-        if let Some(networks) = args.allow.allow {
-            options = options.with_allow(networks);
-        }
-        if let Some(tls) = tls {
-            options = options.with_tls(tls);
-        }
+        options = options.with_access(access(args.allow.allow.as_deref(), tls));
         // The metrics port first: one that cannot be bound fails before anything serves.
         let metrics = RendezvousMetrics::default();
         let mut registry = Registry::default();
         metrics.register(&mut registry);
         let health = Health::new();
         let _serving = args.metrics.serve(registry, health.clone()).await?;
-        let server = RendezvousServer::start(args.listen, options.with_metrics(metrics)).await?;
+        let server = options
+            .with_bind(args.listen)
+            .with_metrics(metrics)
+            .start()
+            .await?;
         if open {
             // The address it got (port 0 picks one), which the warning names.
             warn_open(&server.local_addr().to_string(), None, "--token-file");

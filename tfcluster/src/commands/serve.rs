@@ -7,7 +7,7 @@ use metrics_endpoint::Health;
 use metrics_endpoint::prometheus_client::registry::Registry;
 use remote_connect::{TaskServer, TaskServerMetrics};
 
-use crate::args::allow::AllowArgs;
+use crate::args::allow::{AllowArgs, access};
 use crate::args::limits::LimitArgs;
 use crate::args::metrics::MetricsArgs;
 use crate::args::source::ClusterArgs;
@@ -92,12 +92,7 @@ async fn serve(args: Args) -> Result<(), Failure> {
     if let Some(bind) = args.bind {
         builder = builder.with_bind(bind);
     }
-    if let Some(networks) = args.allow.allow {
-        builder = builder.with_allow(networks);
-    }
-    if let Some(tls) = args.tls.config()? {
-        builder = builder.with_tls(tls);
-    }
+    builder = builder.with_access(access(args.allow.allow.as_deref(), args.tls.config()?));
     let stop = Stop::install();
     let server = builder.start().await?;
     health.set(true);

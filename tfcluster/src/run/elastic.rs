@@ -9,7 +9,7 @@ use anyhow::{Context as _, anyhow};
 use cluster_spec::__private::error_chain::Chain;
 use elastic::{
     Agent, AgentError, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
-    RendezvousServer, ServerOptions, Waited, task_env,
+    RendezvousServer, Waited, task_env,
 };
 use elastic::{AgentMetrics, RendezvousMetrics};
 use launcher::RestartPolicy;
@@ -19,6 +19,7 @@ use metrics_endpoint::Health;
 use metrics_endpoint::prometheus_client::registry::Registry;
 use serde_json::json;
 
+use crate::args::allow::access;
 use crate::args::elastic::ElasticArgs;
 use crate::args::metrics::MetricsArgs;
 use crate::args::rendezvous::target::Rendezvous;
@@ -262,20 +263,15 @@ async fn serve_if_here(
     else {
         return Ok(None);
     };
-    let mut options = ServerOptions::default()
+    let mut options = RendezvousServer::builder()
         .with_timeout(args.timing.timeout())
         .with_last_call(args.timing.last_call())
         .with_metrics(metrics.clone());
     if let Some(token) = args.target.token()? {
         options = options.with_token(token);
     }
-    if let Some(tls) = tls {
-        options = options.with_tls(tls.clone());
-    }
-    if let Some(networks) = &args.rdzv_allow {
-        options = options.with_allow(networks.iter().copied());
-    }
-    Ok(match RendezvousServer::start(addr, options).await {
+    options = options.with_access(access(args.rdzv_allow.as_deref(), tls.clone()));
+    Ok(match options.with_bind(addr).start().await {
         Ok(server) => {
             tracing::info!(target: TARGET, %addr, "serving the rendezvous");
             Some(server)

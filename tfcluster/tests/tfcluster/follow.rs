@@ -13,7 +13,7 @@ use cluster_resolver::watch::WatchOptions;
 use cluster_spec::ClusterSpec;
 use elastic::{
     ClientOptions, JobConfig, Join, Node, RendezvousClient, RendezvousServer, RendezvousWatcher,
-    ServerOptions, Waited,
+    Waited,
 };
 use nix::sys::signal::Signal;
 use remote_connect::{
@@ -256,12 +256,11 @@ struct ElasticJob {
 
 impl ElasticJob {
     async fn start() -> Self {
-        let options = ServerOptions::default()
+        let options = RendezvousServer::builder()
             .with_last_call(Duration::from_millis(300))
-            .with_timeout(Duration::from_secs(300));
-        let rdzv = RendezvousServer::start("127.0.0.1:0".parse().unwrap(), options)
-            .await
-            .unwrap();
+            .with_timeout(Duration::from_secs(300))
+            .with_bind("127.0.0.1:0".parse().unwrap());
+        let rdzv = options.start().await.unwrap();
         let client =
             RendezvousClient::new(rdzv.local_addr().to_string(), ClientOptions::default()).unwrap();
         let config = JobConfig::new("1:2".parse().unwrap(), 1).unwrap();

@@ -8,16 +8,13 @@ use std::str::FromStr;
 
 use anyhow::anyhow;
 use cluster_spec::{HostPort, HostPortError};
-use elastic::{ClientOptions, EtcdOptions, RendezvousClient};
+use elastic::{ClientOptions, EtcdOptions, RENDEZVOUS_PORT, RendezvousClient};
 use remote_connect::TlsConfig;
 
 use crate::args::tls::RdzvTlsArgs;
 use crate::failure::Failure;
 
-/// The rendezvous port when `--rdzv` names none (torchrun's).
-pub(crate) const DEFAULT_PORT: u16 = 29400;
-
-/// `HOST[:PORT]` ([`HostPort`]'s grammar): a rendezvous endpoint, at [`DEFAULT_PORT`] when
+/// `HOST[:PORT]` ([`HostPort`]'s grammar): a rendezvous endpoint, at [`RENDEZVOUS_PORT`] when
 /// no port is given.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Endpoint {
@@ -39,7 +36,7 @@ impl FromStr for Endpoint {
         let host_port: HostPort = text.parse().map_err(|e: HostPortError| e.to_string())?;
         Ok(Self {
             host: host_port.host().to_owned(),
-            port: host_port.port().unwrap_or(DEFAULT_PORT),
+            port: host_port.port().unwrap_or(RENDEZVOUS_PORT),
         })
     }
 }
