@@ -37,8 +37,8 @@ use criterion::{
 };
 use device_filter::ClusterDeviceFilters;
 use remote_connect::{
-    Access, ConnectOptions, Context, FollowEvent, FollowOptions, LocalDevice, RunningServer,
-    TaskServer, TaskServerBuilder,
+    ConnectOptions, Context, FollowEvent, FollowOptions, LocalDevice, RunningServer, TaskServer,
+    TaskServerBuilder,
 };
 use tokio::runtime::Runtime;
 use tokio::sync::{broadcast, mpsc};
@@ -313,7 +313,7 @@ fn follow(c: &mut Criterion) {
 /// 16 tasks, plaintext and mTLS, in the same run.
 #[cfg(feature = "tls")]
 fn connect_mtls(c: &mut Criterion) {
-    use remote_connect::TlsConfig;
+    use remote_connect::{Access, TlsConfig};
     let ca = tf_oracle::TestCa::new("bench CA");
     let config = |names: &[&str]| {
         let issued = ca.issue(names);
