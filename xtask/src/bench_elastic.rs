@@ -24,7 +24,7 @@ mod torch;
 
 use std::path::Path;
 
-use crate::child::target_dir;
+use crate::workspace::target_dir;
 use crate::{docs_section, machine, workspace};
 use agents::Launcher;
 use figures::Ours;

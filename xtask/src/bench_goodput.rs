@@ -33,7 +33,7 @@ mod side;
 
 use std::time::Duration;
 
-use crate::child::target_dir;
+use crate::workspace::target_dir;
 use crate::{docs_section, machine, tf_venv, workspace};
 use measure::Plan;
 use side::{Flags, Side};

@@ -13,8 +13,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::child::target_dir;
 use crate::table::{self, Row, Target};
+use crate::workspace::target_dir;
 use crate::{docs_section, machine, tf_venv, workspace};
 
 /// TensorFlow's side, run with the venv's python.

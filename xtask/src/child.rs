@@ -16,16 +16,9 @@ impl Drop for Running {
     }
 }
 
-/// The target directory cargo builds into.
-pub(crate) fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace::root().join("target"))
-}
-
 /// A release build's binary or example (`examples/NAME`).
 pub(crate) fn release(name: &str) -> PathBuf {
-    target_dir().join("release").join(name)
+    workspace::target_dir().join("release").join(name)
 }
 
 /// The resident memory (VmRSS) of process `pid`, in MB.

@@ -1,6 +1,6 @@
-//! Each crate with cargo features, checked with no features and with each feature on its own,
-//! so a feature combination that stops compiling (an item used under the wrong `cfg`, an
-//! import only one feature needs) fails here rather than in a user's build. The rest of
+//! Each crate with cargo features, its library and binaries checked with no features and with
+//! each feature on its own, so a feature combination that stops compiling (an item used under
+//! the wrong `cfg`, an import only one feature needs) fails here rather than in a user's build. The rest of
 //! `cargo xtask test` runs with `--all-features`, which hides such breakage.
 //!
 //! And the tests of what a feature's absence changes, which `--all-features` never runs: a
@@ -17,8 +17,7 @@ use crate::{public_api, workspace};
 /// Every crate with cargo features, checked with no features and with each feature alone
 /// (a unit test holds this to the crates' manifests), in as few cargo runs as keep them
 /// apart: one run compiles each selected crate once, with the features every selected crate
-/// asks of it, so crates share a run only when none of them (nor its dev-dependencies:
-/// `--all-targets`) turns on a feature of another. `(crate, "")` is the crate without
+/// asks of it, so crates share a run only when none of them turns on a feature of another. `(crate, "")` is the crate without
 /// features; for tfcluster and tfcluster-python, whose default is `kubernetes`, the build
 /// without Kubernetes (and `gce` is gce without it).
 const RUNS: &[&[(&str, &str)]] = &[
@@ -56,8 +55,12 @@ const RUNS: &[&[(&str, &str)]] = &[
 /// `cargo clippy -D warnings` of each of [`RUNS`].
 pub(crate) fn check() -> Result<(), String> {
     for run in RUNS {
-        let mut command = Command::new("cargo");
-        command.args(["clippy", "--all-targets", "--no-default-features"]);
+        let mut command = workspace::cargo_beside();
+        // The library and binaries, as a user's build compiles them: the tests, examples and
+        // benches build with every feature (and a chosen few run without, [`test`]); their
+        // dev-dependencies compiled once more for each feature set cost minutes and checked
+        // nothing a user builds.
+        command.args(["clippy", "--no-default-features"]);
         for (krate, _) in *run {
             command.args(["-p", krate]);
         }
@@ -89,12 +92,31 @@ pub(crate) fn test() -> Vec<Suite> {
     WITHOUT_FEATURES
         .iter()
         .flat_map(|(krate, targets)| {
-            tally::cargo_test(
-                "no-default-features",
-                Command::new("cargo").args(["test", "-p", krate, "--no-default-features", targets]),
-            )
+            tally::cargo_test("no-default-features", &mut cargo_test(krate, targets))
         })
         .collect()
+}
+
+/// The builds [`test`] needs, made ahead (beside the other suites), so it mostly runs. Doc
+/// tests cannot be built ahead (`--no-run` refuses `--doc`): the unit tests' build makes the
+/// dependencies they share, leaving the crate and its examples.
+pub(crate) fn build_tests() -> Result<(), String> {
+    WITHOUT_FEATURES.iter().try_for_each(|(krate, targets)| {
+        let targets = if *targets == "--doc" {
+            "--lib"
+        } else {
+            targets
+        };
+        workspace::run(cargo_test(krate, targets).arg("--no-run"))
+    })
+}
+
+/// `cargo test` of `krate`'s `targets` without its default features (the tests' build has
+/// them all: this one builds beside it).
+fn cargo_test(krate: &str, targets: &str) -> Command {
+    let mut command = workspace::cargo_beside();
+    command.args(["test", "-p", krate, "--no-default-features", targets]);
+    command
 }
 
 /// The docs of every published library as docs.rs builds them: all features, `--cfg docsrs`

@@ -9,7 +9,6 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use pulldown_cmark::{CodeBlockKind, Event, Tag, TagEnd};
 
@@ -28,7 +27,7 @@ const CRATE_PATHS: &str = "\"../../";
 /// page's toml asks for, where the workspace's run would unify them with every other
 /// crate's (the page once compiled there without the `watch` feature it needs).
 pub(crate) fn clippy_alone() -> Result<(), String> {
-    workspace::run(Command::new("cargo").args([
+    workspace::run(workspace::cargo_beside().args([
         "clippy",
         "-p",
         "guide-rust",

@@ -47,7 +47,7 @@ pub(crate) fn suite() -> Suite {
     // A storage an earlier, killed run left: its layers are stale.
     let _ = fs::remove_dir_all(&scratch);
     let buildah = Buildah::new(&scratch);
-    let binary = prepare(&scratch).and_then(|()| static_binary(&scratch));
+    let binary = install().and_then(|()| static_binary(&scratch));
     let built = binary
         .clone()
         .and_then(|context| buildah.build(&context, &["--target", "tfcluster", "--tag", IMAGE]));
@@ -78,13 +78,25 @@ pub(crate) fn run() -> Result<(), String> {
 
 /// Installs buildah and musl's C compiler (ring's C parts need it) with apt when missing,
 /// and the Rust standard library for [`MUSL`] with rustup.
-fn prepare(scratch: &Path) -> Result<(), String> {
+/// Installs what the suite needs (buildah, musl's C toolchain and Rust's musl target): with
+/// the test command's other installs, before anything runs beside (apt runs one at a time).
+pub(crate) fn install() -> Result<(), String> {
+    let scratch = workspace::target_dir().join("image-install");
+    fs::create_dir_all(&scratch)
+        .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     apt::ensure(
         &["buildah", "musl-gcc"],
         &["buildah", "musl-tools"],
-        scratch,
+        &scratch,
     )?;
     workspace::run(Command::new("rustup").args(["target", "add", MUSL]))
+}
+
+/// `tfcluster` built statically for musl (a debug build, in the target directory of the
+/// builds beside the tests); returns the binary.
+pub(crate) fn build_static() -> Result<PathBuf, String> {
+    workspace::run(workspace::cargo_beside().args(["build", "-p", "tfcluster", "--target", MUSL]))?;
+    Ok(workspace::beside_target().join(format!("{MUSL}/debug/tfcluster")))
 }
 
 /// Builds `tfcluster` statically for musl and lays it out as the `build` stage leaves it
@@ -92,8 +104,7 @@ fn prepare(scratch: &Path) -> Result<(), String> {
 /// A debug build: the image's checks are of the image, and a release build's LTO would add
 /// minutes to the test command.
 fn static_binary(scratch: &Path) -> Result<PathBuf, String> {
-    workspace::run(Command::new("cargo").args(["build", "-p", "tfcluster", "--target", MUSL]))?;
-    let built = workspace::root().join(format!("target/{MUSL}/debug/tfcluster"));
+    let built = build_static()?;
     let context = scratch.join("build");
     let out = context.join("out");
     fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;

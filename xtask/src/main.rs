@@ -10,6 +10,7 @@ mod apt;
 mod bench_elastic;
 mod bench_goodput;
 mod bench_vs_tf;
+mod beside;
 mod child;
 mod codegen;
 mod daemon_package;

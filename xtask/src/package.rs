@@ -35,7 +35,7 @@ const PUBLISHED: [&str; 10] = [
 ];
 
 /// The suite's name in the tally and the floors file.
-const SUITE: &str = "package: published crates";
+pub(crate) const SUITE: &str = "package: published crates";
 
 /// One check per published crate, passed when its package's copy compiled, and one that the
 /// rest are `publish = false`.
@@ -69,7 +69,7 @@ pub(crate) fn suite() -> Suite {
 /// repository's `Cargo.lock` (the versions the tests ran with). Returns that directory and
 /// the workspace's target directory.
 fn unpacked(metadata: &Value) -> Result<(PathBuf, PathBuf), String> {
-    let mut command = Command::new("cargo");
+    let mut command = workspace::cargo_beside();
     // Uncommitted files are packaged too: the check is of the working tree.
     command.args(["package", "--allow-dirty", "--no-verify"]);
     for krate in PUBLISHED {
@@ -128,7 +128,7 @@ fn unpacked(metadata: &Value) -> Result<(PathBuf, PathBuf), String> {
 /// crate's outcome: passed when its targets compiled with no error; failed with its errors,
 /// or, when it had none, because a crate it needs failed (`--keep-going` checks the rest).
 fn checked(dir: &Path, target: &Path) -> Vec<(&'static str, Result<(), String>)> {
-    let mut command = Command::new("cargo");
+    let mut command = workspace::cargo_beside();
     command
         .args(["check", "--workspace", "--all-features", "--keep-going"])
         .arg("--message-format=json")
@@ -197,7 +197,7 @@ pub(crate) fn run() -> Result<(), String> {
 
 /// The workspace's packages as `cargo metadata` describes them.
 fn metadata() -> Result<Value, String> {
-    let out = Command::new("cargo")
+    let out = workspace::cargo_beside()
         .args(["metadata", "--no-deps", "--format-version", "1"])
         .current_dir(workspace::root())
         .output()

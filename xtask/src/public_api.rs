@@ -11,8 +11,6 @@ mod walk;
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::PathBuf;
-use std::process::Command;
 
 use crate::workspace;
 
@@ -72,7 +70,7 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
 /// the same selection and features for the docs.rs build
 /// ([`crate::features::docs_rs`]), which then checks nothing again.
 pub(crate) fn nightly_doc(rustdoc_flags: &str) -> Result<(), String> {
-    let mut command = Command::new("cargo");
+    let mut command = workspace::cargo_beside();
     command.args(["+nightly", "doc", "-q", "--no-deps", "--all-features"]);
     for (_, package) in CRATES {
         command.args(["-p", package]);
@@ -80,7 +78,7 @@ pub(crate) fn nightly_doc(rustdoc_flags: &str) -> Result<(), String> {
     workspace::run(command.env("RUSTDOCFLAGS", rustdoc_flags))
 }
 
-/// rustdoc's JSON of every crate of [`CRATES`], in `target/doc/CRATE.json`.
+/// rustdoc's JSON of every crate of [`CRATES`], in `target/beside/doc/CRATE.json`.
 fn document() -> Result<(), String> {
     nightly_doc("-Z unstable-options --output-format json")
 }
@@ -88,7 +86,7 @@ fn document() -> Result<(), String> {
 /// The listing of the crate in directory `krate`: rustdoc's JSON of its library (all
 /// features), walked.
 fn listing(krate: &str) -> Result<String, String> {
-    let path = target_dir()
+    let path = workspace::beside_target()
         .join("doc")
         .join(format!("{}.json", krate.replace('-', "_")));
     let text =
@@ -97,12 +95,6 @@ fn listing(krate: &str) -> Result<String, String> {
         serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
     let lines = walk::listing(&doc).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(lines.iter().map(|line| format!("{line}\n")).collect())
-}
-
-/// Where cargo builds: `CARGO_TARGET_DIR`, else the workspace's `target/`.
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| workspace::root().join("target"), PathBuf::from)
 }
 
 /// The lines only `fresh` has (`+ `) and only `committed` has (`- `); `None` when the two

@@ -107,7 +107,7 @@ pub(crate) fn install() -> Result<PathBuf, String> {
     let python = tf_venv::python()?;
     ensure_tools(&python)?;
     let started = Instant::now();
-    let wheel = build(&python, "dev")?;
+    let wheel = build(&python, "dev", "dev")?;
     install_wheel(&python, &wheel)?;
     eprintln!(
         "xtask: python: built and installed {} in {:.2?}",
@@ -135,7 +135,7 @@ const PLAIN_TESTS: [&str; 2] = ["python/tests/test_api.py", "python/tests/test_c
 pub(crate) fn all_pythons(with_tensorflow: bool) -> Result<(), String> {
     let builder = tf_venv::python()?;
     ensure_tools(&builder)?;
-    let wheel = build(&builder, "dev")?;
+    let wheel = build(&builder, "dev", "dev")?;
     let mut rows = Vec::new();
     let mut failed = Vec::new();
     for version in PYTHONS {
@@ -312,10 +312,19 @@ pub(crate) fn ensure_tools(python: &Path) -> Result<(), String> {
     workspace::run(venv::pip(python, "install").args(TOOLS))
 }
 
+/// The dev wheel built ahead, beside the other suites, into a directory of its own (the
+/// suites' own builds of it then find cargo's work done; it is not installed).
+pub(crate) fn build_ahead() -> Result<(), String> {
+    let python = tf_venv::python()?;
+    ensure_tools(&python)?;
+    build(&python, "dev", "ahead").map(drop)
+}
+
 /// Builds the wheel through the package's PEP 517 backend, as `pip install ./python` does,
-/// in cargo profile `profile`; returns its path.
-fn build(python: &Path, profile: &str) -> Result<PathBuf, String> {
-    let out = workspace::root().join("target/wheels").join(profile);
+/// in cargo profile `profile` and cargo's target directory of the builds beside the tests
+/// (the wheel's features are its own), into `target/wheels/DIR`; returns its path.
+fn build(python: &Path, profile: &str, dir: &str) -> Result<PathBuf, String> {
+    let out = workspace::root().join("target/wheels").join(dir);
     clear(&out)?;
     workspace::run(
         venv::pip(python, "wheel")
@@ -323,7 +332,8 @@ fn build(python: &Path, profile: &str) -> Result<PathBuf, String> {
             .arg(&out)
             // A path, not a requirement name.
             .arg("./python")
-            .env("MATURIN_PEP517_ARGS", format!("--profile {profile}")),
+            .env("MATURIN_PEP517_ARGS", format!("--profile {profile}"))
+            .env("CARGO_TARGET_DIR", workspace::beside_target()),
     )?;
     only_wheel(&out)
 }

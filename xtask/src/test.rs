@@ -1,27 +1,30 @@
 //! `cargo xtask test`: every check CI runs, then every test suite, counted.
 //!
-//! It installs what the tests need first (the TensorFlow 2.21 venv, Debian's Slurm and etcd)
-//! and removes the network namespaces an earlier, killed run left, so a fresh machine runs
-//! the same suite as a developer's. The checks that are not tests (fmt, clippy, codegen,
-//! public-API listings, docs) stop it at the first failure; the test suites all run, each counted
-//! ([`crate::tally`]), and it ends with one line, `xtask: N passed, N failed`, over all of
-//! them, checked against the floors in `xtask/test-floors.txt`, after a table of where the
-//! time went ([`crate::timings`]).
+//! It installs what the tests need first (the TensorFlow 2.21 venv, Debian's Slurm, etcd,
+//! Prometheus, buildah and musl) and removes the network namespaces an earlier, killed run
+//! left, so a fresh machine runs the same suite as a developer's. fmt, the workspace's clippy
+//! and codegen's check stop it at the first failure; the other checks (each feature set's
+//! clippy, the public-API listings, the docs) and the builds only some suites need run beside
+//! the tests at idle priority ([`crate::beside`]), and a failure of theirs fails the run at its
+//! end. The test suites all run, each counted ([`crate::tally`]), and it ends with one line,
+//! `xtask: N passed, N failed`, over all of them, checked against the floors in
+//! `xtask/test-floors.txt`, after a table of where the time went ([`crate::timings`]).
 
 use std::process::Command;
 
+use crate::beside::Beside;
 use crate::tally::{self, Floors, Tally};
 use crate::timings::Timings;
 use crate::{
-    codegen, doc_links, etcd, features, guide, guide_rust, host_jobs, image, interop, kubernetes,
-    package, prometheus, public_api, python, release_workflow, slurm, tf_venv, workspace,
+    codegen, doc_links, etcd, features, guide, host_jobs, image, interop, kubernetes, prometheus,
+    python, release_workflow, slurm, tf_venv, workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
     let floors = Floors::read()?;
     let mut timings = Timings::default();
     let python = timings.time(
-        "install: namespaces swept, TF venv, Slurm, etcd, Prometheus",
+        "install: namespaces swept, TF venv, Slurm, etcd, Prometheus, buildah, musl",
         || {
             let swept = net_hosts::sweep();
             if !swept.is_empty() {
@@ -34,6 +37,8 @@ pub(crate) fn run() -> Result<(), String> {
             slurm::ensure_installed()?;
             etcd::ensure_installed()?;
             prometheus::ensure_installed()?;
+            // Here, not in the image suite: the musl build runs beside, and apt one at a time.
+            image::install()?;
             Ok::<_, String>(python)
         },
     )?;
@@ -51,28 +56,11 @@ pub(crate) fn run() -> Result<(), String> {
             "warnings",
         ]))
     })?;
-    timings.time("check: clippy, each crate's feature sets", features::check)?;
     timings.time("check: codegen", || codegen::run(true))?;
-    timings.time(
-        "check: the Rust guide page's crate alone",
-        guide_rust::clippy_alone,
-    )?;
-    // An API change without its listing regenerated: the review would not show it.
-    timings.time("check: public-API listings", || public_api::run(true))?;
-    // Broken intra-doc links and bad doc markup fail like any other warning.
-    timings.time("check: cargo doc, as docs.rs builds too", || {
-        workspace::run(
-            Command::new("cargo")
-                .args(["doc", "--workspace", "--no-deps", "--all-features"])
-                .env("RUSTDOCFLAGS", "-D warnings"),
-        )?;
-        features::docs_rs()
-    })?;
+    let beside = Beside::start();
     let mut tally = Tally::default();
     // Every relative link of the docs resolves: a file, a heading.
     tally.add([timings.time("suite: links", doc_links::suite)]);
-    // Every published crate packages, and compiles from its package alone.
-    tally.add([timings.time("suite: package", package::suite)]);
     // Every shell example of the README and the guide runs as written (Slurm's: below). The
     // tests' build is made here, once, for every suite below.
     tally.add([timings.time("suite: guide", || guide::suite(None))]);
@@ -84,15 +72,26 @@ pub(crate) fn run() -> Result<(), String> {
         "suite: workspace (build, every test binary, the host jobs beside)",
         || host_jobs::suites(&python),
     ));
-    tally.add(timings.time("suite: each crate's feature sets", features::test));
     tally.add(timings.time("suite: interop", interop::suites));
+    // deploy/kubernetes/'s manifests: validated, resolved in every pod, trained across hosts.
+    tally.add([timings.time("suite: kubernetes", kubernetes::run)]);
     // The Python package: its wheel built and installed into the TF venv, its pytest suite.
     tally.add([timings.time("suite: python", python::suite)]);
     // The Dockerfile's image, built and run.
     tally.add([timings.time("suite: image", image::suite)]);
-    // deploy/kubernetes/'s manifests: validated, resolved in every pod, trained across hosts.
-    tally.add([timings.time("suite: kubernetes", kubernetes::run)]);
-    // The real Slurm cluster last: it needs the daemons, which the unit tests do not.
+    // The real Slurm cluster: it needs the daemons, which the unit tests do not.
     tally.add([timings.time("suite: slurm", || slurm::run(false))]);
+    tally.add(timings.time("suite: each crate's feature sets", features::test));
+    let done = timings.time("waiting for the checks and builds beside", || {
+        beside.finish()
+    });
+    // Every published crate packages, and compiles from its package alone.
+    tally.add([done.package]);
+    for (step, took, outcome) in done.steps {
+        timings.beside(step, took);
+        if let Err(e) = outcome {
+            tally.add([tally::broken_suite(&format!("beside: {step}"), e)]);
+        }
+    }
     tally::finish(&tally, &floors, true, Some(&timings))
 }

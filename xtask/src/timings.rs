@@ -21,6 +21,11 @@ impl Timings {
         value
     }
 
+    /// Adds step `step`, which ran beside the others for `took`, marked so.
+    pub(crate) fn beside(&mut self, step: &str, took: Duration) {
+        self.steps.push((format!("beside: {step}"), took));
+    }
+
     /// The table: a line a step, its seconds and share of the whole, then the total.
     pub(crate) fn table(&self) -> Vec<String> {
         let total = self.started.map_or(Duration::ZERO, |s| s.elapsed());

@@ -12,6 +12,26 @@ pub(crate) fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Where cargo builds: `CARGO_TARGET_DIR`, else the workspace's `target/`.
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+}
+
+/// The target directory of the builds that share nothing with the tests' (other feature sets,
+/// nightly docs, the packaged copies, the static musl binary, the wheel): a directory of
+/// their own, so the test command can run them beside its tests ([`crate::beside`]) without
+/// either waiting on cargo's lock of the other's directory.
+pub(crate) fn beside_target() -> PathBuf {
+    target_dir().join("beside")
+}
+
+/// `cargo`, building in [`beside_target`].
+pub(crate) fn cargo_beside() -> Command {
+    let mut cargo = Command::new("cargo");
+    cargo.env("CARGO_TARGET_DIR", beside_target());
+    cargo
+}
+
 /// Fails, saying how to install one, when rustup has no nightly toolchain, which `what`
 /// needs: a machine without one fails rather than passing unchecked.
 pub(crate) fn require_nightly(what: &str) -> Result<(), String> {

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::child::target_dir;
 use crate::workspace;
+use crate::workspace::target_dir;
 
 /// The mark task's binary's name.
 const PROGRAM: &str = "mark-task";

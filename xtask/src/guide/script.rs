@@ -66,6 +66,12 @@ fn shell(command: &mut Command, text: &str, example: &Example, dir: &Path, tools
         })
         .env("PATH", tools.path())
         .stdin(Stdio::null());
+    if example.in_checkout {
+        // README's `cargo run -p tfcluster` builds the CLI with its default features, as the
+        // wheel's build does beside the tests: in that build's target directory, it finds
+        // the work done (or waits for it) instead of doing it twice.
+        command.env("CARGO_TARGET_DIR", workspace::beside_target());
+    }
 }
 
 /// Runs `commands` at once and returns their output (each host's after a `== host N ==`
