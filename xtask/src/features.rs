@@ -97,7 +97,7 @@ pub(crate) fn test() -> Vec<Suite> {
         .collect()
 }
 
-/// The builds [`test`] needs, made ahead (beside the other suites), so it mostly runs. Doc
+/// The builds [`test()`] needs, made ahead (beside the other suites), so it mostly runs. Doc
 /// tests cannot be built ahead (`--no-run` refuses `--doc`): the unit tests' build makes the
 /// dependencies they share, leaving the crate and its examples.
 pub(crate) fn build_tests() -> Result<(), String> {

@@ -87,11 +87,25 @@ pub(crate) fn run() -> Result<(), String> {
     });
     // Every published crate packages, and compiles from its package alone.
     tally.add([done.package]);
+    let mut failed_checks = Vec::new();
     for (step, took, outcome) in done.steps {
         timings.beside(step, took);
         if let Err(e) = outcome {
-            tally.add([tally::broken_suite(&format!("beside: {step}"), e)]);
+            failed_checks.push(format!("  beside: {step}: {e}"));
         }
     }
-    tally::finish(&tally, &floors, true, Some(&timings))
+    let counted = tally::finish(&tally, &floors, true, Some(&timings));
+    if failed_checks.is_empty() {
+        counted
+    } else {
+        // Not tests, so not counted: listed after the count, and the run fails.
+        println!("\nxtask: checks beside the tests that failed:");
+        for line in &failed_checks {
+            println!("{line}");
+        }
+        Err(format!(
+            "{} check(s) beside the tests failed",
+            failed_checks.len()
+        ))
+    }
 }
