@@ -1,23 +1,22 @@
 //! The checks and builds the test command runs beside its tests, at the CPU's idle priority.
 //!
-//! On CI's two cores the tests leave much of the CPU idle (they wait on TensorFlow's imports
-//! and steps, on other processes, on timeouts), while the checks of each feature set, the
-//! nightly docs, the packaged copies, the static musl binary and the wheel compile for
-//! minutes and share nothing with the tests' build. Run one after the other they were a
-//! third of the command's time. Here they run in a thread whose processes the kernel gives
-//! the CPU only when no other process wants it (`SCHED_IDLE`, inherited by every process
-//! started from the thread), so they fill the tests' idle time without slowing the tests,
-//! in a target directory of their own ([`workspace::beside_target`]) so neither side waits
-//! on cargo's lock of the other's. A suite that needs one of the builds (the wheel, the
-//! static binary) runs its own build of it after: cargo finds the work done, or waits for it.
+//! The checks of each feature set, the nightly docs, the packaged copies, the static musl
+//! binary and the wheel compile for minutes and share nothing with the tests' build. Here
+//! they run in a thread whose processes the kernel gives the CPU only when no other process
+//! wants it (`SCHED_IDLE`, inherited by every process started from the thread), so they take
+//! the time the tests leave idle rather than slowing the tests, each in a target directory
+//! of its own ([`Beside`]), so no cargo waits on another's lock: a suite that needs one of
+//! the builds (the wheel, the static binary) runs its own build of it after, and cargo finds
+//! the work done, or waits for that build alone. How much they gain is how much idle time
+//! the tests leave: CONTRIBUTING.md has the figures.
 
-use std::path::Path;
 use std::process::Command;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::tally::{self, Suite};
-use crate::{features, guide_rust, image, package, public_api, python, workspace};
+use crate::workspace::{self, Beside};
+use crate::{features, guide_rust, image, package, public_api, python};
 
 /// A check or a build: `Err` says what failed.
 type Step = fn() -> Result<(), String>;
@@ -52,36 +51,36 @@ pub(crate) struct Done {
 }
 
 /// The thread running [`STEPS`] and the package suite.
-pub(crate) struct Beside(JoinHandle<Done>);
+pub(crate) struct Running(JoinHandle<Done>);
 
-impl Beside {
-    /// Starts the steps in a thread at idle priority.
-    pub(crate) fn start() -> Self {
-        Self(std::thread::spawn(|| {
-            if let Err(e) = idle_priority() {
-                eprintln!("xtask: beside: {e}; its builds run at normal priority");
-            }
-            let steps = STEPS
-                .iter()
-                .map(|(name, step)| {
-                    let started = Instant::now();
-                    let outcome = step();
-                    if let Err(e) = &outcome {
-                        eprintln!("xtask: beside: {name} failed: {e}");
-                    }
-                    (*name, started.elapsed(), outcome)
-                })
-                .collect();
-            let started = Instant::now();
-            let package = package::suite();
-            eprintln!(
-                "xtask: beside: the package suite took {:.1?}",
-                started.elapsed()
-            );
-            Done { steps, package }
-        }))
-    }
+/// Starts the steps in a thread at idle priority.
+pub(crate) fn start() -> Running {
+    Running(std::thread::spawn(|| {
+        if let Err(e) = idle_priority() {
+            eprintln!("xtask: beside: {e}; its builds run at normal priority");
+        }
+        let steps = STEPS
+            .iter()
+            .map(|(name, step)| {
+                let started = Instant::now();
+                let outcome = step();
+                if let Err(e) = &outcome {
+                    eprintln!("xtask: beside: {name} failed: {e}");
+                }
+                (*name, started.elapsed(), outcome)
+            })
+            .collect();
+        let started = Instant::now();
+        let package = package::suite();
+        eprintln!(
+            "xtask: beside: the package suite took {:.1?}",
+            started.elapsed()
+        );
+        Done { steps, package }
+    }))
+}
 
+impl Running {
     /// Waits for every step.
     pub(crate) fn finish(self) -> Done {
         self.0.join().unwrap_or_else(|_| Done {
@@ -105,7 +104,8 @@ fn public_api_listings() -> Result<(), String> {
 
 fn docs() -> Result<(), String> {
     workspace::run(
-        workspace::cargo_beside()
+        Beside::Checks
+            .cargo()
             .args(["doc", "--workspace", "--no-deps", "--all-features"])
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
@@ -115,13 +115,11 @@ fn docs() -> Result<(), String> {
 /// Puts the calling thread under `SCHED_IDLE` (`chrt`, util-linux's, which the test command's
 /// installs ensure), so the processes it starts inherit it.
 fn idle_priority() -> Result<(), String> {
+    // `/proc/thread-self` links to `PID/task/TID`.
     let me = std::fs::read_link("/proc/thread-self")
         .map_err(|e| format!("cannot read /proc/thread-self: {e}"))?;
     let tid = me
         .file_name()
-        .and_then(|tid| tid.to_str())
-        .filter(|_| me.parent().and_then(Path::file_name) == Some("task".as_ref()))
-        .ok_or_else(|| format!("/proc/thread-self is {}, not PID/task/TID", me.display()))?
-        .to_owned();
-    workspace::run(Command::new("chrt").args(["--idle", "--pid", "0", &tid]))
+        .ok_or_else(|| format!("/proc/thread-self is {}, not PID/task/TID", me.display()))?;
+    workspace::run(Command::new("chrt").args(["--idle", "--pid", "0"]).arg(tid))
 }

@@ -1,7 +1,8 @@
 //! Each crate with cargo features, its library and binaries checked with no features and with
 //! each feature on its own, so a feature combination that stops compiling (an item used under
-//! the wrong `cfg`, an import only one feature needs) fails here rather than in a user's build. The rest of
-//! `cargo xtask test` runs with `--all-features`, which hides such breakage.
+//! the wrong `cfg`, an import only one feature needs) fails here rather than in a user's
+//! build. The rest of `cargo xtask test` runs with `--all-features`, which hides such
+//! breakage.
 //!
 //! And the tests of what a feature's absence changes, which `--all-features` never runs: a
 //! chosen few, as each such run compiles the crate and its dependencies once more.
@@ -12,14 +13,15 @@
 use std::process::Command;
 
 use crate::tally::{self, Suite};
+use crate::workspace::Beside;
 use crate::{public_api, workspace};
 
 /// Every crate with cargo features, checked with no features and with each feature alone
 /// (a unit test holds this to the crates' manifests), in as few cargo runs as keep them
 /// apart: one run compiles each selected crate once, with the features every selected crate
-/// asks of it, so crates share a run only when none of them turns on a feature of another. `(crate, "")` is the crate without
-/// features; for tfcluster and tfcluster-python, whose default is `kubernetes`, the build
-/// without Kubernetes (and `gce` is gce without it).
+/// asks of it, so crates share a run only when none of them turns on a feature of another.
+/// `(crate, "")` is the crate without features; for tfcluster and tfcluster-python, whose
+/// default is `kubernetes`, the build without Kubernetes (and `gce` is gce without it).
 const RUNS: &[&[(&str, &str)]] = &[
     &[
         ("cluster-proto", ""),
@@ -55,7 +57,7 @@ const RUNS: &[&[(&str, &str)]] = &[
 /// `cargo clippy -D warnings` of each of [`RUNS`].
 pub(crate) fn check() -> Result<(), String> {
     for run in RUNS {
-        let mut command = workspace::cargo_beside();
+        let mut command = Beside::Checks.cargo();
         // The library and binaries, as a user's build compiles them: the tests, examples and
         // benches build with every feature (and a chosen few run without, [`test`]); their
         // dev-dependencies compiled once more for each feature set cost minutes and checked
@@ -114,7 +116,7 @@ pub(crate) fn build_tests() -> Result<(), String> {
 /// `cargo test` of `krate`'s `targets` without its default features (the tests' build has
 /// them all: this one builds beside it).
 fn cargo_test(krate: &str, targets: &str) -> Command {
-    let mut command = workspace::cargo_beside();
+    let mut command = Beside::WithoutFeatures.cargo();
     command.args(["test", "-p", krate, "--no-default-features", targets]);
     command
 }

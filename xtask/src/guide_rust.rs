@@ -12,6 +12,7 @@ use std::path::Path;
 
 use pulldown_cmark::{CodeBlockKind, Event, Tag, TagEnd};
 
+use crate::workspace::Beside;
 use crate::{doc_links, workspace};
 
 /// The page, relative to the workspace root.
@@ -27,7 +28,7 @@ const CRATE_PATHS: &str = "\"../../";
 /// page's toml asks for, where the workspace's run would unify them with every other
 /// crate's (the page once compiled there without the `watch` feature it needs).
 pub(crate) fn clippy_alone() -> Result<(), String> {
-    workspace::run(workspace::cargo_beside().args([
+    workspace::run(Beside::Checks.cargo().args([
         "clippy",
         "-p",
         "guide-rust",

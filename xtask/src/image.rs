@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::slurm::deadline;
 use crate::tally::{self, Suite};
+use crate::workspace::Beside;
 use crate::{apt, workspace};
 
 /// The suite's name in the tally and the floors file.
@@ -77,9 +78,8 @@ pub(crate) fn run() -> Result<(), String> {
 }
 
 /// Installs buildah and musl's C compiler (ring's C parts need it) with apt when missing,
-/// and the Rust standard library for [`MUSL`] with rustup.
-/// Installs what the suite needs (buildah, musl's C toolchain and Rust's musl target): with
-/// the test command's other installs, before anything runs beside (apt runs one at a time).
+/// and the Rust standard library for [`MUSL`] with rustup. The test command does it with its
+/// other installs, before anything runs beside the tests (apt runs one at a time).
 pub(crate) fn install() -> Result<(), String> {
     let scratch = workspace::target_dir().join("image-install");
     fs::create_dir_all(&scratch)
@@ -92,11 +92,15 @@ pub(crate) fn install() -> Result<(), String> {
     workspace::run(Command::new("rustup").args(["target", "add", MUSL]))
 }
 
-/// `tfcluster` built statically for musl (a debug build, in the target directory of the
-/// builds beside the tests); returns the binary.
+/// `tfcluster` built statically for musl (a debug build, in [`Beside::Musl`]'s target
+/// directory); returns the binary.
 pub(crate) fn build_static() -> Result<PathBuf, String> {
-    workspace::run(workspace::cargo_beside().args(["build", "-p", "tfcluster", "--target", MUSL]))?;
-    Ok(workspace::beside_target().join(format!("{MUSL}/debug/tfcluster")))
+    workspace::run(
+        Beside::Musl
+            .cargo()
+            .args(["build", "-p", "tfcluster", "--target", MUSL]),
+    )?;
+    Ok(Beside::Musl.dir().join(format!("{MUSL}/debug/tfcluster")))
 }
 
 /// Builds `tfcluster` statically for musl and lays it out as the `build` stage leaves it

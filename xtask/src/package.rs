@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::tally::{self, Suite};
 use crate::workspace;
+use crate::workspace::Beside;
 
 /// The crates that are published, in the order they depend on each other.
 const PUBLISHED: [&str; 10] = [
@@ -69,7 +70,7 @@ pub(crate) fn suite() -> Suite {
 /// repository's `Cargo.lock` (the versions the tests ran with). Returns that directory and
 /// the workspace's target directory.
 fn unpacked(metadata: &Value) -> Result<(PathBuf, PathBuf), String> {
-    let mut command = workspace::cargo_beside();
+    let mut command = Beside::Checks.cargo();
     // Uncommitted files are packaged too: the check is of the working tree.
     command.args(["package", "--allow-dirty", "--no-verify"]);
     for krate in PUBLISHED {
@@ -123,12 +124,12 @@ fn unpacked(metadata: &Value) -> Result<(PathBuf, PathBuf), String> {
     Ok((dir, target))
 }
 
-/// `cargo check --all-features` of the packaged copies in `dir`, in the workspace's target
-/// directory `target` (the dependencies the clippy run checked are taken as they are), and each
+/// `cargo check --all-features` of the packaged copies in `dir`, in target directory `target`
+/// (the checks', where `cargo doc` checked the dependencies before), and each
 /// crate's outcome: passed when its targets compiled with no error; failed with its errors,
 /// or, when it had none, because a crate it needs failed (`--keep-going` checks the rest).
 fn checked(dir: &Path, target: &Path) -> Vec<(&'static str, Result<(), String>)> {
-    let mut command = workspace::cargo_beside();
+    let mut command = Command::new("cargo");
     command
         .args(["check", "--workspace", "--all-features", "--keep-going"])
         .arg("--message-format=json")
@@ -197,7 +198,8 @@ pub(crate) fn run() -> Result<(), String> {
 
 /// The workspace's packages as `cargo metadata` describes them.
 fn metadata() -> Result<Value, String> {
-    let out = workspace::cargo_beside()
+    let out = Beside::Checks
+        .cargo()
         .args(["metadata", "--no-deps", "--format-version", "1"])
         .current_dir(workspace::root())
         .output()

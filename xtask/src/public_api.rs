@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use std::fs;
 
 use crate::workspace;
+use crate::workspace::Beside;
 
 /// The library crates whose public API is listed: each one's directory (whose name is its
 /// library's) and package name.
@@ -70,7 +71,7 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
 /// the same selection and features for the docs.rs build
 /// ([`crate::features::docs_rs`]), which then checks nothing again.
 pub(crate) fn nightly_doc(rustdoc_flags: &str) -> Result<(), String> {
-    let mut command = workspace::cargo_beside();
+    let mut command = Beside::Checks.cargo();
     command.args(["+nightly", "doc", "-q", "--no-deps", "--all-features"]);
     for (_, package) in CRATES {
         command.args(["-p", package]);
@@ -78,7 +79,7 @@ pub(crate) fn nightly_doc(rustdoc_flags: &str) -> Result<(), String> {
     workspace::run(command.env("RUSTDOCFLAGS", rustdoc_flags))
 }
 
-/// rustdoc's JSON of every crate of [`CRATES`], in `target/beside/doc/CRATE.json`.
+/// rustdoc's JSON of every crate of [`CRATES`], in `target/beside/checks/doc/CRATE.json`.
 fn document() -> Result<(), String> {
     nightly_doc("-Z unstable-options --output-format json")
 }
@@ -86,7 +87,8 @@ fn document() -> Result<(), String> {
 /// The listing of the crate in directory `krate`: rustdoc's JSON of its library (all
 /// features), walked.
 fn listing(krate: &str) -> Result<String, String> {
-    let path = workspace::beside_target()
+    let path = Beside::Checks
+        .dir()
         .join("doc")
         .join(format!("{}.json", krate.replace('-', "_")));
     let text =

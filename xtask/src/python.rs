@@ -13,6 +13,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::tally::{self, Suite};
+use crate::workspace::Beside;
 use crate::{docs_section, machine, stats, tf_venv, venv, workspace};
 
 /// What the venv needs besides TensorFlow to build and test the package: maturin builds it,
@@ -321,8 +322,8 @@ pub(crate) fn build_ahead() -> Result<(), String> {
 }
 
 /// Builds the wheel through the package's PEP 517 backend, as `pip install ./python` does,
-/// in cargo profile `profile` and cargo's target directory of the builds beside the tests
-/// (the wheel's features are its own), into `target/wheels/DIR`; returns its path.
+/// in cargo profile `profile` and [`Beside::Wheel`]'s target directory (the wheel's features
+/// are its own), into `target/wheels/DIR`; returns its path.
 fn build(python: &Path, profile: &str, dir: &str) -> Result<PathBuf, String> {
     let out = workspace::root().join("target/wheels").join(dir);
     clear(&out)?;
@@ -333,7 +334,7 @@ fn build(python: &Path, profile: &str, dir: &str) -> Result<PathBuf, String> {
             // A path, not a requirement name.
             .arg("./python")
             .env("MATURIN_PEP517_ARGS", format!("--profile {profile}"))
-            .env("CARGO_TARGET_DIR", workspace::beside_target()),
+            .env("CARGO_TARGET_DIR", Beside::Wheel.dir()),
     )?;
     only_wheel(&out)
 }

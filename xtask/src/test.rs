@@ -12,12 +12,11 @@
 
 use std::process::Command;
 
-use crate::beside::Beside;
 use crate::tally::{self, Floors, Tally};
 use crate::timings::Timings;
 use crate::{
-    codegen, doc_links, etcd, features, guide, host_jobs, image, interop, kubernetes, prometheus,
-    python, release_workflow, slurm, tf_venv, workspace,
+    beside, codegen, doc_links, etcd, features, guide, host_jobs, image, interop, kubernetes,
+    prometheus, python, release_workflow, slurm, tf_venv, workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
@@ -57,7 +56,7 @@ pub(crate) fn run() -> Result<(), String> {
         ]))
     })?;
     timings.time("check: codegen", || codegen::run(true))?;
-    let beside = Beside::start();
+    let beside = beside::start();
     let mut tally = Tally::default();
     // Every relative link of the docs resolves: a file, a heading.
     tally.add([timings.time("suite: links", doc_links::suite)]);

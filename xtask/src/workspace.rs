@@ -17,19 +17,41 @@ pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
 }
 
-/// The target directory of the builds that share nothing with the tests' (other feature sets,
-/// nightly docs, the packaged copies, the static musl binary, the wheel): a directory of
-/// their own, so the test command can run them beside its tests ([`crate::beside`]) without
-/// either waiting on cargo's lock of the other's directory.
-pub(crate) fn beside_target() -> PathBuf {
-    target_dir().join("beside")
+/// The target directories, under `target/beside/`, of the builds that share nothing with the
+/// tests' (other feature sets, nightly docs, the packaged copies, the static musl binary, the
+/// wheel), which the test command runs beside its tests ([`crate::beside`]): none waits on
+/// cargo's lock of the tests' directory, and a suite that builds again what was built beside
+/// waits for that build alone, never for the checks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Beside {
+    /// The checks: each feature set's clippy, the docs, the public-API listings, the packages.
+    Checks,
+    /// The wheel, and the CLI with its default features that it holds (README's `cargo run`).
+    Wheel,
+    /// `tfcluster` static for musl, the image's.
+    Musl,
+    /// The tests run without default features.
+    WithoutFeatures,
 }
 
-/// `cargo`, building in [`beside_target`].
-pub(crate) fn cargo_beside() -> Command {
-    let mut cargo = Command::new("cargo");
-    cargo.env("CARGO_TARGET_DIR", beside_target());
-    cargo
+impl Beside {
+    /// The directory.
+    pub(crate) fn dir(self) -> PathBuf {
+        let name = match self {
+            Self::Checks => "checks",
+            Self::Wheel => "wheel",
+            Self::Musl => "musl",
+            Self::WithoutFeatures => "no-default-features",
+        };
+        target_dir().join("beside").join(name)
+    }
+
+    /// `cargo`, building in [`Self::dir`].
+    pub(crate) fn cargo(self) -> Command {
+        let mut cargo = Command::new("cargo");
+        cargo.env("CARGO_TARGET_DIR", self.dir());
+        cargo
+    }
 }
 
 /// Fails, saying how to install one, when rustup has no nightly toolchain, which `what`

@@ -15,6 +15,7 @@ use super::example::{DEFAULT_DEADLINE, Example, IN_CHECKOUT_DEADLINE};
 use super::hosts::Named;
 use super::scene::Tools;
 use crate::workspace;
+use crate::workspace::Beside;
 
 /// How much of a failed block's output a failure shows.
 const TAIL: usize = 3000;
@@ -70,7 +71,7 @@ fn shell(command: &mut Command, text: &str, example: &Example, dir: &Path, tools
         // README's `cargo run -p tfcluster` builds the CLI with its default features, as the
         // wheel's build does beside the tests: in that build's target directory, it finds
         // the work done (or waits for it) instead of doing it twice.
-        command.env("CARGO_TARGET_DIR", workspace::beside_target());
+        command.env("CARGO_TARGET_DIR", Beside::Wheel.dir());
     }
 }
 
