@@ -2,13 +2,16 @@
 //!
 //! The checks of each feature set, the nightly docs, the packaged copies, the static musl
 //! binary and the wheel compile for minutes and share nothing with the tests' build. Here
-//! they run in a thread whose processes the kernel gives the CPU only when no other process
-//! wants it (`SCHED_IDLE`, inherited by every process started from the thread), so they take
-//! the time the tests leave idle rather than slowing the tests, each in a target directory
-//! of its own ([`Beside`]), so no cargo waits on another's lock: a suite that needs one of
-//! the builds (the wheel, the static binary) runs its own build of it after, and cargo finds
-//! the work done, or waits for that build alone. How much they gain is how much idle time
-//! the tests leave: CONTRIBUTING.md has the figures.
+//! they run in two threads whose processes the kernel gives the CPU only when no other
+//! process wants it (`SCHED_IDLE`, inherited by every process started from the thread), so
+//! they take the time the tests leave idle rather than slowing the tests: one thread makes
+//! the builds, the other the checks and then the package suite, each in a target directory
+//! of its own ([`Beside`]), so no cargo waits on another's lock. Two, not one, because one
+//! cargo run leaves a core idle wherever a crate waits for the one before it, most of all
+//! once the tests are done and only these run. A suite that needs one of the builds (the
+//! wheel, the static binary) runs its own build of it after, and cargo finds the work done,
+//! or waits for that build alone. How much they gain is how much idle time the tests leave:
+//! CONTRIBUTING.md has the figures.
 
 use std::process::Command;
 use std::thread::JoinHandle;
@@ -21,9 +24,8 @@ use crate::{features, guide_rust, image, package, public_api, python};
 /// A check or a build: `Err` says what failed.
 type Step = fn() -> Result<(), String>;
 
-/// The steps, in order: first the builds the suites after the workspace's tests need, then
-/// the checks, then the package suite.
-const STEPS: &[(&str, Step)] = &[
+/// The builds the suites after the workspace's tests need, in the order they need them.
+const BUILDS: &[(&str, Step)] = &[
     (
         "build: the wheel (and the CLI with its default features)",
         python::build_ahead,
@@ -33,6 +35,11 @@ const STEPS: &[(&str, Step)] = &[
         "build: the tests without default features",
         features::build_tests,
     ),
+];
+
+/// The checks, which the package suite follows in their thread (its check takes the
+/// dependencies `cargo doc` compiled).
+const CHECKS: &[(&str, Step)] = &[
     ("check: clippy, each crate's feature sets", features::check),
     (
         "check: the Rust guide page's crate alone",
@@ -46,51 +53,72 @@ const STEPS: &[(&str, Step)] = &[
 
 /// What ran beside: each step's name, wall time and outcome, and the package suite.
 pub(crate) struct Done {
-    pub(crate) steps: Vec<(&'static str, Duration, Result<(), String>)>,
+    pub(crate) steps: Outcomes,
     pub(crate) package: Suite,
 }
 
-/// The thread running [`STEPS`] and the package suite.
-pub(crate) struct Running(JoinHandle<Done>);
+/// Each step's name, wall time and outcome.
+type Outcomes = Vec<(&'static str, Duration, Result<(), String>)>;
 
-/// Starts the steps in a thread at idle priority.
+/// The threads running [`BUILDS`], and [`CHECKS`] with the package suite.
+pub(crate) struct Running {
+    builds: JoinHandle<Outcomes>,
+    checks: JoinHandle<(Outcomes, Suite)>,
+}
+
+/// Starts the steps in two threads at idle priority.
 pub(crate) fn start() -> Running {
-    Running(std::thread::spawn(|| {
-        if let Err(e) = idle_priority() {
-            eprintln!("xtask: beside: {e}; its builds run at normal priority");
-        }
-        let steps = STEPS
-            .iter()
-            .map(|(name, step)| {
-                let started = Instant::now();
-                let outcome = step();
-                if let Err(e) = &outcome {
-                    eprintln!("xtask: beside: {name} failed: {e}");
-                }
-                (*name, started.elapsed(), outcome)
-            })
-            .collect();
-        let started = Instant::now();
-        let package = package::suite();
-        eprintln!(
-            "xtask: beside: the package suite took {:.1?}",
-            started.elapsed()
-        );
-        Done { steps, package }
-    }))
+    Running {
+        builds: std::thread::spawn(|| run_steps(BUILDS)),
+        checks: std::thread::spawn(|| {
+            let steps = run_steps(CHECKS);
+            let started = Instant::now();
+            let package = package::suite();
+            eprintln!(
+                "xtask: beside: the package suite took {:.1?}",
+                started.elapsed()
+            );
+            (steps, package)
+        }),
+    }
+}
+
+/// Puts the calling thread at idle priority and runs `steps` one after another.
+fn run_steps(steps: &'static [(&'static str, Step)]) -> Outcomes {
+    if let Err(e) = idle_priority() {
+        eprintln!("xtask: beside: {e}; its builds run at normal priority");
+    }
+    steps
+        .iter()
+        .map(|(name, step)| {
+            let started = Instant::now();
+            let outcome = step();
+            if let Err(e) = &outcome {
+                eprintln!("xtask: beside: {name} failed: {e}");
+            }
+            (*name, started.elapsed(), outcome)
+        })
+        .collect()
 }
 
 impl Running {
     /// Waits for every step.
     pub(crate) fn finish(self) -> Done {
-        self.0.join().unwrap_or_else(|_| Done {
-            steps: vec![(
-                "the steps beside the tests",
-                Duration::ZERO,
-                Err("their thread panicked".to_owned()),
-            )],
-            package: tally::broken_suite(package::SUITE, "its thread panicked".to_owned()),
-        })
+        let panicked = |what: &'static str| {
+            vec![(what, Duration::ZERO, Err("its thread panicked".to_owned()))]
+        };
+        let mut steps = self
+            .builds
+            .join()
+            .unwrap_or_else(|_| panicked("the builds beside the tests"));
+        let (checks, package) = self.checks.join().unwrap_or_else(|_| {
+            (
+                panicked("the checks beside the tests"),
+                tally::broken_suite(package::SUITE, "its thread panicked".to_owned()),
+            )
+        });
+        steps.extend(checks);
+        Done { steps, package }
     }
 }
 

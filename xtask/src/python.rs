@@ -327,15 +327,13 @@ pub(crate) fn build_ahead() -> Result<(), String> {
 fn build(python: &Path, profile: &str, dir: &str) -> Result<PathBuf, String> {
     let out = workspace::root().join("target/wheels").join(dir);
     clear(&out)?;
-    workspace::run(
-        venv::pip(python, "wheel")
-            .args(["--no-deps", "--no-build-isolation", "--wheel-dir"])
-            .arg(&out)
-            // A path, not a requirement name.
-            .arg("./python")
-            .env("MATURIN_PEP517_ARGS", format!("--profile {profile}"))
-            .env("CARGO_TARGET_DIR", Beside::Wheel.dir()),
-    )?;
+    let mut pip = venv::pip(python, "wheel");
+    pip.args(["--no-deps", "--no-build-isolation", "--wheel-dir"])
+        .arg(&out)
+        // A path, not a requirement name.
+        .arg("./python")
+        .env("MATURIN_PEP517_ARGS", format!("--profile {profile}"));
+    workspace::run(Beside::Wheel.building_in(&mut pip))?;
     only_wheel(&out)
 }
 

@@ -46,11 +46,27 @@ impl Beside {
         target_dir().join("beside").join(name)
     }
 
-    /// `cargo`, building in [`Self::dir`].
+    /// `cargo`, building in [`Self::dir`] ([`Self::building_in`]).
     pub(crate) fn cargo(self) -> Command {
         let mut cargo = Command::new("cargo");
-        cargo.env("CARGO_TARGET_DIR", self.dir());
+        self.building_in(&mut cargo);
         cargo
+    }
+
+    /// Makes every cargo `command` starts (itself, or a `pip wheel` through maturin) build in
+    /// [`Self::dir`]; and, for the builds made once per run (not the checks'), without
+    /// incremental compilation, whose bookkeeping only pays when the crate is compiled again
+    /// after an edit: the CLI's build took 13% less CPU time without it (352 CPU-seconds
+    /// against 404). Everything that builds in one directory goes through here, as cargo
+    /// compiles the workspace's crates again when the setting changes.
+    pub(crate) fn building_in(self, command: &mut Command) -> &mut Command {
+        command.env("CARGO_TARGET_DIR", self.dir());
+        match self {
+            Self::Checks => command,
+            Self::Wheel | Self::Musl | Self::WithoutFeatures => {
+                command.env("CARGO_INCREMENTAL", "0")
+            }
+        }
     }
 }
 

@@ -71,7 +71,7 @@ fn shell(command: &mut Command, text: &str, example: &Example, dir: &Path, tools
         // README's `cargo run -p tfcluster` builds the CLI with its default features, as the
         // wheel's build does beside the tests: in that build's target directory, it finds
         // the work done (or waits for it) instead of doing it twice.
-        command.env("CARGO_TARGET_DIR", Beside::Wheel.dir());
+        Beside::Wheel.building_in(command);
     }
 }
 
