@@ -10,6 +10,11 @@ compiled dependency), and copies it, stripped, to ``tfcluster.data/scripts/tfclu
 The CLI is thus the real native program (every command, its own signal handling, no Python
 interpreter started), and ``pip install ./python`` from a checkout needs only a Rust
 toolchain. Every other hook is maturin's own.
+
+``TFCLUSTER_CLI_TARGET``, when set, is the Rust target the CLI is built for (the module is
+always the interpreter's): ``x86_64-unknown-linux-musl`` makes it a static binary that runs on
+any Linux, as the container image's is (rustup's target and musl-gcc needed). The test
+command builds the image's binary and the wheel's so, once.
 """
 
 import json
@@ -59,6 +64,9 @@ def build_cli(profile):
         profile,
         "--message-format=json-render-diagnostics",
     ]
+    target = os.environ.get("TFCLUSTER_CLI_TARGET")
+    if target:
+        command += ["--target", target]
     print("tfcluster_build: " + " ".join(command), file=sys.stderr, flush=True)
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     if done.returncode != 0:

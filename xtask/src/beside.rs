@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::tally::{self, Suite};
 use crate::workspace::{self, Beside};
-use crate::{features, guide_rust, image, package, public_api, python};
+use crate::{features, guide_rust, package, public_api, python};
 
 /// A check or a build: `Err` says what failed.
 type Step = fn() -> Result<(), String>;
@@ -27,10 +27,9 @@ type Step = fn() -> Result<(), String>;
 /// The builds the suites after the workspace's tests need, in the order they need them.
 const BUILDS: &[(&str, Step)] = &[
     (
-        "build: the wheel (and the CLI with its default features)",
+        "build: the wheel, its CLI static for musl (the image's too)",
         python::build_ahead,
     ),
-    ("build: tfcluster, static for musl", build_static),
     (
         "build: the tests without default features",
         features::build_tests,
@@ -120,10 +119,6 @@ impl Running {
         steps.extend(checks);
         Done { steps, package }
     }
-}
-
-fn build_static() -> Result<(), String> {
-    image::build_static().map(drop)
 }
 
 fn public_api_listings() -> Result<(), String> {

@@ -20,14 +20,10 @@ use serde_json::Value;
 
 use crate::slurm::deadline;
 use crate::tally::{self, Suite};
-use crate::workspace::Beside;
-use crate::{apt, workspace};
+use crate::{apt, static_cli, workspace};
 
 /// The suite's name in the tally and the floors file.
 const SUITE: &str = "image: the Dockerfile";
-
-/// The musl target the static binary is built for (this machine's architecture).
-const MUSL: &str = "x86_64-unknown-linux-musl";
 
 /// Building an image from a 100 MB binary, or running one command in it.
 const STEP: Duration = Duration::from_secs(5 * 60);
@@ -77,30 +73,15 @@ pub(crate) fn run() -> Result<(), String> {
     tally::alone([suite()])
 }
 
-/// Installs buildah and musl's C compiler (ring's C parts need it) with apt when missing,
-/// and the Rust standard library for [`MUSL`] with rustup. The test command does it with its
-/// other installs, before anything runs beside the tests (apt runs one at a time).
+/// Installs buildah with apt when missing, and what [`static_cli`] builds with. The test
+/// command does it with its other installs, before anything runs beside the tests (apt runs
+/// one at a time).
 pub(crate) fn install() -> Result<(), String> {
     let scratch = workspace::target_dir().join("image-install");
     fs::create_dir_all(&scratch)
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
-    apt::ensure(
-        &["buildah", "musl-gcc"],
-        &["buildah", "musl-tools"],
-        &scratch,
-    )?;
-    workspace::run(Command::new("rustup").args(["target", "add", MUSL]))
-}
-
-/// `tfcluster` built statically for musl (a debug build, in [`Beside::Musl`]'s target
-/// directory); returns the binary.
-pub(crate) fn build_static() -> Result<PathBuf, String> {
-    workspace::run(
-        Beside::Musl
-            .cargo()
-            .args(["build", "-p", "tfcluster", "--target", MUSL]),
-    )?;
-    Ok(Beside::Musl.dir().join(format!("{MUSL}/debug/tfcluster")))
+    apt::ensure(&["buildah"], &["buildah"], &scratch)?;
+    static_cli::install()
 }
 
 /// Builds `tfcluster` statically for musl and lays it out as the `build` stage leaves it
@@ -108,7 +89,7 @@ pub(crate) fn build_static() -> Result<PathBuf, String> {
 /// A debug build: the image's checks are of the image, and a release build's LTO would add
 /// minutes to the test command.
 fn static_binary(scratch: &Path) -> Result<PathBuf, String> {
-    let built = build_static()?;
+    let built = static_cli::build()?;
     let context = scratch.join("build");
     let out = context.join("out");
     fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;

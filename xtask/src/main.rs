@@ -38,6 +38,7 @@ mod release_workflow;
 mod signal;
 mod slurm;
 mod soak;
+mod static_cli;
 mod stats;
 mod stress;
 mod table;
@@ -149,7 +150,9 @@ tasks:
   python [--all-pythons [--with-tensorflow]]
                      the Python package (python/): its wheel built in the dev profile through
                      its PEP 517 backend (maturin's, plus the tfcluster CLI in the wheel's
-                     scripts; maturin, pytest, hypothesis and mypy pip-installed into the
+                     scripts, built static for musl as the image's is: musl-tools and
+                     rustup's target installed when missing; maturin, pytest, hypothesis and
+                     mypy pip-installed into the
                      TensorFlow venv), installed into that venv, and python/tests run there
                      with pytest (TensorFlow parity, mypy's stubtest). --all-pythons: the
                      wheel built once and the module and CLI tests run on every CPython 3.9+

@@ -13,8 +13,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::tally::{self, Suite};
-use crate::workspace::Beside;
-use crate::{docs_section, machine, stats, tf_venv, venv, workspace};
+use crate::{docs_section, machine, static_cli, stats, tf_venv, venv, workspace};
 
 /// What the venv needs besides TensorFlow to build and test the package: maturin builds it,
 /// pytest and hypothesis test it beside TensorFlow, mypy's stubtest checks its stubs,
@@ -322,9 +321,10 @@ pub(crate) fn build_ahead() -> Result<(), String> {
 }
 
 /// Builds the wheel through the package's PEP 517 backend, as `pip install ./python` does,
-/// in cargo profile `profile` and [`Beside::Wheel`]'s target directory (the wheel's features
-/// are its own), into `target/wheels/DIR`; returns its path.
+/// in cargo profile `profile`, its CLI the static one of [`static_cli`] (one build for the
+/// image, the wheel and README's `cargo run`), into `target/wheels/DIR`; returns its path.
 fn build(python: &Path, profile: &str, dir: &str) -> Result<PathBuf, String> {
+    static_cli::install()?;
     let out = workspace::root().join("target/wheels").join(dir);
     clear(&out)?;
     let mut pip = venv::pip(python, "wheel");
@@ -333,7 +333,7 @@ fn build(python: &Path, profile: &str, dir: &str) -> Result<PathBuf, String> {
         // A path, not a requirement name.
         .arg("./python")
         .env("MATURIN_PEP517_ARGS", format!("--profile {profile}"));
-    workspace::run(Beside::Wheel.building_in(&mut pip))?;
+    workspace::run(static_cli::backend_builds_it(&mut pip))?;
     only_wheel(&out)
 }
 

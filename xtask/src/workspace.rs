@@ -26,10 +26,9 @@ pub(crate) fn target_dir() -> PathBuf {
 pub(crate) enum Beside {
     /// The checks: each feature set's clippy, the docs, the public-API listings, the packages.
     Checks,
-    /// The wheel, and the CLI with its default features that it holds (README's `cargo run`).
-    Wheel,
-    /// `tfcluster` static for musl, the image's.
-    Musl,
+    /// The CLI with its default features, static for musl ([`crate::static_cli`]): the
+    /// image's, the test wheel's (with the wheel's module) and README's `cargo run`'s.
+    Cli,
     /// The tests run without default features.
     WithoutFeatures,
 }
@@ -39,8 +38,7 @@ impl Beside {
     pub(crate) fn dir(self) -> PathBuf {
         let name = match self {
             Self::Checks => "checks",
-            Self::Wheel => "wheel",
-            Self::Musl => "musl",
+            Self::Cli => "cli",
             Self::WithoutFeatures => "no-default-features",
         };
         target_dir().join("beside").join(name)
@@ -63,9 +61,7 @@ impl Beside {
         command.env("CARGO_TARGET_DIR", self.dir());
         match self {
             Self::Checks => command,
-            Self::Wheel | Self::Musl | Self::WithoutFeatures => {
-                command.env("CARGO_INCREMENTAL", "0")
-            }
+            Self::Cli | Self::WithoutFeatures => command.env("CARGO_INCREMENTAL", "0"),
         }
     }
 }

@@ -14,8 +14,7 @@ use nix::unistd::Pid;
 use super::example::{DEFAULT_DEADLINE, Example, IN_CHECKOUT_DEADLINE};
 use super::hosts::Named;
 use super::scene::Tools;
-use crate::workspace;
-use crate::workspace::Beside;
+use crate::{static_cli, workspace};
 
 /// How much of a failed block's output a failure shows.
 const TAIL: usize = 3000;
@@ -69,9 +68,9 @@ fn shell(command: &mut Command, text: &str, example: &Example, dir: &Path, tools
         .stdin(Stdio::null());
     if example.in_checkout {
         // README's `cargo run -p tfcluster` builds the CLI with its default features, as the
-        // wheel's build does beside the tests: in that build's target directory, it finds
-        // the work done (or waits for it) instead of doing it twice.
-        Beside::Wheel.building_in(command);
+        // image's and the wheel's build does beside the tests: built as that one is, it finds
+        // the work done (or waits for it) instead of doing it again.
+        static_cli::cargo_builds_it(command);
     }
 }
 
