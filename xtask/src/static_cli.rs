@@ -28,16 +28,12 @@ pub(crate) fn install() -> Result<(), String> {
 
 /// Builds the CLI (or finds it built) and returns the binary.
 pub(crate) fn build() -> Result<PathBuf, String> {
-    workspace::run(
-        Beside::Cli
-            .cargo()
-            .args(["build", "-p", "tfcluster", "--target", TARGET]),
-    )?;
+    workspace::run(cargo_builds_it(&mut Command::new("cargo")).args(["build", "-p", "tfcluster"]))?;
     Ok(Beside::Cli.dir().join(format!("{TARGET}/debug/tfcluster")))
 }
 
-/// Makes the cargo `command` starts build the CLI as [`build`] does (README's `cargo run`,
-/// run by the guide in the checkout).
+/// Makes the cargo `command` starts build for [`TARGET`] in [`Beside::Cli`]'s directory:
+/// [`build`], and README's `cargo run` run by the guide in the checkout.
 pub(crate) fn cargo_builds_it(command: &mut Command) -> &mut Command {
     Beside::Cli
         .building_in(command)

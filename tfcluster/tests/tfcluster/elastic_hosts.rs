@@ -20,12 +20,9 @@ use super::host_job::{JOB_TIMEOUT, Job, done, job_address};
 const RESTART_WITHIN: Duration = Duration::from_secs(120);
 
 /// The flags most jobs here share: `--tasks-per-node 2` (a host's agent stops and restarts
-/// its other task with the failed one), then [`common`]'s; and `--no-prewarm`: a spare
-/// interpreter imports TensorFlow for each task, six CPU-seconds each, which doubles a job's
-/// imports on two cores. The tests that warm starts are part of use [`warm`]; prewarm.rs tests
-/// them on one host.
+/// its other task with the failed one), started [`cold`].
 fn flags<'a>(nodes: &'a str, more: &[&'a str]) -> Vec<&'a str> {
-    [&warm(nodes, more)[..], &["--no-prewarm"]].concat()
+    cold(nodes, "2", more)
 }
 
 /// [`flags`] with TensorFlow imported ahead in spare interpreters, as by default.
@@ -37,7 +34,14 @@ fn warm<'a>(nodes: &'a str, more: &[&'a str]) -> Vec<&'a str> {
 /// one task stopped): half the TensorFlow processes of two per host, each a few CPU-seconds
 /// to start and all of them in each all-reduce, for the same failure seen by the same agents.
 fn one_per_host<'a>(nodes: &'a str, more: &[&'a str]) -> Vec<&'a str> {
-    [&common(nodes, "1", more)[..], &["--no-prewarm"]].concat()
+    cold(nodes, "1", more)
+}
+
+/// [`common`]'s flags and `--no-prewarm`: a spare interpreter imports TensorFlow for each
+/// task, six CPU-seconds each, which doubles a job's imports on two cores. The tests that
+/// warm starts are part of use [`warm`]; prewarm.rs tests them on one host.
+fn cold<'a>(nodes: &'a str, per_node: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    [&common(nodes, per_node, more)[..], &["--no-prewarm"]].concat()
 }
 
 /// `--nodes nodes --tasks-per-node per_node`, a short last call and grace, and an
