@@ -32,6 +32,9 @@ pub(crate) fn suites(python: &Path) -> Vec<Suite> {
         })
     };
     let mut rest = Command::new("cargo");
+    if let Err(e) = test_build::as_built(&mut rest) {
+        return vec![tally::broken_suite("workspace: cargo", e)];
+    }
     rest.args(["test", "--workspace", "--all-features", "--no-fail-fast"])
         .env("TFCLUSTER_PYTHON", python)
         .args(["--", "--skip", interop::FILTER]);

@@ -16,7 +16,7 @@ use crate::tally::{self, Floors, Tally};
 use crate::timings::Timings;
 use crate::{
     beside, codegen, doc_links, etcd, features, guide, host_jobs, image, interop, kubernetes,
-    prometheus, python, release_workflow, slurm, tf_venv, workspace,
+    prometheus, python, release_workflow, slurm, test_build, tf_venv, workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
@@ -44,24 +44,18 @@ pub(crate) fn run() -> Result<(), String> {
     timings.time("check: cargo fmt", || {
         workspace::run(Command::new("cargo").args(["fmt", "--all", "--check"]))
     })?;
-    timings.time("check: clippy, the workspace with all features", || {
-        workspace::run(Command::new("cargo").args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--all-features",
-            "--",
-            "-D",
-            "warnings",
-        ]))
-    })?;
+    // The workspace's clippy, every target with all features, is the tests' build: the
+    // workspace's crates compiled by clippy-driver (`test_build`), which every suite after uses.
+    timings.time(
+        "check: clippy, the workspace with all features, as the tests' build",
+        test_build::build_linted,
+    )?;
     timings.time("check: codegen", || codegen::run(true))?;
     let beside = beside::start();
     let mut tally = Tally::default();
     // Every relative link of the docs resolves: a file, a heading.
     tally.add([timings.time("suite: links", doc_links::suite)]);
-    // Every shell example of the README and the guide runs as written (Slurm's: below). The
-    // tests' build is made here, once, for every suite below.
+    // Every shell example of the README and the guide runs as written (Slurm's: below).
     tally.add([timings.time("suite: guide", || guide::suite(None))]);
     // The release automation: linted, and running what the test command runs.
     tally.add([timings.time("suite: release workflow", release_workflow::suite)]);

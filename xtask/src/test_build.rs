@@ -4,6 +4,12 @@
 //! resolver example Slurm's ranks run, and test binaries run on their own (the host jobs, the
 //! interop tests). Any other selection builds them again: `cargo test --test NAME` turns on
 //! only that package's dev-dependencies' features, and `cargo build -p` only that package's.
+//!
+//! The test command makes it its clippy check as well ([`build_linted`]): every target, the
+//! workspace's crates compiled by `clippy-driver` with warnings denied, as `cargo clippy
+//! --workspace --all-targets --all-features -- -D warnings` checks them. The two apart
+//! compiled the workspace's crates twice and every dependency's metadata once more: 794
+//! CPU-seconds against 623 for the one build.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -13,12 +19,49 @@ use serde_json::Value;
 
 use crate::workspace;
 
+/// The tests' build, made once a run of xtask: whether it was linted, how its command is
+/// shown, and cargo's `compiler-artifact` messages.
+struct Build {
+    linted: bool,
+    outcome: Result<(String, Vec<Value>), String>,
+}
+
+static BUILT: OnceLock<Build> = OnceLock::new();
+
+/// Makes the tests' build as the test command's clippy check: every target, the workspace's
+/// crates through `clippy-driver`, warnings denied. First in a run, or it fails: a build made
+/// without clippy before would leave the check undone.
+pub(crate) fn build_linted() -> Result<(), String> {
+    let built = BUILT.get_or_init(|| Build {
+        linted: true,
+        outcome: build(true),
+    });
+    if !built.linted {
+        return Err("the tests' build was made without clippy before its clippy check".to_owned());
+    }
+    built.outcome.as_ref().map(|_| ()).map_err(Clone::clone)
+}
+
+/// Makes cargo `command` build as the tests' build did, so it finds that build's crates
+/// compiled: through `clippy-driver` when the build was linted (cargo compiles the
+/// workspace's crates again when the wrapper changes).
+pub(crate) fn as_built(command: &mut Command) -> Result<&mut Command, String> {
+    if BUILT.get().is_some_and(|built| built.linted) {
+        through_clippy(command)
+    } else {
+        Ok(command)
+    }
+}
+
 /// Builds the workspace's tests as `cargo test --workspace --all-features` does, and returns
 /// the executable of target `name` (`kind`: `bin`, `example` or `test`) of `package`. The build
 /// and its list of executables are made once a run of xtask: every suite after asks again.
 pub(crate) fn artifact(package: &str, kind: &str, name: &str) -> Result<PathBuf, String> {
-    static BUILT: OnceLock<Result<(String, Vec<Value>), String>> = OnceLock::new();
-    let (shown, artifacts) = BUILT.get_or_init(build).as_ref().map_err(Clone::clone)?;
+    let built = BUILT.get_or_init(|| Build {
+        linted: false,
+        outcome: build(false),
+    });
+    let (shown, artifacts) = built.outcome.as_ref().map_err(Clone::clone)?;
     artifacts
         .iter()
         .filter(|m| {
@@ -32,18 +75,24 @@ pub(crate) fn artifact(package: &str, kind: &str, name: &str) -> Result<PathBuf,
         .ok_or_else(|| format!("{shown} reported no executable for {kind} {name} of {package}"))
 }
 
-/// The tests' build: how the command is shown, and cargo's `compiler-artifact` messages.
-fn build() -> Result<(String, Vec<Value>), String> {
+/// The tests' build, `linted` or not: how the command is shown, and cargo's
+/// `compiler-artifact` messages.
+fn build(linted: bool) -> Result<(String, Vec<Value>), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
+    command.args(["test", "--workspace", "--all-features", "--no-run"]);
+    if linted {
+        // What `cargo clippy --all-targets` checks beyond the tests: the benches.
+        through_clippy(command.arg("--all-targets"))?;
+    }
     command
-        .args(["test", "--workspace", "--all-features", "--no-run"])
         .arg("--message-format=json-render-diagnostics")
         .current_dir(workspace::root())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     let shown = format!("{command:?}");
+    eprintln!("xtask: running {shown}");
     let output = command
         .output()
         .map_err(|e| format!("could not start {shown}: {e}"))?;
@@ -56,6 +105,35 @@ fn build() -> Result<(String, Vec<Value>), String> {
         .filter(|m| m["reason"] == "compiler-artifact")
         .collect();
     Ok((shown, artifacts))
+}
+
+/// Makes cargo `command` compile the workspace's crates with `clippy-driver`, warnings
+/// denied, as `cargo clippy -- -D warnings` does (the same two variables; dependencies are
+/// compiled by rustc, their lints capped). The driver is the toolchain's, beside its `rustc`.
+fn through_clippy(command: &mut Command) -> Result<&mut Command, String> {
+    static DRIVER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let driver = DRIVER.get_or_init(|| {
+        let output = Command::new("rustc")
+            .args(["--print", "sysroot"])
+            .current_dir(workspace::root())
+            .output()
+            .map_err(|e| format!("cannot run rustc --print sysroot: {e}"))?;
+        let sysroot = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let driver = Path::new(&sysroot).join("bin/clippy-driver");
+        if driver.is_file() {
+            Ok(driver)
+        } else {
+            Err(format!(
+                "no clippy-driver at {} (rustc's sysroot): `rustup component add clippy`",
+                driver.display()
+            ))
+        }
+    });
+    let driver = driver.as_ref().map_err(Clone::clone)?;
+    Ok(command.env("RUSTC_WORKSPACE_WRAPPER", driver).env(
+        "CLIPPY_ARGS",
+        "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
+    ))
 }
 
 /// Runs test binary `binary` of the package in directory `package_dir` with libtest's
