@@ -78,13 +78,29 @@ pub(crate) fn artifact(package: &str, kind: &str, name: &str) -> Result<PathBuf,
 /// The tests' build, `linted` or not: how the command is shown, and cargo's
 /// `compiler-artifact` messages.
 fn build(linted: bool) -> Result<(String, Vec<Value>), String> {
+    let built = compile(&mut no_run(linted)?)?;
+    if linted {
+        // The benches, which `cargo clippy --all-targets` checks and `cargo test` leaves out;
+        // not `--all-targets` in the one run, which builds the examples as tests instead of
+        // the binaries the suites run.
+        compile(no_run(linted)?.arg("--benches"))?;
+    }
+    Ok(built)
+}
+
+/// `cargo test --workspace --all-features --no-run`, through clippy when `linted`.
+fn no_run(linted: bool) -> Result<Command, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command.args(["test", "--workspace", "--all-features", "--no-run"]);
     if linted {
-        // What `cargo clippy --all-targets` checks beyond the tests: the benches.
-        through_clippy(command.arg("--all-targets"))?;
+        through_clippy(&mut command)?;
     }
+    Ok(command)
+}
+
+/// Runs cargo build `command`: how it is shown, and its `compiler-artifact` messages.
+fn compile(command: &mut Command) -> Result<(String, Vec<Value>), String> {
     command
         .arg("--message-format=json-render-diagnostics")
         .current_dir(workspace::root())
