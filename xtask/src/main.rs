@@ -119,8 +119,9 @@ tasks:
   test               everything CI runs: removes the network namespaces of killed test runs,
                      installs what the tests need when missing (the TensorFlow 2.21 venv
                      under target/tf-venv, Debian's slurm-wlm and munge, etcd-server and
-                     etcd-client), then fmt --check, clippy -D warnings (all features, then
-                     each crate with no features and each feature alone), codegen --check,
+                     etcd-client), then fmt --check, clippy -D warnings (all features, as
+                     the tests' build through clippy-driver; then each crate with no
+                     features and each feature alone), codegen --check,
                      public-api --check,
                      doc -D warnings (and as docs.rs builds it, on nightly); then every test
                      suite, all run even when one fails: cargo test --workspace
