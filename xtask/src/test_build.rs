@@ -103,12 +103,10 @@ fn no_run(linted: bool) -> Result<Command, String> {
 fn compile(command: &mut Command) -> Result<(String, Vec<Value>), String> {
     command
         .arg("--message-format=json-render-diagnostics")
-        .current_dir(workspace::root())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    let shown = format!("{command:?}");
-    eprintln!("xtask: running {shown}");
+    let shown = workspace::started(command);
     let output = command
         .output()
         .map_err(|e| format!("could not start {shown}: {e}"))?;

@@ -148,7 +148,7 @@ fn merged(command: &mut Command, echo: bool) -> Result<(String, bool), String> {
 
 /// Sets the workspace root as the directory of `command` (unless it has one), says it runs, and returns how it
 /// is shown.
-fn started(command: &mut Command) -> String {
+pub(crate) fn started(command: &mut Command) -> String {
     if command.get_current_dir().is_none() {
         command.current_dir(root());
     }
