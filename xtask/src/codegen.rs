@@ -6,7 +6,8 @@
 //! committed one, so CI catches a `.proto` edit without regenerated code.
 //!
 //! The same command writes (and checks) etcd-client's protoc stand-in
-//! (`protoc_standin.rs`) and the crate made of the Rust guide page (`guide_rust.rs`).
+//! (`protoc_standin.rs`), the crate made of the Rust guide page (`guide_rust.rs`) and the
+//! manifest of every dependency's features (`feature_superset.rs`).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -82,6 +83,7 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
         .chain([
             crate::protoc_standin::run(check),
             crate::guide_rust::run(check),
+            crate::feature_superset::run(check),
         ])
         .filter_map(Result::err)
         .collect();

@@ -94,7 +94,7 @@ pub(crate) fn run(args: &[&str]) -> Result<(), String> {
     ]))?;
     let bin_dir = fuzz_dir()
         .join("target")
-        .join(host_triple()?)
+        .join(workspace::host_triple()?)
         .join("release");
     // Every target runs even after one fails, so a long run reports them all.
     let mut report = Vec::new();
@@ -128,35 +128,13 @@ fn fuzz_dir() -> PathBuf {
 
 /// The targets as `cargo fuzz list` reads them from `test-support/fuzz/Cargo.toml`.
 fn targets() -> Result<Vec<String>, String> {
-    let out = Command::new("cargo")
-        .args(["+nightly", "fuzz", "list"])
-        .current_dir(fuzz_dir())
-        .output()
-        .map_err(|e| format!("could not run cargo fuzz (cargo install cargo-fuzz): {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "cargo +nightly fuzz list failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect())
-}
-
-/// The triple cargo-fuzz builds for (the host's), which names its output directory.
-fn host_triple() -> Result<String, String> {
-    let out = Command::new("rustc")
-        .args(["+nightly", "-vV"])
-        .output()
-        .map_err(|e| format!("could not run rustc: {e}"))?;
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: "))
-        .map(str::to_owned)
-        .ok_or_else(|| "rustc -vV names no host".to_owned())
+    let listed = workspace::stdout(
+        Command::new("cargo")
+            .args(["+nightly", "fuzz", "list"])
+            .current_dir(fuzz_dir()),
+    )
+    .map_err(|e| format!("{e} (needs cargo-fuzz: cargo install cargo-fuzz)"))?;
+    Ok(listed.lines().map(str::to_owned).collect())
 }
 
 /// Runs the built `target` in `bin_dir` for `seconds` on its corpus; libFuzzer's output

@@ -17,6 +17,7 @@ mod daemon_package;
 mod doc_links;
 mod docs_section;
 mod etcd;
+mod feature_superset;
 mod features;
 mod fuzz;
 mod guide;
@@ -91,7 +92,10 @@ tasks:
                      and ratios and writes its section of docs/benchmarks.md (release builds;
                      ~10 minutes)
   codegen [--check]  regenerate cluster-proto/src/generated/ and elastic/src/generated/ from each
-                     crate's proto/ with protox; --check fails if the committed files differ from what would be generated
+                     crate's proto/ with protox, etcd-client's protoc stand-in, the guide page's
+                     crate and xtask/feature-superset/Cargo.toml (every dependency with the
+                     workspace's features, from nightly cargo's plan: needs nightly); --check
+                     fails if the committed files differ from what would be generated
   guide [FILTER]     run every shell example of README.md and docs/guide/ in the scene its
                      `<!-- example: ... -->` annotation names (this machine, network-namespace
                      hosts named in /etc/hosts, etcd members on them; the Slurm ones run in the

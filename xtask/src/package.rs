@@ -3,7 +3,8 @@
 //! `target/package/unpacked`, those copies made a workspace of their own (each crate's
 //! dependencies on the others patched to their packaged copies, nothing else of the
 //! repository: the proto files and generated code must be inside the crate), and checked
-//! with every feature in one `cargo check`. And every other crate is `publish = false`. Part
+//! with every feature in one `cargo check` (beside a copy of the feature superset, so the
+//! dependencies are those the per-feature runs and the docs checked in the same directory). And every other crate is `publish = false`. Part
 //! of the test command; nothing is published.
 //!
 //! Why not cargo's own verification (`cargo package` without `--no-verify`): it builds each
@@ -18,8 +19,8 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::tally::{self, Suite};
-use crate::workspace;
 use crate::workspace::Beside;
+use crate::{feature_superset, workspace};
 
 /// The crates that are published, in the order they depend on each other.
 const PUBLISHED: [&str; 10] = [
@@ -109,11 +110,19 @@ fn unpacked(metadata: &Value) -> Result<(PathBuf, PathBuf), String> {
         members.push(format!("{copy:?}"));
         patches.push(format!("{name} = {{ path = {copy:?} }}"));
     }
+    // The dependencies with the features every other check of the directory asked for, so
+    // this check finds them checked (xtask/src/feature_superset.rs).
+    feature_superset::copy_to(&dir.join(feature_superset::PACKAGE))?;
+    members.push(format!("{:?}", feature_superset::PACKAGE));
+    let root = workspace::root().join("Cargo.toml");
+    let root = std::fs::read_to_string(&root)
+        .map_err(|e| format!("cannot read {}: {e}", root.display()))?;
     let manifest = format!(
         "# The published crates as packaged (`cargo xtask package`): made and removed by it.\n\
-         [workspace]\nresolver = \"3\"\nmembers = [{}]\n\n[patch.crates-io]\n{}\n",
+         [workspace]\nresolver = \"3\"\nmembers = [{}]\n\n[patch.crates-io]\n{}\n\n{}",
         members.join(", "),
-        patches.join("\n")
+        patches.join("\n"),
+        profiles(&root)
     );
     let manifest_path = dir.join("Cargo.toml");
     std::fs::write(&manifest_path, manifest)
@@ -122,6 +131,22 @@ fn unpacked(metadata: &Value) -> Result<(PathBuf, PathBuf), String> {
     std::fs::copy(&lock, dir.join("Cargo.lock"))
         .map_err(|e| format!("cannot copy {} into {}: {e}", lock.display(), dir.display()))?;
     Ok((dir, target))
+}
+
+/// The `[profile...]` tables of the workspace's `manifest`, for the copies' workspace: a
+/// dependency checked under another profile is another unit, which cargo would check again.
+fn profiles(manifest: &str) -> String {
+    let mut in_profile = false;
+    manifest
+        .lines()
+        .filter(|line| {
+            if line.starts_with('[') {
+                in_profile = line.starts_with("[profile.");
+            }
+            in_profile
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
 }
 
 /// `cargo check --all-features` of the packaged copies in `dir`, in target directory `target`
@@ -198,13 +223,11 @@ pub(crate) fn run() -> Result<(), String> {
 
 /// The workspace's packages as `cargo metadata` describes them.
 fn metadata() -> Result<Value, String> {
-    let out = Beside::Checks
-        .cargo()
-        .args(["metadata", "--no-deps", "--format-version", "1"])
-        .current_dir(workspace::root())
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata printed no JSON: {e}"))
+    workspace::json(
+        Beside::Checks
+            .cargo()
+            .args(["metadata", "--no-deps", "--format-version", "1"]),
+    )
 }
 
 /// The workspace's `rust-version`, as cargo reads it for `tfcluster` (every crate takes the
@@ -285,7 +308,17 @@ fn tail(out: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{PUBLISHED, compiled};
+    use super::{PUBLISHED, compiled, profiles};
+
+    #[test]
+    fn the_profiles_are_every_profile_table_and_nothing_else() {
+        let manifest = "[workspace]\nmembers = []\n\n[profile.dev]\ndebug = 1\n# why\n\n\
+                        [workspace.lints.rust]\nx = 1\n[profile.dev.package.a]\nopt-level = 3\n";
+        assert_eq!(
+            profiles(manifest),
+            "[profile.dev]\ndebug = 1\n# why\n\n[profile.dev.package.a]\nopt-level = 3\n"
+        );
+    }
 
     /// cargo's JSON line for an artifact of `krate`'s packaged copy.
     fn artifact(krate: &str) -> String {

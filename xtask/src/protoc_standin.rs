@@ -31,19 +31,12 @@ fn committed() -> PathBuf {
 
 /// etcd-client's `proto/` directory, where cargo unpacked the version the lock file names.
 fn etcd_proto_dir() -> Result<PathBuf, String> {
-    let output = Command::new("cargo")
-        .args(["metadata", "--format-version", "1", "--locked"])
-        .current_dir(workspace::root())
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("cargo metadata printed no JSON: {e}"))?;
+    let metadata = workspace::json(Command::new("cargo").args([
+        "metadata",
+        "--format-version",
+        "1",
+        "--locked",
+    ]))?;
     let manifest = metadata["packages"]
         .as_array()
         .into_iter()

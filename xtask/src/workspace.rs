@@ -146,6 +146,42 @@ fn merged(command: &mut Command, echo: bool) -> Result<(String, bool), String> {
     Ok((text, succeeded))
 }
 
+/// What `command` prints on stdout, run from the workspace root unless it has a directory;
+/// an error names the command and what it said on stderr.
+pub(crate) fn stdout(command: &mut Command) -> Result<String, String> {
+    if command.get_current_dir().is_none() {
+        command.current_dir(root());
+    }
+    let shown = format!("{command:?}");
+    let output = command
+        .output()
+        .map_err(|e| format!("could not start {shown}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{shown} failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    String::from_utf8(output.stdout).map_err(|e| format!("{shown} printed no UTF-8: {e}"))
+}
+
+/// The host's target triple, as nightly rustc names it (cargo-fuzz's output directory names
+/// it; `--target` it builds for the host with the host's units apart).
+pub(crate) fn host_triple() -> Result<String, String> {
+    stdout(Command::new("rustc").args(["+nightly", "-vV"]))?
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_owned)
+        .ok_or_else(|| "rustc +nightly -vV names no host".to_owned())
+}
+
+/// The JSON `command` prints (`cargo metadata`, a `--unit-graph`), as [`stdout`].
+pub(crate) fn json(command: &mut Command) -> Result<serde_json::Value, String> {
+    let text = stdout(command)?;
+    serde_json::from_str(&text).map_err(|e| format!("{command:?} printed no JSON: {e}"))
+}
+
 /// Sets the workspace root as the directory of `command` (unless it has one), says it runs, and returns how it
 /// is shown.
 pub(crate) fn started(command: &mut Command) -> String {
