@@ -4,8 +4,9 @@
 //! dependencies on the others patched to their packaged copies, nothing else of the
 //! repository: the proto files and generated code must be inside the crate), and checked
 //! with every feature in one `cargo check` (beside a copy of the feature superset, so the
-//! dependencies are those the per-feature runs and the docs checked in the same directory). And every other crate is `publish = false`. Part
-//! of the test command; nothing is published.
+//! dependencies are those the per-feature runs and the docs checked in the same directory).
+//! And every other crate is `publish = false`. Part of the test command; nothing is
+//! published.
 //!
 //! Why not cargo's own verification (`cargo package` without `--no-verify`): it builds each
 //! crate in turn, each with its own features, so the shared dependencies (tokio, tonic, prost,
