@@ -94,6 +94,28 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
     }
 }
 
+/// Writes `fresh` to the committed file at `path`, or with `check` fails if that file differs
+/// (`why`: what makes it stale), for the generated files made outside [`CRATES`].
+pub(crate) fn write_or_check(
+    path: &Path,
+    fresh: &[u8],
+    check: bool,
+    why: &str,
+) -> Result<(), String> {
+    if check {
+        if fs::read(path).ok().as_deref() != Some(fresh) {
+            return Err(format!(
+                "{} is stale ({why}): run `cargo xtask codegen` and commit the result",
+                path.display()
+            ));
+        }
+        return Ok(());
+    }
+    fs::write(path, fresh).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!("xtask: wrote {}", path.display());
+    Ok(())
+}
+
 fn run_one(krate: &ProtoCrate, check: bool) -> Result<(), String> {
     let crate_dir = workspace::root().join(krate.dir);
     let committed = crate_dir.join("src/generated");

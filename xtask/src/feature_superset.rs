@@ -26,7 +26,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use crate::workspace;
+use crate::{codegen, workspace};
 
 /// The crate's name, as the runs select it.
 pub(crate) const PACKAGE: &str = "feature-superset";
@@ -76,21 +76,12 @@ type Features = BTreeMap<(Side, Release), BTreeSet<String>>;
 /// Writes the manifest, or with `check` fails if the committed one differs.
 pub(crate) fn run(check: bool) -> Result<(), String> {
     workspace::require_nightly("the feature superset's manifest (cargo's --unit-graph)")?;
-    let fresh = manifest(&superset()?);
-    let path = workspace::root().join(DIR).join("Cargo.toml");
-    if check {
-        if fs::read_to_string(&path).ok().as_deref() != Some(fresh.as_str()) {
-            return Err(format!(
-                "{} is stale (the workspace's dependencies or their features changed): \
-                 run `cargo xtask codegen` and commit the result",
-                path.display()
-            ));
-        }
-        return Ok(());
-    }
-    fs::write(&path, fresh).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    eprintln!("xtask: wrote {}", path.display());
-    Ok(())
+    codegen::write_or_check(
+        &workspace::root().join(DIR).join("Cargo.toml"),
+        manifest(&superset()?).as_bytes(),
+        check,
+        "the workspace's dependencies or their features changed",
+    )
 }
 
 /// What the libraries and binaries of the whole workspace (`check --workspace
@@ -99,20 +90,20 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
 /// module's `cdylib` needs, and the tests' build, which has this crate among its members,
 /// would compile them for it alone.
 fn superset() -> Result<Features, String> {
-    let tests = planned("test")?;
-    let mut libraries = planned("check")?;
+    let host = workspace::host_triple()?;
+    let tests = planned("test", &host)?;
+    let mut libraries = planned("check", &host)?;
     libraries.retain(|key, _| tests.contains_key(key));
     Ok(libraries)
 }
 
-/// Cargo's plan of `cargo +nightly COMMAND --workspace --all-features`, without this crate:
-/// every registry crate's library units and their features.
-fn planned(command: &str) -> Result<Features, String> {
-    let host = workspace::host_triple()?;
+/// Cargo's plan of `cargo +nightly COMMAND --workspace --all-features --target host`,
+/// without this crate: every registry crate's library units and their features.
+fn planned(command: &str, host: &str) -> Result<Features, String> {
     let graph = workspace::json(
         Command::new("cargo")
             .args(["+nightly", command, "--workspace", "--exclude", PACKAGE])
-            .args(["--all-features", "--locked", "--target", &host])
+            .args(["--all-features", "--locked", "--target", host])
             .args(["--unit-graph", "-Z", "unstable-options"]),
     )?;
     features(&graph)

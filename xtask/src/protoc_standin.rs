@@ -6,13 +6,12 @@
 //! as it would from protoc's. `cargo xtask codegen` writes it from the etcd-client sources
 //! cargo downloaded, `--check` fails when it is stale (an etcd-client upgrade).
 
-use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
 use prost::Message;
 
-use crate::workspace;
+use crate::{codegen, workspace};
 
 /// The files etcd-client's build script compiles, relative to its `proto/` (its build.rs).
 /// The stand-in refuses any other invocation, naming what it was asked.
@@ -67,18 +66,5 @@ fn compile() -> Result<Vec<u8>, String> {
 
 /// Writes the descriptor set, or with `check`, fails if the committed one differs.
 pub(crate) fn run(check: bool) -> Result<(), String> {
-    let fresh = compile()?;
-    let path = committed();
-    if check {
-        if fs::read(&path).ok().as_deref() != Some(fresh.as_slice()) {
-            return Err(format!(
-                "{} is stale: run `cargo xtask codegen` and commit the result",
-                path.display()
-            ));
-        }
-        return Ok(());
-    }
-    fs::write(&path, fresh).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    eprintln!("xtask: wrote {}", path.display());
-    Ok(())
+    codegen::write_or_check(&committed(), &compile()?, check, "an etcd-client upgrade")
 }

@@ -149,10 +149,7 @@ fn merged(command: &mut Command, echo: bool) -> Result<(String, bool), String> {
 /// What `command` prints on stdout, run from the workspace root unless it has a directory;
 /// an error names the command and what it said on stderr.
 pub(crate) fn stdout(command: &mut Command) -> Result<String, String> {
-    if command.get_current_dir().is_none() {
-        command.current_dir(root());
-    }
-    let shown = format!("{command:?}");
+    let shown = at_root(command);
     let output = command
         .output()
         .map_err(|e| format!("could not start {shown}: {e}"))?;
@@ -185,12 +182,18 @@ pub(crate) fn json(command: &mut Command) -> Result<serde_json::Value, String> {
 /// Sets the workspace root as the directory of `command` (unless it has one), says it runs, and returns how it
 /// is shown.
 pub(crate) fn started(command: &mut Command) -> String {
+    let shown = at_root(command);
+    eprintln!("xtask: running {shown}");
+    shown
+}
+
+/// Sets the workspace root as the directory of `command` unless it has one; returns how it
+/// is shown.
+fn at_root(command: &mut Command) -> String {
     if command.get_current_dir().is_none() {
         command.current_dir(root());
     }
-    let shown = format!("{command:?}");
-    eprintln!("xtask: running {shown}");
-    shown
+    format!("{command:?}")
 }
 
 fn finished(shown: &str, status: std::io::Result<ExitStatus>) -> Result<(), String> {
