@@ -22,7 +22,7 @@ pub(crate) fn target_dir() -> PathBuf {
 /// wheel), which the test command runs beside its tests ([`crate::beside`]): none waits on
 /// cargo's lock of the tests' directory, and a suite that builds again what was built beside
 /// waits for that build alone, never for the checks.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Beside {
     /// The checks: each feature set's clippy, the docs, the public-API listings, the packages.
     Checks,
@@ -56,8 +56,11 @@ impl Beside {
     /// incremental compilation, whose bookkeeping only pays when the crate is compiled again
     /// after an edit: the CLI's build took 13% less CPU time without it (352 CPU-seconds
     /// against 404). Everything that builds in one directory goes through here, as cargo
-    /// compiles the workspace's crates again when the setting changes.
+    /// compiles the workspace's crates again when the setting changes; and so, from the tests'
+    /// thread, tells [`crate::beside::wait_for`] that the tests will wait on cargo's lock of
+    /// the directory.
     pub(crate) fn building_in(self, command: &mut Command) -> &mut Command {
+        crate::beside::wait_for(self);
         command.env("CARGO_TARGET_DIR", self.dir());
         match self {
             Self::Checks => command,
