@@ -44,7 +44,7 @@ pub(crate) const SUITE: &str = "package: published crates";
 /// rest are `publish = false`.
 pub(crate) fn suite() -> Suite {
     let mut suite = Suite::new(SUITE);
-    let metadata = metadata();
+    let metadata = metadata(Beside::Checks.cargo());
     suite.record(
         "every other crate is publish = false",
         metadata
@@ -222,19 +222,18 @@ pub(crate) fn run() -> Result<(), String> {
     tally::alone([suite()])
 }
 
-/// The workspace's packages as `cargo metadata` describes them.
-fn metadata() -> Result<Value, String> {
-    workspace::json(
-        Beside::Checks
-            .cargo()
-            .args(["metadata", "--no-deps", "--format-version", "1"]),
-    )
+/// The workspace's packages as `cargo metadata`, run by `cargo`, describes them (its
+/// `target_directory` is `cargo`'s).
+fn metadata(mut cargo: Command) -> Result<Value, String> {
+    workspace::json(cargo.args(["metadata", "--no-deps", "--format-version", "1"]))
 }
 
 /// The workspace's `rust-version`, as cargo reads it for `tfcluster` (every crate takes the
 /// workspace's).
 pub(crate) fn rust_version() -> Result<String, String> {
-    let metadata = metadata()?;
+    // Not through the checks' directory: from the tests' thread, that would say the tests
+    // wait for the checks ([`Beside::building_in`]).
+    let metadata = metadata(Command::new("cargo"))?;
     packages(&metadata)
         .find(|p| p["name"] == "tfcluster")
         .and_then(|p| p["rust_version"].as_str())
