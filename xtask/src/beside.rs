@@ -20,7 +20,8 @@
 //! normal priority from then on.
 
 use std::cell::Cell;
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -269,20 +270,12 @@ fn this_thread() -> Result<String, String> {
 /// Sets the scheduling `policy` (`--idle`, `--other`) of `pid` with `chrt` (util-linux's,
 /// which the test command's installs ensure); with `--all-tasks`, of every thread of it.
 fn chrt(policy: &str, flags: &[&str], pid: &str) -> Result<(), String> {
-    let out = Command::new("chrt")
-        .args(flags)
-        .args([policy, "--pid", "0", pid])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run chrt: {e}"))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    Err(format!(
-        "chrt {policy} {pid} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr).trim()
-    ))
+    workspace::stdout(
+        Command::new("chrt")
+            .args(flags)
+            .args([policy, "--pid", "0", pid]),
+    )
+    .map(drop)
 }
 
 /// Puts this process's thread `tid`, and every process it started and theirs, under
@@ -292,7 +285,7 @@ fn chrt(policy: &str, flags: &[&str], pid: &str) -> Result<(), String> {
 fn to_normal(tid: &str) -> Result<(), String> {
     chrt("--other", &[], tid)?;
     for _ in 0..2 {
-        let mut pending = children(&format!("/proc/self/task/{tid}"));
+        let mut pending = children(&Path::new("/proc/self/task").join(tid));
         while let Some(pid) = pending.pop() {
             // It may have exited since it was listed: nothing to do then.
             if chrt("--other", &["--all-tasks"], &pid).is_err() {
@@ -302,7 +295,7 @@ fn to_normal(tid: &str) -> Result<(), String> {
                 continue;
             };
             for task in tasks.flatten() {
-                pending.extend(children(&task.path().display().to_string()));
+                pending.extend(children(&task.path()));
             }
         }
     }
@@ -310,8 +303,8 @@ fn to_normal(tid: &str) -> Result<(), String> {
 }
 
 /// The processes a thread (`/proc/PID/task/TID`) started that are still its children.
-fn children(task: &str) -> Vec<String> {
-    std::fs::read_to_string(format!("{task}/children"))
+fn children(task: &Path) -> Vec<String> {
+    std::fs::read_to_string(task.join("children"))
         .unwrap_or_default()
         .split_whitespace()
         .map(str::to_owned)
@@ -321,7 +314,7 @@ fn children(task: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Child;
+    use std::process::{Child, Stdio};
     use std::sync::mpsc;
 
     /// The scheduling policy of process `pid` (field 41 of its stat): 0 normal, 5 idle.
