@@ -28,6 +28,7 @@ mod image;
 mod interop;
 mod kubernetes;
 mod machine;
+mod off_machine;
 mod op_signatures;
 mod package;
 mod proc_stat;

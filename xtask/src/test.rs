@@ -8,7 +8,8 @@
 //! the tests at idle priority ([`crate::beside`]), and a failure of theirs fails the run at its
 //! end. The test suites all run, each counted ([`crate::tally`]), and it ends with one line,
 //! `xtask: N passed, N failed`, over all of them, checked against the floors in
-//! `xtask/test-floors.txt`, after a table of where the time went ([`crate::timings`]).
+//! `xtask/test-floors.txt`, after a table of where the time went ([`crate::timings`]). While
+//! the tests run, no packet they send may leave the machine ([`crate::off_machine`]).
 
 use std::process::Command;
 
@@ -16,14 +17,14 @@ use crate::tally::{self, Floors, Tally};
 use crate::timings::Timings;
 use crate::{
     beside, codegen, doc_links, etcd, features, guide, host_jobs, image, interop, kubernetes,
-    prometheus, python, release_workflow, slurm, test_build, tf_venv, workspace,
+    off_machine, prometheus, python, release_workflow, slurm, test_build, tf_venv, workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
     let floors = Floors::read()?;
     let mut timings = Timings::default();
-    let python = timings.time(
-        "install: namespaces swept, TF venv, Slurm, etcd, Prometheus, buildah, musl",
+    let (python, off_machine) = timings.time(
+        "install: namespaces swept, TF venv, Slurm, etcd, Prometheus, buildah, musl, nftables",
         || {
             let swept = net_hosts::sweep();
             if !swept.is_empty() {
@@ -38,7 +39,7 @@ pub(crate) fn run() -> Result<(), String> {
             prometheus::ensure_installed()?;
             // Here, not in the image suite: the musl build runs beside, and apt one at a time.
             image::install()?;
-            Ok::<_, String>(python)
+            Ok::<_, String>((python, off_machine::Guard::install()?))
         },
     )?;
     timings.time("check: cargo fmt", || {
@@ -81,6 +82,10 @@ pub(crate) fn run() -> Result<(), String> {
     // Every published crate packages, and compiles from its package alone.
     tally.add([done.package]);
     let mut failed_checks = Vec::new();
+    // No test sent a packet off the machine (or to a cloud's metadata address).
+    if let Err(e) = off_machine.finish() {
+        failed_checks.push(format!("  off the machine: {e}"));
+    }
     for (step, took, outcome) in done.steps {
         timings.beside(step, took);
         if let Err(e) = outcome {
