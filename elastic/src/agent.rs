@@ -77,10 +77,11 @@ pub use metrics::AgentMetrics;
 pub use wait_watcher::WaitWatcher;
 use wait_watcher::{EndOfWait, Watcher};
 
+use failure_policy::{Restart, TaskEnd};
 use launcher::supervise::{Signal, SpawnError, Supervisor, TaskLogs, TaskSpec};
 use launcher::{
     GpuError, GpusPerTask, HealthCheck, HealthCheckFailed, Prewarm, PrewarmError, ReservedPorts,
-    Restart, RestartCause, TaskEnd, TaskGpus, WarmPool,
+    RestartCause, TaskGpus, WarmPool,
 };
 
 use crate::task_env::round_task_env;
@@ -316,8 +317,11 @@ enum RoundEnded {
 }
 
 impl Agent {
-    /// An agent of the rendezvous behind `client`.
+    /// An agent of the rendezvous behind `client`. From here on no task this process
+    /// starts inherits [`TOKEN_ENV`](crate::TOKEN_ENV) ([`launcher::withhold_env`]): the
+    /// token proves the agent, and a task never needs it.
     pub fn new(client: RendezvousClient, options: AgentOptions) -> Self {
+        launcher::withhold_env(crate::TOKEN_ENV);
         Self {
             client,
             options,

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use launcher::{RestartPolicy, Strategy};
+use failure_policy::{RestartPolicy, Strategy};
 
 pub use crate::error::config::ConfigError;
 use crate::{BadHostPolicy, Layout, NodeRange};

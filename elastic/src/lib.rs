@@ -150,15 +150,15 @@
 //! with it the chief or worker 0, stays on one host for as long as it stays.
 //!
 //! A failed task is restarted alone, in place, where TensorFlow survives that: the job's
-//! [`RestartPolicy`](launcher::RestartPolicy) ([`JobConfig::with_restarts`]; by default
-//! TensorFlow's failure domains, [`launcher::RestartScope::restart`]) makes a
+//! [`RestartPolicy`](failure_policy::RestartPolicy) ([`JobConfig::with_restarts`]; by default
+//! TensorFlow's failure domains, [`failure_policy::RestartScope::restart`]) makes a
 //! ParameterServerStrategy worker or chief, a parameter server (with the chief: on its node
 //! together, else the chief's node is asked, [`RoundStatus::RestartChief`] from
 //! [`Heartbeats::next`]), or an evaluator restart in place, at most `max_task_restarts` times
 //! a task in a round ([`ReportAnswer::in_place`] tells its agent; [`JobStatus::task_restarts`]
 //! shows them). A
 //! failure that is the program's, recurring on two nodes or twice on one without progress
-//! ([`launcher::CrashLoop`]), fails the job at once; an exit with status 42 or 143 (a
+//! ([`failure_policy::CrashLoop`]), fails the job at once; an exit with status 42 or 143 (a
 //! preemption, saved first) is planned and counts against nothing ([`EndReason::TaskPlanned`]).
 //!
 //! Any other failure ends its round: a member reports a failed task ([`TaskStatus`]: exit status, signal, or a
@@ -555,6 +555,9 @@ pub use error::token::{TokenError, TokenOrigin, TokenProblem};
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{DEFAULT_PREFIX, ETCD_PORT, EtcdOptions, EtcdTls};
+/// The failure rules the rendezvous and the agent apply: [`RestartPolicy`](failure_policy::RestartPolicy)
+/// ([`JobConfig::with_restarts`]), [`TaskEnd`](failure_policy::TaskEnd), crash loops.
+pub use failure_policy;
 pub use grpc::{RENDEZVOUS_PORT, RendezvousServer, RendezvousServerBuilder, SHUTDOWN_GRACE};
 /// The guards the rendezvous server faces the network with: its [`Limits`](grpc_guard::Limits)
 /// ([`RendezvousServerBuilder::with_limits`]) and [`Access`](grpc_guard::Access) (allow-list

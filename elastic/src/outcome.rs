@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use launcher::{Restart, TaskEnd};
+use failure_policy::{Restart, TaskEnd};
 
 /// How a task ended, as its agent reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -58,7 +58,7 @@ impl From<TaskEnd> for TaskStatus {
     }
 }
 
-/// A reported end in the launcher's words, for its rules ([`launcher::Signature`],
+/// A reported end in the launcher's words, for its rules ([`failure_policy::Signature`],
 /// [`TaskEnd::is_planned`]).
 impl From<&TaskStatus> for TaskEnd {
     fn from(status: &TaskStatus) -> Self {

@@ -8,8 +8,9 @@ use std::path::Path;
 use crate::error::token::{TokenError, TokenOrigin, TokenProblem};
 
 /// The environment variable a rendezvous token may come from (`tfcluster run --rdzv`,
-/// `rendezvous serve`), as an alternative to a token file; the launcher passes it to no task.
-pub const TOKEN_ENV: &str = launcher::TOKEN_ENV;
+/// `rendezvous serve`), as an alternative to a token file; an [`Agent`](crate::Agent) has
+/// the launcher withhold it from every task ([`launcher::withhold_env`]).
+pub const TOKEN_ENV: &str = "TFCLUSTER_RDZV_TOKEN";
 
 /// The shortest token accepted, in bytes.
 pub(crate) const MIN_TOKEN_BYTES: usize = 16;

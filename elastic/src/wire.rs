@@ -11,7 +11,7 @@ use crate::outcome::{EndReason, Failure, JobDone, RoundEnd, TaskStatus};
 use crate::proto;
 use crate::rendezvous::{Credentials, Found, JoinArgs, Joined, NodeSecret};
 use crate::watched_round::WatchedRound;
-use launcher::{DEFAULT_MAX_TASK_RESTARTS, Restart, RestartPolicy, RestartScope};
+use failure_policy::{DEFAULT_MAX_TASK_RESTARTS, Restart, RestartPolicy, RestartScope};
 
 use crate::{BadHostPolicy, Error, JobConfig, Layout, Member, NodeRange};
 

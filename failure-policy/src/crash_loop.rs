@@ -15,7 +15,7 @@
 //! and the cause is elsewhere.
 //!
 //! ```
-//! use launcher::{CrashLoop, Signature, TaskEnd};
+//! use failure_policy::{CrashLoop, Signature, TaskEnd};
 //!
 //! let tail = "Traceback (most recent call last):\nValueError: shape (3, 4) at step 17\n";
 //! let signature = Signature::of(&TaskEnd::Exited(1), tail).unwrap();
@@ -29,8 +29,6 @@
 
 use std::fmt;
 
-use nix::sys::signal::Signal;
-
 use crate::TaskEnd;
 
 /// The most characters of a signature: a last line is a message, not a document.
@@ -39,11 +37,11 @@ const MAX_SIGNATURE: usize = 300;
 /// Signals a program raises on itself when it crashes (a fault, an abort): the same signal
 /// again is the same bug. Others come from outside.
 const FAULT_SIGNALS: [i32; 5] = [
-    Signal::SIGILL as i32,
-    Signal::SIGABRT as i32,
-    Signal::SIGBUS as i32,
-    Signal::SIGFPE as i32,
-    Signal::SIGSEGV as i32,
+    libc::SIGILL,
+    libc::SIGABRT,
+    libc::SIGBUS,
+    libc::SIGFPE,
+    libc::SIGSEGV,
 ];
 
 /// A failure's signature: how the task ended and the last non-empty line of its stderr,

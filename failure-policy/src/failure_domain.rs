@@ -11,7 +11,7 @@
 //! of both: it restarts alone.
 //!
 //! ```
-//! use launcher::{Restart, RestartScope, Strategy};
+//! use failure_policy::{Restart, RestartScope, Strategy};
 //!
 //! let pss = Strategy::of_jobs(["chief", "ps", "worker"]);
 //! assert_eq!(pss, Strategy::ParameterServer);
@@ -94,7 +94,7 @@ pub enum RestartScope {
     /// a MultiWorkerMirroredStrategy job's survivors will not take the new process
     /// ([`warning`](Self::warning)).
     Task,
-    /// Every failure restarts every task: torchrun's model, and what this launcher did
+    /// Every failure restarts every task: torchrun's model, and what tfcluster's launcher did
     /// before it knew TensorFlow's failure domains.
     Round,
 }

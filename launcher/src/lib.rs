@@ -19,20 +19,19 @@
 //!   unbuffered Python output, Python's faulthandler.
 //! - [`ReservedPorts`]: a port per task, held (bound, never listening) until the tasks start.
 //! - [`hostname`]: the host's name, as logs and a rendezvous know it.
-//! - [`TOKEN_ENV`]: the rendezvous token's variable, withheld from every process started
-//!   here.
+//! - [`withhold_env`]: variables (a secret its caller holds, as the elastic agent's
+//!   rendezvous token) that no process started here inherits.
 //! - [`private_file`]: log and error files written where others may write too: never
 //!   through a symlink, files 0600, directories 0700 and ours.
 //! - [`HealthCheck`]: a command a host must pass (with a deadline) before it joins a round.
-//! - What a failure restarts: TensorFlow's failure domains ([`RestartScope::restart`]: a
-//!   ParameterServerStrategy worker alone, a parameter server with the chief, an evaluator
-//!   alone, a MultiWorkerMirroredStrategy worker with the round), planned exits
-//!   ([`TaskEnd::is_planned`]), and crash loops ([`CrashLoop`], by a failure's
-//!   [`Signature`]). Pure rules: `run --local` and the rendezvous apply them.
+//! - [`TaskEnd`] and [`Restart`], how a task ended and what its failure restarted, are the
+//!   `failure-policy` crate's, re-exported: what a failure means (failure domains, planned
+//!   exits, crash loops) is pure rules there, which `run --local` and the rendezvous apply.
 //!
 //! **Who depends on it:** the `tfcluster` CLI and `elastic` (its agent), and Rust programs
-//! that launch TensorFlow processes themselves. It builds on `cluster-spec` (error wording)
-//! and `cluster-resolver` (a host's GPUs, found as the Slurm resolver finds them), and pulls
+//! that launch TensorFlow processes themselves. It builds on `cluster-spec` (error wording),
+//! `cluster-resolver` (a host's GPUs, found as the Slurm resolver finds them) and
+//! `failure-policy` (how a task ended), and pulls
 //! tokio (processes, pipes, timers), nix (process groups) and prometheus-client; no gRPC, no
 //! rendezvous: nothing here knows who decided what runs.
 //!
@@ -103,8 +102,6 @@
 //! saves a restart Python's start and `import tensorflow` (docs/benchmarks.md, the
 //! goodput bench).
 
-mod crash_loop;
-mod failure_domain;
 mod gpus;
 mod health_check;
 mod hostname;
@@ -112,20 +109,15 @@ mod prewarm;
 pub mod private_file;
 mod reserved_ports;
 pub mod supervise;
-mod task_end;
 mod task_env;
 mod withheld_env;
 
-pub use crash_loop::{CrashLoop, CrashLoopFound, LastFailure, Signature};
-pub use failure_domain::{
-    DEFAULT_MAX_TASK_RESTARTS, InvalidRestartScope, Restart, RestartPolicy, RestartScope, Strategy,
-};
+pub use failure_policy::{Restart, TaskEnd};
 pub use gpus::{GpuError, GpusPerTask, InvalidGpusPerTask, TF_FORCE_GPU_ALLOW_GROWTH, TaskGpus};
 pub use health_check::{HealthCheck, HealthCheckFailed};
 pub use hostname::hostname;
 pub use prewarm::{DEFAULT_MODULE, Prewarm, PrewarmError, WarmPool};
 pub use reserved_ports::ReservedPorts;
 pub use supervise::{RestartCause, TaskMetrics};
-pub use task_end::{PLANNED_EXIT_CODES, TaskEnd};
 pub use task_env::TaskEnv;
-pub use withheld_env::TOKEN_ENV;
+pub use withheld_env::withhold_env;

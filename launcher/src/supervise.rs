@@ -338,7 +338,8 @@ impl Supervisor {
             _ if self.stopping.load(Relaxed) => ExitKind::stopped,
             TaskEnd::Exited(0) => ExitKind::ok,
             TaskEnd::Signaled(_) => ExitKind::signalled,
-            TaskEnd::Exited(_) | TaskEnd::Error(_) => ExitKind::failed,
+            // A non-zero exit, a task that could not run, and any end added later.
+            _ => ExitKind::failed,
         }
     }
 
@@ -353,7 +354,7 @@ impl Supervisor {
 
     /// Whether task `index` made progress past its start ([`PROGRESS_START`]: output after
     /// it, or a touch of its [`PROGRESS_FILE`] at any time): a failure without is a start
-    /// that fails, which the crash-loop rule ([`CrashLoop`](crate::CrashLoop)) looks at.
+    /// that fails, which the crash-loop rule (`failure_policy::CrashLoop`) looks at.
     pub fn progressed(&self, index: usize) -> bool {
         self.watch.beacon(index).is_some_and(|b| b.progressed())
     }

@@ -75,6 +75,9 @@ fn main() -> ExitCode {
     };
     logs::init(cli.verbose, cli.log_format, events);
     runtime::raise_open_file_limit();
+    // The rendezvous token proves an agent; nothing this process launches (in any mode)
+    // needs it, so no task, warm interpreter or health check inherits it.
+    launcher::withhold_env(elastic::TOKEN_ENV);
     let result = match cli.command {
         Command::Up(args) => commands::up::run(args),
         Command::Serve(args) => commands::serve::run(args),

@@ -24,7 +24,7 @@ use crate::workspace::Beside;
 use crate::{feature_superset, workspace};
 
 /// The crates that are published, in the order they depend on each other.
-const PUBLISHED: [&str; 10] = [
+const PUBLISHED: [&str; 11] = [
     "cluster-proto",
     "cluster-spec",
     "device-filter",
@@ -32,6 +32,7 @@ const PUBLISHED: [&str; 10] = [
     "grpc-guard",
     "metrics-endpoint",
     "remote-connect",
+    "failure-policy",
     "tfcluster-launcher",
     "tfcluster-elastic",
     "tfcluster",

@@ -25,6 +25,7 @@ const CRATES: &[(&str, &str)] = &[
     ("grpc-guard", "grpc-guard"),
     ("metrics-endpoint", "metrics-endpoint"),
     ("remote-connect", "remote-connect"),
+    ("failure-policy", "failure-policy"),
     ("launcher", "tfcluster-launcher"),
     ("elastic", "tfcluster-elastic"),
 ];

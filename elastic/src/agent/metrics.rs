@@ -15,7 +15,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::EndReason;
-use launcher::{Restart, RestartCause, TaskMetrics};
+use failure_policy::Restart;
+use launcher::{RestartCause, TaskMetrics};
 
 /// The agent's metrics; clones count into the same ones. Register them with
 /// [`AgentMetrics::register`] and give them to [`AgentOptions::with_metrics`](crate::AgentOptions::with_metrics).

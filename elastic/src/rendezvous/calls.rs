@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use launcher::Restart;
+use failure_policy::Restart;
 
 use super::credentials::{Credentials, NodeSecret};
 use crate::JobConfig;

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use elastic::launcher::Restart;
+use elastic::failure_policy::Restart;
 use elastic::{EndReason, Join, Node, RendezvousClient, Round, RoundStatus, TaskStatus, Waited};
 
 use crate::common::{

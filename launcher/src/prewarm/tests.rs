@@ -64,13 +64,12 @@ fn python_scripts_and_modules_qualify_with_their_interpreter_options() {
 }
 
 #[test]
-fn the_handoff_is_one_json_object_of_the_round_environment_less_the_token() {
+fn the_handoff_is_one_json_object_of_the_round_environment_less_the_withheld() {
+    const SECRET: &str = "LAUNCHER_TEST_HANDOFF_SECRET";
+    crate::withhold_env(SECRET);
     let env = vec![
         ("TF_CONFIG".to_owned(), r#"{"task": "\n"}"#.to_owned()),
-        (
-            crate::TOKEN_ENV.to_owned(),
-            "0123456789abcdef0123".to_owned(),
-        ),
+        (SECRET.to_owned(), "0123456789abcdef0123".to_owned()),
     ];
     let line = handoff_message(&env).to_string();
     assert!(!line.contains('\n'), "{line}");

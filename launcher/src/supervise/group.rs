@@ -12,7 +12,7 @@ use tokio::process::{Child, Command};
 /// group of its own means a terminal's Ctrl-C reaches it once (through its supervisor)
 /// rather than twice, and a signal sent to the group also reaches what it started (a
 /// shell's python, TensorFlow's helpers), so stopping it leaves nothing behind. It inherits
-/// no rendezvous token ([`TOKEN_ENV`](crate::TOKEN_ENV)).
+/// no withheld variable ([`withhold_env`](crate::withhold_env)).
 pub fn spawn_group(command: &mut Command) -> std::io::Result<(Child, Group)> {
     let child = crate::withheld_env::withhold(command)
         .process_group(0)

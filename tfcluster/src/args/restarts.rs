@@ -1,9 +1,9 @@
 //! `--restart-scope`, `--max-task-restarts` and `--allow-crash-loops`: what a failure
 //! restarts under both of `run`'s launchers (`--local` and `--rdzv`), by TensorFlow's failure
-//! domains ([`launcher::RestartScope`]), how often one task may be restarted alone, and
-//! whether a crash loop stops the job ([`launcher::CrashLoop`]).
+//! domains ([`failure_policy::RestartScope`]), how often one task may be restarted alone, and
+//! whether a crash loop stops the job ([`failure_policy::CrashLoop`]).
 
-use launcher::{RestartPolicy, RestartScope};
+use failure_policy::{RestartPolicy, RestartScope};
 
 /// The restart flags of `run`.
 #[derive(clap::Args, Debug, Clone, Copy)]

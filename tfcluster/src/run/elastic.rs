@@ -12,7 +12,7 @@ use elastic::{
     RendezvousServer, Waited, task_env,
 };
 use elastic::{AgentMetrics, RendezvousMetrics};
-use launcher::RestartPolicy;
+use failure_policy::RestartPolicy;
 use launcher::supervise::TaskLogs;
 use launcher::{Prewarm, PrewarmError, hostname};
 use metrics_endpoint::Health;

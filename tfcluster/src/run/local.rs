@@ -22,11 +22,9 @@ use cluster_spec::{ClusterSpec, TaskId};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
+use failure_policy::{CrashLoop, Restart, RestartPolicy, Signature, Strategy, TaskEnd};
 use launcher::supervise::{Exit, Signal, Supervisor, TaskLogs, TaskSpec};
-use launcher::{
-    CrashLoop, ReservedPorts, Restart, RestartCause, RestartPolicy, Signature, Strategy, TaskEnd,
-    TaskEnv, TaskGpus, TaskMetrics,
-};
+use launcher::{ReservedPorts, RestartCause, TaskEnv, TaskGpus, TaskMetrics};
 use metrics_endpoint::Health;
 use metrics_endpoint::prometheus_client::registry::Registry;
 use tokio::time::{Instant, sleep_until};

@@ -13,7 +13,7 @@ use super::calls::Refusal;
 use super::churn::Churn;
 use super::formed::FormedRound;
 use super::node::{Node, NodeState};
-use launcher::CrashLoop;
+use failure_policy::CrashLoop;
 
 use crate::JobConfig;
 use crate::job_status::TaskRestarts;

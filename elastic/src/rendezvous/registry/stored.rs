@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use launcher::{CrashLoop, LastFailure, Signature};
+use failure_policy::{CrashLoop, LastFailure, Signature};
 use tokio::sync::watch;
 
 use super::Registry;

@@ -1,18 +1,18 @@
 //! What a task's reported end does: the job's first task succeeding ends the job, another
 //! task succeeding changes nothing; a failure is restarted in place when its failure domain
-//! allows (the job's [`RestartPolicy`](launcher::RestartPolicy): a ParameterServerStrategy
+//! allows (the job's [`RestartPolicy`](failure_policy::RestartPolicy): a ParameterServerStrategy
 //! worker or chief alone, a parameter server with the chief — on its node together, else
 //! the chief's node is asked at its next heartbeat — an evaluator alone; at most
 //! `max_task_restarts` times a task in a round), else it ends its round. A planned exit
 //! (42, 143) counts against nothing, nor does the chief's failure while an ask to restart
-//! it is under way (its parameter server died); a crash loop ([`launcher::CrashLoop`])
+//! it is under way (its parameter server died); a crash loop ([`failure_policy::CrashLoop`])
 //! fails the job at once. The job keeps the first failure and the latest, with the tail of
 //! its stderr.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use launcher::{Restart, Signature, TaskEnd};
+use failure_policy::{Restart, Signature, TaskEnd};
 
 use super::calls::{Refusal, Reported, TaskReport};
 use super::job::{Job, Phase};
@@ -238,7 +238,7 @@ fn tail(mut text: String, max: usize) -> String {
 mod tests {
     use std::time::Instant;
 
-    use launcher::{Restart, RestartPolicy, RestartScope};
+    use failure_policy::{Restart, RestartPolicy, RestartScope};
 
     use super::super::tests::{config, ended, join_as, node_proof, registry, report};
     use super::super::{JoinArgs, Registry, Reported, Waited};
