@@ -24,7 +24,7 @@ use crate::workspace::Beside;
 use crate::{feature_superset, workspace};
 
 /// The crates that are published, in the order they depend on each other.
-const PUBLISHED: [&str; 11] = [
+const PUBLISHED: [&str; 12] = [
     "cluster-proto",
     "cluster-spec",
     "device-filter",
@@ -33,6 +33,7 @@ const PUBLISHED: [&str; 11] = [
     "metrics-endpoint",
     "remote-connect",
     "failure-policy",
+    "cloud-notices",
     "tfcluster-launcher",
     "tfcluster-elastic",
     "tfcluster",

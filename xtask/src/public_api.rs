@@ -26,6 +26,7 @@ const CRATES: &[(&str, &str)] = &[
     ("metrics-endpoint", "metrics-endpoint"),
     ("remote-connect", "remote-connect"),
     ("failure-policy", "failure-policy"),
+    ("cloud-notices", "cloud-notices"),
     ("launcher", "tfcluster-launcher"),
     ("elastic", "tfcluster-elastic"),
 ];

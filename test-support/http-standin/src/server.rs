@@ -4,13 +4,20 @@
 //!
 //! Just enough HTTP for hyper's client: request line, headers, `Content-Length` bodies,
 //! keep-alive, and chunked streams of lines (a Kubernetes `?watch=true` answer).
+//!
+//! An answer may carry headers of its own (its content type among them) and may come later:
+//! [`Response::later`] holds a future the connection awaits before answering, which is how the
+//! metadata stand-ins answer a long poll only once a value changes.
 
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::{broadcast, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 /// A request as the server saw it.
@@ -51,8 +58,11 @@ impl Request {
 pub struct Response {
     /// The HTTP status.
     pub status: u16,
-    /// The JSON body.
-    pub body: String,
+    /// The body's bytes (JSON unless a `content-type` in `headers` says otherwise).
+    pub body: Vec<u8>,
+    /// Headers sent besides `content-length`, names as given. Without a `content-type` among
+    /// them the answer is `application/json`.
+    pub headers: Vec<(String, String)>,
     /// Wait this long before answering (to trip a client's deadline).
     pub delay: Option<Duration>,
     /// Instead of `body`: a chunked body, one chunk per line sent here, ended when every
@@ -60,6 +70,22 @@ pub struct Response {
     pub lines: Option<broadcast::Sender<String>>,
     /// With `lines`: lines sent first, before any sent on `lines`.
     pub first: Vec<String>,
+    /// Instead of this answer: the one the future yields, once it does.
+    later: Option<Deferred>,
+}
+
+/// The future of a [`Response::later`]. Clones share it: the first connection to answer with
+/// it awaits it, any other answers `500`.
+#[derive(Clone)]
+struct Deferred(Arc<Mutex<Option<LaterAnswer>>>);
+
+/// The future a [`Response::later`] answers with.
+type LaterAnswer = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+impl fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Deferred(..)")
+    }
 }
 
 impl Response {
@@ -70,13 +96,56 @@ impl Response {
 
     /// Any status with a JSON body.
     pub fn status(status: u16, body: impl Into<String>) -> Self {
+        Self::bytes(status, body.into().into_bytes())
+    }
+
+    /// Any status with a `text/plain` body.
+    pub fn text(status: u16, body: impl Into<String>) -> Self {
+        Self::status(status, body).with_header("content-type", "text/plain")
+    }
+
+    /// Any status with a body of any bytes (garbage, invalid UTF-8, megabytes), still labelled
+    /// `application/json` unless a `content-type` header is added.
+    pub fn bytes(status: u16, body: impl Into<Vec<u8>>) -> Self {
         Self {
             status,
             body: body.into(),
+            headers: Vec::new(),
             delay: None,
             lines: None,
             first: Vec::new(),
+            later: None,
         }
+    }
+
+    /// The answer `answer` yields, sent once it is ready: the request is recorded at once, and
+    /// the connection waits (until the server stops). `later(std::future::pending())` is a
+    /// server that never answers.
+    ///
+    /// The future runs on the connection's task, so it may await channels, timers or other
+    /// tasks; what it yields is answered as any other response (its `delay`, `lines` or own
+    /// `later` included).
+    pub fn later(answer: impl Future<Output = Response> + Send + 'static) -> Self {
+        Self {
+            later: Some(Deferred(Arc::new(Mutex::new(Some(Box::pin(answer)))))),
+            ..Self::json("")
+        }
+    }
+
+    /// The same answer with header `name: value`, replacing any header of that name (compared
+    /// ignoring case).
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// The first value of header `name` (compared ignoring case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// `200 OK` with a chunked body of the lines sent on `lines` from now on.
@@ -103,6 +172,24 @@ impl Response {
         self.delay = Some(delay);
         self
     }
+
+    /// The header block: status line, `content-type` (JSON unless set), `headers`, then either
+    /// `content-length` or, for a stream, `transfer-encoding: chunked`.
+    fn head(&self, chunked: bool) -> String {
+        let mut head = format!("HTTP/1.1 {} {}\r\n", self.status, reason(self.status));
+        if self.header("content-type").is_none() {
+            head.push_str("content-type: application/json\r\n");
+        }
+        for (name, value) in &self.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        if chunked {
+            head.push_str("transfer-encoding: chunked\r\n\r\n");
+        } else {
+            head.push_str(&format!("content-length: {}\r\n\r\n", self.body.len()));
+        }
+        head
+    }
 }
 
 type Handler = dyn Fn(&Request) -> Response + Send + Sync;
@@ -111,6 +198,8 @@ type Handler = dyn Fn(&Request) -> Response + Send + Sync;
 pub struct HttpServer {
     url: String,
     requests: Arc<Mutex<Vec<Request>>>,
+    /// How many requests the log holds, for [`wait_for_requests`](Self::wait_for_requests).
+    seen: watch::Sender<usize>,
     shutdown: oneshot::Sender<()>,
     task: JoinHandle<()>,
 }
@@ -126,9 +215,13 @@ impl HttpServer {
             .expect("bind 127.0.0.1:0");
         let url = format!("http://{}", listener.local_addr().expect("local address"));
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let (seen, _) = watch::channel(0);
         let handler: Arc<Handler> = Arc::new(handler);
         let (shutdown, mut stopped) = oneshot::channel();
-        let log = Arc::clone(&requests);
+        let log = Log {
+            requests: Arc::clone(&requests),
+            seen: seen.clone(),
+        };
         let task = tokio::spawn(async move {
             let mut connections = JoinSet::new();
             loop {
@@ -136,7 +229,10 @@ impl HttpServer {
                     _ = &mut stopped => break,
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { break };
-                        connections.spawn(serve(stream, Arc::clone(&handler), Arc::clone(&log)));
+                        // An answer's head and body are two writes: without this, Nagle's
+                        // algorithm holds the body for the client's delayed ACK (~40 ms).
+                        let _ = stream.set_nodelay(true);
+                        connections.spawn(serve(stream, Arc::clone(&handler), log.clone()));
                     }
                 }
             }
@@ -146,6 +242,7 @@ impl HttpServer {
         Self {
             url,
             requests,
+            seen,
             shutdown,
             task,
         }
@@ -161,6 +258,16 @@ impl HttpServer {
         self.requests.lock().expect("request log").clone()
     }
 
+    /// Waits until at least `count` requests have arrived. A request counts once its handler
+    /// has answered (an answer that comes [later](Response::later) is still pending then), so
+    /// a test can wait for a client's long poll to be parked before changing what it waits on.
+    /// Bound it with a timeout: it waits as long as no such request comes.
+    pub async fn wait_for_requests(&self, count: usize) {
+        let mut seen = self.seen.subscribe();
+        // Fails only if the sender is gone, and `self` holds it.
+        let _ = seen.wait_for(|n| *n >= count).await;
+    }
+
     /// Stops accepting, closes open connections, and waits for the server task.
     pub async fn stop(self) {
         let _ = self.shutdown.send(());
@@ -168,51 +275,76 @@ impl HttpServer {
     }
 }
 
+/// The request log and its count, shared by every connection.
+#[derive(Clone)]
+struct Log {
+    requests: Arc<Mutex<Vec<Request>>>,
+    seen: watch::Sender<usize>,
+}
+
+impl Log {
+    fn push(&self, request: Request) {
+        let mut requests = self.requests.lock().expect("request log");
+        requests.push(request);
+        self.seen.send_replace(requests.len());
+    }
+}
+
 /// Answers requests on one connection until the client closes it.
-async fn serve(stream: TcpStream, handler: Arc<Handler>, log: Arc<Mutex<Vec<Request>>>) {
+async fn serve(stream: TcpStream, handler: Arc<Handler>, log: Log) {
     let mut stream = BufReader::new(stream);
     while let Some(request) = read_request(&mut stream).await {
         let mut response = handler(&request);
+        let head_only = request.method == "HEAD";
         // Subscribed before the request is logged: a test that saw the request sends lines
         // that reach it. The answer's own sender is dropped here, so the stream ends when the
         // test drops its senders (as a server ends a watch at its `timeoutSeconds`).
-        let lines = response.lines.take().map(|lines| lines.subscribe());
-        log.lock().expect("request log").push(request.clone());
-        if let Some(delay) = response.delay {
-            tokio::time::sleep(delay).await;
+        let mut lines = response.lines.take().map(|lines| lines.subscribe());
+        log.push(request);
+        loop {
+            if let Some(delay) = response.delay.take() {
+                tokio::time::sleep(delay).await;
+            }
+            let Some(later) = response.later.take() else {
+                break;
+            };
+            let answer = later.0.lock().expect("deferred answer").take();
+            response = match answer {
+                Some(answer) => answer.await,
+                None => Response::text(500, "this deferred answer was already sent"),
+            };
+            lines = response.lines.take().map(|lines| lines.subscribe());
         }
+        let stream = stream.get_mut();
         if let Some(lines) = lines {
             let first = std::mem::take(&mut response.first);
-            if stream_lines(stream.get_mut(), first, lines).await.is_err() {
+            if stream_lines(stream, &response, first, lines).await.is_err() {
                 return;
             }
             continue;
         }
-        let head = format!(
-            "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-            response.status,
-            reason(response.status),
-            response.body.len()
-        );
-        let stream = stream.get_mut();
-        if stream.write_all(head.as_bytes()).await.is_err()
-            || stream.write_all(response.body.as_bytes()).await.is_err()
+        // A `HEAD` answer is the head alone, its `content-length` the body's it stands for.
+        let body: &[u8] = if head_only { &[] } else { &response.body };
+        if stream
+            .write_all(response.head(false).as_bytes())
+            .await
+            .is_err()
+            || stream.write_all(body).await.is_err()
         {
             return;
         }
     }
 }
 
-/// A `200 OK` with a chunked body: each line of `first`, then each line received,
+/// `response`'s head with a chunked body: each line of `first`, then each line received,
 /// newline-terminated, as one chunk, until every sender is gone.
 async fn stream_lines(
     stream: &mut TcpStream,
+    response: &Response,
     first: Vec<String>,
     mut lines: broadcast::Receiver<String>,
 ) -> std::io::Result<()> {
-    let head =
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
-    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(response.head(true).as_bytes()).await?;
     for line in first {
         write_chunk(stream, &line).await?;
     }
@@ -307,7 +439,9 @@ fn reason(status: u16) -> &'static str {
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
+        405 => "Method Not Allowed",
         410 => "Gone",
+        429 => "Too Many Requests",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
         _ => "Status",
