@@ -59,6 +59,7 @@
 //! take it. The window is a few milliseconds plus the task's start-up (TensorFlow binds when
 //! its server starts); a task that cannot bind fails, and the round restarts with new ports.
 
+mod departure;
 mod metrics;
 mod wait_watcher;
 
@@ -66,6 +67,7 @@ use std::net::Ipv4Addr;
 use std::pin::pin;
 use std::time::{Duration, Instant};
 
+use cloud_notices::Notice;
 use cluster_resolver::Env;
 use cluster_resolver::gpus as resolver_gpus;
 use cluster_spec::__private::error_chain::Chain;
@@ -73,6 +75,8 @@ use futures_util::{Stream, StreamExt};
 use tokio::sync::OnceCell;
 use tracing::Instrument;
 
+use departure::NoticeFile;
+pub use departure::{NOTICE_FILE, Notices};
 pub use metrics::AgentMetrics;
 pub use wait_watcher::WaitWatcher;
 use wait_watcher::{EndOfWait, Watcher};
@@ -118,6 +122,7 @@ pub struct AgentOptions {
     task_logs: Option<TaskLogs>,
     metrics: AgentMetrics,
     health_check: Option<HealthCheck>,
+    notices: Option<Notices>,
 }
 
 impl AgentOptions {
@@ -141,7 +146,17 @@ impl AgentOptions {
             task_logs: None,
             metrics: AgentMetrics::default(),
             health_check: None,
+            notices: None,
         }
+    }
+
+    /// The cloud's notices for this host: while one stands, each task can read it (the file
+    /// in `TFCLUSTER_NOTICE_FILE`), and at its deadline less the notices' lead the agent
+    /// stops its tasks with SIGTERM and leaves the job, as on a SIGTERM of its own, then
+    /// ends with [`AgentOutcome::Departed`]. Default: none.
+    pub fn with_notices(mut self, notices: Option<Notices>) -> Self {
+        self.notices = notices;
+        self
     }
 
     /// A check the host must pass before each join: one that fails keeps the host out of
@@ -239,6 +254,9 @@ pub enum AgentOutcome {
     /// The caller stopped the agent with this signal; the tasks were stopped and the agent
     /// left.
     Stopped(Signal),
+    /// The cloud gave notice that this host goes ([`AgentOptions::with_notices`]): the tasks
+    /// were stopped (SIGTERM, so TensorFlow saved) and the agent left before the deadline.
+    Departed(Notice),
 }
 
 /// Why an agent could not go on.
@@ -248,6 +266,9 @@ pub enum AgentError {
     /// Talking to the rendezvous failed (unreachable, refused, no round in time).
     #[error(transparent)]
     Rendezvous(#[from] Error),
+    /// The file the tasks read the cloud's notices from could not be made.
+    #[error("cannot make the file the tasks read the cloud's notices from")]
+    NoticeFile(#[source] std::io::Error),
     /// The ports of the local tasks could not be reserved.
     #[error("cannot reserve a port for a local task")]
     Reserve(#[source] std::io::Error),
@@ -290,6 +311,9 @@ pub struct Agent {
     options: AgentOptions,
     /// The host's GPUs split among the local tasks, found once.
     gpus: OnceCell<TaskGpus>,
+    /// Where the tasks read the cloud's standing notice, with notices: made by
+    /// [`run`](Self::run).
+    notice_file: std::sync::OnceLock<std::sync::Arc<NoticeFile>>,
 }
 
 /// What waiting for a round gave: the round, already heartbeating, or the job's end.
@@ -326,6 +350,7 @@ impl Agent {
             client,
             options,
             gpus: OnceCell::new(),
+            notice_file: std::sync::OnceLock::new(),
         }
     }
 
@@ -414,14 +439,43 @@ impl Agent {
             rdzv_id = self.options.join.rdzv_id(),
             node = tracing::field::Empty
         );
-        let mut stop = pin!(stop);
+        // The cloud's notice is a stop too, at its time: the same way out as a SIGTERM.
+        let fired = departure::Fired::default();
+        let departing = match &self.options.notices {
+            Some(notices) => {
+                let file = match self.notice_file.get() {
+                    Some(file) => file.clone(),
+                    None => {
+                        let file = NoticeFile::create().map_err(AgentError::NoticeFile)?;
+                        self.notice_file
+                            .get_or_init(|| std::sync::Arc::new(file))
+                            .clone()
+                    }
+                };
+                let metrics = self.options.metrics.clone();
+                Some(departure::departure(
+                    notices.clone(),
+                    Some(file),
+                    metrics,
+                    fired.clone(),
+                ))
+            }
+            None => None,
+        };
+        let departing = futures_util::stream::iter(departing).flatten();
+        let mut stop = pin!(futures_util::stream::select(stop, departing));
         let outcome = self
             .run_rounds(&mut stop, &span)
             .instrument(span.clone())
             .await;
         // Left, done or given up: no longer in the job, whichever way.
         self.options.metrics.set_joined(false);
-        outcome
+        match (outcome, fired.get()) {
+            (Ok(AgentOutcome::Stopped(Signal::SIGTERM)), Some(notice)) => {
+                Ok(AgentOutcome::Departed(notice.clone()))
+            }
+            (outcome, _) => outcome,
+        }
     }
 
     /// [`run`](Self::run) in its span, which gets the node's id once it joined.
@@ -878,6 +932,23 @@ impl Agent {
         }
     }
 
+    /// Local task `local`'s environment in `round` ([`round_task_env`]), with the notice
+    /// file's path when the agent follows the cloud's notices.
+    fn task_env(
+        &self,
+        round: &Round,
+        local: u32,
+        gpus: &TaskGpus,
+        restarts: u32,
+    ) -> Result<Vec<(String, String)>, Error> {
+        let mut env = round_task_env(round, local, gpus, restarts)?;
+        if let Some(file) = self.notice_file.get() {
+            let path = file.path().to_string_lossy().into_owned();
+            env.push((departure::NOTICE_FILE.to_owned(), path));
+        }
+        Ok(env)
+    }
+
     /// Starts local task `local` of `round` (restarted in place `restarts` times in it),
     /// warm when its interpreter is ready, and records it in `local_of`; a task that cannot
     /// start is reported as failed (ending the round, or restarted as any failure).
@@ -912,7 +983,7 @@ impl Agent {
         let spec = TaskSpec {
             name: task.name_on(node.host()),
             argv: self.options.command.clone(),
-            env: round_task_env(round, local, gpus, restarts)?,
+            env: self.task_env(round, local, gpus, restarts)?,
             log,
         };
         match warm.start_task(tasks, local, spec).await {

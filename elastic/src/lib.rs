@@ -304,6 +304,7 @@
 //! | `tfcluster_round_formation_seconds` | histogram | | from joining (or joining again) to the round |
 //! | `tfcluster_heartbeat_seconds` | histogram | | heartbeat round trips (the rendezvous holds a beat up to its interval while the round runs) |
 //! | `tfcluster_heartbeat_failures_total` | counter | | heartbeat attempts that failed (each retried until the heartbeat timeout) |
+//! | `tfcluster_preemption_notices_total` | counter | `cloud`: `gce`, `aws`, `azure`; `kind`: `preemption`, `maintenance`, `termination`, `rebalance` | the cloud's notices for this host ([`AgentOptions::with_notices`]) |
 //! | `tfcluster_task_starts_total` | counter | | local tasks started |
 //! | `tfcluster_task_exits_total` | counter | `status`: `ok`, `failed`, `signalled`, `hung`, `stopped` | local tasks that exited; `stopped` when the launcher had signalled them |
 //! | `tfcluster_tasks_up` | gauge | | local tasks running |
@@ -543,12 +544,16 @@ pub mod proto {
     pub use crate::grpc::MAX_REQUEST_BYTES;
 }
 
-pub use agent::{Agent, AgentError, AgentMetrics, AgentOptions, AgentOutcome, WaitWatcher};
+pub use agent::{
+    Agent, AgentError, AgentMetrics, AgentOptions, AgentOutcome, NOTICE_FILE, Notices, WaitWatcher,
+};
 pub use assignment::{Member, RoundError, TaskAssignment};
 pub use bad_host_policy::BadHostPolicy;
 pub use client::{
     ClientOptions, Heartbeats, Join, Node, RendezvousClient, Round, WaitProgress, Waited, Watched,
 };
+/// The clouds' notices the agent follows ([`AgentOptions::with_notices`]).
+pub use cloud_notices;
 pub use error::Error;
 pub use error::code::Code;
 pub use error::token::{TokenError, TokenOrigin, TokenProblem};

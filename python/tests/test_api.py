@@ -218,3 +218,34 @@ def test_progress_touches_the_watchdogs_file(monkeypatch, tmp_path):
     tfcluster.progress()
     assert beacon.stat().st_mtime >= before - 1
     assert beacon.read_bytes() == b""
+
+
+def test_preemption_helpers_say_nothing_outside_tfcluster(monkeypatch, tmp_path):
+    monkeypatch.delenv("TFCLUSTER_NOTICE_FILE", raising=False)
+    assert tfcluster.preemption_deadline() is None
+    assert tfcluster.preemption_watcher()() is False
+    # An agent with no notice standing (no file), or a file that is not a notice.
+    monkeypatch.setenv("TFCLUSTER_NOTICE_FILE", str(tmp_path / "notice.json"))
+    assert tfcluster.preemption_deadline() is None
+    (tmp_path / "notice.json").write_text("[1, 2")
+    assert tfcluster.preemption_deadline() is None
+    assert tfcluster.preemption_watcher()() is False
+    assert {"preemption_deadline", "preemption_watcher"} <= set(tfcluster.__all__)
+
+
+def test_preemption_helpers_read_the_agents_notice(monkeypatch, tmp_path):
+    notice = tmp_path / "notice.json"
+    monkeypatch.setenv("TFCLUSTER_NOTICE_FILE", str(notice))
+    now = time.time()
+    shown = {"cloud": "gce", "kind": "preemption", "deadline": now + 30, "act_at": now + 20,
+             "detail": "TRUE"}
+    notice.write_text(json.dumps(shown))
+    assert tfcluster.preemption_deadline() == now + 30
+    watcher = tfcluster.preemption_watcher()
+    assert watcher() is False, "not before the agent acts"
+    notice.write_text(json.dumps(dict(shown, act_at=now - 1)))
+    assert watcher() is True
+    # A rebalance recommendation: no deadline, nothing to act on.
+    notice.write_text(json.dumps(dict(shown, kind="rebalance", deadline=None, act_at=None)))
+    assert tfcluster.preemption_deadline() is None
+    assert watcher() is False

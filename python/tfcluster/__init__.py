@@ -11,15 +11,19 @@
   subclasses, for TensorFlow's strategies (TensorFlow is imported there, and only there).
 - ``progress()``: the beacon of a quiet task for ``tfcluster run --watchdog`` (it touches
   ``$TFCLUSTER_PROGRESS_FILE``; a no-op outside tfcluster).
+- ``preemption_deadline()`` and ``preemption_watcher()``: the cloud's notice that this host
+  goes, as ``tfcluster run --rdzv`` shows it (``$TFCLUSTER_NOTICE_FILE``), for a
+  ParameterServerStrategy coordinator's loop and TensorFlow's ``TerminationConfig``.
 - The ``tfcluster`` command-line tool, installed on the environment's PATH.
 
 Invalid input raises ``ValueError``; an environment that does not resolve to a cluster raises
 ``RuntimeError``; both carry the Rust error's whole message. Everything here is the Rust
 implementation (``tfcluster._native``); this package only names it, but for ``progress()``, a
-file touched in pure Python.
+file touched in pure Python, and the preemption helpers, a file read.
 """
 
 from tfcluster import hostlist
+from tfcluster._preemption import preemption_deadline, preemption_watcher
 from tfcluster._progress import progress
 from tfcluster._native import (
     HAS_KUBERNETES,
@@ -44,6 +48,8 @@ __all__ = [
     "__version__",
     "auto_detect",
     "hostlist",
+    "preemption_deadline",
+    "preemption_watcher",
     "progress",
 ]
 

@@ -15,6 +15,7 @@ pub(crate) mod elastic;
 pub(crate) mod gpus;
 pub(crate) mod limits;
 pub(crate) mod metrics;
+pub(crate) mod preemption;
 pub(crate) mod prewarm;
 pub(crate) mod rendezvous;
 pub(crate) mod restarts;

@@ -309,6 +309,9 @@ mod rdzv_token;
 #[path = "tfcluster/prewarm.rs"]
 mod prewarm;
 
+#[path = "tfcluster/preemption.rs"]
+mod preemption;
+
 #[path = "tfcluster/attacks.rs"]
 mod attacks;
 

@@ -1,15 +1,20 @@
 //! [`AgentMetrics`]: what an elastic agent counts (`--metrics` on `run --rdzv`): its rounds,
 //! their ends by cause (`tfcluster_restarts_total{scope="round"}`, beside its in-place
-//! restarts), the round forming, its heartbeats, and its tasks ([`TaskMetrics`]).
+//! restarts), the round forming, its heartbeats, the cloud's notices for its host, and its
+//! tasks ([`TaskMetrics`]).
 //!
 //! No label has unbounded values: causes and statuses are closed enums, never an address,
 //! node id, error string or token.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use cloud_notices::{Cloud, Notice, NoticeKind};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
@@ -29,7 +34,33 @@ pub struct AgentMetrics {
     formation: Histogram,
     heartbeat: Histogram,
     heartbeat_failures: Counter,
+    notices: Family<NoticeLabels, Counter>,
     joined: Arc<AtomicBool>,
+}
+
+/// `tfcluster_preemption_notices_total`'s labels: closed sets, the clouds' and kinds' words.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NoticeLabels {
+    cloud: CloudLabel,
+    kind: KindLabel,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct CloudLabel(Cloud);
+
+impl EncodeLabelValue for CloudLabel {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        encoder.write_str(self.0.as_str())
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct KindLabel(NoticeKind);
+
+impl EncodeLabelValue for KindLabel {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        encoder.write_str(self.0.as_str())
+    }
 }
 
 impl Default for AgentMetrics {
@@ -44,6 +75,7 @@ impl Default for AgentMetrics {
             // 1 ms to about 4 min: a beat is held by the server up to its interval.
             heartbeat: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
             heartbeat_failures: Counter::default(),
+            notices: Family::default(),
             joined: Arc::default(),
         }
     }
@@ -88,6 +120,11 @@ impl AgentMetrics {
             "Heartbeat attempts that failed (each is retried until the heartbeat timeout)",
             metrics.heartbeat_failures.clone(),
         );
+        registry.register(
+            "tfcluster_preemption_notices",
+            "Notices from the cloud that this host will be preempted, stopped or rebooted",
+            metrics.notices.clone(),
+        );
     }
 
     /// Whether the agent is in the job: joined, waiting for or running a round. False before
@@ -123,6 +160,15 @@ impl AgentMetrics {
             EndReason::JobSucceeded => return,
         };
         self.tasks.restarted(Restart::Round, cause);
+    }
+
+    /// A new notice from the cloud.
+    pub(crate) fn notice(&self, notice: &Notice) {
+        let labels = NoticeLabels {
+            cloud: CloudLabel(notice.cloud),
+            kind: KindLabel(notice.kind),
+        };
+        self.notices.get_or_create(&labels).inc();
     }
 
     pub(crate) fn heartbeat(&self, round_trip: Duration, failed_attempts: u32) {

@@ -9,6 +9,7 @@ use elastic::{JobConfig, Layout, NodeRange};
 use remote_connect::Network;
 
 use crate::args::bad_hosts::BadHostArgs;
+use crate::args::preemption::PreemptionArgs;
 use crate::args::rendezvous::target::Rendezvous;
 use crate::args::rendezvous::timing::RdzvTimingArgs;
 use crate::args::rendezvous::{JoinRole, RdzvTargetArgs};
@@ -39,6 +40,9 @@ pub(crate) struct ElasticArgs {
     // Hosts left out: those whose tasks keep failing, and this one while its check fails.
     #[command(flatten)]
     pub(crate) bad_hosts: BadHostArgs,
+    // The cloud's notices that this host goes, and when to leave ahead of them.
+    #[command(flatten)]
+    pub(crate) preemption: PreemptionArgs,
     // The rendezvous's timings (`run`'s group `rdzv_timing` requires --rdzv for them).
     #[command(flatten)]
     pub(crate) timing: RdzvTimingArgs,

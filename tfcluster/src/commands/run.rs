@@ -196,6 +196,8 @@ async fn launch(args: Args) -> Result<(), Failure> {
             prewarm: args.prewarm.prewarm(),
             task_logs: args.task_logs.logs()?,
             metrics: ::elastic::AgentMetrics::default(),
+            // Watched once the agent's runtime runs (`elastic::run`).
+            notices: None,
         };
         return elastic::run(
             &args.elastic,

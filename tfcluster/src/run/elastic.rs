@@ -11,7 +11,7 @@ use elastic::{
     Agent, AgentError, AgentOptions, AgentOutcome, ClientOptions, JobDone, Join, RendezvousClient,
     RendezvousServer, Waited, task_env,
 };
-use elastic::{AgentMetrics, RendezvousMetrics};
+use elastic::{AgentMetrics, Notices, RendezvousMetrics};
 use failure_policy::RestartPolicy;
 use launcher::supervise::TaskLogs;
 use launcher::{Prewarm, PrewarmError, hostname};
@@ -52,6 +52,12 @@ pub(crate) async fn run(
     // Caught from here: a signal while the agent starts, joins or waits stops it too.
     let mut stop = Stop::install();
     let agent_metrics = supervision.metrics.clone();
+    // Kept for the agent's life: dropping it stops the watch.
+    let (_watcher, notices) = args.preemption.watch().unzip();
+    let supervision = Supervision {
+        notices,
+        ..supervision
+    };
     let agent = agent(&rendezvous, args, gpus_per_task, command, supervision).await?;
     // Before serving: a host that cannot give its tasks their GPUs fails at once.
     agent.task_gpus().await?;
@@ -86,6 +92,11 @@ pub(crate) async fn run(
             Err(anyhow!(failure_message(&done, log.as_deref())).into())
         }
         Ok(AgentOutcome::Stopped(signal)) => Err(stopped(signal, "every local task")),
+        Ok(AgentOutcome::Departed(notice)) => {
+            // Planned: the job goes on without this host.
+            eprintln!("tfcluster: left the job ahead of the cloud's notice: {notice}");
+            Ok(())
+        }
         Ok(other) => Err(anyhow!("the job ended: {other:?}").into()),
         Err(e) => {
             let message = Chain(&e).to_string();
@@ -142,6 +153,7 @@ pub(crate) async fn dry_run(
         prewarm: Prewarm::Off,
         task_logs: None,
         metrics: AgentMetrics::default(),
+        notices: None,
     };
     let agent = agent(&rendezvous, args, gpus_per_task, command, supervision).await?;
     let gpus = agent.task_gpus().await?.clone();
@@ -200,6 +212,7 @@ async fn agent(
         prewarm,
         task_logs,
         metrics,
+        notices,
     } = supervision;
     let client = client(rendezvous, args).await?;
     let config = args.config()?.with_restarts(restarts);
@@ -223,6 +236,7 @@ async fn agent(
             .with_prewarm(prewarm)
             .with_task_logs(task_logs)
             .with_metrics(metrics)
+            .with_notices(notices)
             .with_health_check(args.bad_hosts.health_check())
             .with_wait_watcher(std::sync::Arc::new(Waiting::new(
                 &rendezvous.to_string(),
@@ -241,6 +255,8 @@ pub(crate) struct Supervision {
     pub(crate) task_logs: Option<TaskLogs>,
     /// What the agent counts (`--metrics`).
     pub(crate) metrics: AgentMetrics,
+    /// The cloud's notices for this host (`--preemption-notices`), once watched.
+    pub(crate) notices: Option<Notices>,
 }
 
 /// Serves the built-in rendezvous on its endpoint when that is an address of this host and
