@@ -2,7 +2,7 @@
 //! (`/metadata/scheduledevents`, header `Metadata: true`), polled. An event names the VMs
 //! it touches (`Resources`); those of this VM (its name from
 //! `/metadata/instance/compute/name`) of type `Preempt` (a spot VM evicted, at least 30 s
-//! ahead), `Terminate` (the VM deleted) or `Reboot`/`Redeploy` (maintenance) are notices,
+//! ahead; polled every second), `Terminate` (the VM deleted) or `Reboot`/`Redeploy` (maintenance) are notices,
 //! `NotBefore` their deadline (empty once started: now). `Freeze` (a pause of seconds that
 //! the VM survives) is not. A VM may approve an event early
 //! ([`acknowledge`]: `StartRequests`), once its job has moved off.
@@ -28,6 +28,10 @@ const INSTANCE_API: &str = "2021-02-01";
 /// The source's name in logs and notices.
 const SOURCE: &str = "scheduledevents";
 
+/// The longest wait between polls: a `Preempt` may come only 30 s ahead, and IMDS answers
+/// from its cache (it allows 5 requests a second), so once a second costs nothing.
+const MAX_POLL: Duration = Duration::from_secs(1);
+
 /// Polls until dropped.
 pub(crate) async fn watch(http: Http, base: String, board: Arc<Board>, timing: Timing) {
     let mut trouble = Trouble::new(Cloud::Azure, SOURCE);
@@ -42,7 +46,7 @@ pub(crate) async fn watch(http: Http, base: String, board: Arc<Board>, timing: T
             Ok(None) => trouble.ok(),
             Err(problem) => trouble.failed(problem),
         }
-        tokio::time::sleep(timing.poll).await;
+        tokio::time::sleep(timing.poll.min(MAX_POLL)).await;
     }
 }
 

@@ -13,7 +13,7 @@
 //! | Azure | Scheduled Events `Preempt` / `Terminate` / `Reboot`, `Redeploy` | 30 s to 15 min, `NotBefore` | preemption / termination / maintenance |
 //!
 //! A [`NoticeWatcher`] watches one cloud's in the background (GCE's keys long-polled with
-//! ETags, EC2's and Azure's polled every 5 s) and publishes the most urgent notice on a
+//! ETags, EC2's polled every 5 s as AWS advises, Azure's every second) and publishes the most urgent notice on a
 //! `tokio::sync::watch` channel, withdrawn when the cloud withdraws it. Which cloud:
 //! [`NoticeSource`] (`--preemption-notices auto|gce|aws|azure|off`); `auto` decides from the
 //! firmware's DMI strings only ([`detect`], as cloud-init's `ds-identify`), so a host that is

@@ -164,12 +164,13 @@ impl NoticeWatcher {
 
     /// Tells the cloud the VM is ready for `notice`'s event, where the cloud takes that:
     /// Azure approves the event (`StartRequests`) and goes ahead before its `NotBefore`.
-    /// Elsewhere, and for a notice without an event id, nothing to do.
+    /// `Ok(true)` when the cloud was told; `Ok(false)` where it takes no approval (GCE,
+    /// EC2) or the notice names no event.
     ///
     /// # Errors
     ///
     /// The approval was not accepted: the error says what the service answered.
-    pub async fn acknowledge(&self, notice: &Notice) -> Result<(), AcknowledgeError> {
+    pub async fn acknowledge(&self, notice: &Notice) -> Result<bool, AcknowledgeError> {
         match (self.cloud, &notice.event_id) {
             (Cloud::Azure, Some(id)) => {
                 azure::acknowledge(&self.http, &self.base, id, self.timing.request)
@@ -177,9 +178,10 @@ impl NoticeWatcher {
                     .map_err(|problem| AcknowledgeError {
                         event_id: id.clone(),
                         problem,
-                    })
+                    })?;
+                Ok(true)
             }
-            _ => Ok(()),
+            _ => Ok(false),
         }
     }
 }

@@ -41,7 +41,7 @@ async fn this_vms_preemption_is_a_notice_and_is_approved_on_request() {
     );
     assert_eq!(notice.event_id.as_deref(), Some("E-ours"));
     assert!(events.acknowledged().is_empty(), "approved only when asked");
-    watcher.acknowledge(&notice).await.expect("approved");
+    assert!(watcher.acknowledge(&notice).await.expect("approved"));
     assert_eq!(events.acknowledged(), ["E-ours"]);
     let requests = events.requests();
     assert!(

@@ -53,7 +53,7 @@ pub(crate) async fn run(
     let mut stop = Stop::install();
     let agent_metrics = supervision.metrics.clone();
     // Kept for the agent's life: dropping it stops the watch.
-    let (_watcher, notices) = args.preemption.watch().unzip();
+    let (watcher, notices) = args.preemption.watch().unzip();
     let supervision = Supervision {
         notices,
         ..supervision
@@ -93,7 +93,19 @@ pub(crate) async fn run(
         }
         Ok(AgentOutcome::Stopped(signal)) => Err(stopped(signal, "every local task")),
         Ok(AgentOutcome::Departed(notice)) => {
-            // Planned: the job goes on without this host.
+            // Planned: the job goes on without this host. The cloud may go ahead now
+            // (Azure's approval), rather than at its deadline.
+            if let Some(watcher) = &watcher {
+                match watcher.acknowledge(&notice).await {
+                    Ok(true) => {
+                        tracing::info!(target: TARGET, %notice, "told the cloud this host is ready")
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(target: TARGET, error = %e, "cannot tell the cloud this host is ready")
+                    }
+                }
+            }
             eprintln!("tfcluster: left the job ahead of the cloud's notice: {notice}");
             Ok(())
         }

@@ -1,12 +1,14 @@
-//! `run --rdzv --preemption-notices`: a cloud's notice for one host (GCE's metadata server,
-//! standing in on loopback) makes that host's agent stop its tasks with SIGTERM (each shows
-//! the notice it read from `TFCLUSTER_NOTICE_FILE`, then exits 42 as TensorFlow's handler
-//! does after saving) and leave before the deadline; the job forms its next round without
-//! it, no restart counted, and ends when its work does.
+//! `run --rdzv --preemption-notices`: a cloud's notice for one host (each cloud's metadata
+//! service standing in on loopback) makes that host's agent stop its tasks with SIGTERM
+//! (each shows the notice it read from `TFCLUSTER_NOTICE_FILE`, then exits 42 as
+//! TensorFlow's handler does after saving) and leave before the deadline, telling Azure it
+//! may go ahead; the job forms its next round without it, no restart counted, and ends when
+//! its work does.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use http_standin::GceMetadata;
+use http_standin::azure_events::event;
+use http_standin::{AzureScheduledEvents, Ec2Imds, GceMetadata, Request};
 use tokio::runtime::Runtime;
 
 use super::elastic_run::{scratch, serving};
@@ -59,11 +61,88 @@ fn until<T>(agents: &[&Launch], what: &str, mut found: impl FnMut() -> Option<T>
     }
 }
 
-#[test]
-fn a_spot_notice_makes_its_host_leave_and_the_job_go_on_without_it() {
-    let rt = Runtime::new().expect("a runtime");
-    let metadata = rt.block_on(GceMetadata::start());
-    let dir = scratch("preemption");
+/// One cloud's stand-in: where the agent finds it, and how the test gives notice.
+trait Cloud {
+    /// `--preemption-notices`'s word.
+    const NAME: &'static str;
+    /// The endpoint variable and its value.
+    fn endpoint(&self) -> (&'static str, String);
+    /// Gives notice that the host goes within about a minute.
+    fn give_notice(&self);
+    /// What the stand-in was asked.
+    fn requests(&self) -> Vec<Request>;
+}
+
+impl Cloud for GceMetadata {
+    const NAME: &'static str = "gce";
+    fn endpoint(&self) -> (&'static str, String) {
+        ("GCE_METADATA_HOST", self.host().to_owned())
+    }
+    fn give_notice(&self) {
+        self.set("instance/preempted", "TRUE");
+    }
+    fn requests(&self) -> Vec<Request> {
+        GceMetadata::requests(self)
+    }
+}
+
+impl Cloud for Ec2Imds {
+    const NAME: &'static str = "aws";
+    fn endpoint(&self) -> (&'static str, String) {
+        (
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+            self.endpoint().to_owned(),
+        )
+    }
+    fn give_notice(&self) {
+        // A minute and a little: acted on --preemption-lead (60 s) before, in a few seconds.
+        let time = humantime::format_rfc3339_seconds(SystemTime::now() + Duration::from_secs(63));
+        self.set_spot_instance_action(Some(
+            serde_json::json!({"action": "terminate", "time": time.to_string()}),
+        ));
+    }
+    fn requests(&self) -> Vec<Request> {
+        Ec2Imds::requests(self)
+    }
+}
+
+impl Cloud for AzureScheduledEvents {
+    const NAME: &'static str = "azure";
+    fn endpoint(&self) -> (&'static str, String) {
+        (
+            "TFCLUSTER_AZURE_METADATA_ENDPOINT",
+            self.endpoint().to_owned(),
+        )
+    }
+    fn give_notice(&self) {
+        let mut preempt = event("E-spot", "Preempt", &["vm-0"]);
+        let at = httpdate(SystemTime::now() + Duration::from_secs(45));
+        preempt["NotBefore"] = at.into();
+        self.schedule(preempt);
+    }
+    fn requests(&self) -> Vec<Request> {
+        AzureScheduledEvents::requests(self)
+    }
+}
+
+/// `Mon, 19 Sep 2016 18:29:47 GMT` of `time`, as Azure writes `NotBefore`.
+fn httpdate(time: SystemTime) -> String {
+    let rfc = humantime::format_rfc3339_seconds(time).to_string();
+    let (date, clock) = rfc.trim_end_matches('Z').split_once('T').expect("RFC 3339");
+    let [year, month, day] = [0, 1, 2].map(|i| date.split('-').nth(i).expect("a date"));
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS[month.parse::<usize>().expect("a month") - 1];
+    // The weekday is not read: any will do.
+    format!("Mon, {day} {month} {year} {clock} GMT")
+}
+
+/// Two agents of a `--nodes 1:2` job, the second following `cloud`'s notices; the notice
+/// given once both are in a round: the second leaves (exit 0, saying so, its task told and
+/// shown the notice), the first trains on alone with no restart counted, then the job ends.
+fn departure<C: Cloud>(cloud: &C) {
+    let dir = scratch(&format!("preemption-{}", C::NAME));
     let dir_text = dir.path().to_str().expect("a UTF-8 path").to_owned();
     let flags = |endpoint: &str, notices: &str| {
         [
@@ -92,12 +171,10 @@ fn a_spot_notice_makes_its_host_leave_and_the_job_go_on_without_it() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Launch::start(&args, &[("DIR", &dir_text), log])
     });
-    let args = flags(&endpoint, "gce");
+    let args = flags(&endpoint, C::NAME);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut b = Launch::start(
-        &args,
-        &[("DIR", &dir_text), ("GCE_METADATA_HOST", metadata.host())],
-    );
+    let (variable, value) = cloud.endpoint();
+    let mut b = Launch::start(&args, &[("DIR", &dir_text), (variable, &value)]);
     // Both hosts in one round: the last round B's task saw, which A's saw too.
     let round = until(&[&a, &b], "round of both hosts", || {
         let (_, round, _, workers) = *seen(&b).last()?;
@@ -106,16 +183,15 @@ fn a_spot_notice_makes_its_host_leave_and_the_job_go_on_without_it() {
     });
 
     let noticed = Instant::now();
-    metadata.set("instance/preempted", "TRUE");
+    cloud.give_notice();
     let status = b.wait(TIMEOUT);
     let b_err = b.stderr();
     assert_eq!(status.code(), Some(0), "a planned departure: {b_err}");
-    assert!(
-        b_err.contains(
-            "left the job ahead of the cloud's notice: gce preemption (instance/preempted: TRUE)"
-        ),
-        "{b_err}"
+    let said = format!(
+        "left the job ahead of the cloud's notice: {} preemption (",
+        C::NAME
     );
+    assert!(b_err.contains(&said), "{b_err}");
     let b_out = b.stdout();
     let saved = b_out
         .lines()
@@ -125,8 +201,9 @@ fn a_spot_notice_makes_its_host_leave_and_the_job_go_on_without_it() {
         saved.starts_with(&format!("round={round} notice={{")),
         "{saved}"
     );
+    let cloud_field = format!(r#""cloud":"{}""#, C::NAME);
     assert!(
-        saved.contains(r#""cloud":"gce""#) && saved.contains(r#""kind":"preemption""#),
+        saved.contains(&cloud_field) && saved.contains(r#""kind":"preemption""#),
         "{saved}"
     );
 
@@ -141,11 +218,22 @@ fn a_spot_notice_makes_its_host_leave_and_the_job_go_on_without_it() {
         "round {next}: {}",
         a.stdout()
     );
-    eprintln!("from the notice to a round without its host: {without:?}");
+    eprintln!(
+        "{}: from the notice to a round without its host: {without:?}",
+        C::NAME
+    );
 
     std::fs::write(dir.path().join("done"), "").expect("written");
     let status = a.wait(TIMEOUT);
     assert_eq!(status.code(), Some(0), "{}", a.stderr());
+    assert!(!cloud.requests().is_empty());
+}
+
+#[test]
+fn a_gce_spot_notice_makes_its_host_leave_and_the_job_go_on_without_it() {
+    let rt = Runtime::new().expect("a runtime");
+    let metadata = rt.block_on(GceMetadata::start());
+    departure(&metadata);
     let requests = metadata.requests();
     assert!(
         requests
@@ -153,4 +241,23 @@ fn a_spot_notice_makes_its_host_leave_and_the_job_go_on_without_it() {
             .all(|r| r.header("metadata-flavor") == Some("Google"))
     );
     rt.block_on(metadata.stop());
+}
+
+#[test]
+fn an_ec2_spot_interruption_makes_its_host_leave_and_the_job_go_on_without_it() {
+    let rt = Runtime::new().expect("a runtime");
+    let imds = rt.block_on(Ec2Imds::start());
+    departure(&imds);
+    assert!(imds.tokens_issued() >= 1);
+    rt.block_on(imds.stop());
+}
+
+#[test]
+fn an_azure_preemption_makes_its_host_leave_and_is_approved_once_it_left() {
+    let rt = Runtime::new().expect("a runtime");
+    let events = rt.block_on(AzureScheduledEvents::start());
+    departure(&events);
+    // Approved after the agent left, so Azure may go ahead before NotBefore.
+    assert_eq!(events.acknowledged(), ["E-spot"]);
+    rt.block_on(events.stop());
 }
