@@ -69,11 +69,12 @@ impl Rendezvous {
             .args(more)
             .env_remove("RUST_LOG")
             // glibc makes a new malloc arena whenever a thread finds the others locked,
-            // more of them the busier the machine, and each keeps what it freed: the same
-            // attack peaked at 103 MB on a quiet machine and 129 MB beside the test command's
-            // builds. Two arenas (the server's two cores) measure what the server holds,
-            // which its bounds limit, not the allocator's caching.
-            .env("MALLOC_ARENA_MAX", "2")
+            // more of them the busier the machine, and each keeps what it freed: the stalled
+            // readers' attack peaked at 103 MB on a quiet machine and 129 MB beside the test
+            // command's builds (two arenas: 118 MB). With one arena (80-95 MB over four
+            // waves, busy or not) the figure is what the server holds, which its bounds
+            // limit, not the allocator's caching.
+            .env("MALLOC_ARENA_MAX", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).expect("a log file"))
