@@ -357,6 +357,75 @@ fn a_preemption_notice_to_one_task_is_a_planned_restart_that_costs_no_restart() 
 }
 
 #[test]
+fn a_spot_notice_on_one_host_saves_at_one_step_and_the_job_trains_on_without_it() {
+    // Each host its own VM: host 2's metadata server stands in on host 2's loopback and
+    // gives the notice; hosts 0 and 1 have none there (their watchers cannot reach theirs,
+    // say so, and the job runs on). With --max-restarts 0, a counted restart would end it.
+    let script = super::tf_script("preemption_train.py");
+    let command: Vec<&str> = script.iter().map(String::as_str).collect();
+    let flags = one_per_host(
+        "2:3",
+        &["--max-restarts", "0", "--preemption-notices", "gce"],
+    );
+    let mut job = Job::new("notice", 3, &flags, &command, &[]);
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let metadata = job
+        .hosts()
+        .in_host(2, || rt.block_on(http_standin::GceMetadata::start()));
+    let nowhere = ("GCE_METADATA_HOST", "127.0.0.1:1");
+    job.start_with(0, &[nowhere]);
+    std::thread::sleep(Duration::from_millis(300));
+    job.start_with(1, &[nowhere]);
+    job.start_with(2, &[("GCE_METADATA_HOST", metadata.host())]);
+    job.wait_for("training in round 1", JOB_TIMEOUT, |job| {
+        job.lines("step").len() >= 3 * 3
+    });
+    let noticed = Instant::now();
+    metadata.set("instance/preempted", "TRUE");
+    job.wait_for("training without host 2", JOB_TIMEOUT, |job| {
+        job.lines("restored")
+            .iter()
+            .any(|(_, rest)| rest.ends_with(" round=2"))
+    });
+    let without = noticed.elapsed();
+    job.expect_exits(&[0, 1, 2], 0);
+    let stdout = job.stdout();
+    let stderr = job.stderr();
+    assert!(
+        stderr.contains(
+            "left the job ahead of the cloud's notice: gce preemption (instance/preempted: TRUE)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cannot read the cloud's notices; the job runs on"),
+        "{stderr}"
+    );
+    let saved = job.lines("preempted");
+    assert_eq!(saved.len(), 3, "every task saved:\n{stdout}");
+    let step = &saved[0].1;
+    assert!(
+        saved
+            .iter()
+            .all(|(_, rest)| rest == step && rest.ends_with(" round=1")),
+        "one step on every worker: {saved:?}"
+    );
+    let step: u64 = step.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let done = done(&job);
+    assert_eq!(done.len(), 2, "the two hosts left finish: {stdout}");
+    for (task, workers, round, restarts, restored) in &done {
+        assert_eq!((*workers, *round, *restarts), (2, 2, 0), "{task}");
+        assert_eq!(
+            *restored, step,
+            "{task} resumed from the handler's step: nothing redone"
+        );
+    }
+    eprintln!("a spot notice: training again without its host {without:?} after it");
+    job.assert_nothing_left();
+    rt.block_on(metadata.stop());
+}
+
+#[test]
 fn a_script_that_always_fails_is_a_crash_loop_stopped_after_one_restart() {
     // Fails a second after its start (so that every task of the round has started before
     // the first failure stops the others), saying why on stderr: no TensorFlow needed. The
