@@ -10,6 +10,7 @@ mod apt;
 mod bench_elastic;
 mod bench_goodput;
 mod bench_vs_tf;
+mod benches;
 mod beside;
 mod child;
 mod codegen;

@@ -268,20 +268,35 @@ pub(crate) fn finish(
 /// `test NAME ... ignored` and `test result:` lines give its tests. Each suite is named
 /// `LABEL: BINARY PATH` (`LABEL: CRATE doc-tests`). A binary with no `test result:` line
 /// (it crashed, or was killed) is one failure; so is a run that failed with no failure of a
-/// binary to show for it (it did not build).
+/// binary to show for it (it did not build). A criterion bench (`Running benches/NAME.rs`)
+/// run as a test prints `Testing BENCHMARK` and, once it ran, `Success`: each is a test,
+/// and one that never printed `Success` failed.
 pub(crate) fn cargo_suites(label: &str, output: &str, succeeded: bool) -> Vec<Suite> {
     let mut suites: Vec<Suite> = Vec::new();
     // Whether the last suite printed a result line; the last such line counts, as a failed
     // test's captured output, printed before it, may hold one too.
     let mut result = true;
+    // The criterion benchmark that said `Testing` and not yet `Success`.
+    let mut testing: Option<String> = None;
     for line in output.lines() {
         let trimmed = line.trim();
         if let Some(name) = binary(trimmed) {
-            close(&mut suites, result);
+            close(&mut suites, result, testing.take());
+            let bench = name.contains(" benches/");
             suites.push(Suite::new(format!("{label}: {name}")));
-            result = false;
+            // A bench has no `test result:` line: its `Success` lines are its result.
+            result = bench;
         } else if let Some(suite) = suites.last_mut() {
-            if let Some(line) = trimmed.strip_prefix("test result: ") {
+            let bench = suite.name.contains(" benches/");
+            if let Some(benchmark) = trimmed.strip_prefix("Testing ").filter(|_| bench) {
+                close(
+                    std::slice::from_mut(suite),
+                    true,
+                    testing.replace(benchmark.to_owned()),
+                );
+            } else if trimmed == "Success" && bench && testing.take().is_some() {
+                suite.passed += 1;
+            } else if let Some(line) = trimmed.strip_prefix("test result: ") {
                 suite.passed = count(line, " passed");
                 suite.seconds = line
                     .rsplit_once("finished in ")
@@ -296,7 +311,7 @@ pub(crate) fn cargo_suites(label: &str, output: &str, succeeded: bool) -> Vec<Su
             }
         }
     }
-    close(&mut suites, result);
+    close(&mut suites, result, testing);
     if !succeeded && suites.iter().all(|s| s.failed.is_empty()) {
         // It did not build, or failed in a way no binary's result shows.
         suites.push(broken_suite(
@@ -308,9 +323,17 @@ pub(crate) fn cargo_suites(label: &str, output: &str, succeeded: bool) -> Vec<Su
     suites
 }
 
-/// Marks the last suite broken when it never printed its result.
-fn close(suites: &mut [Suite], result: bool) {
-    if let Some(suite) = suites.last_mut().filter(|_| !result) {
+/// Marks the last suite broken when it never printed its result, and its criterion
+/// benchmark `testing` failed when it never printed `Success`.
+fn close(suites: &mut [Suite], result: bool, testing: Option<String>) {
+    let Some(suite) = suites.last_mut() else {
+        return;
+    };
+    if let Some(benchmark) = testing {
+        suite.failed.push(format!(
+            "{benchmark}: no `Success`: the bench panicked or was killed"
+        ));
+    } else if !result {
         suite
             .failed
             .push("no `test result:` line: the test binary crashed or was killed".to_owned());
@@ -413,6 +436,41 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
         assert_eq!(suites[3].passed, 1);
         let seconds: Vec<Option<f64>> = suites.iter().map(|s| s.seconds).collect();
         assert_eq!(seconds, [Some(0.01), Some(1.0), None, Some(0.5)]);
+    }
+
+    #[test]
+    fn each_criterion_benchmark_run_once_is_a_test() {
+        let run = "\
+     Running benches/visibility.rs (target/debug/deps/visibility-0a1b)
+Testing filter 1k devices
+Success
+
+Testing filter 100k devices
+Success
+
+     Running benches/rendezvous.rs (target/debug/deps/rendezvous-2c3d)
+Testing 64 agents
+Success
+Testing 1024 agents
+thread 'main' panicked at benches/rendezvous.rs:9:5:
+     Running tests/elastic.rs (target/debug/deps/elastic-4e5f)
+Testing words in a test's own output are not a benchmark
+test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1.0s
+";
+        let suites = cargo_suites("benches", run, false);
+        let counts: Vec<(&str, usize, usize)> = suites
+            .iter()
+            .map(|s| (s.name.as_str(), s.passed, s.failed.len()))
+            .collect();
+        assert_eq!(
+            counts,
+            [
+                ("benches: visibility benches/visibility.rs", 2, 0),
+                ("benches: rendezvous benches/rendezvous.rs", 1, 1),
+                ("benches: elastic tests/elastic.rs", 1, 0),
+            ]
+        );
+        assert!(suites[1].failed[0].starts_with("1024 agents: no `Success`"));
     }
 
     #[test]

@@ -16,8 +16,9 @@ use std::process::Command;
 use crate::tally::{self, Floors, Tally};
 use crate::timings::Timings;
 use crate::{
-    beside, codegen, doc_links, etcd, features, guide, host_jobs, image, interop, kubernetes,
-    off_machine, prometheus, python, release_workflow, slurm, test_build, tf_venv, workspace,
+    benches, beside, codegen, doc_links, etcd, features, guide, host_jobs, image, interop,
+    kubernetes, off_machine, prometheus, python, release_workflow, slurm, test_build, tf_venv,
+    workspace,
 };
 
 pub(crate) fn run() -> Result<(), String> {
@@ -66,6 +67,8 @@ pub(crate) fn run() -> Result<(), String> {
         "suite: workspace (build, every test binary, the host jobs beside)",
         || host_jobs::suites(&python),
     ));
+    // Every criterion benchmark, run once: a bench that no longer runs fails here.
+    tally.add(timings.time("suite: benches, each benchmark once", benches::suites));
     tally.add(timings.time("suite: interop", interop::suites));
     // deploy/kubernetes/'s manifests: validated, resolved in every pod, trained across hosts.
     tally.add([timings.time("suite: kubernetes", kubernetes::run)]);
