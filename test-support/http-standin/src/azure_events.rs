@@ -35,8 +35,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::overrides::Overrides;
-use crate::{HttpServer, Request, Response};
+use crate::stand_in::StandIn;
+use crate::{Request, Response};
 
 /// The Scheduled Events endpoint's path.
 pub const SCHEDULED_EVENTS: &str = "/metadata/scheduledevents";
@@ -114,13 +114,12 @@ pub fn event(event_id: &str, event_type: &str, resources: &[&str]) -> Value {
 /// A running stand-in for Azure's Scheduled Events; [`stop`](Self::stop) it at the end of the
 /// test.
 pub struct AzureScheduledEvents {
-    server: HttpServer,
+    stand_in: StandIn,
     state: Arc<State>,
 }
 
 struct State {
     inner: Mutex<Inner>,
-    overrides: Overrides,
 }
 
 struct Inner {
@@ -148,16 +147,15 @@ impl AzureScheduledEvents {
                 events: Vec::new(),
                 acknowledged: Vec::new(),
             }),
-            overrides: Overrides::default(),
         });
         let handler_state = Arc::clone(&state);
-        let server = HttpServer::start(move |request| answer(&handler_state, request)).await;
-        Self { server, state }
+        let stand_in = StandIn::start(move |request| answer(&handler_state, request)).await;
+        Self { stand_in, state }
     }
 
     /// `http://127.0.0.1:<port>`, standing for `http://169.254.169.254`.
     pub fn endpoint(&self) -> &str {
-        self.server.url()
+        self.stand_in.url()
     }
 
     /// Names the VM (`compute/name`; default `vm-0`).
@@ -207,28 +205,9 @@ impl AzureScheduledEvents {
         self.inner().acknowledged.clone()
     }
 
-    /// Answers the next request to URL path `path` (as sent, without the query, e.g.
-    /// `/metadata/scheduledevents`) with `response` instead, whatever its headers: a `429` or
-    /// `500` as the docs list, a garbage body, a server that never answers. Several queue up,
-    /// oldest first.
-    pub fn override_next(&self, path: &str, response: Response) {
-        self.state.overrides.push(path, response);
-    }
-
-    /// Every request so far, in arrival order.
-    pub fn requests(&self) -> Vec<Request> {
-        self.server.requests()
-    }
-
-    /// Waits until at least `count` requests have arrived (see
-    /// [`HttpServer::wait_for_requests`]).
-    pub async fn wait_for_requests(&self, count: usize) {
-        self.server.wait_for_requests(count).await;
-    }
-
     /// Stops the server and closes open connections.
     pub async fn stop(self) {
-        self.server.stop().await;
+        self.stand_in.stop().await;
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -238,9 +217,6 @@ impl AzureScheduledEvents {
 
 /// The service's answer to `request`.
 fn answer(state: &State, request: &Request) -> Response {
-    if let Some(response) = state.overrides.take(&request.path) {
-        return response;
-    }
     if request.header("x-forwarded-for").is_some() {
         return json(
             400,
@@ -328,4 +304,13 @@ fn start_requests(inner: &mut Inner, body: &str) -> Response {
 /// A JSON answer, as IMDS labels them.
 fn json(status: u16, body: &str) -> Response {
     Response::status(status, body).with_header("content-type", "application/json; charset=utf-8")
+}
+
+impl std::ops::Deref for AzureScheduledEvents {
+    type Target = StandIn;
+
+    /// What every metadata stand-in shares: its requests, queued answers, its URL.
+    fn deref(&self) -> &StandIn {
+        &self.stand_in
+    }
 }

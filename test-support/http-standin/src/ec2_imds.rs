@@ -39,8 +39,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::overrides::Overrides;
-use crate::{HttpServer, Request, Response};
+use crate::stand_in::StandIn;
+use crate::{Request, Response};
 
 /// Where the metadata items are, relative to [`endpoint()`](Ec2Imds::endpoint).
 pub const META_DATA: &str = "/latest/meta-data/";
@@ -64,13 +64,12 @@ pub const DEFAULTS: &[(&str, &str)] = &[
 
 /// A running stand-in for IMDSv2; [`stop`](Self::stop) it at the end of the test.
 pub struct Ec2Imds {
-    server: HttpServer,
+    stand_in: StandIn,
     state: Arc<State>,
 }
 
 struct State {
     inner: Mutex<Inner>,
-    overrides: Overrides,
 }
 
 struct Inner {
@@ -96,16 +95,15 @@ impl Ec2Imds {
                 tokens: HashMap::new(),
                 issued: 0,
             }),
-            overrides: Overrides::default(),
         });
         let handler_state = Arc::clone(&state);
-        let server = HttpServer::start(move |request| answer(&handler_state, request)).await;
-        Self { server, state }
+        let stand_in = StandIn::start(move |request| answer(&handler_state, request)).await;
+        Self { stand_in, state }
     }
 
     /// `http://127.0.0.1:<port>`: what AWS SDKs read from `AWS_EC2_METADATA_SERVICE_ENDPOINT`.
     pub fn endpoint(&self) -> &str {
-        self.server.url()
+        self.stand_in.url()
     }
 
     /// Sets item `path` (relative to [`META_DATA`], e.g. `instance-id`) to `value`.
@@ -166,27 +164,9 @@ impl Ec2Imds {
         self.inner().issued
     }
 
-    /// Answers the next request to URL path `path` (as sent, without the query, e.g.
-    /// `/latest/api/token` or `/latest/meta-data/spot/instance-action`) with `response`
-    /// instead, whatever its headers. Several queue up, oldest first.
-    pub fn override_next(&self, path: &str, response: Response) {
-        self.state.overrides.push(path, response);
-    }
-
-    /// Every request so far, in arrival order.
-    pub fn requests(&self) -> Vec<Request> {
-        self.server.requests()
-    }
-
-    /// Waits until at least `count` requests have arrived (see
-    /// [`HttpServer::wait_for_requests`]).
-    pub async fn wait_for_requests(&self, count: usize) {
-        self.server.wait_for_requests(count).await;
-    }
-
     /// Stops the server and closes open connections.
     pub async fn stop(self) {
-        self.server.stop().await;
+        self.stand_in.stop().await;
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -196,9 +176,6 @@ impl Ec2Imds {
 
 /// The service's answer to `request`.
 fn answer(state: &State, request: &Request) -> Response {
-    if let Some(response) = state.overrides.take(&request.path) {
-        return response;
-    }
     let mut inner = state.inner.lock().expect("IMDS state");
     match request.method.as_str() {
         "PUT" => put(&mut inner, request),
@@ -284,4 +261,13 @@ fn token(n: usize) -> String {
 /// `text/plain`, as every IMDS answer is.
 fn text(status: u16, body: &str) -> Response {
     Response::text(status, body)
+}
+
+impl std::ops::Deref for Ec2Imds {
+    type Target = StandIn;
+
+    /// What every metadata stand-in shares: its requests, queued answers, its URL.
+    fn deref(&self) -> &StandIn {
+        &self.stand_in
+    }
 }

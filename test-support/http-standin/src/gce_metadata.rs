@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::overrides::Overrides;
-use crate::{HttpServer, Request, Response};
+use crate::stand_in::StandIn;
+use crate::{Request, Response};
 
 /// The path every metadata key is under.
 pub const PREFIX: &str = "/computeMetadata/v1/";
@@ -60,7 +60,7 @@ const MISSING_FLAVOR: &str = "Missing Metadata-Flavor:Google header.";
 /// A running stand-in for the GCE metadata server; [`stop`](Self::stop) it at the end of the
 /// test.
 pub struct GceMetadata {
-    server: HttpServer,
+    stand_in: StandIn,
     state: Arc<State>,
 }
 
@@ -68,7 +68,6 @@ struct State {
     values: Mutex<Values>,
     /// Bumped on every change, so hanging GETs look again.
     changed: watch::Sender<u64>,
-    overrides: Overrides,
 }
 
 struct Values {
@@ -96,11 +95,10 @@ impl GceMetadata {
         let state = Arc::new(State {
             values: Mutex::new(values),
             changed: watch::channel(0).0,
-            overrides: Overrides::default(),
         });
         let handler_state = Arc::clone(&state);
-        let server = HttpServer::start(move |request| answer(&handler_state, request)).await;
-        Self { server, state }
+        let stand_in = StandIn::start(move |request| answer(&handler_state, request)).await;
+        Self { stand_in, state }
     }
 
     /// `127.0.0.1:<port>`: what a client puts in `GCE_METADATA_HOST`.
@@ -110,7 +108,7 @@ impl GceMetadata {
 
     /// `http://127.0.0.1:<port>`.
     pub fn url(&self) -> &str {
-        self.server.url()
+        self.stand_in.url()
     }
 
     /// Sets key `path` (relative to [`PREFIX`], e.g. `instance/preempted`) to `value`, with a
@@ -140,28 +138,9 @@ impl GceMetadata {
         values.by_key.get(path).map(|e| e.etag.clone())
     }
 
-    /// Answers the next request to URL path `path` (as sent, without the query, e.g.
-    /// `/computeMetadata/v1/instance/preempted`) with `response` instead, whatever its headers:
-    /// a `503` as during maintenance, a garbage or huge body, or a server that never answers
-    /// (`Response::later(std::future::pending())`). Several queue up, oldest first.
-    pub fn override_next(&self, path: &str, response: Response) {
-        self.state.overrides.push(path, response);
-    }
-
-    /// Every request so far, in arrival order.
-    pub fn requests(&self) -> Vec<Request> {
-        self.server.requests()
-    }
-
-    /// Waits until at least `count` requests have arrived, hanging GETs counted once parked
-    /// (see [`HttpServer::wait_for_requests`]).
-    pub async fn wait_for_requests(&self, count: usize) {
-        self.server.wait_for_requests(count).await;
-    }
-
     /// Stops the server: open connections, hanging GETs included, are closed unanswered.
     pub async fn stop(self) {
-        self.server.stop().await;
+        self.stand_in.stop().await;
     }
 }
 
@@ -184,9 +163,6 @@ fn mix(n: u64) -> u64 {
 
 /// The server's answer to `request`.
 fn answer(state: &Arc<State>, request: &Request) -> Response {
-    if let Some(response) = state.overrides.take(&request.path) {
-        return response;
-    }
     if request.header("x-forwarded-for").is_some() {
         return error(403, "Requests with X-Forwarded-For are refused.");
     }
@@ -267,4 +243,13 @@ fn error(status: u16, message: &str) -> Response {
     Response::text(status, message)
         .with_header("metadata-flavor", "Google")
         .with_header("server", "Metadata Server for VM")
+}
+
+impl std::ops::Deref for GceMetadata {
+    type Target = StandIn;
+
+    /// What every metadata stand-in shares: its requests, queued answers, its URL.
+    fn deref(&self) -> &StandIn {
+        &self.stand_in
+    }
 }

@@ -41,10 +41,11 @@ pub mod azure_events;
 pub mod ec2_imds;
 pub mod gce_metadata;
 pub mod kubernetes;
-mod overrides;
 mod server;
+mod stand_in;
 
 pub use azure_events::AzureScheduledEvents;
 pub use ec2_imds::Ec2Imds;
 pub use gce_metadata::GceMetadata;
 pub use server::{HttpServer, Request, Response};
+pub use stand_in::StandIn;

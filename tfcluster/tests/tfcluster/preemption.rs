@@ -5,10 +5,11 @@
 //! may go ahead; the job forms its next round without it, no restart counted, and ends when
 //! its work does.
 
+use std::ops::Deref;
 use std::time::{Duration, Instant, SystemTime};
 
 use http_standin::azure_events::event;
-use http_standin::{AzureScheduledEvents, Ec2Imds, GceMetadata, Request};
+use http_standin::{AzureScheduledEvents, Ec2Imds, GceMetadata, StandIn};
 use tokio::runtime::Runtime;
 
 use super::elastic_run::{scratch, serving};
@@ -69,8 +70,6 @@ trait Cloud {
     fn endpoint(&self) -> (&'static str, String);
     /// Gives notice that the host goes within about a minute.
     fn give_notice(&self);
-    /// What the stand-in was asked.
-    fn requests(&self) -> Vec<Request>;
 }
 
 impl Cloud for GceMetadata {
@@ -80,9 +79,6 @@ impl Cloud for GceMetadata {
     }
     fn give_notice(&self) {
         self.set("instance/preempted", "TRUE");
-    }
-    fn requests(&self) -> Vec<Request> {
-        GceMetadata::requests(self)
     }
 }
 
@@ -101,9 +97,6 @@ impl Cloud for Ec2Imds {
             serde_json::json!({"action": "terminate", "time": time.to_string()}),
         ));
     }
-    fn requests(&self) -> Vec<Request> {
-        Ec2Imds::requests(self)
-    }
 }
 
 impl Cloud for AzureScheduledEvents {
@@ -119,9 +112,6 @@ impl Cloud for AzureScheduledEvents {
         let at = httpdate(SystemTime::now() + Duration::from_secs(45));
         preempt["NotBefore"] = at.into();
         self.schedule(preempt);
-    }
-    fn requests(&self) -> Vec<Request> {
-        AzureScheduledEvents::requests(self)
     }
 }
 
@@ -141,7 +131,7 @@ fn httpdate(time: SystemTime) -> String {
 /// Two agents of a `--nodes 1:2` job, the second following `cloud`'s notices; the notice
 /// given once both are in a round: the second leaves (exit 0, saying so, its task told and
 /// shown the notice), the first trains on alone with no restart counted, then the job ends.
-fn departure<C: Cloud>(cloud: &C) {
+fn departure<C: Cloud + Deref<Target = StandIn>>(cloud: &C) {
     let dir = scratch(&format!("preemption-{}", C::NAME));
     let dir_text = dir.path().to_str().expect("a UTF-8 path").to_owned();
     let flags = |endpoint: &str, notices: &str| {
