@@ -346,6 +346,12 @@ impl Agent {
     /// token proves the agent, and a task never needs it.
     pub fn new(client: RendezvousClient, options: AgentOptions) -> Self {
         launcher::withhold_env(crate::TOKEN_ENV);
+        // The rendezvous hears of each notice in the heartbeats, and of the departure in
+        // the leave.
+        let client = match &options.notices {
+            Some(notices) => client.with_notices(notices.notices.clone()),
+            None => client,
+        };
         Self {
             client,
             options,

@@ -16,8 +16,10 @@ use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 #[cfg(feature = "etcd")]
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use cloud_notices::Notice;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 pub use heartbeats::Heartbeats;
@@ -27,6 +29,7 @@ pub use watched::Watched;
 
 use crate::error::duration;
 use crate::grpc::client::GrpcClient;
+use crate::host_notice::HostNotice;
 use crate::outcome::{JobDone, ReportAnswer, RoundStatus, TaskStatus};
 use crate::received::Received;
 use crate::rendezvous::registry::MAX_STDERR_TAIL;
@@ -60,6 +63,8 @@ pub struct ClientOptions {
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<grpc_guard::TlsConfig>,
     token: Option<Token>,
+    /// The cloud's notices for this host, which heartbeats and leaves carry.
+    notices: Option<watch::Receiver<Option<Notice>>>,
 }
 
 impl Default for ClientOptions {
@@ -72,6 +77,7 @@ impl Default for ClientOptions {
             #[cfg(feature = "tls")]
             tls: None,
             token: None,
+            notices: None,
         }
     }
 }
@@ -772,6 +778,7 @@ impl RendezvousClient {
             credentials: self.credentials(Some(secret)),
             rdzv_id: rdzv_id.to_owned(),
             node_id: node_id.to_owned(),
+            notice: self.standing_notice(),
         };
         self.call("Leave", give_up, attempt, |backend, t| {
             let leave = leave.clone();
@@ -800,6 +807,7 @@ impl RendezvousClient {
             round,
             poll,
             chief_restarts_seen,
+            notice: self.standing_notice(),
         };
         let mut attempts = 0u32;
         let answer = self
@@ -812,6 +820,24 @@ impl RendezvousClient {
         // Each attempt before the one that answered failed; all of them when none did.
         let failed = attempts - u32::from(answer.is_ok());
         (answer, failed)
+    }
+
+    /// This client following `notices`, the cloud's notices for its host: each heartbeat
+    /// carries the standing one (operators see it in the job's status), and a leave while
+    /// one with a deadline stands leaves ahead of it: its round's end is planned, and the
+    /// host stays out of the job's rounds until the deadline.
+    pub(crate) fn with_notices(mut self, notices: watch::Receiver<Option<Notice>>) -> Self {
+        self.options.notices = Some(notices);
+        self
+    }
+
+    /// The notice standing now, as the rendezvous takes it.
+    fn standing_notice(&self) -> Option<HostNotice> {
+        let notices = self.options.notices.as_ref()?;
+        let notice = notices.borrow();
+        notice
+            .as_ref()
+            .map(|n| HostNotice::from_notice(n, SystemTime::now()))
     }
 
     /// What a call carries: the client's token, and the calling node's `secret`.

@@ -9,6 +9,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 
 use crate::JobConfig;
+use crate::host_notice::HostNotice;
 use crate::outcome::{Failure, JobDone, RoundEnd};
 use crate::watched_round::WatchedRound;
 
@@ -141,6 +142,8 @@ pub struct NodeStatus {
     /// Silent past half the heartbeat timeout (an agent calls at least every third of it):
     /// about to be lost.
     pub late: bool,
+    /// The cloud's notice standing for its host, as its heartbeats last said.
+    pub notice: Option<HostNotice>,
 }
 
 /// What a node does.
@@ -258,6 +261,8 @@ impl JobStatus {
                 &node.ports,
                 state,
                 node.late,
+                // Not the time left: it counts down by itself.
+                node.notice.as_ref().map(|n| (&n.cloud, &n.kind, &n.detail)),
             )
                 .hash(&mut h);
         }

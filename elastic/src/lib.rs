@@ -501,6 +501,7 @@ mod error;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod grpc;
+mod host_notice;
 mod job_config;
 mod job_status;
 mod layout;
@@ -569,6 +570,7 @@ pub use grpc::{RENDEZVOUS_PORT, RendezvousServer, RendezvousServerBuilder, SHUTD
 /// [`Network`](grpc_guard::Network)s and, with `tls`, its `TlsConfig`,
 /// [`RendezvousServerBuilder::with_access`]).
 pub use grpc_guard;
+pub use host_notice::HostNotice;
 pub use job_config::{ConfigError, JobConfig, MAX_TASKS, MAX_TASKS_PER_NODE};
 pub use job_status::{
     HostAside, JobPhase, JobState, JobStatus, JobSummary, MAX_LISTED, MembershipChurn, NodeState,

@@ -148,11 +148,14 @@ pub enum EndReason {
     /// A task exited as planned after saving on a preemption notice (status 42 or 143:
     /// TensorFlow's `PreemptionCheckpointHandler`): a restart that is not a failure.
     TaskPlanned,
+    /// A member left ahead of its cloud's notice (a spot preemption, maintenance): planned,
+    /// not a failure; its host stays out of the job's rounds until the notice's deadline.
+    NodeDeparted,
 }
 
 impl EndReason {
     /// The reason in a word, as `--format json` writes it: `node_joined`, `node_left`,
-    /// `node_lost`, `task_failed`, `task_hung`, `job_succeeded` or `task_planned`.
+    /// `node_lost`, `task_failed`, `task_hung`, `job_succeeded`, `task_planned` or `node_departed`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::NodeJoined => "node_joined",
@@ -162,6 +165,7 @@ impl EndReason {
             Self::TaskHung => "task_hung",
             Self::JobSucceeded => "job_succeeded",
             Self::TaskPlanned => "task_planned",
+            Self::NodeDeparted => "node_departed",
         }
     }
 
@@ -182,6 +186,7 @@ impl fmt::Display for EndReason {
             Self::TaskHung => "a task hung",
             Self::JobSucceeded => "the job succeeded",
             Self::TaskPlanned => "a task exited as planned (preempted, after saving)",
+            Self::NodeDeparted => "a node left ahead of its cloud's notice",
         })
     }
 }

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::host_notice::HostNotice;
 use crate::job_status::{
     HostAside, JobPhase, JobStatus, JobSummary, MAX_LISTED, NodeStatus, TaskRestarts,
 };
@@ -270,6 +271,7 @@ impl Received for JobStatus {
                     node_id: plain("a node's id", n.node_id, MAX_ID)?,
                     host: plain("a node's host", n.host, MAX_HOST)?,
                     name: plain("a node's name", n.name, MAX_HOST)?,
+                    notice: n.notice.map(HostNotice::cleaned),
                     ..n
                 })
             })
@@ -329,6 +331,19 @@ impl Received for JobStatus {
             hosts_aside,
             ..self
         })
+    }
+}
+
+impl HostNotice {
+    /// A notice from the network ([`clean_line`]), within the rendezvous's bounds.
+    pub(crate) fn cleaned(self) -> Self {
+        Self {
+            cloud: clean_line(&self.cloud, MAX_TEXT),
+            kind: clean_line(&self.kind, MAX_TEXT),
+            detail: clean_line(&self.detail, MAX_TEXT),
+            ..self
+        }
+        .bounded()
     }
 }
 

@@ -23,6 +23,9 @@ pub(crate) use job_status::{
 #[cfg(feature = "etcd")]
 pub(crate) use job_status::{task_restarts_from_proto, task_restarts_to_proto};
 
+pub(crate) use host_notice::{notice_from_proto, notice_to_proto};
+
+mod host_notice;
 mod job_status;
 
 /// A join as a request (an empty host: the rendezvous's default).
@@ -341,6 +344,7 @@ pub(crate) fn end_to_proto(end: &RoundEnd) -> proto::RoundEnd {
         EndReason::TaskFailed => proto::EndReason::TaskFailed,
         EndReason::TaskHung => proto::EndReason::TaskHung,
         EndReason::TaskPlanned => proto::EndReason::TaskPlanned,
+        EndReason::NodeDeparted => proto::EndReason::NodeDeparted,
         EndReason::JobSucceeded => proto::EndReason::JobSucceeded,
     };
     proto::RoundEnd {
@@ -359,6 +363,7 @@ pub(crate) fn end_from_proto(end: proto::RoundEnd) -> Result<RoundEnd, Error> {
         Ok(proto::EndReason::TaskFailed) => EndReason::TaskFailed,
         Ok(proto::EndReason::TaskHung) => EndReason::TaskHung,
         Ok(proto::EndReason::TaskPlanned) => EndReason::TaskPlanned,
+        Ok(proto::EndReason::NodeDeparted) => EndReason::NodeDeparted,
         Ok(proto::EndReason::JobSucceeded) => EndReason::JobSucceeded,
         Ok(proto::EndReason::Unspecified) | Err(_) => {
             return Err(WireError::EndReason { value: end.reason }.into());

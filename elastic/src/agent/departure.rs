@@ -24,7 +24,7 @@ pub const NOTICE_FILE: &str = "TFCLUSTER_NOTICE_FILE";
 /// before a notice's deadline the agent leaves: [`AgentOptions::with_notices`](crate::AgentOptions::with_notices).
 #[derive(Debug, Clone)]
 pub struct Notices {
-    notices: watch::Receiver<Option<Notice>>,
+    pub(crate) notices: watch::Receiver<Option<Notice>>,
     lead: Duration,
 }
 

@@ -157,6 +157,7 @@ impl AgentMetrics {
             EndReason::NodeLost => RestartCause::host_lost,
             EndReason::NodeJoined => RestartCause::joined,
             EndReason::NodeLeft => RestartCause::left,
+            EndReason::NodeDeparted => RestartCause::departed,
             EndReason::JobSucceeded => return,
         };
         self.tasks.restarted(Restart::Round, cause);

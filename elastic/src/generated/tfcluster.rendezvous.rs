@@ -254,6 +254,32 @@ pub struct HeartbeatRequest {
     /// round: the server answers at once while the round has a higher one.
     #[prost(uint32, tag = "5")]
     pub chief_restarts_seen: u32,
+    /// The cloud's notice standing for this node's host (absent: none, or withdrawn): shown to
+    /// operators (`JobStatus`), and what a Leave of the node means.
+    #[prost(message, optional, tag = "6")]
+    pub notice: ::core::option::Option<HostNotice>,
+}
+/// A cloud's notice that a node's host goes away or is disrupted: a spot preemption, a
+/// maintenance event, a termination, or a rebalance recommendation (no deadline). The agent
+/// acts on it itself (its tasks are told, it leaves before the deadline); the rendezvous
+/// shows it, and when the node leaves with it standing, the round's end is planned and the
+/// host is kept out of the job's rounds until the deadline.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct HostNotice {
+    /// "gce", "aws" or "azure".
+    #[prost(string, tag = "1")]
+    pub cloud: ::prost::alloc::string::String,
+    /// "preemption", "maintenance", "termination", "reboot", "redeploy" or "rebalance".
+    #[prost(string, tag = "2")]
+    pub kind: ::prost::alloc::string::String,
+    /// Milliseconds from the call to the deadline (0: no deadline). Relative, so the two
+    /// hosts' clocks need not agree; at most 30 days are kept, and a departure keeps its host
+    /// out for at most an hour, whatever the notice says.
+    #[prost(uint64, tag = "3")]
+    pub remaining_ms: u64,
+    /// What the cloud said, for operators (at most 256 bytes kept).
+    #[prost(string, tag = "4")]
+    pub detail: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct HeartbeatResponse {
@@ -338,6 +364,9 @@ pub struct LeaveRequest {
     pub rdzv_id: ::prost::alloc::string::String,
     #[prost(string, tag = "2")]
     pub node_id: ::prost::alloc::string::String,
+    /// The cloud's notice the node leaves ahead of (absent: it leaves for another reason).
+    #[prost(message, optional, tag = "3")]
+    pub notice: ::core::option::Option<HostNotice>,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct LeaveResponse {}
@@ -475,6 +504,10 @@ pub struct NodeStatus {
     /// about to be lost.
     #[prost(bool, tag = "9")]
     pub late: bool,
+    /// The cloud's notice standing for the node's host, as its heartbeats last said;
+    /// `remaining_ms` counts from this answer.
+    #[prost(message, optional, tag = "10")]
+    pub notice: ::core::option::Option<HostNotice>,
     #[prost(oneof = "node_status::State", tags = "5, 6, 7")]
     pub state: ::core::option::Option<node_status::State>,
 }
@@ -598,6 +631,9 @@ pub struct StoredJob {
     /// is).
     #[prost(uint64, tag = "26")]
     pub churn_whole_at_ms: u64,
+    /// When a node last left ahead of its cloud's notice, until the next round forms (0: none).
+    #[prost(uint64, tag = "27")]
+    pub departed_ms: u64,
 }
 /// A host's failures, as the bad-host rule counts them.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -638,6 +674,9 @@ pub struct StoredNode {
     /// The node joined without a secret (a client that sends none).
     #[prost(bool, tag = "12")]
     pub open: bool,
+    /// The cloud's notice standing for the node's host.
+    #[prost(message, optional, tag = "13")]
+    pub notice: ::core::option::Option<StoredNotice>,
     #[prost(oneof = "stored_node::State", tags = "6, 7, 8")]
     pub state: ::core::option::Option<stored_node::State>,
 }
@@ -655,6 +694,19 @@ pub mod stored_node {
         #[prost(bool, tag = "8")]
         Idle(bool),
     }
+}
+/// A node's standing notice (HostNotice), its deadline in time.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StoredNotice {
+    #[prost(string, tag = "1")]
+    pub cloud: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub kind: ::prost::alloc::string::String,
+    /// The deadline, milliseconds since the Unix epoch (0: none).
+    #[prost(uint64, tag = "3")]
+    pub deadline_ms: u64,
+    #[prost(string, tag = "4")]
+    pub detail: ::prost::alloc::string::String,
 }
 /// A join waiting for the record's next writer (etcd backend): the value of key
 /// `PREFIX/RDZV_ID/~join/TOKEN`. A joining agent puts it, then writes the record folding in
@@ -753,6 +805,9 @@ pub enum EndReason {
     /// A task exited as planned after saving on a preemption notice (status 42 or 143): not a
     /// failure, not counted against max_restarts.
     TaskPlanned = 7,
+    /// A member left with a cloud's notice standing for its host (HostNotice): planned, not a
+    /// failure; its host stays out of the job's rounds until the notice's deadline.
+    NodeDeparted = 8,
 }
 impl EndReason {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -769,6 +824,7 @@ impl EndReason {
             Self::JobSucceeded => "JOB_SUCCEEDED",
             Self::TaskHung => "TASK_HUNG",
             Self::TaskPlanned => "TASK_PLANNED",
+            Self::NodeDeparted => "NODE_DEPARTED",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -782,6 +838,7 @@ impl EndReason {
             "JOB_SUCCEEDED" => Some(Self::JobSucceeded),
             "TASK_HUNG" => Some(Self::TaskHung),
             "TASK_PLANNED" => Some(Self::TaskPlanned),
+            "NODE_DEPARTED" => Some(Self::NodeDeparted),
             _ => None,
         }
     }

@@ -221,6 +221,7 @@ impl Rendezvous for GrpcClient {
             round: beat.round,
             poll_ms: beat.poll.as_millis() as u64,
             chief_restarts_seen: beat.chief_restarts_seen,
+            notice: beat.notice.as_ref().map(wire::notice_to_proto),
         };
         let response = self
             .stub
@@ -281,6 +282,7 @@ impl Rendezvous for GrpcClient {
         let request = proto::LeaveRequest {
             rdzv_id: leave.rdzv_id,
             node_id: leave.node_id,
+            notice: leave.notice.as_ref().map(wire::notice_to_proto),
         };
         self.stub
             .clone()

@@ -129,6 +129,7 @@ impl<S: Store> GrpcRendezvous for Service<S> {
                 round: req.round,
                 poll: poll(req.poll_ms),
                 chief_restarts_seen: req.chief_restarts_seen,
+                notice: req.notice.map(|n| wire::notice_from_proto(n).cleaned()),
             };
             let status = self
                 .local
@@ -192,6 +193,7 @@ impl<S: Store> GrpcRendezvous for Service<S> {
                 credentials,
                 rdzv_id: req.rdzv_id,
                 node_id: req.node_id,
+                notice: req.notice.map(|n| wire::notice_from_proto(n).cleaned()),
             };
             self.local.leave(leave, WITHIN).await.map_err(status_of)?;
             Ok(Response::new(proto::LeaveResponse {}))

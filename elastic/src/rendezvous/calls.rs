@@ -9,6 +9,7 @@ use failure_policy::Restart;
 
 use super::credentials::{Credentials, NodeSecret};
 use crate::JobConfig;
+use crate::host_notice::HostNotice;
 use crate::outcome::{JobDone, TaskStatus};
 use crate::watched_round::WatchedRound;
 
@@ -110,6 +111,8 @@ pub(crate) struct Beat {
     /// The highest ask to restart the chief ([`RoundStatus::RestartChief`](crate::RoundStatus))
     /// the node has seen in the round.
     pub(crate) chief_restarts_seen: u32,
+    /// The cloud's notice standing for the node's host (`None`: none, or withdrawn).
+    pub(crate) notice: Option<HostNotice>,
     /// The job's token and the node's secret, as the call carries them.
     pub(crate) credentials: Credentials,
 }
@@ -164,6 +167,8 @@ impl Reported {
 pub(crate) struct Leave {
     pub(crate) rdzv_id: String,
     pub(crate) node_id: String,
+    /// The cloud's notice the node leaves ahead of (`None`: it leaves for another reason).
+    pub(crate) notice: Option<HostNotice>,
     /// The job's token and the node's secret, as the call carries them.
     pub(crate) credentials: Credentials,
 }

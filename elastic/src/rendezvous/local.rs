@@ -195,6 +195,7 @@ impl<S: Store> Rendezvous for Local<S> {
                         &beat.node_id,
                         beat.round,
                         beat.chief_restarts_seen,
+                        beat.notice.as_ref(),
                         now,
                     )?;
                     let running = status == RoundStatus::Running;
@@ -270,7 +271,7 @@ impl<S: Store> Rendezvous for Local<S> {
         self.store
             .long_poll(&leave.rdzv_id, None, Instant::now(), |registry, now| {
                 registry.authorize(&leave.rdzv_id, Some(&leave.node_id), "Leave", &proof)?;
-                registry.leave(&leave.rdzv_id, &leave.node_id, now);
+                registry.leave(&leave.rdzv_id, &leave.node_id, leave.notice.as_ref(), now);
                 Ok(((), false))
             })
             .instrument(span)

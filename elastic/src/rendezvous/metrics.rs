@@ -11,6 +11,7 @@ use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// The rendezvous's RPCs, as `tfcluster_rendezvous_requests_total` labels them.
@@ -37,14 +38,31 @@ struct RequestLabels {
 /// [`RendezvousMetrics::register`] and give them to
 /// [`RendezvousServerBuilder::with_metrics`](crate::RendezvousServerBuilder::with_metrics). The default counts
 /// into metrics no registry holds.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct RendezvousMetrics {
     requests: Family<RequestLabels, Counter>,
     jobs: Gauge,
     rounds_formed: Counter,
     hosts_set_aside: Counter,
     joins_deferred: Counter,
+    departure_to_round: Histogram,
     guard: GuardMetrics,
+}
+
+impl Default for RendezvousMetrics {
+    fn default() -> Self {
+        Self {
+            requests: Family::default(),
+            jobs: Gauge::default(),
+            rounds_formed: Counter::default(),
+            hosts_set_aside: Counter::default(),
+            joins_deferred: Counter::default(),
+            // From a second (warm interpreters, a short last call) to two minutes (a job
+            // waiting for a host to replace the one that left).
+            departure_to_round: Histogram::new([1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0]),
+            guard: GuardMetrics::default(),
+        }
+    }
 }
 
 impl RendezvousMetrics {
@@ -78,6 +96,11 @@ impl RendezvousMetrics {
             "Joins that found the job's membership budget spent (rounds ended by hosts joining or leaving) and waited instead of ending the running round, of every job",
             metrics.joins_deferred.clone(),
         );
+        registry.register(
+            "tfcluster_rendezvous_departure_to_round_seconds",
+            "Seconds from a node leaving ahead of its cloud's notice (a spot preemption, maintenance) to the job's next round, of every job",
+            metrics.departure_to_round.clone(),
+        );
         metrics
             .guard
             .register(registry, "tfcluster_rendezvous", "rendezvous server");
@@ -100,6 +123,10 @@ impl RendezvousMetrics {
 
     pub(crate) fn host_set_aside(&self) {
         self.hosts_set_aside.inc();
+    }
+
+    pub(crate) fn departure_to_round(&self, after: std::time::Duration) {
+        self.departure_to_round.observe(after.as_secs_f64());
     }
 
     pub(crate) fn join_deferred(&self) {

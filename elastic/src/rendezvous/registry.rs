@@ -42,12 +42,13 @@ use std::time::Instant;
 use cluster_spec::__private::quote::quote;
 use tokio::sync::watch;
 
+use crate::host_notice::HostNotice;
 use crate::outcome::RoundStatus;
 use crate::rendezvous::credentials::Proof;
 pub(crate) use calls::{JoinArgs, Joined, Refusal, Reported, Settings, TaskReport, Waited};
 use calls::{unknown_job, unknown_node};
 use job::{Job, Phase};
-use node::NodeState;
+use node::{NodeState, StandingNotice};
 
 #[cfg(feature = "etcd")]
 pub(crate) use stored::Clock;
@@ -212,6 +213,7 @@ impl Registry {
         node_id: &str,
         round: u64,
         chief_restarts_seen: u32,
+        notice: Option<&HostNotice>,
         now: Instant,
     ) -> Result<RoundStatus, Refusal> {
         let timeout = self.settings.timeout;
@@ -224,6 +226,22 @@ impl Registry {
             .get_mut(node_id)
             .ok_or_else(|| unknown_node(rdzv_id, node_id, timeout))?;
         node.last_seen = now;
+        let notice = notice.map(|n| StandingNotice::at(n, now));
+        let changed = match (&node.notice, &notice) {
+            (Some(kept), Some(new)) => kept.differs(new),
+            (kept, new) => kept.is_some() != new.is_some(),
+        };
+        if changed {
+            match &notice {
+                Some(n) => tracing::warn!(rdzv_id, node = %node.describe(node_id),
+                    notice = %n.as_of(now), "a cloud's notice for a node's host"),
+                None => tracing::info!(rdzv_id, node = %node.describe(node_id),
+                    "the cloud's notice for a node's host was withdrawn"),
+            }
+            node.notice = notice;
+            job.notify();
+        }
+        let node = &job.nodes[node_id];
         if let Phase::Running(current) = &job.phase
             && current.number == round
         {
@@ -274,9 +292,15 @@ impl Registry {
         reported
     }
 
-    pub(crate) fn leave(&mut self, rdzv_id: &str, node_id: &str, now: Instant) {
+    pub(crate) fn leave(
+        &mut self,
+        rdzv_id: &str,
+        node_id: &str,
+        notice: Option<&HostNotice>,
+        now: Instant,
+    ) {
         if let Some(job) = self.jobs.get_mut(rdzv_id) {
-            job.leave(node_id, now);
+            job.leave(node_id, notice, now);
         }
     }
 

@@ -45,6 +45,7 @@ pub(crate) fn job_status_to_proto(status: &JobStatus) -> proto::JobStatusRespons
             }),
             silent_ms: ms(n.silent),
             late: n.late,
+            notice: n.notice.as_ref().map(super::notice_to_proto),
         })
         .collect();
     proto::JobStatusResponse {
@@ -127,6 +128,7 @@ pub(crate) fn job_status_from_proto(
                 state,
                 silent: Duration::from_millis(n.silent_ms),
                 late: n.late,
+                notice: n.notice.map(super::notice_from_proto),
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;

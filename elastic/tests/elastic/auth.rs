@@ -162,6 +162,7 @@ fn forged_node_calls_over_grpc_are_refused_and_change_nothing() {
                 round: 1,
                 poll_ms: 0,
                 chief_restarts_seen: 0,
+                notice: Some(hour_notice()),
             };
             let status = stub
                 .heartbeat(forged(beat, token, secret))
@@ -186,9 +187,11 @@ fn forged_node_calls_over_grpc_are_refused_and_change_nothing() {
                 .unwrap_err();
             assert_eq!(status.code(), expected, "Report: {status:?}");
             assert!(!status.message().contains(&right), "{status:?}");
+            // A forged departure would keep a's host out of the job for an hour.
             let leave = proto::LeaveRequest {
                 rdzv_id: "job".into(),
                 node_id: node_id.clone(),
+                notice: Some(hour_notice()),
             };
             let status = stub.leave(forged(leave, token, secret)).await.unwrap_err();
             assert_eq!(status.code(), expected, "Leave: {status:?}");
@@ -461,4 +464,14 @@ fn an_etcd_role_limited_to_its_jobs_prefix_runs_that_job_and_no_other() {
             .await
             .unwrap();
     });
+}
+
+/// A spot notice an hour ahead, as a forged call would send it.
+fn hour_notice() -> proto::HostNotice {
+    proto::HostNotice {
+        cloud: "gce".into(),
+        kind: "preemption".into(),
+        remaining_ms: 3_600_000,
+        detail: "TRUE".into(),
+    }
 }

@@ -48,6 +48,8 @@ pub enum RestartCause {
     joined,
     /// A host left.
     left,
+    /// A host left ahead of its cloud's notice (a spot preemption, maintenance).
+    departed,
 }
 
 impl RestartCause {

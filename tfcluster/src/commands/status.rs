@@ -271,6 +271,19 @@ fn status_text(rendezvous: &Rendezvous, status: &JobStatus) -> String {
             None => writeln!(out),
         };
     }
+    for node in &status.nodes {
+        let Some(notice) = &node.notice else { continue };
+        let what = if notice.is_departure() {
+            "leaving before the deadline"
+        } else {
+            "staying"
+        };
+        let _ = writeln!(
+            out,
+            "  host {} ({}): {notice}; {what}",
+            node.host, node.node_id
+        );
+    }
     for aside in &status.hosts_aside {
         let _ = writeln!(
             out,
@@ -381,6 +394,12 @@ fn status_json(rendezvous: &Rendezvous, status: &JobStatus) -> Value {
                 "waiting_s": waiting,
                 "silent_s": n.silent.as_secs_f64(),
                 "late": n.late,
+                "notice": n.notice.as_ref().map(|notice| json!({
+                    "cloud": notice.cloud,
+                    "kind": notice.kind,
+                    "deadline_in_s": notice.remaining.map(|r| r.as_secs_f64()),
+                    "detail": notice.detail,
+                })),
             })
         })
         .collect();

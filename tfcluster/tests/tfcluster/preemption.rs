@@ -3,7 +3,9 @@
 //! (each shows the notice it read from `TFCLUSTER_NOTICE_FILE`, then exits 42 as
 //! TensorFlow's handler does after saving) and leave before the deadline, telling Azure it
 //! may go ahead; the job forms its next round without it, no restart counted, and ends when
-//! its work does.
+//! its work does. The rendezvous (built in, and in etcd) keeps the host out until the
+//! deadline: another agent there waits. A standing notice (a rebalance, a spot interruption
+//! far ahead) shows in `tfcluster status` and, withdrawn, changes nothing.
 
 use std::ops::Deref;
 use std::time::{Duration, Instant, SystemTime};
@@ -13,14 +15,66 @@ use http_standin::{AzureScheduledEvents, Ec2Imds, GceMetadata, StandIn};
 use tokio::runtime::Runtime;
 
 use super::elastic_run::{scratch, serving};
+use super::host_job::etcd_rdzv;
 use super::launch::Launch;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The job's rendezvous id, for `tfcluster status`.
+const RDZV_ID: &str = "preempted";
+
+/// The noticed host's address: another loopback address than the first host's, so that
+/// the rendezvous tells the two hosts apart.
+const NOTICED_HOST: &str = "127.0.0.2";
+
+/// `tfcluster status` of the job at `endpoint`, as JSON.
+fn status_json(endpoint: &str) -> serde_json::Value {
+    let args = ["status", "--rdzv", endpoint, "--rdzv-id", RDZV_ID];
+    let mut status = Launch::start(&[&args[..], &["--format", "json"]].concat(), &[]);
+    let code = status.wait(TIMEOUT).code();
+    assert_eq!(code, Some(0), "{}", status.stderr());
+    serde_json::from_str(&status.stdout()).expect("status prints one JSON object")
+}
+
+/// The node on `host` in `status`, if it has one.
+fn node_on<'a>(status: &'a serde_json::Value, host: &str) -> Option<&'a serde_json::Value> {
+    status["nodes"]
+        .as_array()?
+        .iter()
+        .find(|n| n["host"] == host)
+}
+
+/// The flags of an agent of the job at `endpoint` following `notices`, then `extra`.
+fn agent_args(endpoint: &str, notices: &str, extra: &[&str]) -> Vec<String> {
+    let flags = [
+        "run",
+        "--rdzv",
+        endpoint,
+        "--rdzv-id",
+        RDZV_ID,
+        "--nodes",
+        "1:2",
+        "--rdzv-last-call",
+        "1s",
+        "--rdzv-timeout",
+        "10s",
+        "--grace",
+        "5s",
+        "--preemption-notices",
+        notices,
+    ];
+    let task = ["--", "sh", "-c", TASK];
+    [&flags[..], extra, &task[..]]
+        .concat()
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Prints `seen RANK ROUND RESTARTS WORKERS`; on SIGTERM prints the notice it can read and
 /// exits 42 (a save, then TensorFlow's planned exit); exits 0 once `$DIR/done` exists.
 const TASK: &str = r#"
-workers=$(echo "$TF_CONFIG" | grep -o '127\.0\.0\.1:[0-9]*' | wc -l)
+workers=$(echo "$TF_CONFIG" | grep -o '127\.0\.0\.[0-9]*:[0-9]*' | wc -l)
 echo "seen $TFCLUSTER_NODE_RANK $TFCLUSTER_ROUND $TFCLUSTER_RESTART_COUNT $workers"
 trap 'echo "saved round=$TFCLUSTER_ROUND notice=$(cat "$TFCLUSTER_NOTICE_FILE" 2>/dev/null)"; exit 42' TERM
 while [ ! -e "$DIR/done" ]; do sleep 0.1; done
@@ -131,37 +185,22 @@ fn httpdate(time: SystemTime) -> String {
 /// Two agents of a `--nodes 1:2` job, the second following `cloud`'s notices; the notice
 /// given once both are in a round: the second leaves (exit 0, saying so, its task told and
 /// shown the notice), the first trains on alone with no restart counted, then the job ends.
-fn departure<C: Cloud + Deref<Target = StandIn>>(cloud: &C) {
+fn departure<C: Cloud + Deref<Target = StandIn>>(cloud: &C, etcd: Option<&str>) {
     let dir = scratch(&format!("preemption-{}", C::NAME));
     let dir_text = dir.path().to_str().expect("a UTF-8 path").to_owned();
-    let flags = |endpoint: &str, notices: &str| {
-        [
-            "run",
-            "--rdzv",
-            endpoint,
-            "--nodes",
-            "1:2",
-            "--rdzv-last-call",
-            "1s",
-            "--rdzv-timeout",
-            "10s",
-            "--grace",
-            "5s",
-            "--preemption-notices",
-            notices,
-            "--",
-            "sh",
-            "-c",
-            TASK,
-        ]
-        .map(str::to_owned)
+    let (mut a, endpoint) = match etcd {
+        None => serving(|endpoint, log| {
+            let args = agent_args(endpoint, "off", &[]);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            Launch::start(&args, &[("DIR", &dir_text), log])
+        }),
+        Some(etcd) => {
+            let args = agent_args(etcd, "off", &[]);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            (Launch::start(&args, &[("DIR", &dir_text)]), etcd.to_owned())
+        }
     };
-    let (mut a, endpoint) = serving(|endpoint, log| {
-        let args = flags(endpoint, "off");
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        Launch::start(&args, &[("DIR", &dir_text), log])
-    });
-    let args = flags(&endpoint, C::NAME);
+    let args = agent_args(&endpoint, C::NAME, &["--host", NOTICED_HOST]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (variable, value) = cloud.endpoint();
     let mut b = Launch::start(&args, &[("DIR", &dir_text), (variable, &value)]);
@@ -213,9 +252,32 @@ fn departure<C: Cloud + Deref<Target = StandIn>>(cloud: &C) {
         C::NAME
     );
 
+    // The rendezvous keeps the noticed host out until the deadline: another agent there
+    // (one that reads no notice) joins and waits, and the round runs on.
+    let status = status_json(&endpoint);
+    let aside = &status["hosts_aside"][0];
+    assert_eq!(aside["host"], NOTICED_HOST, "{status}");
+    let reason = aside["reason"].as_str().unwrap_or_default();
+    let noticed = format!("its node left ahead of a {} preemption notice", C::NAME);
+    assert!(reason.contains(&noticed), "{status}");
+    let args = agent_args(&endpoint, "off", &["--host", NOTICED_HOST]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut c = Launch::start(&args, &[("DIR", &dir_text)]);
+    let waiting = until(&[&a, &c], "the returning host waiting", || {
+        let status = status_json(&endpoint);
+        let node = node_on(&status, NOTICED_HOST)?;
+        let waiting = node["state"] == "waiting";
+        waiting.then_some(status)
+    });
+    assert_eq!(waiting["state"], "running", "{waiting}");
+    assert_eq!(waiting["round"], next, "the round ran on: {waiting}");
+
     std::fs::write(dir.path().join("done"), "").expect("written");
     let status = a.wait(TIMEOUT);
     assert_eq!(status.code(), Some(0), "{}", a.stderr());
+    // The job is done: the waiting agent learns so and ends with it.
+    assert_eq!(c.wait(TIMEOUT).code(), Some(0), "{}", c.stderr());
+    assert!(seen(&c).is_empty(), "never in a round: {}", c.stdout());
     assert!(!cloud.requests().is_empty());
 }
 
@@ -223,7 +285,7 @@ fn departure<C: Cloud + Deref<Target = StandIn>>(cloud: &C) {
 fn a_gce_spot_notice_makes_its_host_leave_and_the_job_go_on_without_it() {
     let rt = Runtime::new().expect("a runtime");
     let metadata = rt.block_on(GceMetadata::start());
-    departure(&metadata);
+    departure(&metadata, None);
     let requests = metadata.requests();
     assert!(
         requests
@@ -237,8 +299,17 @@ fn a_gce_spot_notice_makes_its_host_leave_and_the_job_go_on_without_it() {
 fn an_ec2_spot_interruption_makes_its_host_leave_and_the_job_go_on_without_it() {
     let rt = Runtime::new().expect("a runtime");
     let imds = rt.block_on(Ec2Imds::start());
-    departure(&imds);
+    departure(&imds, None);
     assert!(imds.tokens_issued() >= 1);
+    rt.block_on(imds.stop());
+}
+
+#[test]
+fn a_departure_is_the_same_with_the_rendezvous_in_etcd() {
+    let rt = Runtime::new().expect("a runtime");
+    let imds = rt.block_on(Ec2Imds::start());
+    let etcd = etcd_cluster::EtcdCluster::start_local(1);
+    departure(&imds, Some(&etcd_rdzv(&etcd)));
     rt.block_on(imds.stop());
 }
 
@@ -246,8 +317,92 @@ fn an_ec2_spot_interruption_makes_its_host_leave_and_the_job_go_on_without_it() 
 fn an_azure_preemption_makes_its_host_leave_and_is_approved_once_it_left() {
     let rt = Runtime::new().expect("a runtime");
     let events = rt.block_on(AzureScheduledEvents::start());
-    departure(&events);
+    departure(&events, None);
     // Approved after the agent left, so Azure may go ahead before NotBefore.
     assert_eq!(events.acknowledged(), ["E-spot"]);
     rt.block_on(events.stop());
+}
+
+/// Two agents of a `--nodes 1:2` job, the second following EC2's notices with the default
+/// lead: a rebalance recommendation and a spot interruption ten minutes ahead each show in
+/// `tfcluster status` while they stand and go when withdrawn (a flapping notice), and the
+/// job runs on in its round all the while.
+#[test]
+fn a_standing_notice_shows_in_status_and_a_withdrawn_one_changes_nothing() {
+    let rt = Runtime::new().expect("a runtime");
+    let imds = rt.block_on(Ec2Imds::start());
+    let dir = scratch("preemption-standing");
+    let dir_text = dir.path().to_str().expect("a UTF-8 path").to_owned();
+    let (mut a, endpoint) = serving(|endpoint, log| {
+        let args = agent_args(endpoint, "off", &[]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Launch::start(&args, &[("DIR", &dir_text), log])
+    });
+    let args = agent_args(&endpoint, "aws", &["--host", NOTICED_HOST]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (variable, value) = Cloud::endpoint(&imds);
+    let mut b = Launch::start(&args, &[("DIR", &dir_text), (variable, &value)]);
+    let round = until(&[&a, &b], "round of both hosts", || {
+        let (_, round, _, workers) = *seen(&b).last()?;
+        (workers == 2 && seen(&a).iter().any(|s| s.1 == round)).then_some(round)
+    });
+    // The notice as the status shows B's, once it does (`None`: until it has none).
+    let shown = |want: bool| {
+        until(&[&a, &b], "the status showing the notice", || {
+            let status = status_json(&endpoint);
+            let notice = node_on(&status, NOTICED_HOST)?["notice"].clone();
+            (notice.is_null() != want).then_some((notice, status))
+        })
+    };
+
+    imds.set_rebalance(Some(
+        serde_json::json!({"noticeTime": "2026-12-07T12:00:00Z"}),
+    ));
+    let (notice, _) = shown(true);
+    assert_eq!(
+        (&notice["cloud"], &notice["kind"]),
+        (&"aws".into(), &"rebalance".into())
+    );
+    assert!(notice["deadline_in_s"].is_null(), "{notice}");
+    imds.set_rebalance(None);
+    shown(false);
+
+    let time = humantime::format_rfc3339_seconds(SystemTime::now() + Duration::from_secs(600));
+    imds.set_spot_instance_action(Some(
+        serde_json::json!({"action": "terminate", "time": time.to_string()}),
+    ));
+    let (notice, status) = shown(true);
+    assert_eq!(notice["kind"], "preemption", "{notice}");
+    let left = notice["deadline_in_s"].as_f64().unwrap_or_default();
+    assert!((500.0..=600.0).contains(&left), "{notice}");
+    let mut text = Launch::start(&["status", "--rdzv", &endpoint, "--rdzv-id", RDZV_ID], &[]);
+    assert_eq!(text.wait(TIMEOUT).code(), Some(0), "{}", text.stderr());
+    let line = format!("  host {NOTICED_HOST} (");
+    let said = text.stdout();
+    let said = said
+        .lines()
+        .find(|l| l.starts_with(&line))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        said.contains("): aws preemption notice (terminate), deadline in ")
+            && said.ends_with("; leaving before the deadline"),
+        "{}",
+        text.stdout()
+    );
+    assert_eq!(
+        status["round"], round,
+        "a notice alone ends nothing: {status}"
+    );
+    imds.set_spot_instance_action(None);
+    let (_, status) = shown(false);
+    assert_eq!(status["round"], round, "nor does its withdrawal: {status}");
+
+    std::fs::write(dir.path().join("done"), "").expect("written");
+    for agent in [&mut a, &mut b] {
+        let status = agent.wait(TIMEOUT);
+        assert_eq!(status.code(), Some(0), "{}", agent.stderr());
+    }
+    assert!(seen(&b).iter().all(|s| s.1 == round), "{}", b.stdout());
+    rt.block_on(imds.stop());
 }

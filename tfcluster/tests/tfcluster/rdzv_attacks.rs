@@ -364,9 +364,18 @@ fn attack_forged_node_calls_and_calls_without_the_token() {
             kinds[1].1.record(r, Code::PermissionDenied);
             let r = s.report(request(report_exit_0(second), None, None)).await;
             kinds[2].1.record(r, Code::Unauthenticated);
+            // With a spot notice an hour ahead: a forged departure would keep the second
+            // node's host out of the job for an hour.
+            let notice = proto::HostNotice {
+                cloud: "aws".into(),
+                kind: "preemption".into(),
+                remaining_ms: 3_600_000,
+                detail: "terminate".into(),
+            };
             let leave = proto::LeaveRequest {
                 rdzv_id: rdzv_id.clone(),
                 node_id: second.node_id.clone(),
+                notice: Some(notice.clone()),
             };
             let r = s
                 .leave(request(leave, Some(TOKEN), Some(WRONG_SECRET)))
@@ -378,6 +387,7 @@ fn attack_forged_node_calls_and_calls_without_the_token() {
                 round: round.number,
                 poll_ms: 0,
                 chief_restarts_seen: 0,
+                notice: Some(notice),
             };
             let r = s.heartbeat(request(beat, Some(TOKEN), None)).await;
             kinds[4].1.record(r, Code::PermissionDenied);
@@ -477,6 +487,7 @@ fn attack_join_and_leave_in_a_loop_cannot_restart_a_job_forever() {
                 let leave = proto::LeaveRequest {
                     rdzv_id: rdzv_id.clone(),
                     node_id: answer.node_id,
+                    notice: None,
                 };
                 let secret = Some(answer.node_secret.as_str());
                 let _ = stub.leave(request(leave, Some(TOKEN), secret)).await;

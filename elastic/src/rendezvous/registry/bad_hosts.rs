@@ -78,6 +78,20 @@ impl Job {
         Some(record.reason.clone())
     }
 
+    /// `host`'s node left ahead of its cloud's notice: the host is out of the job's rounds
+    /// until `until` (its deadline), counted as no failure and no time set aside.
+    pub(super) fn host_departs(&mut self, host: &str, until: Instant, reason: String) {
+        if !self.hosts.contains_key(host) && self.hosts.len() >= MAX_HOSTS {
+            self.forget_a_host();
+        }
+        let record = self.hosts.entry(host.to_owned()).or_default();
+        if record.aside_until.is_none_or(|aside| aside < until) {
+            record.aside_until = Some(until);
+            record.reason = reason;
+        }
+        tracing::info!(rdzv_id = %self.id, host, reason = %record.reason, "a host leaves ahead of its cloud's notice: out of the job's rounds until its deadline");
+    }
+
     /// Forgets the host whose latest failure is the oldest, and that is not set aside.
     fn forget_a_host(&mut self) {
         let oldest = self

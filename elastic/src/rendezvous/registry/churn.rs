@@ -158,7 +158,7 @@ mod tests {
                 joined.note,
                 format!("round {round} ended to take this node in")
             );
-            r.leave("job", &x, t);
+            r.leave("job", &x, None, t);
             join_as(&mut r, &c, "a", 1000, t).unwrap();
             r.tick(t);
             round = round_of(&mut r, "a", round, t).unwrap().0;
@@ -185,7 +185,7 @@ mod tests {
         // Both stay alive until the budget grows back by one; then x3 gets in.
         while t < due {
             t += Duration::from_secs(5);
-            let beat = r.heartbeat("job", "a", 4, 0, t).unwrap();
+            let beat = r.heartbeat("job", "a", 4, 0, None, t).unwrap();
             if t < due {
                 assert_eq!(beat, RoundStatus::Running, "at {:?}", t - first_end);
             }

@@ -64,6 +64,8 @@ pub(super) struct Job {
     pub(super) hosts: Hosts,
     /// When rounds recently ended for a host joining or leaving.
     pub(super) churn: Churn,
+    /// When a node last left ahead of its cloud's notice, until the next round forms.
+    pub(super) departed: Option<Instant>,
     /// When the last node started waiting: a round with `min` nodes closes `last_call` after.
     pub(super) last_arrival: Instant,
     /// Since when the job has had no node; it is forgotten after the timeout.
@@ -100,6 +102,7 @@ impl Job {
             crash_loop: CrashLoop::default(),
             hosts: Hosts::new(),
             churn: Churn::default(),
+            departed: None,
             last_arrival: now,
             empty_since: None,
             changed: watch::Sender::new(0),
@@ -156,7 +159,10 @@ impl Job {
         if reason.is_failure() {
             self.restart_count += 1;
         }
-        if matches!(reason, EndReason::NodeJoined | EndReason::NodeLeft) {
+        if matches!(
+            reason,
+            EndReason::NodeJoined | EndReason::NodeLeft | EndReason::NodeDeparted
+        ) {
             self.churn.record(now);
         }
         // The next round's tasks start afresh.
@@ -249,7 +255,7 @@ mod tests {
         join_as(&mut r, &c, "a", 1000, t0).unwrap();
         assert_eq!(round_of(&mut r, "a", 1, t0).unwrap().1, 1);
         report(&mut r, "a", 2, 0, TaskStatus::Signaled(9), "", t0).unwrap();
-        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, 0, t0).unwrap() else {
+        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, 0, None, t0).unwrap() else {
             panic!("the job goes on past max restarts");
         };
         assert!(!done.succeeded);

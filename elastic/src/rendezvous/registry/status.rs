@@ -57,6 +57,7 @@ impl Registry {
                     // Whole milliseconds, as the wire carries them.
                     silent: Duration::from_millis(silent.as_millis() as u64),
                     late: silent > timeout / 2,
+                    notice: node.notice.as_ref().map(|n| n.as_of(now)),
                 }
             })
             .collect();

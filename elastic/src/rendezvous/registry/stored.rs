@@ -17,7 +17,7 @@ use super::calls::Settings;
 use super::churn::Churn;
 use super::formed::FormedRound;
 use super::job::{Job, Phase};
-use super::node::{Node, NodeState};
+use super::node::{Node, NodeState, StandingNotice};
 use crate::proto::{self, stored_node::State};
 use crate::rendezvous::credentials;
 use crate::{Error, WireError, wire};
@@ -142,6 +142,12 @@ impl Registry {
                     state,
                     last_round,
                     secret: credentials::loaded(&node.secret_hmac, node.open, "a node's secret")?,
+                    notice: node.notice.map(|n| StandingNotice {
+                        cloud: n.cloud,
+                        kind: n.kind,
+                        deadline: (n.deadline_ms != 0).then(|| clock.instant_of_ms(n.deadline_ms)),
+                        detail: n.detail,
+                    }),
                 },
             );
         }
@@ -210,6 +216,7 @@ impl Registry {
                         .then(|| Signature::from_stored(stored.crash_signature)),
                 }),
             },
+            departed: (stored.departed_ms != 0).then(|| clock.instant_of_ms(stored.departed_ms)),
             last_arrival: clock.instant_of_ms(stored.last_arrival_ms),
             empty_since: (stored.empty_since_ms != 0)
                 .then(|| clock.instant_of_ms(stored.empty_since_ms)),
@@ -253,6 +260,12 @@ impl Registry {
                     last_round: n.last_round.as_ref().map_or(0, |r| r.number),
                     secret_hmac: credentials::stored(n.secret),
                     open: n.secret.is_none(),
+                    notice: n.notice.as_ref().map(|n| proto::StoredNotice {
+                        cloud: n.cloud.clone(),
+                        kind: n.kind.clone(),
+                        deadline_ms: n.deadline.map_or(0, |t| clock.to_ms(t)),
+                        detail: n.detail.clone(),
+                    }),
                 }
             })
             .collect();
@@ -280,6 +293,7 @@ impl Registry {
                 .collect(),
             chief_asks: job.chief_asks,
             chief_asks_done: job.chief_asks_done,
+            departed_ms: job.departed.map_or(0, |t| clock.to_ms(t)),
             churn_whole_at_ms: job
                 .churn
                 .stored(clock.instant())
@@ -355,7 +369,7 @@ mod tests {
     use std::time::Duration;
 
     use super::super::Reported;
-    use super::super::tests::{config, join_as, registry, report};
+    use super::super::tests::{config, join_as, join_on, registry, report};
     use super::*;
     use crate::TaskStatus;
     use crate::rendezvous::credentials::Digest;
@@ -433,11 +447,40 @@ mod tests {
         let mut loaded = reload(&r, &["a", "b"], clock);
         assert_eq!(loaded.store("job", clock).unwrap(), first);
         assert_eq!(
-            loaded.heartbeat("job", "a", 1, 0, t0).unwrap(),
+            loaded.heartbeat("job", "a", 1, 0, None, t0).unwrap(),
             crate::RoundStatus::RestartChief(1)
         );
-        loaded.heartbeat("job", "a", 1, 1, t0).unwrap();
+        loaded.heartbeat("job", "a", 1, 1, None, t0).unwrap();
         assert_eq!(loaded.store("job", clock).unwrap().chief_asks_done, 1);
+    }
+
+    #[test]
+    fn a_notice_and_a_departure_are_kept_in_the_record() {
+        let mut r = registry();
+        let clock = Clock::now();
+        let t0 = clock.instant();
+        let c = config(1, 3, "", 0);
+        join_on(&mut r, &c, "a", "10.0.0.1", 2001, t0).unwrap();
+        join_on(&mut r, &c, "b", "10.0.0.2", 2001, t0).unwrap();
+        join_on(&mut r, &c, "c", "10.0.0.3", 2001, t0).unwrap();
+        let notice = |kind: &str, remaining| crate::HostNotice {
+            cloud: "azure".into(),
+            kind: kind.into(),
+            remaining,
+            detail: "Preempt".into(),
+        };
+        let soon = notice("preemption", Some(std::time::Duration::from_secs(30)));
+        r.heartbeat("job", "b", 1, 0, Some(&soon), t0).unwrap();
+        r.leave("job", "c", Some(&soon), t0);
+        let first = r.store("job", clock).unwrap();
+        assert_eq!(first.nodes[1].notice.as_ref().unwrap().kind, "preemption");
+        assert!(first.departed_ms > 0);
+        assert_eq!(first.hosts[0].host, "10.0.0.3");
+        let loaded = reload(&r, &["a", "b"], clock);
+        assert_eq!(loaded.store("job", clock).unwrap(), first);
+        let status = loaded.status("job", t0).unwrap();
+        assert_eq!(status.nodes[1].notice.as_ref(), Some(&soon));
+        assert_eq!(status.hosts_aside[0].host, "10.0.0.3");
     }
 
     #[test]

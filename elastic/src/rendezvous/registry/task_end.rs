@@ -260,7 +260,7 @@ mod tests {
             "task worker:0 succeeded; the job ends when task chief:0 does"
         );
         assert_eq!(
-            r.heartbeat("job", "b", 1, 0, t0).unwrap(),
+            r.heartbeat("job", "b", 1, 0, None, t0).unwrap(),
             RoundStatus::Running
         );
         report(&mut r, "a", 1, 0, TaskStatus::Exited(0), "", t0).unwrap();
@@ -280,7 +280,7 @@ mod tests {
             join_as(&mut r, &c, id, port, t0).unwrap();
         }
         assert_eq!(
-            r.heartbeat("job", "c", 1, 0, t0).unwrap(),
+            r.heartbeat("job", "c", 1, 0, None, t0).unwrap(),
             RoundStatus::Running
         );
         (r, t0)
@@ -300,7 +300,7 @@ mod tests {
                 (Some(Restart::Task), n)
             );
             assert_eq!(
-                r.heartbeat("job", "a", 1, 0, t0).unwrap(),
+                r.heartbeat("job", "a", 1, 0, None, t0).unwrap(),
                 RoundStatus::Running
             );
         }
@@ -345,7 +345,8 @@ mod tests {
             "{}",
             answer.note
         );
-        let beat = |r: &mut Registry, node, seen| r.heartbeat("job", node, 1, seen, t0).unwrap();
+        let beat =
+            |r: &mut Registry, node, seen| r.heartbeat("job", node, 1, seen, None, t0).unwrap();
         assert_eq!(
             beat(&mut r, "c", 0),
             RoundStatus::Running,
@@ -435,7 +436,7 @@ mod tests {
         let answer = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), "OSError", t0).unwrap();
         assert_eq!(answer.in_place, Some(Restart::Task), "the evaluator");
         assert_eq!(
-            r.heartbeat("job", "b", 1, 0, t0).unwrap(),
+            r.heartbeat("job", "b", 1, 0, None, t0).unwrap(),
             RoundStatus::Running
         );
         let answer = report(&mut r, "b", 1, 0, TaskStatus::Exited(1), "", t0).unwrap();
@@ -482,7 +483,7 @@ mod tests {
             "{}",
             answer.note
         );
-        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, 0, t0).unwrap() else {
+        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, 0, None, t0).unwrap() else {
             panic!("the job goes on");
         };
         assert!(!done.succeeded);
@@ -514,7 +515,7 @@ mod tests {
         let answer = report(&mut r, "c", 1, 0, TaskStatus::Exited(1), "OSError: x", t0).unwrap();
         assert_eq!(answer.in_place, None, "twice in a row without progress");
         assert!(matches!(
-            r.heartbeat("job", "a", 1, 0, t0).unwrap(),
+            r.heartbeat("job", "a", 1, 0, None, t0).unwrap(),
             RoundStatus::JobDone(_)
         ));
     }
