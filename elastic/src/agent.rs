@@ -81,7 +81,7 @@ pub use metrics::AgentMetrics;
 pub use wait_watcher::WaitWatcher;
 use wait_watcher::{EndOfWait, Watcher};
 
-use failure_policy::{Restart, TaskEnd};
+use failure_policy::{Restart, Strategy, TaskEnd};
 use launcher::supervise::{Signal, SpawnError, Supervisor, TaskLogs, TaskSpec};
 use launcher::{
     GpuError, GpusPerTask, HealthCheck, HealthCheckFailed, Prewarm, PrewarmError, ReservedPorts,
@@ -933,8 +933,39 @@ impl Agent {
                 }
                 // Its exit, soon after, is reported as hung.
                 index = watchdog.hung() => tasks.kill_hung(index),
-                signal = next_signal(stop) => return Ok(RoundEnded::Stopped(signal)),
+                signal = next_signal(stop) => {
+                    if let Some(chief) = pss_chief(tasks, round, &local_of) {
+                        self.stop_chief_first(tasks, chief, signal, stop).await;
+                    }
+                    return Ok(RoundEnded::Stopped(signal));
+                }
             }
+        }
+    }
+
+    /// Stops the local chief of a ParameterServerStrategy round alone, and waits up to the
+    /// grace for it to exit, before anything else stops or the node leaves: a coordinator
+    /// saves on SIGTERM (the guide's loop), and its variables live on the parameter servers,
+    /// which must still serve, here and on every other host. A second signal cuts it short.
+    async fn stop_chief_first(
+        &self,
+        tasks: &mut Supervisor,
+        chief: usize,
+        signal: Signal,
+        stop: &mut (impl Stream<Item = Signal> + Unpin),
+    ) {
+        tracing::info!(grace = ?self.options.grace, "stopping the chief first: it saves while the parameter servers serve");
+        tasks.signal_task(chief, signal);
+        let until_exit = async {
+            while let Some((index, _)) = tasks.next_exit().await {
+                if index == chief {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::timeout(self.options.grace, until_exit) => {}
+            _ = next_signal(stop) => {}
         }
     }
 
@@ -1029,6 +1060,20 @@ fn restart_chief(
     );
     tasks.kill(running);
     Some((chief, restarts))
+}
+
+/// The supervisor's index of the local chief, while it runs, when `round` is
+/// ParameterServerStrategy's (it has parameter servers).
+fn pss_chief(tasks: &Supervisor, round: &Round, local_of: &[u32]) -> Option<usize> {
+    if round.config().strategy() != Strategy::ParameterServer {
+        return None;
+    }
+    let chief = round
+        .local_tasks()
+        .iter()
+        .position(|t| t.task.job == "chief")? as u32;
+    let index = local_of.iter().rposition(|&l| l == chief)?;
+    tasks.is_running(index).then_some(index)
 }
 
 /// The port of `address` (`host:port`) held again for its task's restart, when it can be.

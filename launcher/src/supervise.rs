@@ -379,6 +379,22 @@ impl Supervisor {
         }
     }
 
+    /// Sends `signal` to task `index`'s process group alone, if it still runs: a stop that
+    /// begins with one task (ParameterServerStrategy's chief saves while the servers serve).
+    pub fn signal_task(&self, index: usize, signal: Signal) {
+        let task = &self.tasks[index];
+        if task.status.is_none() {
+            tracing::debug!(task = %task.name, %signal, "signalling one task");
+            self.stopping.store(true, Relaxed);
+            task.group.signal(signal);
+        }
+    }
+
+    /// Whether task `index` still runs.
+    pub fn is_running(&self, index: usize) -> bool {
+        self.tasks.get(index).is_some_and(|t| t.status.is_none())
+    }
+
     /// How many tasks still run.
     pub fn running(&self) -> usize {
         self.tasks.iter().filter(|t| t.status.is_none()).count()

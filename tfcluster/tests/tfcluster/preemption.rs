@@ -406,3 +406,113 @@ fn a_standing_notice_shows_in_status_and_a_withdrawn_one_changes_nothing() {
     assert!(seen(&b).iter().all(|s| s.1 == round), "{}", b.stdout());
     rt.block_on(imds.stop());
 }
+
+/// The guide's ParameterServerStrategy loop, as its page shows it.
+fn guide_loop() -> String {
+    let page: std::path::PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "docs/guide/launching.md"]
+        .iter()
+        .collect();
+    let page = std::fs::read_to_string(&page).expect("the guide's page");
+    let (_, after) = page
+        .split_once("<!-- pss-coordinator-loop:")
+        .expect("the page marks the loop");
+    let block = after.split_once("```python\n").expect("a Python block").1;
+    block
+        .split_once("```")
+        .expect("the block ends")
+        .0
+        .to_owned()
+}
+
+/// The first `WORD N` line of `text`'s task output, as N.
+fn step_said(text: &str, word: &str) -> Option<u64> {
+    let word = format!("] {word} ");
+    text.lines()
+        .find_map(|l| l.split_once(word.as_str())?.1.trim().parse().ok())
+}
+
+/// A ParameterServerStrategy job (chief, parameter server and worker on one host, its
+/// rendezvous in etcd) runs the guide's coordinator loop; a GCE spot notice for the host: the
+/// agent stops the chief first, which saves at the step it reached while the parameter
+/// server still serves and exits 42; the agent leaves. A new host's round restores that step
+/// and finishes the job.
+#[test]
+fn a_parameter_server_strategy_chief_saves_on_its_host_s_notice_and_the_next_round_restores_it() {
+    let [python, script] = super::tf_script("pss_preemption.py");
+    let source = std::fs::read_to_string(&script).expect("the script");
+    assert!(
+        source.ends_with(&guide_loop()),
+        "the guide's loop is the script's end, word for word"
+    );
+    let rt = Runtime::new().expect("a runtime");
+    let metadata = rt.block_on(GceMetadata::start());
+    let etcd = etcd_cluster::EtcdCluster::start_local(1);
+    let rdzv = etcd_rdzv(&etcd);
+    let dir = scratch("preemption-pss");
+    let ckpt = dir.path().to_str().expect("a UTF-8 path").to_owned();
+    let agent = |host: &str, notices: &str| -> Vec<String> {
+        let flags = [
+            "run",
+            "--rdzv",
+            &rdzv,
+            "--rdzv-id",
+            "pss",
+            "--nodes",
+            "1",
+            "--tasks-per-node",
+            "3",
+            "--layout",
+            "chief=1,ps=1",
+            "--no-prewarm",
+            "--rdzv-last-call",
+            "1s",
+            "--rdzv-timeout",
+            "10s",
+            "--grace",
+            "30s",
+            "--host",
+            host,
+            "--preemption-notices",
+            notices,
+            "--",
+            &python,
+            &script,
+        ];
+        flags.map(str::to_owned).to_vec()
+    };
+    let args = agent(NOTICED_HOST, "gce");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (variable, value) = Cloud::endpoint(&metadata);
+    let env = [
+        ("CKPT_DIR", ckpt.as_str()),
+        ("STEPS", "1000000"),
+        (variable, &value),
+    ];
+    let mut first = Launch::start(&args, &env);
+    until(&[&first], "the chief training", || {
+        step_said(&first.stdout(), "step")
+    });
+
+    metadata.give_notice();
+    let status = first.wait(Duration::from_secs(120));
+    let (out, err) = (first.stdout(), first.stderr());
+    assert_eq!(status.code(), Some(0), "a planned departure: {out}{err}");
+    assert!(
+        err.contains("left the job ahead of the cloud's notice: gce preemption"),
+        "{err}"
+    );
+    let saved =
+        step_said(&out, "saved step").unwrap_or_else(|| panic!("the chief saved: {out}{err}"));
+    assert!(saved > 0 && saved.is_multiple_of(10), "{out}");
+
+    let goal = (saved + 20).to_string();
+    let args = agent("127.0.0.1", "off");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut next = Launch::start(&args, &[("CKPT_DIR", &ckpt), ("STEPS", &goal)]);
+    let status = next.wait(Duration::from_secs(120));
+    let (out, err) = (next.stdout(), next.stderr());
+    assert_eq!(status.code(), Some(0), "the job finishes: {out}{err}");
+    assert_eq!(step_said(&out, "restored step"), Some(saved), "{out}");
+    assert!(out.contains(&format!("] step {}\n", saved + 20)), "{out}");
+    rt.block_on(metadata.stop());
+}
