@@ -314,6 +314,8 @@ pub struct Agent {
     /// Where the tasks read the cloud's standing notice, with notices: made by
     /// [`run`](Self::run).
     notice_file: std::sync::OnceLock<std::sync::Arc<NoticeFile>>,
+    /// The notice the agent left ahead of, once its departure fired.
+    fired: departure::Fired,
 }
 
 /// What waiting for a round gave: the round, already heartbeating, or the job's end.
@@ -357,6 +359,7 @@ impl Agent {
             options,
             gpus: OnceCell::new(),
             notice_file: std::sync::OnceLock::new(),
+            fired: departure::Fired::default(),
         }
     }
 
@@ -446,7 +449,7 @@ impl Agent {
             node = tracing::field::Empty
         );
         // The cloud's notice is a stop too, at its time: the same way out as a SIGTERM.
-        let fired = departure::Fired::default();
+        let fired = self.fired.clone();
         let departing = match &self.options.notices {
             Some(notices) => {
                 let file = match self.notice_file.get() {
@@ -855,6 +858,12 @@ impl Agent {
         // ask to restart it (its parameter server failed on another node) numbered no higher
         // is already carried out.
         let mut chief_restarts = 0;
+        // When to stop the local chief alone so it saves: a parameter server's host on
+        // another node has a notice (ParameterServerStrategy).
+        let mut save_for_server: Option<Instant> = None;
+        // This node's departure, held until the round ends (the chief saved) or this time:
+        // it runs a parameter server and not the chief.
+        let mut held: Option<(Signal, Instant)> = None;
         loop {
             tokio::select! {
                 Some((index, exit)) = tasks.next_exit(), if tasks.running() > 0 => {
@@ -917,7 +926,14 @@ impl Agent {
                             }
                             continue;
                         }
+                        RoundStatus::ServerNotice { notice, .. } => {
+                            save_for_server = self.save_for_server(notice);
+                            continue;
+                        }
                         RoundStatus::Running => Ok(RoundEnded::Ended(self.options.grace)),
+                        RoundStatus::Ended(_) if let Some((signal, _)) = held => {
+                            Ok(RoundEnded::Stopped(signal))
+                        }
                         RoundStatus::Ended(end) => {
                             let grace = if end.reason.is_failure() {
                                 self.options.failure_grace
@@ -933,14 +949,62 @@ impl Agent {
                 }
                 // Its exit, soon after, is reported as hung.
                 index = watchdog.hung() => tasks.kill_hung(index),
+                () = sleep_until_some(save_for_server) => {
+                    save_for_server = None;
+                    if let Some(chief) = pss_chief(tasks, round, &local_of) {
+                        tracing::warn!("a parameter server's host is about to go: stopping the chief alone (SIGTERM) so it saves; the round ends when it exits");
+                        tasks.signal_task(chief, Signal::SIGTERM);
+                    }
+                }
+                () = sleep_until_some(held.map(|(_, until)| until)) => {
+                    tracing::warn!("the chief has not saved: leaving before the deadline");
+                    return Ok(RoundEnded::Stopped(held.map_or(Signal::SIGTERM, |h| h.0)));
+                }
                 signal = next_signal(stop) => {
                     if let Some(chief) = pss_chief(tasks, round, &local_of) {
                         self.stop_chief_first(tasks, chief, signal, stop).await;
+                    } else if held.is_none()
+                        && let Some(until) = self.hold_departure(round)
+                    {
+                        tracing::warn!("this host runs a parameter server: leaving once the chief saved (its round ends) or shortly before the deadline");
+                        held = Some((signal, until));
+                        continue;
                     }
                     return Ok(RoundEnded::Stopped(signal));
                 }
             }
         }
+    }
+
+    /// When to stop the local chief so it saves ahead of `notice`, another member's parameter
+    /// server's departure: this agent's notice lead before its deadline (at once without
+    /// one); `None` when the notice was withdrawn.
+    fn save_for_server(&self, notice: Option<crate::HostNotice>) -> Option<Instant> {
+        let remaining = notice.as_ref()?.remaining?;
+        let lead = self
+            .options
+            .notices
+            .as_ref()
+            .map_or(Duration::MAX, |n| n.lead);
+        tracing::warn!(notice = %notice.as_ref()?, "a parameter server's host has a notice: the chief saves ahead of it");
+        Some(Instant::now() + remaining.saturating_sub(lead))
+    }
+
+    /// Until when this node's departure waits for its round to end, when it runs a
+    /// parameter server of a ParameterServerStrategy round and not the chief (the chief, told
+    /// by the rendezvous, saves while the server serves, and its exit ends the round): the
+    /// deadline of the notice it leaves ahead of, less [`SERVER_MARGIN`].
+    fn hold_departure(&self, round: &Round) -> Option<Instant> {
+        let notice = self.fired.get()?;
+        if round.config().strategy() != Strategy::ParameterServer {
+            return None;
+        }
+        let jobs = || round.local_tasks().iter().map(|t| t.task.job.as_str());
+        if !jobs().any(|j| j == "ps") || jobs().any(|j| j == "chief") {
+            return None;
+        }
+        let left = notice.remaining(std::time::SystemTime::now())?;
+        Some(Instant::now() + left.saturating_sub(SERVER_MARGIN))
     }
 
     /// Stops the local chief of a ParameterServerStrategy round alone, and waits up to the
@@ -1060,6 +1124,18 @@ fn restart_chief(
     );
     tasks.kill(running);
     Some((chief, restarts))
+}
+
+/// How long before its deadline a host running a parameter server leaves at the latest,
+/// waiting for the chief to save: time to stop its tasks and leave.
+const SERVER_MARGIN: Duration = Duration::from_secs(10);
+
+/// Sleeps until `at`; never without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The supervisor's index of the local chief, while it runs, when `round` is

@@ -604,7 +604,7 @@ impl RendezvousClient {
     /// Cancel safe: a heartbeat only tells the rendezvous the node is alive.
     pub async fn heartbeat(&self, node: &Node, round: u64) -> Result<RoundStatus, Error> {
         let (give_up, attempt) = (self.give_up(), self.options.rpc_timeout);
-        self.heartbeat_until(node, round, Duration::ZERO, 0, give_up, attempt)
+        self.heartbeat_until(node, round, Duration::ZERO, (0, 0), give_up, attempt)
             .await
             .0
     }
@@ -788,15 +788,15 @@ impl RendezvousClient {
     }
 
     /// One heartbeat the server may hold for `poll` while the round runs (the node having
-    /// seen the asks to restart its chief up to number `chief_restarts_seen`), retried until
-    /// `give_up`, each try bounded by `attempt`. Returns the answer and the attempts that
-    /// failed.
+    /// seen the asks to restart its chief up to number `seen.0`, and the job's notice changes
+    /// up to `seen.1`), retried until `give_up`, each try bounded by `attempt`. Returns the
+    /// answer and the attempts that failed.
     pub(crate) async fn heartbeat_until(
         &self,
         node: &Node,
         round: u64,
         poll: Duration,
-        chief_restarts_seen: u32,
+        (chief_restarts_seen, notices_seen): (u32, u32),
         give_up: Instant,
         attempt: Duration,
     ) -> (Result<RoundStatus, Error>, u32) {
@@ -808,6 +808,7 @@ impl RendezvousClient {
             poll,
             chief_restarts_seen,
             notice: self.standing_notice(),
+            notices_seen,
         };
         let mut attempts = 0u32;
         let answer = self

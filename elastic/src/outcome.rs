@@ -256,6 +256,17 @@ pub enum RoundStatus {
     /// in-place restart in this round that the ask makes (a restart of its own counts
     /// too); a node whose chief restarted that many times already has carried it out.
     RestartChief(u32),
+    /// The round still runs, and, to the node that runs the chief of a
+    /// ParameterServerStrategy round, the most urgent departure notice standing for another
+    /// member that runs a parameter server (`None`: none any more): the chief saves before
+    /// that host goes. `notices` counts the job's notice changes, as the rendezvous numbers
+    /// them.
+    ServerNotice {
+        /// The job's count of notice changes this answer saw.
+        notices: u32,
+        /// The notice, `None` once none stands.
+        notice: Option<crate::HostNotice>,
+    },
     /// The round ended; the node joins again for the next one.
     Ended(RoundEnd),
     /// The job is done; nothing more will run.

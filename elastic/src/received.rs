@@ -221,6 +221,10 @@ impl Received for RoundStatus {
         Ok(match self {
             Self::Running => Self::Running,
             Self::RestartChief(asks) => Self::RestartChief(asks),
+            Self::ServerNotice { notices, notice } => Self::ServerNotice {
+                notices,
+                notice: notice.map(HostNotice::cleaned),
+            },
             Self::Ended(end) => Self::Ended(end.cleaned()),
             Self::JobDone(done) => Self::JobDone(done.vetted()?),
         })

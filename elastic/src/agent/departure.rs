@@ -25,7 +25,7 @@ pub const NOTICE_FILE: &str = "TFCLUSTER_NOTICE_FILE";
 #[derive(Debug, Clone)]
 pub struct Notices {
     pub(crate) notices: watch::Receiver<Option<Notice>>,
-    lead: Duration,
+    pub(crate) lead: Duration,
 }
 
 impl Notices {

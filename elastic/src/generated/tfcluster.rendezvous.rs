@@ -258,6 +258,9 @@ pub struct HeartbeatRequest {
     /// operators (`JobStatus`), and what a Leave of the node means.
     #[prost(message, optional, tag = "6")]
     pub notice: ::core::option::Option<HostNotice>,
+    /// The `notices` of the last answer that carried it (0: none).
+    #[prost(uint32, tag = "7")]
+    pub notices_seen: u32,
 }
 /// A cloud's notice that a node's host goes away or is disrupted: a spot preemption, a
 /// maintenance event, a termination, or a rebalance recommendation (no deadline). The agent
@@ -290,6 +293,15 @@ pub struct HeartbeatResponse {
     /// restarts on that node so far: restart the chief now, with this number.
     #[prost(uint32, tag = "4")]
     pub restart_chief: u32,
+    /// With `running`, to the node that runs the chief of a ParameterServerStrategy round: how
+    /// many times the job's standing notices changed, and the most urgent departure notice
+    /// standing for another member of the round that runs a parameter server (absent: none).
+    /// The chief saves before that host goes (the parameter server's variables go with it).
+    /// Answered at once while `notices` is more than the request's `notices_seen`.
+    #[prost(uint32, tag = "5")]
+    pub notices: u32,
+    #[prost(message, optional, tag = "6")]
+    pub server_notice: ::core::option::Option<HostNotice>,
     #[prost(oneof = "heartbeat_response::State", tags = "1, 2, 3")]
     pub state: ::core::option::Option<heartbeat_response::State>,
 }
@@ -634,6 +646,9 @@ pub struct StoredJob {
     /// When a node last left ahead of its cloud's notice, until the next round forms (0: none).
     #[prost(uint64, tag = "27")]
     pub departed_ms: u64,
+    /// How many times the standing notices of the job's nodes changed.
+    #[prost(uint32, tag = "28")]
+    pub notices: u32,
 }
 /// A host's failures, as the bad-host rule counts them.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

@@ -222,6 +222,7 @@ impl Rendezvous for GrpcClient {
             poll_ms: beat.poll.as_millis() as u64,
             chief_restarts_seen: beat.chief_restarts_seen,
             notice: beat.notice.as_ref().map(wire::notice_to_proto),
+            notices_seen: beat.notices_seen,
         };
         let response = self
             .stub
@@ -234,6 +235,14 @@ impl Rendezvous for GrpcClient {
         match response.state {
             Some(State::Running(_)) if response.restart_chief > beat.chief_restarts_seen => {
                 Ok(RoundStatus::RestartChief(response.restart_chief))
+            }
+            Some(State::Running(_)) if response.notices > beat.notices_seen => {
+                Ok(RoundStatus::ServerNotice {
+                    notices: response.notices,
+                    notice: response
+                        .server_notice
+                        .map(|n| wire::notice_from_proto(n).cleaned()),
+                })
             }
             Some(State::Running(_)) => Ok(RoundStatus::Running),
             Some(State::Ended(end)) => {

@@ -130,22 +130,29 @@ impl<S: Store> GrpcRendezvous for Service<S> {
                 poll: poll(req.poll_ms),
                 chief_restarts_seen: req.chief_restarts_seen,
                 notice: req.notice.map(|n| wire::notice_from_proto(n).cleaned()),
+                notices_seen: req.notices_seen,
             };
             let status = self
                 .local
                 .heartbeat(beat, WITHIN)
                 .await
                 .map_err(status_of)?;
-            let (state, restart_chief) = match status {
-                RoundStatus::Running => (State::Running(true), 0),
-                RoundStatus::RestartChief(asks) => (State::Running(true), asks),
-                RoundStatus::Ended(end) => (State::Ended(wire::end_to_proto(&end)), 0),
-                RoundStatus::JobDone(done) => (State::Done(wire::done_to_proto(&done)), 0),
-            };
-            Ok(Response::new(proto::HeartbeatResponse {
-                state: Some(state),
-                restart_chief,
-            }))
+            let mut answer = proto::HeartbeatResponse::default();
+            answer.state = Some(match status {
+                RoundStatus::Running => State::Running(true),
+                RoundStatus::RestartChief(asks) => {
+                    answer.restart_chief = asks;
+                    State::Running(true)
+                }
+                RoundStatus::ServerNotice { notices, notice } => {
+                    answer.notices = notices;
+                    answer.server_notice = notice.as_ref().map(wire::notice_to_proto);
+                    State::Running(true)
+                }
+                RoundStatus::Ended(end) => State::Ended(wire::end_to_proto(&end)),
+                RoundStatus::JobDone(done) => State::Done(wire::done_to_proto(&done)),
+            });
+            Ok(Response::new(answer))
         }
         .await;
         self.counted(Method::Heartbeat, answer)

@@ -113,6 +113,9 @@ pub(crate) struct Beat {
     pub(crate) chief_restarts_seen: u32,
     /// The cloud's notice standing for the node's host (`None`: none, or withdrawn).
     pub(crate) notice: Option<HostNotice>,
+    /// The job's count of notice changes the node last got
+    /// ([`RoundStatus::ServerNotice`](crate::RoundStatus)).
+    pub(crate) notices_seen: u32,
     /// The job's token and the node's secret, as the call carries them.
     pub(crate) credentials: Credentials,
 }

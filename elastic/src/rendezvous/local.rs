@@ -194,7 +194,7 @@ impl<S: Store> Rendezvous for Local<S> {
                         &beat.rdzv_id,
                         &beat.node_id,
                         beat.round,
-                        beat.chief_restarts_seen,
+                        (beat.chief_restarts_seen, beat.notices_seen),
                         beat.notice.as_ref(),
                         now,
                     )?;

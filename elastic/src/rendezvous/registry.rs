@@ -47,6 +47,7 @@ use crate::outcome::RoundStatus;
 use crate::rendezvous::credentials::Proof;
 pub(crate) use calls::{JoinArgs, Joined, Refusal, Reported, Settings, TaskReport, Waited};
 use calls::{unknown_job, unknown_node};
+use failure_policy::Strategy;
 use job::{Job, Phase};
 use node::{NodeState, StandingNotice};
 
@@ -212,7 +213,7 @@ impl Registry {
         rdzv_id: &str,
         node_id: &str,
         round: u64,
-        chief_restarts_seen: u32,
+        (chief_restarts_seen, notices_seen): (u32, u32),
         notice: Option<&HostNotice>,
         now: Instant,
     ) -> Result<RoundStatus, Refusal> {
@@ -239,6 +240,7 @@ impl Registry {
                     "the cloud's notice for a node's host was withdrawn"),
             }
             node.notice = notice;
+            job.notices += 1;
             job.notify();
         }
         let node = &job.nodes[node_id];
@@ -250,18 +252,24 @@ impl Registry {
                     "node {node_id} is not a member of round {round}"
                 )));
             }
-            if job.chief_asks == 0 || current.chief_node() != Some(node_id) {
+            if current.chief_node() != Some(node_id) {
                 return Ok(RoundStatus::Running);
             }
             let done = chief_restarts_seen.min(job.chief_asks);
             if done > job.chief_asks_done {
                 job.chief_asks_done = done;
             }
-            return Ok(if job.chief_asks > chief_restarts_seen {
-                RoundStatus::RestartChief(job.chief_asks)
-            } else {
-                RoundStatus::Running
-            });
+            if job.chief_asks > chief_restarts_seen {
+                return Ok(RoundStatus::RestartChief(job.chief_asks));
+            }
+            if job.notices > notices_seen && job.config.strategy() == Strategy::ParameterServer {
+                let notice = job.server_notice(current, now);
+                return Ok(RoundStatus::ServerNotice {
+                    notices: job.notices,
+                    notice,
+                });
+            }
+            return Ok(RoundStatus::Running);
         }
         job.ended_round(round).map(RoundStatus::Ended)
     }

@@ -163,6 +163,7 @@ fn forged_node_calls_over_grpc_are_refused_and_change_nothing() {
                 poll_ms: 0,
                 chief_restarts_seen: 0,
                 notice: Some(hour_notice()),
+                notices_seen: 0,
             };
             let status = stub
                 .heartbeat(forged(beat, token, secret))

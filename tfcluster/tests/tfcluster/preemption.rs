@@ -29,11 +29,18 @@ const NOTICED_HOST: &str = "127.0.0.2";
 
 /// `tfcluster status` of the job at `endpoint`, as JSON.
 fn status_json(endpoint: &str) -> serde_json::Value {
-    let args = ["status", "--rdzv", endpoint, "--rdzv-id", RDZV_ID];
+    status_of(endpoint, RDZV_ID).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `tfcluster status` of job `rdzv_id` at `endpoint`, as JSON, or what it said when it
+/// failed (the job not there yet).
+fn status_of(endpoint: &str, rdzv_id: &str) -> Result<serde_json::Value, String> {
+    let args = ["status", "--rdzv", endpoint, "--rdzv-id", rdzv_id];
     let mut status = Launch::start(&[&args[..], &["--format", "json"]].concat(), &[]);
-    let code = status.wait(TIMEOUT).code();
-    assert_eq!(code, Some(0), "{}", status.stderr());
-    serde_json::from_str(&status.stdout()).expect("status prints one JSON object")
+    if status.wait(TIMEOUT).code() != Some(0) {
+        return Err(status.stderr());
+    }
+    Ok(serde_json::from_str(&status.stdout()).expect("status prints one JSON object"))
 }
 
 /// The node on `host` in `status`, if it has one.
@@ -514,5 +521,115 @@ fn a_parameter_server_strategy_chief_saves_on_its_host_s_notice_and_the_next_rou
     assert_eq!(status.code(), Some(0), "the job finishes: {out}{err}");
     assert_eq!(step_said(&out, "restored step"), Some(saved), "{out}");
     assert!(out.contains(&format!("] step {}\n", saved + 20)), "{out}");
+    rt.block_on(metadata.stop());
+}
+
+/// A ParameterServerStrategy job on three hosts (two tasks each: the chief and ps:0, ps:1
+/// and a worker, two workers), its coordinator the guide's loop; a GCE spot notice for the
+/// second host, which runs ps:1 and not the chief: the rendezvous tells the chief's agent,
+/// which stops the chief alone so it saves while ps:1 still serves; its planned exit ends the
+/// round, the noticed host leaves then, and the next round, without it, restores that step.
+#[test]
+fn a_parameter_server_s_notice_reaches_the_chief_on_another_host_which_saves_first() {
+    let [python, script] = super::tf_script("pss_preemption.py");
+    let rt = Runtime::new().expect("a runtime");
+    let metadata = rt.block_on(GceMetadata::start());
+    let dir = scratch("preemption-pss-server");
+    let ckpt = dir.path().to_str().expect("a UTF-8 path").to_owned();
+    let agent = |rdzv: &str, host: &str, notices: &str| -> Vec<String> {
+        let flags = [
+            "run",
+            "--rdzv",
+            rdzv,
+            "--rdzv-id",
+            "pss",
+            "--nodes",
+            "2:3",
+            "--tasks-per-node",
+            "2",
+            "--layout",
+            "chief=1,ps=2",
+            "--no-prewarm",
+            "--rdzv-last-call",
+            "1s",
+            "--rdzv-timeout",
+            "10s",
+            "--grace",
+            "30s",
+            "--host",
+            host,
+            "--preemption-notices",
+            notices,
+            "--",
+            &python,
+            &script,
+        ];
+        flags.map(str::to_owned).to_vec()
+    };
+    let env = [("CKPT_DIR", ckpt.as_str()), ("STEPS", "1000000")];
+    let (mut chief, endpoint) = serving(|endpoint, log| {
+        let args = agent(endpoint, "127.0.0.1", "off");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Launch::start(&args, &[&env[..], &[log]].concat())
+    });
+    let joined = |n: usize| {
+        until(&[&chief], "the hosts joined", || {
+            let status = status_of(&endpoint, "pss").ok()?;
+            (status["nodes"].as_array()?.len() >= n).then_some(())
+        })
+    };
+    joined(1);
+    let args = agent(&endpoint, NOTICED_HOST, "gce");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (variable, value) = Cloud::endpoint(&metadata);
+    let mut server = Launch::start(&args, &[&env[..], &[(variable, value.as_str())]].concat());
+    joined(2);
+    let args = agent(&endpoint, "127.0.0.3", "off");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut worker = Launch::start(&args, &env);
+    let all = [&chief, &server, &worker];
+    // Training in a round of the three hosts, ps:1 on the noticed one.
+    until(&all, "a round of three hosts training", || {
+        let status = status_of(&endpoint, "pss").ok()?;
+        let ps1 = format!("{NOTICED_HOST}:");
+        let three = status["members"].as_array()?.len() == 3
+            && status["cluster"]["ps"][1].as_str()?.starts_with(&ps1);
+        let round = status["round"].as_u64()?;
+        let trained = chief
+            .stdout()
+            .lines()
+            .any(|l| l.contains("/chief:0] step "));
+        (three && trained).then_some(round)
+    });
+
+    metadata.give_notice();
+    let status = server.wait(Duration::from_secs(120));
+    let (out, err) = (server.stdout(), server.stderr());
+    assert_eq!(status.code(), Some(0), "a planned departure: {out}{err}");
+    assert!(
+        err.contains("left the job ahead of the cloud's notice: gce preemption"),
+        "{err}"
+    );
+    let chief_out = chief.stdout();
+    let saved = step_said(&chief_out, "saved step")
+        .unwrap_or_else(|| panic!("the chief saved: {chief_out}{}", chief.stderr()));
+    let restored = until(&[&chief, &worker], "the next round restoring", || {
+        step_said(&chief.stdout(), "restored step")
+    });
+    assert_eq!(restored, saved, "{}", chief.stdout());
+    let status = status_of(&endpoint, "pss").expect("the job's status");
+    assert_eq!(status["restart_count"], 0, "{status}");
+    assert_eq!(
+        status["members"].as_array().map(Vec::len),
+        Some(2),
+        "{status}"
+    );
+
+    // Stopped as a ParameterServerStrategy job is: the chief's host first (its chief saves
+    // while the other host's parameter server serves), then the other.
+    for agent in [&mut chief, &mut worker] {
+        agent.signal(nix::sys::signal::Signal::SIGTERM);
+        agent.wait(TIMEOUT);
+    }
     rt.block_on(metadata.stop());
 }

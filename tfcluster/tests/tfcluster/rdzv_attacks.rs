@@ -388,6 +388,7 @@ fn attack_forged_node_calls_and_calls_without_the_token() {
                 poll_ms: 0,
                 chief_restarts_seen: 0,
                 notice: Some(notice),
+                notices_seen: 0,
             };
             let r = s.heartbeat(request(beat, Some(TOKEN), None)).await;
             kinds[4].1.record(r, Code::PermissionDenied);

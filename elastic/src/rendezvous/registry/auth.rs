@@ -159,7 +159,7 @@ mod tests {
             assert!(matches!(err, Refusal::PermissionDenied(_)), "{err}");
         }
         assert_eq!(
-            r.heartbeat("job", "a", 1, 0, None, t0).unwrap(),
+            r.heartbeat("job", "a", 1, (0, 0), None, t0).unwrap(),
             RoundStatus::Running
         );
         assert_eq!(

@@ -185,7 +185,7 @@ mod tests {
         // Both stay alive until the budget grows back by one; then x3 gets in.
         while t < due {
             t += Duration::from_secs(5);
-            let beat = r.heartbeat("job", "a", 4, 0, None, t).unwrap();
+            let beat = r.heartbeat("job", "a", 4, (0, 0), None, t).unwrap();
             if t < due {
                 assert_eq!(beat, RoundStatus::Running, "at {:?}", t - first_end);
             }

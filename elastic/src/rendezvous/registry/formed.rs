@@ -44,6 +44,18 @@ impl FormedRound {
         self.ranks.get(node_id).copied()
     }
 
+    /// Whether member `node_id` runs a task of job `job` (`ps`, `chief`, ...).
+    pub(super) fn runs_job(&self, node_id: &str, job: &str) -> bool {
+        let Some(rank) = self.rank(node_id) else {
+            return false;
+        };
+        let assignment = self.round.assignment();
+        assignment
+            .node_tasks(rank)
+            .iter()
+            .any(|t| t.task.job == job)
+    }
+
     /// The member that runs task `chief:0`, if the round has one.
     pub(super) fn chief_node(&self) -> Option<&str> {
         let assignment = self.round.assignment();

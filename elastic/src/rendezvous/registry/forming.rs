@@ -238,8 +238,8 @@ mod tests {
         assert_eq!(round_of(&mut r, "a", 0, t1).unwrap().0, 1);
         // c is lost; a and b join again at once: round 2 needs no last call.
         let t2 = t1 + TIMEOUT / 2;
-        r.heartbeat("job", "a", 1, 0, None, t2).unwrap();
-        r.heartbeat("job", "b", 1, 0, None, t2).unwrap();
+        r.heartbeat("job", "a", 1, (0, 0), None, t2).unwrap();
+        r.heartbeat("job", "b", 1, (0, 0), None, t2).unwrap();
         let t3 = t1 + TIMEOUT + Duration::from_millis(1);
         r.tick(t3);
         join_as(&mut r, &c, "a", 1000, t3).unwrap();

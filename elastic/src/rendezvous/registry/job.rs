@@ -66,6 +66,9 @@ pub(super) struct Job {
     pub(super) churn: Churn,
     /// When a node last left ahead of its cloud's notice, until the next round forms.
     pub(super) departed: Option<Instant>,
+    /// How many times a node's standing notice changed: the chief's node of a
+    /// ParameterServerStrategy round hears of each change at once.
+    pub(super) notices: u32,
     /// When the last node started waiting: a round with `min` nodes closes `last_call` after.
     pub(super) last_arrival: Instant,
     /// Since when the job has had no node; it is forgotten after the timeout.
@@ -103,6 +106,7 @@ impl Job {
             hosts: Hosts::new(),
             churn: Churn::default(),
             departed: None,
+            notices: 0,
             last_arrival: now,
             empty_since: None,
             changed: watch::Sender::new(0),
@@ -255,7 +259,8 @@ mod tests {
         join_as(&mut r, &c, "a", 1000, t0).unwrap();
         assert_eq!(round_of(&mut r, "a", 1, t0).unwrap().1, 1);
         report(&mut r, "a", 2, 0, TaskStatus::Signaled(9), "", t0).unwrap();
-        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, 0, None, t0).unwrap() else {
+        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, (0, 0), None, t0).unwrap()
+        else {
             panic!("the job goes on past max restarts");
         };
         assert!(!done.succeeded);

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::calls::{JoinArgs, Joined, Refusal, Settings};
+use super::formed::FormedRound;
 use super::job::{Job, Phase};
 use super::node::{Node, NodeState, StandingNotice};
 use crate::error::duration;
@@ -139,6 +140,17 @@ impl Job {
         self.notify();
     }
 
+    /// The most urgent departure notice standing for a member of `round` that runs a
+    /// parameter server and not the chief, as of `now`: what the chief saves ahead of.
+    pub(super) fn server_notice(&self, round: &FormedRound, now: Instant) -> Option<HostNotice> {
+        self.nodes
+            .iter()
+            .filter(|(id, _)| round.runs_job(id, "ps") && !round.runs_job(id, "chief"))
+            .filter_map(|(_, n)| n.notice.as_ref().filter(|n| n.deadline.is_some()))
+            .min_by_key(|n| n.deadline)
+            .map(|n| n.as_of(now))
+    }
+
     /// Nodes silent for more than `timeout` are gone; a member among them ends its round.
     pub(super) fn lose_silent(&mut self, now: Instant, timeout: Duration) {
         let lost: Vec<String> = self
@@ -194,7 +206,7 @@ mod tests {
             "round 1 is full (max 2 nodes): waiting for a later round"
         );
         assert_eq!(
-            r.heartbeat("job", "a", 1, 0, None, t0).unwrap(),
+            r.heartbeat("job", "a", 1, (0, 0), None, t0).unwrap(),
             RoundStatus::Running
         );
         // b leaves: the round ends without counting a restart; c was first to wait, and a
@@ -238,7 +250,7 @@ mod tests {
         join_as(&mut r, &c, "a", 1000, t0).unwrap();
         join_as(&mut r, &c, "b", 1001, t0).unwrap();
         let t1 = t0 + TIMEOUT / 2;
-        r.heartbeat("job", "a", 1, 0, None, t1).unwrap();
+        r.heartbeat("job", "a", 1, (0, 0), None, t1).unwrap();
         r.tick(t0 + TIMEOUT + Duration::from_millis(1));
         let end = ended(&mut r, "a", 1, t1 + TIMEOUT / 2);
         assert_eq!((end.reason, end.restart_count), (EndReason::NodeLost, 1));
@@ -247,7 +259,7 @@ mod tests {
             "node b on 127.0.0.1 silent for more than 15.0 s"
         );
         assert!(matches!(
-            r.heartbeat("job", "b", 1, 0, None, t1),
+            r.heartbeat("job", "b", 1, (0, 0), None, t1),
             Err(Refusal::NotFound(_))
         ));
         let t2 = t1 + TIMEOUT / 2;
@@ -285,7 +297,8 @@ mod tests {
         join_as(&mut r, &c, "b", 1001, t0).unwrap();
         let before = r.status("job", t0).unwrap().digest;
         let notice = spot_notice(30);
-        r.heartbeat("job", "b", 1, 0, Some(&notice), t0).unwrap();
+        r.heartbeat("job", "b", 1, (0, 0), Some(&notice), t0)
+            .unwrap();
         let status = r.status("job", t0 + Duration::from_secs(1)).unwrap();
         let shown = status.nodes[1].notice.as_ref().expect("b's notice shows");
         assert_eq!(shown.remaining, Some(Duration::from_secs(29)));
@@ -297,14 +310,15 @@ mod tests {
         // Restated a second later, from a clock a little off: the same notice, no change.
         let t1 = t0 + Duration::from_secs(1);
         let restated = spot_notice(30);
-        r.heartbeat("job", "b", 1, 0, Some(&restated), t1).unwrap();
+        r.heartbeat("job", "b", 1, (0, 0), Some(&restated), t1)
+            .unwrap();
         assert_eq!(r.status("job", t1).unwrap().digest, status.digest);
-        r.heartbeat("job", "b", 1, 0, None, t1).unwrap();
+        r.heartbeat("job", "b", 1, (0, 0), None, t1).unwrap();
         assert!(r.status("job", t1).unwrap().nodes[1].notice.is_none());
         assert_eq!(r.status("job", t1).unwrap().digest, before);
         // Still one round: a notice alone ends nothing.
         assert_eq!(
-            r.heartbeat("job", "a", 1, 0, None, t1),
+            r.heartbeat("job", "a", 1, (0, 0), None, t1),
             Ok(RoundStatus::Running)
         );
     }

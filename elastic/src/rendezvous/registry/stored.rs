@@ -217,6 +217,7 @@ impl Registry {
                 }),
             },
             departed: (stored.departed_ms != 0).then(|| clock.instant_of_ms(stored.departed_ms)),
+            notices: stored.notices,
             last_arrival: clock.instant_of_ms(stored.last_arrival_ms),
             empty_since: (stored.empty_since_ms != 0)
                 .then(|| clock.instant_of_ms(stored.empty_since_ms)),
@@ -294,6 +295,7 @@ impl Registry {
             chief_asks: job.chief_asks,
             chief_asks_done: job.chief_asks_done,
             departed_ms: job.departed.map_or(0, |t| clock.to_ms(t)),
+            notices: job.notices,
             churn_whole_at_ms: job
                 .churn
                 .stored(clock.instant())
@@ -447,10 +449,10 @@ mod tests {
         let mut loaded = reload(&r, &["a", "b"], clock);
         assert_eq!(loaded.store("job", clock).unwrap(), first);
         assert_eq!(
-            loaded.heartbeat("job", "a", 1, 0, None, t0).unwrap(),
+            loaded.heartbeat("job", "a", 1, (0, 0), None, t0).unwrap(),
             crate::RoundStatus::RestartChief(1)
         );
-        loaded.heartbeat("job", "a", 1, 1, None, t0).unwrap();
+        loaded.heartbeat("job", "a", 1, (1, 0), None, t0).unwrap();
         assert_eq!(loaded.store("job", clock).unwrap().chief_asks_done, 1);
     }
 
@@ -470,7 +472,7 @@ mod tests {
             detail: "Preempt".into(),
         };
         let soon = notice("preemption", Some(std::time::Duration::from_secs(30)));
-        r.heartbeat("job", "b", 1, 0, Some(&soon), t0).unwrap();
+        r.heartbeat("job", "b", 1, (0, 0), Some(&soon), t0).unwrap();
         r.leave("job", "c", Some(&soon), t0);
         let first = r.store("job", clock).unwrap();
         assert_eq!(first.nodes[1].notice.as_ref().unwrap().kind, "preemption");

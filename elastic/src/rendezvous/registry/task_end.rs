@@ -131,6 +131,11 @@ impl Job {
             Restart::Task => Some(Restart::Task),
             Restart::WithChief | Restart::Round => None,
         };
+        // The chief saved ahead of a parameter server's host going (it was told): the round
+        // ends, so that the next one forms without that host, rather than the chief
+        // restarting beside a server about to go.
+        let saved_ahead = planned && is_chief && self.server_notice(&current, now).is_some();
+        let in_place = in_place.filter(|_| !saved_ahead);
         let ask_chief = ask_chief && in_place == Some(Restart::Task) && failure.job == "ps";
         if let Some(in_place) = in_place {
             let counted = !planned && !asked;
@@ -260,7 +265,7 @@ mod tests {
             "task worker:0 succeeded; the job ends when task chief:0 does"
         );
         assert_eq!(
-            r.heartbeat("job", "b", 1, 0, None, t0).unwrap(),
+            r.heartbeat("job", "b", 1, (0, 0), None, t0).unwrap(),
             RoundStatus::Running
         );
         report(&mut r, "a", 1, 0, TaskStatus::Exited(0), "", t0).unwrap();
@@ -280,7 +285,7 @@ mod tests {
             join_as(&mut r, &c, id, port, t0).unwrap();
         }
         assert_eq!(
-            r.heartbeat("job", "c", 1, 0, None, t0).unwrap(),
+            r.heartbeat("job", "c", 1, (0, 0), None, t0).unwrap(),
             RoundStatus::Running
         );
         (r, t0)
@@ -300,7 +305,7 @@ mod tests {
                 (Some(Restart::Task), n)
             );
             assert_eq!(
-                r.heartbeat("job", "a", 1, 0, None, t0).unwrap(),
+                r.heartbeat("job", "a", 1, (0, 0), None, t0).unwrap(),
                 RoundStatus::Running
             );
         }
@@ -345,8 +350,9 @@ mod tests {
             "{}",
             answer.note
         );
-        let beat =
-            |r: &mut Registry, node, seen| r.heartbeat("job", node, 1, seen, None, t0).unwrap();
+        let beat = |r: &mut Registry, node, seen| {
+            r.heartbeat("job", node, 1, (seen, 0), None, t0).unwrap()
+        };
         assert_eq!(
             beat(&mut r, "c", 0),
             RoundStatus::Running,
@@ -429,6 +435,49 @@ mod tests {
     }
 
     #[test]
+    fn the_chief_hears_of_a_parameter_server_s_notice_and_its_save_ends_the_round() {
+        let (mut r, t0) = pss(RestartPolicy::default());
+        let notice = crate::HostNotice {
+            cloud: "gce".into(),
+            kind: "preemption".into(),
+            remaining: Some(std::time::Duration::from_secs(30)),
+            detail: "TRUE".into(),
+        };
+        let beat = |r: &mut Registry, node, notice: Option<&crate::HostNotice>, seen| {
+            r.heartbeat("job", node, 1, (0, seen), notice, t0).unwrap()
+        };
+        // b, which runs ps:0, hears of its host's preemption; c, a worker, is not told.
+        assert_eq!(beat(&mut r, "b", Some(&notice), 0), RoundStatus::Running);
+        assert_eq!(beat(&mut r, "c", None, 0), RoundStatus::Running);
+        let RoundStatus::ServerNotice {
+            notices,
+            notice: told,
+        } = beat(&mut r, "a", None, 0)
+        else {
+            panic!("the chief's node is told at once");
+        };
+        assert_eq!(told.as_ref(), Some(&notice));
+        assert_eq!(beat(&mut r, "a", None, notices), RoundStatus::Running);
+        // Withdrawn, and given again: the chief's node hears both.
+        beat(&mut r, "b", None, 0);
+        let withdrawn = beat(&mut r, "a", None, notices);
+        assert_eq!(
+            withdrawn,
+            RoundStatus::ServerNotice {
+                notices: notices + 1,
+                notice: None
+            }
+        );
+        beat(&mut r, "b", Some(&notice), 0);
+        // The chief saves and exits 42: the round ends, planned, so the next forms without
+        // b's host, rather than the chief restarting beside a server about to go.
+        let answer = report(&mut r, "a", 1, 0, TaskStatus::Exited(42), "", t0).unwrap();
+        assert_eq!(answer.in_place, None);
+        let end = ended(&mut r, "c", 1, t0);
+        assert_eq!((end.reason, end.restart_count), (EndReason::TaskPlanned, 0));
+    }
+
+    #[test]
     fn under_mirrored_strategy_a_worker_ends_the_round_and_the_evaluator_restarts_alone() {
         let (mut r, t0, c) = (registry(), Instant::now(), config(2, 2, "evaluator=1", 3));
         join_as(&mut r, &c, "a", 1000, t0).unwrap();
@@ -436,7 +485,7 @@ mod tests {
         let answer = report(&mut r, "a", 1, 0, TaskStatus::Exited(1), "OSError", t0).unwrap();
         assert_eq!(answer.in_place, Some(Restart::Task), "the evaluator");
         assert_eq!(
-            r.heartbeat("job", "b", 1, 0, None, t0).unwrap(),
+            r.heartbeat("job", "b", 1, (0, 0), None, t0).unwrap(),
             RoundStatus::Running
         );
         let answer = report(&mut r, "b", 1, 0, TaskStatus::Exited(1), "", t0).unwrap();
@@ -483,7 +532,8 @@ mod tests {
             "{}",
             answer.note
         );
-        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, 0, None, t0).unwrap() else {
+        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 2, (0, 0), None, t0).unwrap()
+        else {
             panic!("the job goes on");
         };
         assert!(!done.succeeded);
@@ -515,7 +565,7 @@ mod tests {
         let answer = report(&mut r, "c", 1, 0, TaskStatus::Exited(1), "OSError: x", t0).unwrap();
         assert_eq!(answer.in_place, None, "twice in a row without progress");
         assert!(matches!(
-            r.heartbeat("job", "a", 1, 0, None, t0).unwrap(),
+            r.heartbeat("job", "a", 1, (0, 0), None, t0).unwrap(),
             RoundStatus::JobDone(_)
         ));
     }

@@ -119,7 +119,7 @@ pub(super) fn round_of(
 }
 
 pub(super) fn ended(r: &mut Registry, id: &str, round: u64, now: Instant) -> RoundEnd {
-    match r.heartbeat("job", id, round, 0, None, now).unwrap() {
+    match r.heartbeat("job", id, round, (0, 0), None, now).unwrap() {
         RoundStatus::Ended(end) => end,
         other => panic!("round {round} did not end: {other:?}"),
     }
