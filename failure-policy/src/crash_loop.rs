@@ -70,6 +70,15 @@ impl Signature {
         Some(Self::from_parts(end, line))
     }
 
+    /// The signature of a planned exit (42, 143) that the caller found to loop (the
+    /// rendezvous's rule: several in a row without progress and with no notice standing),
+    /// which [`of`](Self::of) gives none: its status and its stderr's last line, as a
+    /// failure's, so that the loop is a crash loop.
+    pub fn of_planned_loop(end: &TaskEnd, tail: &str) -> Self {
+        let line = tail.lines().rev().find(|l| !l.trim().is_empty());
+        Self::from_parts(end, line.unwrap_or(""))
+    }
+
     fn from_parts(end: &TaskEnd, line: &str) -> Self {
         let mut text = end.to_string();
         // The status's own number stays: exit 1 and exit 2 are different failures.
@@ -241,6 +250,21 @@ impl CrashLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_planned_exit_has_a_signature_only_when_found_to_loop() {
+        let planned = TaskEnd::Exited(42);
+        assert_eq!(Signature::of(&planned, "saved\n"), None);
+        let looped = Signature::of_planned_loop(&planned, "saved at step 7\n\n");
+        assert_eq!(
+            looped,
+            Signature::of_planned_loop(&planned, "saved at step 9")
+        );
+        assert_ne!(
+            looped,
+            Signature::of_planned_loop(&TaskEnd::Exited(143), "saved")
+        );
+    }
 
     fn sig(end: TaskEnd, tail: &str) -> Option<Signature> {
         Signature::of(&end, tail)

@@ -649,6 +649,9 @@ pub struct StoredJob {
     /// How many times the standing notices of the job's nodes changed.
     #[prost(uint32, tag = "28")]
     pub notices: u32,
+    /// Planned exits in a row that made no progress while no notice stood (see task_end.rs).
+    #[prost(uint32, tag = "29")]
+    pub planned_in_a_row: u32,
 }
 /// A host's failures, as the bad-host rule counts them.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

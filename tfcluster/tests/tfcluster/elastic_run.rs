@@ -980,3 +980,27 @@ fn a_job_whose_smallest_round_cannot_start_is_refused_at_the_join() {
         "{stderr}"
     );
 }
+
+/// A task that exits 42 at once, with no notice anywhere: each exit a planned restart, the
+/// third in a row without progress a loop counted as a failure, the next the same failure
+/// again, a crash loop: the job stops in round 4 (it used to restart thousands of rounds a
+/// minute, for ever).
+#[test]
+fn a_task_that_exits_42_at_once_is_a_loop_that_stops_the_job() {
+    let (mut agent, _) = serving(|endpoint, log| {
+        Launch::start(
+            &[
+                "run", "--rdzv", endpoint, "--nodes", "1", "--", "sh", "-c", "exit 42",
+            ],
+            &[log],
+        )
+    });
+    let status = agent.wait(TIMEOUT);
+    let stderr = agent.stderr();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the job failed in round 4: a crash loop: \"exited with status 42\"")
+            && stderr.contains("a planned exit, 3 or more in a row without progress"),
+        "{stderr}"
+    );
+}

@@ -69,6 +69,9 @@ pub(super) struct Job {
     /// How many times a node's standing notice changed: the chief's node of a
     /// ParameterServerStrategy round hears of each change at once.
     pub(super) notices: u32,
+    /// Planned exits (42, 143) in a row that made no progress while no notice stood for
+    /// any of the job's hosts: past a few, a planned exit is a loop, counted as a failure.
+    pub(super) planned_in_a_row: u32,
     /// When the last node started waiting: a round with `min` nodes closes `last_call` after.
     pub(super) last_arrival: Instant,
     /// Since when the job has had no node; it is forgotten after the timeout.
@@ -107,6 +110,7 @@ impl Job {
             churn: Churn::default(),
             departed: None,
             notices: 0,
+            planned_in_a_row: 0,
             last_arrival: now,
             empty_since: None,
             changed: watch::Sender::new(0),

@@ -218,6 +218,7 @@ impl Registry {
             },
             departed: (stored.departed_ms != 0).then(|| clock.instant_of_ms(stored.departed_ms)),
             notices: stored.notices,
+            planned_in_a_row: stored.planned_in_a_row,
             last_arrival: clock.instant_of_ms(stored.last_arrival_ms),
             empty_since: (stored.empty_since_ms != 0)
                 .then(|| clock.instant_of_ms(stored.empty_since_ms)),
@@ -296,6 +297,7 @@ impl Registry {
             chief_asks_done: job.chief_asks_done,
             departed_ms: job.departed.map_or(0, |t| clock.to_ms(t)),
             notices: job.notices,
+            planned_in_a_row: job.planned_in_a_row,
             churn_whole_at_ms: job
                 .churn
                 .stored(clock.instant())

@@ -5,8 +5,9 @@
 //! the chief's node is asked at its next heartbeat — an evaluator alone; at most
 //! `max_task_restarts` times a task in a round), else it ends its round. A planned exit
 //! (42, 143) counts against nothing, nor does the chief's failure while an ask to restart
-//! it is under way (its parameter server died); a crash loop ([`failure_policy::CrashLoop`])
-//! fails the job at once. The job keeps the first failure and the latest, with the tail of
+//! it is under way (its parameter server died) — unless planned exits loop: the
+//! [`PLANNED_LOOP`]th in a row that made no progress while no notice stood for any host of
+//! the job is a failure; a crash loop ([`failure_policy::CrashLoop`]) fails the job at once. The job keeps the first failure and the latest, with the tail of
 //! its stderr.
 
 use std::sync::Arc;
@@ -22,6 +23,12 @@ use crate::outcome::{EndReason, Failure, TaskStatus};
 
 /// The most bytes of a task's standard error kept for the job's story (its end).
 pub(crate) const MAX_STDERR_TAIL: usize = 8 * 1024;
+
+/// The planned exit that is a loop, not a save: the third in a row of the job's that made
+/// no progress while no notice stood for any of its hosts (a task that exits 42 at once
+/// would otherwise restart its round for ever, counting nothing). TensorFlow's handler
+/// saves after training ran, or on a notice the rendezvous knows of.
+pub(crate) const PLANNED_LOOP: u32 = 3;
 
 impl Job {
     /// A local task of node `node_id` (which the caller found in this job) ended as `report`
@@ -89,7 +96,14 @@ impl Job {
         };
         let mut detail = failure.to_string();
         let end = TaskEnd::from(&failure.status);
-        let planned = end.is_planned();
+        let planned = end.is_planned() && !self.planned_loop(progressed);
+        let looped = end.is_planned() && !planned;
+        if looped {
+            detail = format!(
+                "{detail}: a planned exit, {PLANNED_LOOP} or more in a row without progress \
+                 and with no notice standing for any host: a loop, counted as a failure"
+            );
+        }
         // The chief failing because its parameter server died, before its node carried out
         // the ask to restart it: the ask's restart, not a failure of its own.
         let is_chief = failure.job == "chief";
@@ -106,7 +120,10 @@ impl Job {
             if self.host_failed(&failure.host, &detail, now).is_some() {
                 self.notify();
             }
-            let signature = Signature::of(&end, &failure.stderr_tail);
+            let signature = match looped {
+                true => Some(Signature::of_planned_loop(&end, &failure.stderr_tail)),
+                false => Signature::of(&end, &failure.stderr_tail),
+            };
             // By node, not address: agents sharing an address are hosts of their own.
             let found = self.crash_loop.failed(&who, signature, progressed);
             if let Some(found) = found.filter(|_| !policy.allow_crash_loops) {
@@ -195,6 +212,21 @@ impl Job {
 }
 
 impl Job {
+    /// Whether a planned exit is a loop ([`PLANNED_LOOP`]); one that made progress, or came
+    /// while a departure notice stood for a host of the job, starts the count again.
+    fn planned_loop(&mut self, progressed: bool) -> bool {
+        let noticed = self
+            .nodes
+            .values()
+            .any(|n| n.notice.as_ref().is_some_and(|n| n.deadline.is_some()));
+        if progressed || noticed {
+            self.planned_in_a_row = 0;
+            return false;
+        }
+        self.planned_in_a_row += 1;
+        self.planned_in_a_row >= PLANNED_LOOP
+    }
+
     /// The round's in-place restarts of task `job:index`, made on its first (`failure`).
     fn restarts_of(&mut self, job: &str, index: u32, failure: &Failure) -> &mut TaskRestarts {
         let at = match self
@@ -475,6 +507,69 @@ mod tests {
         assert_eq!(answer.in_place, None);
         let end = ended(&mut r, "c", 1, t0);
         assert_eq!((end.reason, end.restart_count), (EndReason::TaskPlanned, 0));
+    }
+
+    #[test]
+    fn planned_exits_in_a_loop_are_a_failure_unless_progress_or_a_notice_explains_them() {
+        let (mut r, t0, c) = (registry(), Instant::now(), config(1, 1, "", 5));
+        join_as(&mut r, &c, "a", 1000, t0).unwrap();
+        let exit_42 = |r: &mut Registry, round, progressed| {
+            let task = super::super::TaskReport {
+                round,
+                local_task: 0,
+                status: TaskStatus::Exited(42),
+                stderr_tail: String::new(),
+                progressed,
+            };
+            r.report("job", "a", task, t0).unwrap();
+            let end = ended(r, "a", round, t0);
+            join_as(r, &c, "a", 1000, t0).unwrap();
+            end
+        };
+        // Two at once: planned. One after progress starts the count again.
+        for (round, progressed) in [(1, false), (2, false), (3, true), (4, false), (5, false)] {
+            let end = exit_42(&mut r, round, progressed);
+            assert_eq!((end.reason, end.restart_count), (EndReason::TaskPlanned, 0));
+        }
+        // The third in a row without progress is a loop: a failure, counted.
+        let end = exit_42(&mut r, 6, false);
+        assert_eq!((end.reason, end.restart_count), (EndReason::TaskFailed, 1));
+        assert!(
+            end.detail
+                .ends_with("with no notice standing for any host: a loop, counted as a failure"),
+            "{}",
+            end.detail
+        );
+        // While a departure notice stands for a host of the job, a planned exit is a save.
+        let notice = crate::HostNotice {
+            cloud: "aws".into(),
+            kind: "preemption".into(),
+            remaining: Some(std::time::Duration::from_secs(120)),
+            detail: "terminate".into(),
+        };
+        r.heartbeat("job", "a", 7, (0, 0), Some(&notice), t0)
+            .unwrap();
+        let end = exit_42(&mut r, 7, false);
+        assert_eq!((end.reason, end.restart_count), (EndReason::TaskPlanned, 1));
+    }
+
+    #[test]
+    fn a_loop_of_planned_exits_that_goes_on_is_a_crash_loop_and_stops_the_job() {
+        // `sh -c 'exit 42'`: two planned rounds, then the loop's failures, the second of
+        // which is the same failure twice in a row on one host: the job stops there.
+        let (mut r, t0, c) = (registry(), Instant::now(), config(1, 1, "", 10));
+        join_as(&mut r, &c, "a", 1000, t0).unwrap();
+        for round in 1..=3 {
+            report(&mut r, "a", round, 0, TaskStatus::Exited(42), "", t0).unwrap();
+            join_as(&mut r, &c, "a", 1000, t0).unwrap();
+        }
+        report(&mut r, "a", 4, 0, TaskStatus::Exited(42), "", t0).unwrap();
+        let RoundStatus::JobDone(done) = r.heartbeat("job", "a", 4, (0, 0), None, t0).unwrap()
+        else {
+            panic!("the job goes on");
+        };
+        assert!(!done.succeeded);
+        assert!(done.detail.contains("crash loop"), "{}", done.detail);
     }
 
     #[test]
