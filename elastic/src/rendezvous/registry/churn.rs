@@ -47,10 +47,13 @@ impl Churn {
     }
 
     /// Counts a round ended at `now` by a host joining or leaving (a member's leave even
-    /// past the budget: its tasks are gone whatever the budget says).
+    /// past the budget: its tasks are gone whatever the budget says). The debt stops at the
+    /// whole budget: members leaving and joining again in a loop past it cannot make a new
+    /// host wait more than one refill (they once pushed the wait to hours).
     pub(super) fn record(&mut self, now: Instant) {
         let from = self.whole_at.map_or(now, |at| at.max(now));
-        self.whole_at = Some(from + CHURN_REFILL);
+        let most = now + CHURN_REFILL * CHURN_BURST;
+        self.whole_at = Some((from + CHURN_REFILL).min(most));
     }
 
     /// How many ends the budget still counts at `now`.
@@ -221,12 +224,15 @@ mod tests {
         assert_eq!((churn.wait(later), churn.spent(later)), (None, 2));
         churn.record(later);
         assert_eq!(churn.wait(later), Some(CHURN_REFILL));
-        // A member leaving past the budget is counted: the wait grows, one refill per end.
-        churn.record(later);
-        assert_eq!(churn.wait(later), Some(CHURN_REFILL * 2));
-        assert_eq!(churn.spent(later), 4, "five ends, one refill since");
+        // Members leaving past the budget in a loop are counted, but the debt stops at the
+        // whole budget: a joining host never waits more than a refill.
+        for _ in 0..100 {
+            churn.record(later);
+        }
+        assert_eq!(churn.wait(later), Some(CHURN_REFILL));
+        assert_eq!(churn.spent(later), CHURN_BURST);
         // Whole again after every refill owed: nothing kept.
-        let whole = later + CHURN_REFILL * 4;
+        let whole = later + CHURN_REFILL * CHURN_BURST;
         assert_eq!((churn.spent(whole), churn.wait(whole)), (0, None));
         #[cfg(feature = "etcd")]
         {
