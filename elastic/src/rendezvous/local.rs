@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use tracing::{Instrument, Span};
 
 use super::caller::Caller;
-use super::registry::{Refusal, TaskReport, Waited};
+use super::registry::{MAX_ID_LEN, Refusal, TaskReport, Waited};
 use super::{
-    Beat, CallError, Found, JoinArgs, Joined, Leave, ListQuery, NodeSecret, Observe, Rendezvous,
-    Report, Reported, StatusQuery, Store, Wait,
+    Beat, CallError, Credentials, Found, JoinArgs, Joined, Leave, ListQuery, NodeSecret, Observe,
+    Proof, Rendezvous, Report, Reported, StatusQuery, Store, Wait,
 };
 use crate::job_status::{JobStatus, JobSummary};
 use crate::outcome::RoundStatus;
@@ -51,7 +51,7 @@ impl<S: Store> Local<S> {
         deadline: Instant,
         seen: Option<(u64, u32)>,
     ) -> Result<Found, CallError> {
-        let proof = wait.credentials.proof(&wait.rdzv_id);
+        let proof = proof_of(&wait.credentials, &wait.rdzv_id, Some(&wait.node_id))?;
         self.store
             .long_poll(
                 &wait.rdzv_id,
@@ -86,7 +86,7 @@ impl<S: Store> Local<S> {
             if let Some(secret) = &drawn {
                 join.credentials.secret = Some(secret.clone());
             }
-            let proof = join.credentials.proof(&join.rdzv_id);
+            let proof = proof_of(&join.credentials, &join.rdzv_id, join.node_id.as_deref())?;
             if join.host.is_empty() {
                 join.host = self.store.default_host(peer).ok_or_else(|| {
                     CallError::from(Refusal::InvalidArgument(
@@ -101,6 +101,26 @@ impl<S: Store> Local<S> {
         .instrument(span)
         .await
     }
+}
+
+/// What `credentials` prove for job `rdzv_id`, once its ids are no longer than any job's or
+/// node's may be: a stranger's id of kilobytes is refused before anything is hashed with it
+/// or looked up (each call's hashes are keyed by its id, some under the registry's lock).
+fn proof_of(
+    credentials: &Credentials,
+    rdzv_id: &str,
+    node_id: Option<&str>,
+) -> Result<Proof, CallError> {
+    for (what, id) in [("rendezvous id", Some(rdzv_id)), ("node id", node_id)] {
+        let len = id.map_or(0, str::len);
+        if len > MAX_ID_LEN {
+            return Err(Refusal::InvalidArgument(format!(
+                "the {what} is {len} bytes long, more than any may be ({MAX_ID_LEN})"
+            ))
+            .into());
+        }
+    }
+    Ok(credentials.proof(rdzv_id))
 }
 
 /// The span of `call` to job `rdzv_id`, by `node` when a node makes it.
@@ -163,7 +183,7 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn observe(&self, observe: Observe, _within: Duration) -> Result<Found, CallError> {
         let span = call_span("WatchRounds", &observe.rdzv_id, None);
-        let proof = observe.credentials.proof(&observe.rdzv_id);
+        let proof = proof_of(&observe.credentials, &observe.rdzv_id, None)?;
         self.store
             .long_poll(
                 &observe.rdzv_id,
@@ -182,7 +202,7 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn heartbeat(&self, beat: Beat, _within: Duration) -> Result<RoundStatus, CallError> {
         let span = call_span("Heartbeat", &beat.rdzv_id, Some(&beat.node_id));
-        let proof = beat.credentials.proof(&beat.rdzv_id);
+        let proof = proof_of(&beat.credentials, &beat.rdzv_id, Some(&beat.node_id))?;
         self.store
             .long_poll(
                 &beat.rdzv_id,
@@ -208,7 +228,7 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn report(&self, report: Report, _within: Duration) -> Result<Reported, CallError> {
         let span = call_span("Report", &report.rdzv_id, Some(&report.node_id));
-        let proof = report.credentials.proof(&report.rdzv_id);
+        let proof = proof_of(&report.credentials, &report.rdzv_id, Some(&report.node_id))?;
         self.store
             .long_poll(
                 &report.rdzv_id,
@@ -237,7 +257,7 @@ impl<S: Store> Rendezvous for Local<S> {
         _within: Duration,
     ) -> Result<JobStatus, CallError> {
         let span = call_span("JobStatus", &query.rdzv_id, None);
-        let proof = query.credentials.proof(&query.rdzv_id);
+        let proof = proof_of(&query.credentials, &query.rdzv_id, None)?;
         let deadline = match query.after_digest {
             0 => Instant::now(),
             _ => self.deadline(query.poll),
@@ -267,7 +287,7 @@ impl<S: Store> Rendezvous for Local<S> {
 
     async fn leave(&self, leave: Leave, _within: Duration) -> Result<(), CallError> {
         let span = call_span("Leave", &leave.rdzv_id, Some(&leave.node_id));
-        let proof = leave.credentials.proof(&leave.rdzv_id);
+        let proof = proof_of(&leave.credentials, &leave.rdzv_id, Some(&leave.node_id))?;
         self.store
             .long_poll(&leave.rdzv_id, None, Instant::now(), |registry, now| {
                 registry.authorize(&leave.rdzv_id, Some(&leave.node_id), "Leave", &proof)?;

@@ -51,6 +51,7 @@ use failure_policy::Strategy;
 use job::{Job, Phase};
 use node::{NodeState, StandingNotice};
 
+pub(crate) use admission::MAX_ID_LEN;
 #[cfg(feature = "etcd")]
 pub(crate) use stored::Clock;
 pub(crate) use task_end::MAX_STDERR_TAIL;

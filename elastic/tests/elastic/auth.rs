@@ -312,6 +312,60 @@ fn a_servers_own_token_guards_every_job() {
 }
 
 #[test]
+fn ids_longer_than_any_job_s_are_refused_before_anything_is_hashed() {
+    run(async {
+        let options = RendezvousServer::builder()
+            .with_last_call(LAST_CALL)
+            .with_token(token("server"));
+        let server = server_with(options).await;
+        let addr = server.local_addr();
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut stub = proto::rendezvous_client::RendezvousClient::new(channel);
+        // A stranger's 60 KB id with a wrong 1 KiB bearer: refused for its length, as its
+        // message says, not hashed to compare tokens (once under the registry's lock).
+        let long = "j".repeat(60_000);
+        let bearer = "x".repeat(1024);
+        let said = "the rendezvous id is 60000 bytes long, more than any may be (128)";
+        let wait = proto::WaitRoundRequest {
+            rdzv_id: long.clone(),
+            node_id: "n".into(),
+            ..Default::default()
+        };
+        let status = stub.wait_round(forged(wait, Some(&bearer), None)).await;
+        let status = status.unwrap_err();
+        assert_eq!(
+            (status.code(), status.message()),
+            (Code::InvalidArgument, said)
+        );
+        let query = proto::JobStatusRequest {
+            rdzv_id: long.clone(),
+            ..Default::default()
+        };
+        let status = stub.job_status(forged(query, Some(&bearer), None)).await;
+        assert_eq!(status.unwrap_err().code(), Code::InvalidArgument);
+        let beat = proto::HeartbeatRequest {
+            rdzv_id: "job".into(),
+            node_id: "n".repeat(129),
+            ..Default::default()
+        };
+        let status = stub.heartbeat(forged(beat, Some(&bearer), None)).await;
+        let status = status.unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(
+            status
+                .message()
+                .starts_with("the node id is 129 bytes long"),
+            "{status:?}"
+        );
+        server.shutdown().await;
+    });
+}
+
+#[test]
 fn no_token_or_secret_shows_in_any_debug() {
     run(async {
         let secret_token = token("never-shown");

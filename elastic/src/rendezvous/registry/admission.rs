@@ -19,7 +19,7 @@ use crate::assignment::task_address;
 use crate::error::duration;
 
 /// The longest rendezvous id, node id, host or name accepted.
-const MAX_ID_LEN: usize = 128;
+pub(crate) const MAX_ID_LEN: usize = 128;
 const MAX_HOST_LEN: usize = 253;
 
 /// Checks a join's fields, before its job is looked up.
