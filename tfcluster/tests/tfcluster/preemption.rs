@@ -106,18 +106,32 @@ fn seen(agent: &Launch) -> Vec<(u32, u64, u32, usize)> {
 }
 
 /// Polls `what` until it gives something, for at most [`TIMEOUT`].
-fn until<T>(agents: &[&Launch], what: &str, mut found: impl FnMut() -> Option<T>) -> T {
+fn until<T>(agents: &[&Launch], what: &str, found: impl FnMut() -> Option<T>) -> T {
+    until_within(TIMEOUT, agents, what, found)
+}
+
+/// How long a TensorFlow job's step may take: its tasks import TensorFlow first, several
+/// at once on a busy 2-core machine.
+const TF_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Polls `what` until it gives something, for at most `timeout`.
+fn until_within<T>(
+    timeout: Duration,
+    agents: &[&Launch],
+    what: &str,
+    mut found: impl FnMut() -> Option<T>,
+) -> T {
     let started = Instant::now();
     loop {
         if let Some(found) = found() {
             return found;
         }
-        if started.elapsed() > TIMEOUT {
+        if started.elapsed() > timeout {
             let output: Vec<String> = agents
                 .iter()
                 .map(|a| format!("{}{}", a.stdout(), a.stderr()))
                 .collect();
-            panic!("no {what} within {TIMEOUT:?}:\n{}", output.join("\n----\n"));
+            panic!("no {what} within {timeout:?}:\n{}", output.join("\n----\n"));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -496,12 +510,12 @@ fn a_parameter_server_strategy_chief_saves_on_its_host_s_notice_and_the_next_rou
         (variable, &value),
     ];
     let mut first = Launch::start(&args, &env);
-    until(&[&first], "the chief training", || {
+    until_within(TF_TIMEOUT, &[&first], "the chief training", || {
         step_said(&first.stdout(), "step")
     });
 
     metadata.give_notice();
-    let status = first.wait(Duration::from_secs(120));
+    let status = first.wait(TF_TIMEOUT);
     let (out, err) = (first.stdout(), first.stderr());
     assert_eq!(status.code(), Some(0), "a planned departure: {out}{err}");
     assert!(
@@ -516,7 +530,7 @@ fn a_parameter_server_strategy_chief_saves_on_its_host_s_notice_and_the_next_rou
     let args = agent("127.0.0.1", "off");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut next = Launch::start(&args, &[("CKPT_DIR", &ckpt), ("STEPS", &goal)]);
-    let status = next.wait(Duration::from_secs(120));
+    let status = next.wait(TF_TIMEOUT);
     let (out, err) = (next.stdout(), next.stderr());
     assert_eq!(status.code(), Some(0), "the job finishes: {out}{err}");
     assert_eq!(step_said(&out, "restored step"), Some(saved), "{out}");
@@ -589,7 +603,7 @@ fn a_parameter_server_s_notice_reaches_the_chief_on_another_host_which_saves_fir
     let mut worker = Launch::start(&args, &env);
     let all = [&chief, &server, &worker];
     // Training in a round of the three hosts, ps:1 on the noticed one.
-    until(&all, "a round of three hosts training", || {
+    until_within(TF_TIMEOUT, &all, "a round of three hosts training", || {
         let status = status_of(&endpoint, "pss").ok()?;
         let ps1 = format!("{NOTICED_HOST}:");
         let three = status["members"].as_array()?.len() == 3
@@ -603,7 +617,7 @@ fn a_parameter_server_s_notice_reaches_the_chief_on_another_host_which_saves_fir
     });
 
     metadata.give_notice();
-    let status = server.wait(Duration::from_secs(120));
+    let status = server.wait(TF_TIMEOUT);
     let (out, err) = (server.stdout(), server.stderr());
     assert_eq!(status.code(), Some(0), "a planned departure: {out}{err}");
     assert!(
@@ -613,9 +627,12 @@ fn a_parameter_server_s_notice_reaches_the_chief_on_another_host_which_saves_fir
     let chief_out = chief.stdout();
     let saved = step_said(&chief_out, "saved step")
         .unwrap_or_else(|| panic!("the chief saved: {chief_out}{}", chief.stderr()));
-    let restored = until(&[&chief, &worker], "the next round restoring", || {
-        step_said(&chief.stdout(), "restored step")
-    });
+    let restored = until_within(
+        TF_TIMEOUT,
+        &[&chief, &worker],
+        "the next round restoring",
+        || step_said(&chief.stdout(), "restored step"),
+    );
     assert_eq!(restored, saved, "{}", chief.stdout());
     let status = status_of(&endpoint, "pss").expect("the job's status");
     assert_eq!(status["restart_count"], 0, "{status}");
