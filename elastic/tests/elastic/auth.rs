@@ -90,6 +90,18 @@ on_both_backends!(
 );
 
 /// A request carrying `token` (none: no metadata) and `secret`.
+/// A gRPC stub of the rendezvous at `addr`, for calls no client of ours would make.
+async fn raw_stub(
+    addr: std::net::SocketAddr,
+) -> proto::rendezvous_client::RendezvousClient<tonic::transport::Channel> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    proto::rendezvous_client::RendezvousClient::new(channel)
+}
+
 fn forged<T>(message: T, token: Option<&str>, secret: Option<&str>) -> Request<T> {
     let mut request = Request::new(message);
     if let Some(token) = token {
@@ -119,12 +131,7 @@ fn forged_node_calls_over_grpc_are_refused_and_change_nothing() {
         assert_eq!(round(&ours, &mut a).await.number(), 1);
         let node_id = a.node_id().to_owned();
 
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        let mut stub = proto::rendezvous_client::RendezvousClient::new(channel);
+        let mut stub = raw_stub(addr).await;
         let right = "job-0123456789abcdef".to_owned();
         let wrong_secret = "0123456789abcdef0123456789abcdef";
         // (token, secret): the right token without a secret or with a wrong one (a node's
@@ -318,13 +325,7 @@ fn ids_longer_than_any_job_s_are_refused_before_anything_is_hashed() {
             .with_last_call(LAST_CALL)
             .with_token(token("server"));
         let server = server_with(options).await;
-        let addr = server.local_addr();
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        let mut stub = proto::rendezvous_client::RendezvousClient::new(channel);
+        let mut stub = raw_stub(server.local_addr()).await;
         // A stranger's 60 KB id with a wrong 1 KiB bearer: refused for its length, as its
         // message says, not hashed to compare tokens (once under the registry's lock).
         let long = "j".repeat(60_000);

@@ -445,6 +445,32 @@ fn guide_loop() -> String {
         .to_owned()
 }
 
+/// The arguments of a ParameterServerStrategy job's agent on `host` (`shape`: its nodes,
+/// tasks and layout) at `rdzv`, following `notices`, its tasks running `command`.
+fn pss_agent(
+    rdzv: &str,
+    host: &str,
+    notices: &str,
+    shape: &[&str],
+    command: [&str; 2],
+) -> Vec<String> {
+    let head = ["run", "--rdzv", rdzv, "--rdzv-id", "pss", "--no-prewarm"];
+    let timing = [
+        "--rdzv-last-call",
+        "1s",
+        "--rdzv-timeout",
+        "10s",
+        "--grace",
+        "30s",
+    ];
+    let place = ["--host", host, "--preemption-notices", notices, "--"];
+    [&head[..], shape, &timing, &place, &command]
+        .concat()
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The first `WORD N` line of `text`'s task output, as N.
 fn step_said(text: &str, word: &str) -> Option<u64> {
     let word = format!("] {word} ");
@@ -471,35 +497,16 @@ fn a_parameter_server_strategy_chief_saves_on_its_host_s_notice_and_the_next_rou
     let rdzv = etcd_rdzv(&etcd);
     let dir = scratch("preemption-pss");
     let ckpt = dir.path().to_str().expect("a UTF-8 path").to_owned();
-    let agent = |host: &str, notices: &str| -> Vec<String> {
-        let flags = [
-            "run",
-            "--rdzv",
-            &rdzv,
-            "--rdzv-id",
-            "pss",
+    let agent = |host: &str, notices: &str| {
+        let shape = [
             "--nodes",
             "1",
             "--tasks-per-node",
             "3",
             "--layout",
             "chief=1,ps=1",
-            "--no-prewarm",
-            "--rdzv-last-call",
-            "1s",
-            "--rdzv-timeout",
-            "10s",
-            "--grace",
-            "30s",
-            "--host",
-            host,
-            "--preemption-notices",
-            notices,
-            "--",
-            &python,
-            &script,
         ];
-        flags.map(str::to_owned).to_vec()
+        pss_agent(&rdzv, host, notices, &shape, [&python, &script])
     };
     let args = agent(NOTICED_HOST, "gce");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -550,35 +557,16 @@ fn a_parameter_server_s_notice_reaches_the_chief_on_another_host_which_saves_fir
     let metadata = rt.block_on(GceMetadata::start());
     let dir = scratch("preemption-pss-server");
     let ckpt = dir.path().to_str().expect("a UTF-8 path").to_owned();
-    let agent = |rdzv: &str, host: &str, notices: &str| -> Vec<String> {
-        let flags = [
-            "run",
-            "--rdzv",
-            rdzv,
-            "--rdzv-id",
-            "pss",
+    let agent = |rdzv: &str, host: &str, notices: &str| {
+        let shape = [
             "--nodes",
             "2:3",
             "--tasks-per-node",
             "2",
             "--layout",
             "chief=1,ps=2",
-            "--no-prewarm",
-            "--rdzv-last-call",
-            "1s",
-            "--rdzv-timeout",
-            "10s",
-            "--grace",
-            "30s",
-            "--host",
-            host,
-            "--preemption-notices",
-            notices,
-            "--",
-            &python,
-            &script,
         ];
-        flags.map(str::to_owned).to_vec()
+        pss_agent(rdzv, host, notices, &shape, [&python, &script])
     };
     let env = [("CKPT_DIR", ckpt.as_str()), ("STEPS", "1000000")];
     let (mut chief, endpoint) = serving(|endpoint, log| {
