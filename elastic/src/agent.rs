@@ -861,6 +861,10 @@ impl Agent {
         // When to stop the local chief alone so it saves: a parameter server's host on
         // another node has a notice (ParameterServerStrategy).
         let mut save_for_server: Option<Instant> = None;
+        // The departure the chief was stopped for: the same one told again (its deadline
+        // restated) stops no chief again, not even the one restarted since.
+        let mut saved_for: Option<crate::HostNotice> = None;
+        let mut told: Option<crate::HostNotice> = None;
         // This node's departure, held until the round ends (the chief saved) or this time:
         // it runs a parameter server and not the chief.
         let mut held: Option<(Signal, Instant)> = None;
@@ -927,7 +931,11 @@ impl Agent {
                             continue;
                         }
                         RoundStatus::ServerNotice { notice, .. } => {
-                            save_for_server = self.save_for_server(notice);
+                            let again = notice.as_ref().zip(saved_for.as_ref()).is_some_and(|(n, s)| same_departure(n, s));
+                            if !again {
+                                save_for_server = self.save_for_server(notice.as_ref());
+                            }
+                            told = notice;
                             continue;
                         }
                         RoundStatus::Running => Ok(RoundEnded::Ended(self.options.grace)),
@@ -951,6 +959,7 @@ impl Agent {
                 index = watchdog.hung() => tasks.kill_hung(index),
                 () = sleep_until_some(save_for_server) => {
                     save_for_server = None;
+                    saved_for = told.clone();
                     if let Some(chief) = pss_chief(tasks, round, &local_of) {
                         tracing::warn!("a parameter server's host is about to go: stopping the chief alone (SIGTERM) so it saves; the round ends when it exits");
                         tasks.signal_task(chief, Signal::SIGTERM);
@@ -979,14 +988,14 @@ impl Agent {
     /// When to stop the local chief so it saves ahead of `notice`, another member's parameter
     /// server's departure: this agent's notice lead before its deadline (at once without
     /// one); `None` when the notice was withdrawn.
-    fn save_for_server(&self, notice: Option<crate::HostNotice>) -> Option<Instant> {
-        let remaining = notice.as_ref()?.remaining?;
+    fn save_for_server(&self, notice: Option<&crate::HostNotice>) -> Option<Instant> {
+        let remaining = notice?.remaining?;
         let lead = self
             .options
             .notices
             .as_ref()
             .map_or(Duration::MAX, |n| n.lead);
-        tracing::warn!(notice = %notice.as_ref()?, "a parameter server's host has a notice: the chief saves ahead of it");
+        tracing::warn!(notice = %notice?, "a parameter server's host has a notice: the chief saves ahead of it");
         Some(Instant::now() + remaining.saturating_sub(lead))
     }
 
@@ -1129,6 +1138,11 @@ fn restart_chief(
 /// How long before its deadline a host running a parameter server leaves at the latest,
 /// waiting for the chief to save: time to stop its tasks and leave.
 const SERVER_MARGIN: Duration = Duration::from_secs(10);
+
+/// Whether two notices are one departure, its deadline perhaps restated.
+fn same_departure(a: &crate::HostNotice, b: &crate::HostNotice) -> bool {
+    (&a.cloud, &a.kind, &a.detail) == (&b.cloud, &b.kind, &b.detail)
+}
 
 /// Sleeps until `at`; never without one.
 async fn sleep_until_some(at: Option<Instant>) {

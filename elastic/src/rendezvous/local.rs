@@ -203,6 +203,7 @@ impl<S: Store> Rendezvous for Local<S> {
     async fn heartbeat(&self, beat: Beat, _within: Duration) -> Result<RoundStatus, CallError> {
         let span = call_span("Heartbeat", &beat.rdzv_id, Some(&beat.node_id));
         let proof = proof_of(&beat.credentials, &beat.rdzv_id, Some(&beat.node_id))?;
+        let arrived = Instant::now();
         self.store
             .long_poll(
                 &beat.rdzv_id,
@@ -215,7 +216,7 @@ impl<S: Store> Rendezvous for Local<S> {
                         &beat.node_id,
                         beat.round,
                         (beat.chief_restarts_seen, beat.notices_seen),
-                        beat.notice.as_ref(),
+                        beat.notice.as_ref().map(|n| (n, arrived)),
                         now,
                     )?;
                     let running = status == RoundStatus::Running;

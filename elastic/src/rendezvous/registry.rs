@@ -215,7 +215,7 @@ impl Registry {
         node_id: &str,
         round: u64,
         (chief_restarts_seen, notices_seen): (u32, u32),
-        notice: Option<&HostNotice>,
+        notice: Option<(&HostNotice, Instant)>,
         now: Instant,
     ) -> Result<RoundStatus, Refusal> {
         let timeout = self.settings.timeout;
@@ -228,7 +228,9 @@ impl Registry {
             .get_mut(node_id)
             .ok_or_else(|| unknown_node(rdzv_id, node_id, timeout))?;
         node.last_seen = now;
-        let notice = notice.map(|n| StandingNotice::at(n, now));
+        // Its deadline counts from when the call came, not from `now`: a long poll checks
+        // its call again as the job changes, seconds later.
+        let notice = notice.map(|(n, sent)| StandingNotice::at(n, sent));
         let changed = match (&node.notice, &notice) {
             (Some(kept), Some(new)) => kept.differs(new),
             (kept, new) => kept.is_some() != new.is_some(),

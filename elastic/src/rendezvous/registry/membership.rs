@@ -297,7 +297,7 @@ mod tests {
         join_as(&mut r, &c, "b", 1001, t0).unwrap();
         let before = r.status("job", t0).unwrap().digest;
         let notice = spot_notice(30);
-        r.heartbeat("job", "b", 1, (0, 0), Some(&notice), t0)
+        r.heartbeat("job", "b", 1, (0, 0), Some((&notice, t0)), t0)
             .unwrap();
         let status = r.status("job", t0 + Duration::from_secs(1)).unwrap();
         let shown = status.nodes[1].notice.as_ref().expect("b's notice shows");
@@ -307,10 +307,17 @@ mod tests {
             "gce preemption notice (TRUE), deadline in 29 s"
         );
         assert_ne!(status.digest, before, "a long poll of the status wakes");
+        // The same beat checked again seconds later (a long poll does, as the job changes):
+        // its deadline counts from when it came, so nothing changed.
+        let changes = r.jobs["job"].notices;
+        let later = t0 + Duration::from_secs(8);
+        r.heartbeat("job", "b", 1, (0, 0), Some((&notice, t0)), later)
+            .unwrap();
+        assert_eq!(r.jobs["job"].notices, changes);
         // Restated a second later, from a clock a little off: the same notice, no change.
         let t1 = t0 + Duration::from_secs(1);
         let restated = spot_notice(30);
-        r.heartbeat("job", "b", 1, (0, 0), Some(&restated), t1)
+        r.heartbeat("job", "b", 1, (0, 0), Some((&restated, t1)), t1)
             .unwrap();
         assert_eq!(r.status("job", t1).unwrap().digest, status.digest);
         r.heartbeat("job", "b", 1, (0, 0), None, t1).unwrap();

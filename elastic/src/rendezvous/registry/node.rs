@@ -49,7 +49,7 @@ pub(super) struct StandingNotice {
 /// How far a notice's deadline may move before the registry takes the new one: each beat
 /// restates it from the sender's clock, and rewriting the job for the jitter (the etcd
 /// backend writes its record on every change) would be work for nothing.
-const DEADLINE_SLACK: Duration = Duration::from_secs(2);
+const DEADLINE_SLACK: Duration = Duration::from_secs(5);
 
 impl StandingNotice {
     /// `notice`, sent at `now`.

@@ -474,7 +474,8 @@ mod tests {
             detail: "Preempt".into(),
         };
         let soon = notice("preemption", Some(std::time::Duration::from_secs(30)));
-        r.heartbeat("job", "b", 1, (0, 0), Some(&soon), t0).unwrap();
+        r.heartbeat("job", "b", 1, (0, 0), Some((&soon, t0)), t0)
+            .unwrap();
         r.leave("job", "c", Some(&soon), t0);
         let first = r.store("job", clock).unwrap();
         assert_eq!(first.nodes[1].notice.as_ref().unwrap().kind, "preemption");

@@ -476,7 +476,8 @@ mod tests {
             detail: "TRUE".into(),
         };
         let beat = |r: &mut Registry, node, notice: Option<&crate::HostNotice>, seen| {
-            r.heartbeat("job", node, 1, (0, seen), notice, t0).unwrap()
+            r.heartbeat("job", node, 1, (0, seen), notice.map(|n| (n, t0)), t0)
+                .unwrap()
         };
         // b, which runs ps:0, hears of its host's preemption; c, a worker, is not told.
         assert_eq!(beat(&mut r, "b", Some(&notice), 0), RoundStatus::Running);
@@ -547,7 +548,7 @@ mod tests {
             remaining: Some(std::time::Duration::from_secs(120)),
             detail: "terminate".into(),
         };
-        r.heartbeat("job", "a", 7, (0, 0), Some(&notice), t0)
+        r.heartbeat("job", "a", 7, (0, 0), Some((&notice, t0)), t0)
             .unwrap();
         let end = exit_42(&mut r, 7, false);
         assert_eq!((end.reason, end.restart_count), (EndReason::TaskPlanned, 1));
