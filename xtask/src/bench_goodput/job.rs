@@ -173,8 +173,7 @@ impl Job {
             .stdin(Stdio::null())
             .stdout(create(&out)?)
             .stderr(create(&err)?);
-        let child = command
-            .spawn()
+        let child = interrupt::spawn(&mut command)
             .map_err(|e| format!("cannot start host {h}'s agent ({command:?}): {e}"))?;
         self.agents[h] = Some(Running(child));
         Ok(())
