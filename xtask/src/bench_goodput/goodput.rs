@@ -61,6 +61,16 @@ impl Goodput {
             step_ms,
         })
     }
+
+    /// This window's goodput at another step time, `step_ms` (measured where the run was
+    /// undisturbed: a round of fewer workers steps at its own pace, which is not the job's).
+    pub(super) fn at_step_ms(self, step_ms: f64) -> Self {
+        Self {
+            ratio: self.ratio * step_ms / self.step_ms,
+            step_ms,
+            ..self
+        }
+    }
 }
 
 #[cfg(test)]
@@ -86,6 +96,13 @@ mod tests {
         assert!((found.step_ms - 1000.0).abs() < 1e-6, "{found:?}");
         assert!((found.ratio - 30.0 / 49.0).abs() < 1e-9, "{found:?}");
         assert_eq!(Goodput::of(&marks[..1], 0, 10), None);
+        // At the 0.98 s steps of a faster part of the run: the same steps, less time.
+        let faster = found.at_step_ms(980.0);
+        assert_eq!(faster.productive, 30);
+        assert!(
+            (faster.ratio - 30.0 * 0.98 / 49.0).abs() < 1e-9,
+            "{faster:?}"
+        );
     }
 
     #[test]

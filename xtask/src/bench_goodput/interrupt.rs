@@ -2,6 +2,7 @@
 //! run's waits end with an error and its jobs are dropped (agents, tasks and namespaces
 //! gone) instead of the process dying with them still running.
 
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -11,12 +12,11 @@ use nix::sys::signal::{SigSet, Signal};
 static STOPPED: AtomicBool = AtomicBool::new(false);
 
 /// Blocks SIGINT and SIGTERM in this thread (and the threads it starts from now on) and
-/// takes them on a thread of their own. Call first, before any thread starts. Children are
-/// started with an empty mask (std resets it), so they take the signals as usual.
+/// takes them on a thread of their own. Call first, before any thread starts. A child
+/// inherits its spawner's mask (std's spawn leaves it as it is, and an agent's tasks inherit
+/// the agent's): start them with [`spawn`].
 pub(super) fn arm() -> Result<(), String> {
-    let mut set = SigSet::empty();
-    set.add(Signal::SIGINT);
-    set.add(Signal::SIGTERM);
+    let set = taken();
     set.thread_block()
         .map_err(|e| format!("cannot block SIGINT and SIGTERM: {e}"))?;
     std::thread::spawn(move || {
@@ -26,6 +26,29 @@ pub(super) fn arm() -> Result<(), String> {
         }
     });
     Ok(())
+}
+
+/// The signals [`arm`] takes.
+fn taken() -> SigSet {
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    set
+}
+
+/// Spawns `command` from a thread of its own that has SIGINT and SIGTERM unblocked, so that
+/// the child and its children take them as usual: an agent's tasks must get the SIGTERM of a
+/// clean stop (TensorFlow's PreemptionCheckpointHandler saves on it). One that comes to
+/// xtask in the moment that thread lives ends xtask as it would have before [`arm`].
+pub(super) fn spawn(command: &mut Command) -> std::io::Result<Child> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            taken().thread_unblock().map_err(std::io::Error::from)?;
+            command.spawn()
+        })
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the spawning thread panicked")))
+    })
 }
 
 /// An error once a signal came.

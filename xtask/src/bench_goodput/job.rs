@@ -36,6 +36,8 @@ pub(super) struct Job {
     starts: Vec<usize>,
     args: Vec<String>,
     env: Vec<(String, String)>,
+    /// Each host's own variables besides `env` (its cloud's metadata server, as a VM has).
+    host_env: Vec<Vec<(String, String)>>,
 }
 
 impl Job {
@@ -93,7 +95,14 @@ impl Job {
             starts: vec![0; HOSTS],
             args,
             env,
+            host_env: vec![Vec::new(); HOSTS],
         })
+    }
+
+    /// Sets variable `key` to `value` for host `h`'s agents started from now on.
+    pub(super) fn set_env(&mut self, h: usize, key: &str, value: &str) {
+        self.host_env[h].retain(|(k, _)| k != key);
+        self.host_env[h].push((key.to_owned(), value.to_owned()));
     }
 
     /// Waits up to `timeout` for every agent to exit; whether they all did.
@@ -155,12 +164,16 @@ impl Job {
         let mut command = self.hosts.command(h, release("tfcluster"));
         command
             .args(&self.args)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .envs(
+                self.env
+                    .iter()
+                    .chain(&self.host_env[h])
+                    .map(|(k, v)| (k, v)),
+            )
             .stdin(Stdio::null())
             .stdout(create(&out)?)
             .stderr(create(&err)?);
-        let child = command
-            .spawn()
+        let child = interrupt::spawn(&mut command)
             .map_err(|e| format!("cannot start host {h}'s agent ({command:?}): {e}"))?;
         self.agents[h] = Some(Running(child));
         Ok(())

@@ -1,5 +1,5 @@
-//! The marks `goodput_train.py` and `pss_goodput_train.py` print, as they reach an agent's stdout behind the task's
-//! prefix: `[HOST/JOB:INDEX] goodput ROUND WHAT TIME [VALUE]`.
+//! The marks `goodput_train.py`, `pss_goodput_train.py` and `preemption_goodput_train.py`
+//! print, as they reach an agent's stdout behind the task's prefix: `[HOST/JOB:INDEX] goodput ROUND WHAT TIME [VALUE]`.
 
 /// What a mark says happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +18,8 @@ pub(super) enum What {
     Saved,
     /// A ParameterServerStrategy worker or parameter server serves (`pss_goodput_train.py`).
     Serving,
+    /// The job's restarts so far, `TFCLUSTER_RESTART_COUNT` (`preemption_goodput_train.py`).
+    Restarts,
 }
 
 /// One mark.
@@ -48,6 +50,7 @@ impl Mark {
             "step" => What::Step,
             "saved" => What::Saved,
             "serving" => What::Serving,
+            "restarts" => What::Restarts,
             _ => return None,
         };
         let ns = seconds_ns(words.next()?)?;
@@ -123,6 +126,8 @@ mod tests {
             (What::Ready, 17_500_000_000, 0)
         );
         assert!(ready.is_chief());
+        let restarts = Mark::parse("[h/worker:1] goodput 4 restarts 17.5 3").unwrap();
+        assert_eq!((restarts.what, restarts.value), (What::Restarts, 3));
         // Other lines of the task, and broken marks, are no marks.
         for line in [
             "[h/worker:0] Epoch 1/2",

@@ -21,7 +21,7 @@ use crate::wall_clock::now_ns;
 /// a round after a repair (a rejoining host: a restart of every task). A rejoining host may
 /// also wait out the rendezvous's churn budget (after 3 rounds ended by hosts joining or
 /// leaving, one more each 200 s): 240 s stopped a run's faults at the third host fault.
-const START_TIMEOUT: Duration = Duration::from_secs(420);
+pub(super) const START_TIMEOUT: Duration = Duration::from_secs(420);
 /// Steps a round makes before a fault hits it: training is steady and has checkpointed.
 pub(super) const STEADY_STEPS: u64 = 12;
 /// How long a fault waits for the warm interpreters of the next round to be ready (8–14 s
