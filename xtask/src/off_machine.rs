@@ -28,10 +28,10 @@ const RULES: &str = "table inet tfct_offmachine {
   chain output {
     type filter hook output priority 0; policy accept;
     fib daddr type local accept
-    ip daddr 169.254.0.0/16 counter reject
+    ip daddr 169.254.0.0/16 counter log prefix \"tfct-offmachine: \" reject
     ip daddr { 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24 } tcp dport { 80, 443 } accept
-    ip daddr { 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24 } counter reject
-    ip6 daddr 2001:db8::/32 counter reject
+    ip daddr { 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24 } counter log prefix \"tfct-offmachine: \" reject
+    ip6 daddr 2001:db8::/32 counter log prefix \"tfct-offmachine: \" reject
   }
 }
 ";
@@ -64,10 +64,12 @@ impl Guard {
         if rejected == 0 {
             Ok(())
         } else {
+            let kernel_log = workspace::stdout(&mut Command::new("dmesg")).unwrap_or_default();
             Err(format!(
                 "{rejected} packet(s) sent from the root network namespace to a documentation or \
                  link-local address (rejected, never left the machine): a test dials an address \
-                 outside loopback and its own namespaces"
+                 outside loopback and its own namespaces; the kernel logged: {}",
+                destinations(&kernel_log)
             ))
         }
     }
@@ -80,6 +82,36 @@ fn remove() {
         .args(["delete", "table", "inet", TABLE])
         .stderr(std::process::Stdio::null())
         .status();
+}
+
+/// The destinations the table's log lines in `kernel_log` name (`DST=ADDR PROTO=P DPT=PORT`),
+/// each with its count, the most frequent first (at most eight).
+fn destinations(kernel_log: &str) -> String {
+    let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
+    for line in kernel_log
+        .lines()
+        .filter(|l| l.contains("tfct-offmachine: "))
+    {
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(name))
+                .unwrap_or("?")
+                .to_owned()
+        };
+        let to = format!("{}:{} {}", field("DST="), field("DPT="), field("PROTO="));
+        *seen.entry(to).or_default() += 1;
+    }
+    let mut seen: Vec<(String, usize)> = seen.into_iter().collect();
+    seen.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let listed: Vec<String> = seen
+        .iter()
+        .take(8)
+        .map(|(to, n)| format!("{to} ({n})"))
+        .collect();
+    match listed.is_empty() {
+        true => "nothing (no kernel log to read)".to_owned(),
+        false => listed.join(", "),
+    }
 }
 
 /// The packets counted by every rule of an `nft -j list` document.
@@ -96,7 +128,20 @@ fn packets(listed: &serde_json::Value) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::packets;
+    use super::{destinations, packets};
+
+    #[test]
+    fn names_the_destinations_the_kernel_logged() {
+        let log = "[1.0] tfct-offmachine: IN= OUT=eth0 SRC=192.0.2.2 DST=192.0.2.1 LEN=60 PROTO=UDP SPT=5 DPT=53\n\
+                   [1.1] other line DST=10.0.0.1\n\
+                   [1.2] tfct-offmachine: IN= OUT=eth0 SRC=192.0.2.2 DST=192.0.2.1 LEN=60 PROTO=UDP SPT=6 DPT=53\n\
+                   [1.3] tfct-offmachine: IN= OUT=eth0 DST=169.254.169.254 PROTO=TCP DPT=80\n";
+        assert_eq!(
+            destinations(log),
+            "192.0.2.1:53 UDP (2), 169.254.169.254:80 TCP (1)"
+        );
+        assert_eq!(destinations(""), "nothing (no kernel log to read)");
+    }
 
     #[test]
     fn counts_every_rules_packets() {
